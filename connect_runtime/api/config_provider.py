@@ -1,0 +1,150 @@
+"""Config providers: ``${provider:[path:]key}`` placeholders resolved at load time (Kafka KIP-297/KIP-421).
+
+So that secrets can stay out of configuration files, a value such as ``${env:KAFKA_PASSWORD}`` or
+``${file:/etc/kafka/secrets.properties:sasl.password}`` is replaced by what the named provider returns.
+Providers are declared as Kafka declares them::
+
+    config.providers = env, file
+    config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider
+    config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider
+
+Kafka's Java class names map to the built-in Python providers; a dotted Python path works too.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from connect_runtime.api.errors import ConfigError
+
+#: ``${provider:path:key}`` or ``${provider:key}`` (Kafka's ConfigTransformer pattern).
+PLACEHOLDER = re.compile(r"\$\{([^}]*?):(([^}]*?):)?([^}]*?)\}")
+
+
+class ConfigProvider(ABC):
+    """Returns values for keys under a path (a file, a vault path...)."""
+
+    def configure(self, config: Mapping[str, str]) -> None:  # noqa: B027 - optional hook
+        """Receive ``config.providers.<name>.param.*`` settings."""
+
+    @abstractmethod
+    def get(self, path: str, keys: set[str]) -> dict[str, str]:
+        """Values for ``keys`` at ``path``; missing keys are simply absent."""
+
+
+class EnvVarConfigProvider(ConfigProvider):
+    """``${env:VAR}``: environment variables (the path must be empty)."""
+
+    def __init__(self) -> None:
+        self._allow: re.Pattern[str] | None = None
+
+    def configure(self, config: Mapping[str, str]) -> None:
+        pattern = config.get("allowlist.pattern")
+        self._allow = re.compile(pattern) if pattern else None
+
+    def get(self, path: str, keys: set[str]) -> dict[str, str]:
+        if path:
+            raise ConfigError(f"The env config provider takes no path, got {path!r}")
+        return {k: os.environ[k] for k in keys if k in os.environ and (not self._allow or self._allow.fullmatch(k))}
+
+
+class FileConfigProvider(ConfigProvider):
+    """``${file:/path/to/file.properties:key}``: a key of a Java properties file."""
+
+    def get(self, path: str, keys: set[str]) -> dict[str, str]:
+        import javaproperties  # local: keeps the api package free of third-party imports at import time
+
+        try:
+            with Path(path).open(encoding="utf-8") as fh:
+                values: dict[str, str] = javaproperties.load(fh)
+        except OSError as exc:
+            raise ConfigError(f"config provider 'file' cannot read {path}: {exc.strerror}") from exc
+        return {k: values[k] for k in keys if k in values}
+
+
+class DirectoryConfigProvider(ConfigProvider):
+    """``${directory:/path/to/dir:file}``: the content of a file in a directory (Kubernetes secrets)."""
+
+    def get(self, path: str, keys: set[str]) -> dict[str, str]:
+        out = {}
+        for key in keys:
+            file = Path(path) / key
+            if file.is_file():
+                out[key] = file.read_text(encoding="utf-8")
+        return out
+
+
+_BUILTIN = {
+    "org.apache.kafka.common.config.provider.EnvVarConfigProvider": EnvVarConfigProvider,
+    "org.apache.kafka.common.config.provider.FileConfigProvider": FileConfigProvider,
+    "org.apache.kafka.common.config.provider.DirectoryConfigProvider": DirectoryConfigProvider,
+    "EnvVarConfigProvider": EnvVarConfigProvider,
+    "FileConfigProvider": FileConfigProvider,
+    "DirectoryConfigProvider": DirectoryConfigProvider,
+}
+
+
+def load_class(path: str, key: str | None = None) -> Any:
+    """Import ``package.module.Name`` (or ``package.module:Name``); a clear ConfigError if impossible."""
+    module_name, sep, attr = path.replace(":", ".").rpartition(".")
+    if not sep or not module_name:
+        raise ConfigError(f"Invalid value {path!r} for configuration {key}: expected a dotted class path", key)
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"Invalid value {path!r} for configuration {key}: class could not be found ({exc})",
+                          key) from None
+
+
+def build_providers(config: Mapping[str, str]) -> dict[str, ConfigProvider]:
+    """Instantiate the providers named by ``config.providers`` from a flat config map."""
+    names = [n.strip() for n in config.get("config.providers", "").split(",") if n.strip()]
+    providers: dict[str, ConfigProvider] = {}
+    for name in names:
+        key = f"config.providers.{name}.class"
+        class_name = config.get(key, "").strip()
+        if not class_name:
+            raise ConfigError(f"Missing {key} for config provider {name!r} listed in config.providers", key)
+        cls = _BUILTIN.get(class_name) or load_class(class_name, key)
+        provider = cls()
+        if not isinstance(provider, ConfigProvider):
+            raise ConfigError(f"Invalid value {class_name!r} for configuration {key}: not a ConfigProvider", key)
+        prefix = f"config.providers.{name}.param."
+        provider.configure({k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)})
+        providers[name] = provider
+    return providers
+
+
+def resolve(config: Mapping[str, str], providers: Mapping[str, ConfigProvider]) -> dict[str, str]:
+    """Replace every ``${provider:[path:]key}`` whose provider is known; others are left as they are.
+
+    A placeholder whose provider is known but has no such key is an error naming the config key, since
+    silently keeping the literal placeholder as (say) a password hides the mistake until connect time.
+    """
+    out: dict[str, str] = {}
+    for name, value in config.items():
+        if not isinstance(value, str) or "${" not in value:
+            out[name] = value
+            continue
+
+        def substitute(m: re.Match[str], name: str = name) -> str:
+            provider_name, path, key = m.group(1), m.group(3) or "", m.group(4)
+            provider = providers.get(provider_name)
+            if provider is None:
+                return m.group(0)
+            found = provider.get(path, {key})
+            if key not in found:
+                where = f"{path}:{key}" if path else key
+                raise ConfigError(
+                    f"Configuration {name}: config provider {provider_name!r} has no value for {where!r}", name
+                )
+            return found[key]
+
+        out[name] = PLACEHOLDER.sub(substitute, value)
+    return out

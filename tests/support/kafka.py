@@ -1,0 +1,148 @@
+"""Small helpers for integration tests against real brokers.
+
+Counting records uses ``enable.partition.eof`` (the fetch-response high watermark), never ListOffsets:
+on Tansu ListOffsets "latest" is the base offset of the last batch + 1 (tansu.md §2.1), while the
+fetch high watermark is exact on Tansu and on Kafka alike.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+T = TypeVar("T")
+
+
+def unique(prefix: str) -> str:
+    """A name no other test uses: topics, groups, connector names."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def wait_until(predicate: Callable[[], T], timeout_s: float = 30.0, message: str = "condition",
+               interval_s: float = 0.2) -> T:
+    """Poll ``predicate`` until it returns something truthy; fail with ``message`` on timeout."""
+    deadline = time.monotonic() + timeout_s
+    last_exc: Exception | None = None
+    while True:
+        try:
+            result = predicate()
+            if result:
+                return result
+        except Exception as exc:  # noqa: BLE001 - retried until the deadline, reported on timeout
+            last_exc = exc
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last_exc!r})" if last_exc else ""
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {message}{detail}")
+        time.sleep(interval_s)
+
+
+def admin(bootstrap: str) -> AdminClient:
+    # allow.auto.create.topics=false: on Tansu a metadata lookup would otherwise create the topic.
+    return AdminClient({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False})
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> str:
+    client = admin(bootstrap)  # keep a reference: a destroyed client fails its pending futures
+    futures = client.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})])
+    futures[name].result(timeout=15)
+    wait_until(lambda: name in topics(bootstrap), 15, f"topic {name} visible")
+    return name
+
+
+def topics(bootstrap: str) -> set[str]:
+    return set(admin(bootstrap).list_topics(timeout=10).topics)
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes | None]] | int,
+            partition: int | None = None, **extra: Any) -> int:
+    """Produce records (key, value) or N generated records ``key-i``/``value-i``; returns the count."""
+    if isinstance(records, int):
+        records = [(f"key-{i}".encode(), f"value-{i}".encode()) for i in range(records)]
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "allow.auto.create.topics": False})
+    errors: list[KafkaError] = []
+    count = 0
+    for key, value in records:
+        kwargs: dict[str, Any] = dict(extra)
+        if partition is not None:
+            kwargs["partition"] = partition
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key,
+                                 on_delivery=lambda err, _msg: err and errors.append(err), **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        count += 1
+    remaining = producer.flush(30)
+    assert remaining == 0, f"{remaining} records not delivered"
+    assert not errors, f"delivery errors: {errors[:3]}"
+    return count
+
+
+@dataclass
+class Consumed:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] | None
+    timestamp: int
+
+
+def consume_all(bootstrap: str, topic: str, timeout_s: float = 30.0,
+                expect: int | None = None) -> list[Consumed]:
+    """Read a whole topic from the beginning up to its current end (per-partition EOF).
+
+    With ``expect``, keep reading (past EOF) until at least that many records arrived or the timeout.
+    """
+    meta = admin(bootstrap).list_topics(topic, timeout=10).topics[topic]
+    parts = sorted(meta.partitions)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("test-reader"),
+                         "enable.auto.commit": False, "enable.partition.eof": True,
+                         "auto.offset.reset": "earliest", "isolation.level": "read_uncommitted"})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+    out: list[Consumed] = []
+    at_eof: set[int] = set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            done = len(at_eof) == len(parts)
+            if done and (expect is None or len(out) >= expect):
+                break
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    at_eof.add(msg.partition())
+                    continue
+                raise AssertionError(f"consume error: {err}")
+            at_eof.discard(msg.partition())
+            ts = msg.timestamp()[1]
+            out.append(Consumed(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value(),
+                                msg.headers(), ts))
+    finally:
+        consumer.close()
+    return out
+
+
+def count_records(bootstrap: str, topic: str, timeout_s: float = 30.0) -> int:
+    return len(consume_all(bootstrap, topic, timeout_s))
+
+
+def commit_group_offsets(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit offsets for a group without joining it (manual assign + commit)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    finally:
+        consumer.close()
