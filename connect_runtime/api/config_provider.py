@@ -51,7 +51,8 @@ class EnvVarConfigProvider(ConfigProvider):
     def get(self, path: str, keys: set[str]) -> dict[str, str]:
         if path:
             raise ConfigError(f"The env config provider takes no path, got {path!r}")
-        return {k: os.environ[k] for k in keys if k in os.environ and (not self._allow or self._allow.fullmatch(k))}
+        return {k: os.environ[k] for k in keys
+                if k in os.environ and (not self._allow or self._allow.fullmatch(k))}
 
 
 class FileConfigProvider(ConfigProvider):
@@ -94,7 +95,8 @@ def load_class(path: str, key: str | None = None) -> Any:
     """Import ``package.module.Name`` (or ``package.module:Name``); a clear ConfigError if impossible."""
     module_name, sep, attr = path.replace(":", ".").rpartition(".")
     if not sep or not module_name:
-        raise ConfigError(f"Invalid value {path!r} for configuration {key}: expected a dotted class path", key)
+        raise ConfigError(f"Invalid value {path!r} for configuration {key}: expected a dotted class path",
+                          key)
     try:
         return getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
@@ -111,10 +113,11 @@ def build_providers(config: Mapping[str, str]) -> dict[str, ConfigProvider]:
         class_name = config.get(key, "").strip()
         if not class_name:
             raise ConfigError(f"Missing {key} for config provider {name!r} listed in config.providers", key)
-        cls = _BUILTIN.get(class_name) or load_class(class_name, key)
+        cls: Any = _BUILTIN.get(class_name) or load_class(class_name, key)
         provider = cls()
         if not isinstance(provider, ConfigProvider):
-            raise ConfigError(f"Invalid value {class_name!r} for configuration {key}: not a ConfigProvider", key)
+            raise ConfigError(f"Invalid value {class_name!r} for configuration {key}: not a ConfigProvider",
+                              key)
         prefix = f"config.providers.{name}.param."
         provider.configure({k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)})
         providers[name] = provider
@@ -142,8 +145,8 @@ def resolve(config: Mapping[str, str], providers: Mapping[str, ConfigProvider]) 
             if key not in found:
                 where = f"{path}:{key}" if path else key
                 raise ConfigError(
-                    f"Configuration {name}: config provider {provider_name!r} has no value for {where!r}", name
-                )
+                    f"Configuration {name}: config provider {provider_name!r} has no value for {where!r}",
+                    name)
             return found[key]
 
         out[name] = PLACEHOLDER.sub(substitute, value)

@@ -1,0 +1,401 @@
+"""``MirrorMakerConfig``: one ``mm2.properties`` turned into herders, worker configs and connector configs.
+
+This is a faithful port of Kafka's ``MirrorMakerConfig`` (§1.2-§1.3 of the reference): the same flat
+namespace (``clusters``, ``<alias>.*``, ``<src>-><tgt>.*``, top-level defaults), the same four derivations
+and the same precedence, so an operator's existing file means exactly what it meant under Java MM2 —
+quirks included (the heartbeat-only reverse herder, the untrimmed ``A->B.enabled`` check).
+
+Where Java silently ignores a mistake that would leave replication quietly broken (an undeclared alias
+in a flow key or in ``--clusters``, a cluster in use without ``bootstrap.servers``), :meth:`validate`
+reports it instead, pointing at ``file:line``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type
+from connect_runtime.api.config_provider import ConfigProvider, build_providers, resolve
+from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.properties import PropertiesFile, load_properties
+from mirror.checkpoint import config as checkpoint_config
+from mirror.connector_config import (
+    BOOTSTRAP_SERVERS,
+    CLIENT_CONFIG_NAMES,
+    CLIENT_SECURITY_CONFIG_DEF,
+    CONNECTOR_CLASS,
+    NAME,
+    REPLICATION_POLICY_CLASS,
+    SOURCE_CLUSTER_ALIAS,
+    TARGET_CLUSTER_ALIAS,
+    validate_replication_policy_class,
+)
+from mirror.heartbeat import config as heartbeat_config
+from mirror.source import config as source_config
+
+logger = logging.getLogger(__name__)
+
+# ---- driver-only keys (§1.2) ----------------------------------------------------------------------------
+
+CLUSTERS = "clusters"
+ENABLE_INTERNAL_REST = "dedicated.mode.enable.internal.rest"
+CONFIG_PROVIDERS = "config.providers"
+LISTENERS = "listeners"
+LISTENERS_DEFAULT = "http://:8083"
+REST_ADVERTISED_HOST_NAME = "rest.advertised.host.name"
+REST_ADVERTISED_PORT = "rest.advertised.port"
+REST_ADVERTISED_LISTENER = "rest.advertised.listener"
+ACCESS_CONTROL_ALLOW_ORIGIN = "access.control.allow.origin"
+ACCESS_CONTROL_ALLOW_METHODS = "access.control.allow.methods"
+RESPONSE_HTTP_HEADERS_CONFIG = "response.http.headers.config"
+
+_DRIVER = "MirrorMaker"
+
+CONFIG_DEF: ConfigDef = ConfigDef([
+    ConfigKey(CLUSTERS, Type.LIST, importance=Importance.HIGH, group=_DRIVER,
+              doc="Comma-separated list of cluster aliases, e.g. 'clusters = primary, backup'. "
+                  "Each alias then takes '<alias>.bootstrap.servers' and other '<alias>.*' settings."),
+    ConfigKey(ENABLE_INTERNAL_REST, Type.BOOLEAN, False, Importance.HIGH, group=_DRIVER,
+              doc="Whether to start the internal REST server (KIP-710) so that followers can forward task "
+                  "configs and zombie-fencing requests to the leader of each flow."),
+    ConfigKey(CONFIG_PROVIDERS, Type.LIST, [], Importance.LOW, group=_DRIVER,
+              doc="Names of ConfigProviders; declare each with 'config.providers.<name>.class'. They resolve "
+                  "${provider:[path:]key} in worker and client configs; connector configs are resolved later "
+                  "by the worker."),
+    ConfigKey(LISTENERS, Type.LIST, LISTENERS_DEFAULT, Importance.LOW, group=_DRIVER,
+              doc="Listeners of the internal REST server (only with dedicated.mode.enable.internal.rest)."),
+    ConfigKey(REST_ADVERTISED_HOST_NAME, Type.STRING, None, Importance.LOW, group=_DRIVER,
+              doc="Host name given to other workers to reach the internal REST server."),
+    ConfigKey(REST_ADVERTISED_PORT, Type.INT, None, Importance.LOW, group=_DRIVER,
+              doc="Port given to other workers to reach the internal REST server."),
+    ConfigKey(REST_ADVERTISED_LISTENER, Type.STRING, None, Importance.LOW, group=_DRIVER,
+              doc="Listener (http or https) given to other workers."),
+    ConfigKey(ACCESS_CONTROL_ALLOW_ORIGIN, Type.STRING, "", Importance.LOW, group=_DRIVER,
+              doc="Value of the Access-Control-Allow-Origin header of the internal REST server."),
+    ConfigKey(ACCESS_CONTROL_ALLOW_METHODS, Type.STRING, "", Importance.LOW, group=_DRIVER,
+              doc="Methods allowed by CORS on the internal REST server."),
+    ConfigKey(RESPONSE_HTTP_HEADERS_CONFIG, Type.STRING, "", Importance.LOW, group=_DRIVER,
+              doc="Rules for REST API HTTP response headers."),
+]).merge(CLIENT_SECURITY_CONFIG_DEF)
+
+# ---- connector classes, as Java MM2 writes them into connector.class -----------------------------------
+
+SOURCE_CONNECTOR_CLASS = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
+CHECKPOINT_CONNECTOR_CLASS = "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
+HEARTBEAT_CONNECTOR_CLASS = "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector"
+#: The order in which the leader submits the three connectors (Source, Heartbeat, Checkpoint).
+CONNECTOR_CLASSES: tuple[str, ...] = (
+    SOURCE_CONNECTOR_CLASS, HEARTBEAT_CONNECTOR_CLASS, CHECKPOINT_CONNECTOR_CLASS)
+
+CONNECTOR_CONFIG_DEFS: dict[str, ConfigDef] = {
+    SOURCE_CONNECTOR_CLASS: source_config.CONFIG_DEF,
+    CHECKPOINT_CONNECTOR_CLASS: checkpoint_config.CONFIG_DEF,
+    HEARTBEAT_CONNECTOR_CLASS: heartbeat_config.CONFIG_DEF,
+}
+
+#: Java's ``allConfigNames()``: the keys a top-level property must have to reach a connector.
+ALL_CONNECTOR_CONFIG_NAMES: frozenset[str] = frozenset().union(
+    *(d.names() for d in CONNECTOR_CONFIG_DEFS.values()))
+
+#: Top-level key prefixes that go into every worker config, overriding ``<target>.*`` (§1.3(b)2).
+WORKER_PREFIXES: tuple[str, ...] = (
+    "offset.storage", "config.storage", "status.storage", "key.converter", "value.converter",
+    "header.converter", "task", "worker", "replication.policy",
+)
+BYTE_ARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
+_CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
+_CLIENT_KEY = re.compile(r"^consumer.*|^producer.*|^admin.*")  # Java's regex, no dots: kept verbatim
+_ENABLED = "enabled"
+
+
+@dataclass(frozen=True, order=True)
+class SourceAndTarget:
+    """One replication flow / herder: ``source->target``."""
+
+    source: str
+    target: str
+
+    def __str__(self) -> str:
+        return f"{self.source}->{self.target}"
+
+    @classmethod
+    def parse(cls, flow: str) -> SourceAndTarget:
+        """``"A->B"`` to ``SourceAndTarget("A", "B")``."""
+        source, sep, target = flow.partition("->")
+        if not sep or not source.strip() or not target.strip():
+            raise ConfigError(f"Invalid flow {flow!r}: expected <source>-><target>, e.g. primary->backup")
+        return cls(source.strip(), target.strip())
+
+
+def parse_boolean(value: str | None) -> bool:
+    """Java ``Boolean.parseBoolean``: ``true`` in any case, *untrimmed*; anything else (or None) is false."""
+    return value is not None and value.lower() == "true"
+
+
+def connector_simple_name(connector_class: str) -> str:
+    """``org.apache.kafka.connect.mirror.MirrorSourceConnector`` -> ``MirrorSourceConnector``."""
+    return connector_class.replace(":", ".").rsplit(".", 1)[-1]
+
+
+class MirrorMakerConfig:
+    """The parsed top-level configuration of a MirrorMaker 2 node.
+
+    ``props`` are the raw strings of ``mm2.properties``; pass the :class:`PropertiesFile` itself so that
+    errors can name ``file:line``. Construction parses the driver keys (§1.2) and builds the config
+    providers; :meth:`validate` checks everything a run would need.
+    """
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        self._file: PropertiesFile | None = props if isinstance(props, PropertiesFile) else None
+        self._raw: dict[str, str] = dict(props)
+        try:
+            self._values: dict[str, Any] = CONFIG_DEF.parse(self._raw)
+        except ConfigError as exc:
+            raise self._error(exc.key, self._missing_clusters_message() if exc.key == CLUSTERS and
+                              CLUSTERS not in self._raw else str(exc)) from exc
+        self._clusters: list[str] = list(dict.fromkeys(a for a in self._values[CLUSTERS] if a))
+        try:
+            self._providers: dict[str, ConfigProvider] = build_providers(self._raw)
+        except ConfigError as exc:
+            raise self._error(exc.key, str(exc)) from exc
+
+    @classmethod
+    def from_file(cls, path: str) -> MirrorMakerConfig:
+        """Load ``mm2.properties``; a missing or unreadable file is a :class:`ConfigError` naming it."""
+        return cls(load_properties(path))
+
+    # ---- basics ----
+
+    @property
+    def source_name(self) -> str:
+        return self._file.path if self._file is not None else "<config>"
+
+    @property
+    def clusters(self) -> list[str]:
+        """The declared aliases, in file order, without duplicates."""
+        return list(self._clusters)
+
+    @property
+    def enable_internal_rest(self) -> bool:
+        return bool(self._values[ENABLE_INTERNAL_REST])
+
+    def get(self, name: str) -> Any:
+        """Parsed value of a driver key (§1.2)."""
+        return self._values[name]
+
+    def raw_properties(self) -> dict[str, str]:
+        return dict(self._raw)
+
+    def location(self, key: str | None) -> str:
+        """``file:line`` of ``key`` if it is defined in the file, else the file name."""
+        if self._file is not None:
+            return self._file.location(key)
+        return self.source_name
+
+    def _error(self, key: str | None, message: str) -> ConfigError:
+        return ConfigError(f"{self.location(key)}: {message}", key)
+
+    def _missing_clusters_message(self) -> str:
+        return ("missing required key 'clusters': expected a comma-separated list of aliases, "
+                "e.g. clusters = A, B")
+
+    # ---- pairs (§2.2) ----
+
+    def cluster_pairs(self) -> list[SourceAndTarget]:
+        """Every ordered pair that gets a herder: enabled flows plus heartbeat-only pairs (§2.2).
+
+        Uses Java's untrimmed ``Boolean.parseBoolean``, so ``A->B.enabled = true `` (trailing space)
+        does not enable the flow here.
+        """
+        global_heartbeats = True
+        if heartbeat_config.EMIT_HEARTBEATS_ENABLED in self._raw:
+            global_heartbeats = parse_boolean(self._raw[heartbeat_config.EMIT_HEARTBEATS_ENABLED])
+        pairs = []
+        for source in self._clusters:
+            for target in self._clusters:
+                if source == target:
+                    continue
+                prefix = f"{source}->{target}."
+                enabled = parse_boolean(self._raw.get(prefix + _ENABLED))
+                heartbeats = global_heartbeats
+                if prefix + heartbeat_config.EMIT_HEARTBEATS_ENABLED in self._raw:
+                    heartbeats = parse_boolean(self._raw[prefix + heartbeat_config.EMIT_HEARTBEATS_ENABLED])
+                if enabled or heartbeats:
+                    pairs.append(SourceAndTarget(source, target))
+        return pairs
+
+    def herder_pairs(self, clusters: Iterable[str] | None = None) -> list[SourceAndTarget]:
+        """The pairs this node runs: :meth:`cluster_pairs` whose target is in ``clusters`` (``--clusters``).
+
+        ``None`` or empty means every declared alias. Raises :class:`ConfigError` for an undeclared
+        alias and, as Java does, when no flow is left.
+        """
+        wanted = [c for c in (clusters or []) if c]
+        for alias in wanted:
+            if alias not in self._clusters:
+                raise ConfigError(f"--clusters names {alias!r}, which is not declared in "
+                                  f"{self.location(CLUSTERS)} (clusters = {', '.join(self._clusters)})",
+                                  CLUSTERS)
+        targets = set(wanted or self._clusters)
+        pairs = [p for p in self.cluster_pairs() if p.target in targets]
+        if not pairs:
+            raise self._error(CLUSTERS, "No source->target replication flows: enable one with "
+                                        "'<source>-><target>.enabled = true' (and check --clusters)")
+        return pairs
+
+    # ---- the four derivations (§1.3) ----
+
+    def cluster_props(self, alias: str) -> dict[str, str]:
+        """(a) ``<alias>.*`` stripped, with connection/security keys copied to ``producer./consumer./admin.``.
+
+        Top-level connection/security keys are only a fallback for all four forms.
+        """
+        props = self._stripped(f"{alias}.")
+        for key in CLIENT_CONFIG_NAMES:
+            if key in props:
+                for prefix in _CLIENT_PREFIXES:
+                    props.setdefault(prefix + key, props[key])
+        for key in CLIENT_CONFIG_NAMES:
+            if key in self._raw:
+                for prefix in _CLIENT_PREFIXES:
+                    props.setdefault(prefix + key, self._raw[key])
+                props.setdefault(key, self._raw[key])
+        return props
+
+    def worker_config(self, pair: SourceAndTarget, *, resolve_providers: bool = True) -> dict[str, str]:
+        """(b) The Connect distributed-worker config of the herder for ``pair`` (it talks to the target).
+
+        ``resolve_providers=False`` keeps ``${provider:...}`` placeholders, for display.
+        """
+        props = self.cluster_props(pair.target)
+        for prefix in WORKER_PREFIXES:
+            props.update(self._with_prefix(prefix))
+        if resolve_providers:
+            props = self._resolve(props)
+        props.update(self._with_prefix(CONFIG_PROVIDERS))
+        src = pair.source
+        props.setdefault("client.id", str(pair))
+        props.setdefault("group.id", f"{src}-mm2")
+        props.setdefault("offset.storage.topic", f"mm2-offsets.{src}.internal")
+        props.setdefault("status.storage.topic", f"mm2-status.{src}.internal")
+        props.setdefault("config.storage.topic", f"mm2-configs.{src}.internal")
+        for converter in ("key.converter", "value.converter", "header.converter"):
+            props.setdefault(converter, BYTE_ARRAY_CONVERTER)
+        return props
+
+    def connector_base_config(self, pair: SourceAndTarget, connector_class_name: str) -> dict[str, str]:
+        """(c) The config the leader submits for one connector of ``pair`` (not provider-resolved)."""
+        props = {k: v for k, v in self._raw.items() if k in ALL_CONNECTOR_CONFIG_NAMES}
+        props.update(self._with_prefix(CONFIG_PROVIDERS))
+        props.update(self._with_prefix("replication.policy"))
+        for side, alias in (("source", pair.source), ("target", pair.target)):
+            for key, value in self.cluster_props(alias).items():
+                props[f"{side}.{key}" if _CLIENT_KEY.match(key) else f"{side}.cluster.{key}"] = value
+        props.setdefault(NAME, connector_simple_name(connector_class_name))
+        props.setdefault(CONNECTOR_CLASS, connector_class_name)
+        props.setdefault(SOURCE_CLUSTER_ALIAS, pair.source)
+        props.setdefault(TARGET_CLUSTER_ALIAS, pair.target)
+        props.update(self._stripped(f"{pair}."))
+        props.setdefault(_ENABLED, "false")
+        return props
+
+    def client_config(self, alias: str) -> dict[str, str]:
+        """(d) A ``MirrorClientConfig`` map for ``alias``: all top-level keys plus cluster props, resolved.
+
+        Used by ``mirror offsets translate`` and other ``MirrorClient`` users.
+        """
+        props = dict(self._raw)
+        props.update(self.cluster_props(alias))
+        return self._resolve(props)
+
+    # ---- validation ----
+
+    def validate(self, clusters: Iterable[str] | None = None) -> list[SourceAndTarget]:
+        """Check everything a run needs and return the herder pairs; the first problem is a ConfigError.
+
+        Checks, in order: flow keys name declared aliases; ``--clusters`` aliases are declared; some
+        flow exists; every cluster of a built pair has ``bootstrap.servers``; the top-level replication
+        policy loads; every connector config of every pair parses (regexes, integers, enums...).
+        """
+        self._check_flow_keys()
+        pairs = self.herder_pairs(clusters)
+        for alias in dict.fromkeys(a for p in pairs for a in (p.source, p.target)):
+            if not self.cluster_props(alias).get(BOOTSTRAP_SERVERS, "").strip():
+                users = ", ".join(str(p) for p in pairs if alias in (p.source, p.target))
+                raise ConfigError(
+                    f"{self.location(CLUSTERS)}: cluster {alias!r} has no bootstrap.servers: expected "
+                    f"'{alias}.bootstrap.servers = host:port[,host:port...]' (needed by {users})",
+                    f"{alias}.{BOOTSTRAP_SERVERS}")
+        if REPLICATION_POLICY_CLASS in self._raw:
+            try:
+                validate_replication_policy_class(REPLICATION_POLICY_CLASS,
+                                                  self._raw[REPLICATION_POLICY_CLASS].strip())
+            except ConfigError as exc:
+                raise self._error(REPLICATION_POLICY_CLASS, str(exc)) from exc
+        for pair in pairs:
+            self.worker_config(pair)  # resolves providers: a missing ${env:...} fails here
+            for connector_class in CONNECTOR_CLASSES:
+                self._check_connector(pair, connector_class)
+        return pairs
+
+    def _check_flow_keys(self) -> None:
+        """A ``X->Y.key`` whose X or Y is not declared is a typo that Java would silently ignore."""
+        declared = set(self._clusters)
+        for key in self._raw:
+            source, sep, rest = key.partition("->")
+            if not sep:
+                continue
+            target = next((a for a in sorted(declared, key=len, reverse=True) if rest.startswith(a + ".")),
+                          rest.split(".", 1)[0])
+            for alias in (source, target):
+                if alias not in declared:
+                    raise self._error(key, f"flow key {key!r} names cluster {alias!r}, which is not "
+                                           f"declared in clusters ({', '.join(self._clusters)})")
+
+    def _check_connector(self, pair: SourceAndTarget, connector_class: str) -> None:
+        config = self.connector_base_config(pair, connector_class)
+        try:
+            CONNECTOR_CONFIG_DEFS[connector_class].parse(self._resolve(config))
+        except ConfigError as exc:
+            origin = self._origin(exc.key, pair)
+            message = str(exc)
+            if exc.key and origin and origin != exc.key:
+                message = message.replace(f"configuration {exc.key}", f"configuration {origin}")
+            raise ConfigError(f"{self.location(origin)}: {message} "
+                              f"({connector_simple_name(connector_class)} of flow {pair})", origin) from exc
+
+    def _origin(self, key: str | None, pair: SourceAndTarget) -> str | None:
+        """The mm2.properties key that supplied connector key ``key`` for ``pair`` (for error locations)."""
+        if key is None:
+            return None
+        candidates = [f"{pair}.{key}"]
+        for side, alias in (("source", pair.source), ("target", pair.target)):
+            for prefix in (f"{side}.cluster.", f"{side}."):
+                if key.startswith(prefix):
+                    rest = key[len(prefix):]
+                    candidates += [f"{alias}.{rest}", rest]
+                    client, _, plain = rest.partition(".")
+                    if client in ("producer", "consumer", "admin"):
+                        candidates += [f"{alias}.{plain}", plain]
+        candidates.append(key)
+        return next((c for c in candidates if c in self._raw), key)
+
+    # ---- helpers ----
+
+    def _with_prefix(self, prefix: str) -> dict[str, str]:
+        """Top-level entries whose key starts with ``prefix``, keys unchanged (Java ``stringsWithPrefix``)."""
+        return {k: v for k, v in self._raw.items() if k.startswith(prefix)}
+
+    def _stripped(self, prefix: str) -> dict[str, str]:
+        """Entries under ``prefix`` with it stripped (Java ``stringsWithPrefixStripped``)."""
+        return {k[len(prefix):]: v for k, v in self._raw.items() if k.startswith(prefix)}
+
+    def _resolve(self, props: Mapping[str, str]) -> dict[str, str]:
+        try:
+            return resolve(props, self._providers)
+        except ConfigError as exc:
+            raise self._error(exc.key, str(exc)) from exc
