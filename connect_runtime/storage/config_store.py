@@ -1,0 +1,390 @@
+"""Connector and task configurations, kept in ``config.storage.topic`` (Java's KafkaConfigBackingStore).
+
+Record formats are Connect's (reference §2.3), compact JSON as Java's JsonConverter writes it with
+schemas disabled, so a Java worker and this one can read each other's topic:
+
+=============================  ==========================================================
+key                            value
+=============================  ==========================================================
+``connector-<name>``           ``{"properties":{...}}``; null = the connector was deleted
+``task-<name>-<n>``            ``{"properties":{...}}``
+``commit-<name>``              ``{"tasks":N}``
+``target-state-<name>``        ``{"state":"STARTED"|"PAUSED","state.v2":"STARTED"|"PAUSED"|"STOPPED"}``
+``restart-connector-<name>``   ``{"include-tasks":bool,"only-failed":bool}``
+``tasks-fencing-<name>``       ``{"task-count":N}``
+=============================  ==========================================================
+
+Invariant "commit": task configs become visible only when the ``commit-<name>`` record that follows
+them is read, and only if that commit covers a complete set ``0..N-1``. Until then they are held as
+deferred updates, so a leader that dies between writing task 0 and task 1 never makes a half-written
+generation visible (Java's ``processTasksCommitRecord``). A commit that does not cover a complete set
+marks the connector *inconsistent*; its previous task configs stay in force.
+
+Invariant "STOPPED": Java 3.5+ writes a STOPPED target state as ``state=PAUSED, state.v2=STOPPED`` so
+that older workers, which only read ``state``, at least keep the connector paused. Readers prefer
+``state.v2``.
+
+Threading: records are applied on the log's consumer thread under ``_lock``; :meth:`snapshot` hands the
+herder an immutable copy. Listener callbacks run on the log thread, after the record is applied, and
+only once :meth:`start` has read the topic to its end (the herder takes its first snapshot then).
+Only the leader's herder calls the write methods.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
+
+logger = logging.getLogger(__name__)
+
+STARTED = "STARTED"
+PAUSED = "PAUSED"
+STOPPED = "STOPPED"
+TARGET_STATES = (STARTED, PAUSED, STOPPED)
+
+CONNECTOR_PREFIX = "connector-"
+TASK_PREFIX = "task-"
+COMMIT_PREFIX = "commit-"
+TARGET_STATE_PREFIX = "target-state-"
+RESTART_PREFIX = "restart-connector-"
+FENCING_PREFIX = "tasks-fencing-"
+
+#: A task id as the storage layer sees it: ``(connector, task number)``.
+TaskKey = tuple[str, int]
+
+
+def dumps(value: Mapping[str, Any]) -> bytes:
+    """Compact JSON, as Jackson writes it (no spaces, non-ASCII kept as UTF-8)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def connector_key(name: str) -> bytes:
+    return f"{CONNECTOR_PREFIX}{name}".encode()
+
+
+def task_key(name: str, task: int) -> bytes:
+    return f"{TASK_PREFIX}{name}-{task}".encode()
+
+
+def commit_key(name: str) -> bytes:
+    return f"{COMMIT_PREFIX}{name}".encode()
+
+
+def target_state_key(name: str) -> bytes:
+    return f"{TARGET_STATE_PREFIX}{name}".encode()
+
+
+def restart_key(name: str) -> bytes:
+    return f"{RESTART_PREFIX}{name}".encode()
+
+
+def fencing_key(name: str) -> bytes:
+    return f"{FENCING_PREFIX}{name}".encode()
+
+
+def target_state_value(state: str) -> bytes:
+    """``{"state", "state.v2"}``: STOPPED is written as PAUSED for pre-3.5 readers (invariant "STOPPED")."""
+    if state not in TARGET_STATES:
+        raise ValueError(f"unknown target state {state!r}")
+    return dumps({"state": PAUSED if state == STOPPED else state, "state.v2": state})
+
+
+def parse_task_key(key: str) -> TaskKey | None:
+    """``task-<name>-<n>`` -> (name, n); connector names may contain dashes, the number may not."""
+    body, sep, number = key[len(TASK_PREFIX):].rpartition("-")
+    if not sep or not number.isdigit():
+        return None
+    return body, int(number)
+
+
+@dataclass(frozen=True, slots=True)
+class RestartRequest:
+    """A ``POST /connectors/<c>/restart`` that every worker applies to what it runs (§11.2)."""
+
+    connector: str
+    include_tasks: bool = False
+    only_failed: bool = False
+
+
+@dataclass(frozen=True)
+class ClusterConfigState:
+    """An immutable view of the config topic up to ``offset`` (Java's ClusterConfigState)."""
+
+    offset: int = -1
+    connector_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    task_configs: Mapping[TaskKey, Mapping[str, str]] = field(default_factory=dict)
+    task_counts: Mapping[str, int] = field(default_factory=dict)
+    target_states: Mapping[str, str] = field(default_factory=dict)
+    task_count_records: Mapping[str, int] = field(default_factory=dict)
+    inconsistent: frozenset[str] = frozenset()
+
+    def connectors(self) -> list[str]:
+        return sorted(self.connector_configs)
+
+    def contains(self, name: str) -> bool:
+        return name in self.connector_configs
+
+    def connector_config(self, name: str) -> Mapping[str, str] | None:
+        return self.connector_configs.get(name)
+
+    def target_state(self, name: str) -> str | None:
+        if name not in self.connector_configs:
+            return None
+        return self.target_states.get(name, STARTED)
+
+    def task_count(self, name: str) -> int:
+        return self.task_counts.get(name, 0)
+
+    def tasks(self, name: str) -> list[TaskKey]:
+        """The committed task ids of ``name`` (none while its configs are inconsistent)."""
+        if name in self.inconsistent:
+            return []
+        return [(name, i) for i in range(self.task_count(name)) if (name, i) in self.task_configs]
+
+    def all_tasks(self) -> list[TaskKey]:
+        return [t for name in self.connectors() for t in self.tasks(name)]
+
+    def task_config(self, task: TaskKey) -> Mapping[str, str] | None:
+        return self.task_configs.get(task)
+
+    def task_config_list(self, name: str) -> list[Mapping[str, str]]:
+        return [self.task_configs[t] for t in self.tasks(name)]
+
+
+class ConfigUpdateListener(Protocol):
+    """What the herder is told as records are read (on the log thread: must not block)."""
+
+    def on_connector_config_update(self, connector: str) -> None: ...
+
+    def on_connector_config_remove(self, connector: str) -> None: ...
+
+    def on_task_config_update(self, connector: str, tasks: Sequence[TaskKey]) -> None:
+        """A new task generation of ``connector`` became visible (``tasks`` may be empty)."""
+        ...
+
+    def on_connector_target_state_change(self, connector: str) -> None: ...
+
+    def on_restart_request(self, request: RestartRequest) -> None: ...
+
+
+LogFactory = Callable[..., KafkaBasedLog]
+
+
+class KafkaConfigStore:
+    """Connector/task configs, target states and restart requests on a single-partition compacted topic."""
+
+    def __init__(self, topic: str, *, producer_config: Mapping[str, str], consumer_config: Mapping[str, str],
+                 admin_config: Mapping[str, str], replication_factor: int = 3,
+                 transactional_id: str | None = None, log_factory: LogFactory = KafkaBasedLog) -> None:
+        self.topic = topic
+        self._lock = threading.RLock()
+        self._listener: ConfigUpdateListener | None = None
+        self._started = False
+        self._offset = -1
+        self._connectors: dict[str, dict[str, str]] = {}
+        self._tasks: dict[TaskKey, dict[str, str]] = {}
+        self._task_counts: dict[str, int] = {}
+        self._target_states: dict[str, str] = {}
+        self._fencing: dict[str, int] = {}
+        self._deferred: dict[str, dict[int, dict[str, str]]] = {}
+        self._inconsistent: set[str] = set()
+        # Java forces a single partition and compaction on the config topic: ordering of task records
+        # and their commit record is what invariant "commit" rests on.
+        self._log = log_factory(topic, producer_config=producer_config, consumer_config=consumer_config,
+                                admin_config=admin_config, consumed=self._consume, partitions=1,
+                                replication_factor=replication_factor,
+                                topic_config={"cleanup.policy": "compact"}, transactional_id=transactional_id)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def set_update_listener(self, listener: ConfigUpdateListener | None) -> None:
+        self._listener = listener
+
+    def start(self, timeout_s: float = 120.0) -> None:
+        """Create the topic if needed and read it to the end; later records reach the listener."""
+        self._log.start(timeout_s)
+        with self._lock:
+            self._started = True
+        logger.info("Config store started on %s at offset %d with %d connector(s)", self.topic,
+                    self._offset, len(self._connectors))
+
+    def stop(self) -> None:
+        self._log.stop()
+
+    def refresh(self, timeout_s: float = 30.0) -> ClusterConfigState:
+        """Catch up with the topic (other workers' writes) and return the new snapshot."""
+        self._log.read_to_end(timeout_s)
+        return self.snapshot()
+
+    def snapshot(self) -> ClusterConfigState:
+        with self._lock:
+            return ClusterConfigState(
+                offset=self._offset,
+                connector_configs={k: dict(v) for k, v in self._connectors.items()},
+                task_configs={k: dict(v) for k, v in self._tasks.items()},
+                task_counts=dict(self._task_counts),
+                target_states=dict(self._target_states),
+                task_count_records=dict(self._fencing),
+                inconsistent=frozenset(self._inconsistent),
+            )
+
+    # -- writes (leader only) ----------------------------------------------------------------------
+    def put_connector_config(self, name: str, config: Mapping[str, str], target_state: str | None = None,
+                             timeout_s: float = 30.0) -> None:
+        """Store a connector config; with ``target_state`` that state is written first (Java 3.5+), so
+        the connector never runs, even briefly, in the wrong state."""
+        if target_state is not None:
+            self._log.send_sync(target_state_key(name), target_state_value(target_state), timeout_s)
+        self._log.send_sync(connector_key(name), dumps({"properties": dict(config)}), timeout_s)
+        self._log.read_to_end(timeout_s)
+
+    def remove_connector_config(self, name: str, timeout_s: float = 30.0) -> None:
+        """Tombstone the connector and its target state (its offsets are kept, as in Java)."""
+        self._log.send_sync(connector_key(name), None, timeout_s)
+        self._log.send_sync(target_state_key(name), None, timeout_s)
+        self._log.read_to_end(timeout_s)
+
+    def put_task_configs(self, name: str, configs: Sequence[Mapping[str, str]],
+                         timeout_s: float = 30.0) -> None:
+        """Write a new task generation: every task record, then the commit that makes them visible."""
+        for i, config in enumerate(configs):
+            self._log.send(task_key(name, i), dumps({"properties": dict(config)}))
+        self._log.flush(timeout_s)
+        self._log.send_sync(commit_key(name), dumps({"tasks": len(configs)}), timeout_s)
+        self._log.read_to_end(timeout_s)
+
+    def put_target_state(self, name: str, state: str, timeout_s: float = 30.0) -> None:
+        self._log.send_sync(target_state_key(name), target_state_value(state), timeout_s)
+        self._log.read_to_end(timeout_s)
+
+    def put_restart_request(self, request: RestartRequest, timeout_s: float = 30.0) -> None:
+        value = dumps({"include-tasks": request.include_tasks, "only-failed": request.only_failed})
+        self._log.send_sync(restart_key(request.connector), value, timeout_s)
+        self._log.read_to_end(timeout_s)
+
+    def put_task_count_record(self, name: str, task_count: int, timeout_s: float = 30.0) -> None:
+        """The zombie-fencing record of §10.3 (exactly-once source support)."""
+        self._log.send_sync(fencing_key(name), dumps({"task-count": task_count}), timeout_s)
+        self._log.read_to_end(timeout_s)
+
+    # -- reading ------------------------------------------------------------------------------------
+    def _consume(self, record: LogRecord) -> None:
+        if record.key is None:
+            logger.warning("Ignoring config record with a null key at %s[%d]@%d", record.topic,
+                           record.partition, record.offset)
+            return
+        key = record.key.decode("utf-8", errors="replace")
+        try:
+            value = None if record.value is None else json.loads(record.value)
+        except ValueError:
+            logger.error("Ignoring config record %s at %s[%d]@%d: value is not JSON", key, record.topic,
+                         record.partition, record.offset)
+            value = _UNPARSEABLE
+        notify: Callable[[], None] | None = None
+        with self._lock:
+            self._offset = record.offset + 1
+            if value is _UNPARSEABLE:
+                return
+            try:
+                notify = self._apply(key, value)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                logger.error("Ignoring malformed config record %s at offset %d: %s", key, record.offset,
+                             type(exc).__name__)
+            started = self._started
+        if notify is not None and started and self._listener is not None:
+            try:
+                notify()
+            except Exception:
+                logger.exception("Config update listener failed on record %s", key)
+
+    def _apply(self, key: str, value: Any) -> Callable[[], None] | None:
+        """Apply one record to the in-memory state; return the listener call to make, if any."""
+        listener = self._listener
+        if key.startswith(CONNECTOR_PREFIX):
+            return self._apply_connector(key[len(CONNECTOR_PREFIX):], value, listener)
+        if key.startswith(TASK_PREFIX):
+            task = parse_task_key(key)
+            if task is None:
+                logger.error("Ignoring config record with an invalid task key %s", key)
+            elif value is None:
+                self._deferred.get(task[0], {}).pop(task[1], None)
+            else:
+                self._deferred.setdefault(task[0], {})[task[1]] = _properties(value)
+            return None
+        if key.startswith(COMMIT_PREFIX):
+            return self._apply_commit(key[len(COMMIT_PREFIX):], value, listener)
+        if key.startswith(TARGET_STATE_PREFIX):
+            name = key[len(TARGET_STATE_PREFIX):]
+            if value is None:
+                self._target_states.pop(name, None)
+            else:
+                state = value.get("state.v2") or value["state"]
+                if state not in TARGET_STATES:
+                    raise ValueError(state)
+                self._target_states[name] = state
+            return (lambda: listener.on_connector_target_state_change(name)) if listener else None
+        if key.startswith(RESTART_PREFIX):
+            if value is None:
+                return None
+            request = RestartRequest(key[len(RESTART_PREFIX):], bool(value.get("include-tasks", False)),
+                                     bool(value.get("only-failed", False)))
+            return (lambda: listener.on_restart_request(request)) if listener else None
+        if key.startswith(FENCING_PREFIX):
+            name = key[len(FENCING_PREFIX):]
+            if value is None:
+                self._fencing.pop(name, None)
+            else:
+                self._fencing[name] = int(value["task-count"])
+            return None
+        # session-key, logger-cluster-*: not used by this runtime yet; kept by compaction for Java peers.
+        return None
+
+    def _apply_connector(self, name: str, value: Any,
+                         listener: ConfigUpdateListener | None) -> Callable[[], None] | None:
+        if value is None:
+            self._connectors.pop(name, None)
+            self._task_counts.pop(name, None)
+            self._deferred.pop(name, None)
+            self._inconsistent.discard(name)
+            for task in [t for t in self._tasks if t[0] == name]:
+                del self._tasks[task]
+            return (lambda: listener.on_connector_config_remove(name)) if listener else None
+        self._connectors[name] = _properties(value)
+        return (lambda: listener.on_connector_config_update(name)) if listener else None
+
+    def _apply_commit(self, name: str, value: Any,
+                      listener: ConfigUpdateListener | None) -> Callable[[], None] | None:
+        if value is None:
+            return None
+        count = int(value["tasks"])
+        deferred = self._deferred.pop(name, {})
+        if not all(i in deferred for i in range(count)):
+            # Invariant "commit": a partial generation never becomes visible.
+            logger.error("Connector %s: commit of %d task(s) does not match the %d task config(s) read; "
+                         "keeping the previous task configs until a complete generation is written",
+                         name, count, len(deferred))
+            self._inconsistent.add(name)
+            return None
+        self._inconsistent.discard(name)
+        for task in [t for t in self._tasks if t[0] == name]:
+            del self._tasks[task]
+        for i in range(count):
+            self._tasks[(name, i)] = deferred[i]
+        self._task_counts[name] = count
+        updated = [(name, i) for i in range(count)]
+        return (lambda: listener.on_task_config_update(name, updated)) if listener else None
+
+
+_UNPARSEABLE: Any = object()
+
+
+def _properties(value: Any) -> dict[str, str]:
+    props = value["properties"]
+    if not isinstance(props, dict):
+        raise TypeError("properties is not an object")
+    return {str(k): ("" if v is None else str(v)) for k, v in props.items()}

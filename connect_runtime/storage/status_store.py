@@ -1,0 +1,201 @@
+"""Connector and task statuses, kept in ``status.storage.topic`` (Java's KafkaStatusBackingStore).
+
+Record format (reference §2.3), compact JSON as Java's JsonConverter writes it:
+
+* key ``status-connector-<name>`` or ``status-task-<name>-<n>``;
+* value ``{"state":..,"trace":..|null,"worker_id":..,"generation":N}``; a DESTROYED status (the
+  connector was deleted) is written as a null value, so compaction eventually forgets it.
+
+Invariant "generation": statuses race. When a task moves from worker A to worker B, A's late
+"UNASSIGNED" must not overwrite B's "RUNNING". :meth:`put_safe` therefore writes only if the status
+it would replace was written by the same worker or by an older (or equal) group generation, the
+rule of Java's ``CacheEntry.canWriteSafely``. Shutdown and failure reports use ``put_safe``; a
+worker reporting that it now runs something uses ``put``. Reads accept every record: the log order
+is the truth, the rule only filters what a worker adds to it.
+
+Every status is read by every worker (the topic is read in full), so ``GET .../status`` can be served
+by any worker.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from connect_runtime.storage.config_store import LogFactory, TaskKey, dumps
+from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
+
+logger = logging.getLogger(__name__)
+
+CONNECTOR_STATUS_PREFIX = "status-connector-"
+TASK_STATUS_PREFIX = "status-task-"
+DESTROYED = "DESTROYED"
+
+#: Java's retries of a failed status write while it is still the latest for its key.
+_MAX_WRITE_ATTEMPTS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """One status record. ``task`` is None for a connector status."""
+
+    connector: str
+    state: str
+    worker_id: str
+    generation: int
+    trace: str | None = None
+    task: int | None = None
+
+    @property
+    def key(self) -> bytes:
+        if self.task is None:
+            return f"{CONNECTOR_STATUS_PREFIX}{self.connector}".encode()
+        return f"{TASK_STATUS_PREFIX}{self.connector}-{self.task}".encode()
+
+    def value(self) -> bytes | None:
+        if self.state == DESTROYED:
+            return None
+        return dumps({"state": self.state, "trace": self.trace, "worker_id": self.worker_id,
+                      "generation": self.generation})
+
+
+def parse_status_key(key: str) -> tuple[str, int | None] | None:
+    """``status-connector-<c>`` -> (c, None); ``status-task-<c>-<n>`` -> (c, n); else None."""
+    if key.startswith(CONNECTOR_STATUS_PREFIX):
+        return key[len(CONNECTOR_STATUS_PREFIX):], None
+    if key.startswith(TASK_STATUS_PREFIX):
+        body, sep, number = key[len(TASK_STATUS_PREFIX):].rpartition("-")
+        if sep and number.isdigit():
+            return body, int(number)
+    return None
+
+
+def can_write_safely(current: Status | None, new: Status) -> bool:
+    """Invariant "generation" (Java ``CacheEntry.canWriteSafely``)."""
+    return current is None or current.worker_id == new.worker_id or current.generation <= new.generation
+
+
+class KafkaStatusStore:
+    """Statuses of every connector and task of the cluster, on a compacted topic."""
+
+    def __init__(self, topic: str, *, producer_config: Mapping[str, str], consumer_config: Mapping[str, str],
+                 admin_config: Mapping[str, str], partitions: int = 5, replication_factor: int = 3,
+                 log_factory: LogFactory = KafkaBasedLog) -> None:
+        self.topic = topic
+        self._lock = threading.RLock()
+        self._connectors: dict[str, Status] = {}
+        self._tasks: dict[TaskKey, Status] = {}
+        # Per key, a counter of local writes: a failed write is retried only if no newer one was made.
+        self._sequence: dict[bytes, int] = {}
+        self._log = log_factory(topic, producer_config=producer_config, consumer_config=consumer_config,
+                                admin_config=admin_config, consumed=self._consume, partitions=partitions,
+                                replication_factor=replication_factor,
+                                topic_config={"cleanup.policy": "compact"})
+
+    def start(self, timeout_s: float = 120.0) -> None:
+        self._log.start(timeout_s)
+        logger.info("Status store started on %s with %d connector status(es)", self.topic,
+                    len(self._connectors))
+
+    def stop(self) -> None:
+        self._log.stop()
+
+    def flush(self, timeout_s: float = 30.0) -> None:
+        self._log.flush(timeout_s)
+
+    def refresh(self, timeout_s: float = 30.0) -> None:
+        self._log.read_to_end(timeout_s)
+
+    # -- writes ------------------------------------------------------------------------------------
+    def put(self, status: Status) -> None:
+        """Write a status unconditionally (asynchronously; failures are retried, then logged)."""
+        self._send(status, safe=False)
+
+    def put_safe(self, status: Status) -> None:
+        """Write a status only if invariant "generation" allows it."""
+        self._send(status, safe=True)
+
+    def _send(self, status: Status, safe: bool, attempt: int = 1) -> None:
+        key = status.key
+        with self._lock:
+            if safe and not can_write_safely(self._current(status), status):
+                logger.debug("Not writing %s status %s of generation %d over a newer one", key.decode(),
+                             status.state, status.generation)
+                return
+            sequence = self._sequence.get(key, 0) + 1 if attempt == 1 else self._sequence.get(key, 0)
+            self._sequence[key] = sequence
+
+        def done(error: Exception | None, _record: LogRecord | None) -> None:
+            if error is None:
+                return
+            with self._lock:
+                stale = self._sequence.get(key) != sequence
+            if stale or attempt >= _MAX_WRITE_ATTEMPTS:
+                logger.error("Failed to write status %s for %s: %s", status.state, key.decode(), error)
+                return
+            logger.warning("Retrying status write for %s after: %s", key.decode(), error)
+            self._send(status, safe, attempt + 1)
+
+        self._log.send(key, status.value(), done)
+
+    # -- reads -------------------------------------------------------------------------------------
+    def _current(self, status: Status) -> Status | None:
+        if status.task is None:
+            return self._connectors.get(status.connector)
+        return self._tasks.get((status.connector, status.task))
+
+    def get(self, connector: str) -> Status | None:
+        with self._lock:
+            return self._connectors.get(connector)
+
+    def get_task(self, connector: str, task: int) -> Status | None:
+        with self._lock:
+            return self._tasks.get((connector, task))
+
+    def get_all(self, connector: str) -> list[Status]:
+        """Task statuses of ``connector``, by task number."""
+        with self._lock:
+            return sorted((s for (c, _), s in self._tasks.items() if c == connector),
+                          key=lambda s: s.task or 0)
+
+    def max_generation(self) -> int:
+        """The highest group generation of any status read (0 if none)."""
+        with self._lock:
+            return max((s.generation for s in (*self._connectors.values(), *self._tasks.values())), default=0)
+
+    def connectors(self) -> set[str]:
+        with self._lock:
+            return set(self._connectors)
+
+    def _consume(self, record: LogRecord) -> None:
+        key = (record.key or b"").decode("utf-8", errors="replace")
+        parsed = parse_status_key(key)
+        if parsed is None:
+            # status-topic-* (topic tracking) and unknown keys: not tracked by this runtime.
+            return
+        connector, task = parsed
+        status: Status | None = None
+        if record.value is not None:
+            try:
+                status = _parse_status(connector, task, json.loads(record.value))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                logger.error("Ignoring malformed status record %s at %s[%d]@%d", key, record.topic,
+                             record.partition, record.offset)
+                return
+        with self._lock:
+            table: dict[Any, Status] = self._connectors if task is None else self._tasks
+            ident: Any = connector if task is None else (connector, task)
+            if status is None:
+                table.pop(ident, None)
+            else:
+                table[ident] = status
+
+
+def _parse_status(connector: str, task: int | None, value: Mapping[str, Any]) -> Status:
+    trace = value.get("trace")
+    return Status(connector=connector, state=str(value["state"]), worker_id=str(value["worker_id"]),
+                  generation=int(value["generation"]), trace=None if trace is None else str(trace), task=task)
