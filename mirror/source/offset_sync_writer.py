@@ -1,0 +1,137 @@
+"""When the source task emits an offset sync (Kafka ``OffsetSyncWriter``, reference §5.6).
+
+An offset sync says "upstream offset U of a source partition landed at downstream offset D". Checkpoints
+translate a group's upstream offset to at most **one past** the nearest older sync, so the writer must
+emit a sync often enough that translation stays fresh, but not for every record.
+
+Per source partition the state is ``previous_upstream``, ``previous_downstream`` and
+``last_sync_downstream`` (all -1 at task start) plus a **sticky** ``should_sync`` flag. A sync fires when:
+
+* this is the first record in the task's lifetime (``last_sync_downstream == -1``);
+* ``d - (last_sync_downstream + 1) >= offset.lag.max`` (translation would lag by ``offset.lag.max``);
+* ``u - previous_upstream != 1`` (a gap or rewind upstream: compaction, transaction markers, a seek);
+* ``d < previous_downstream`` (the downstream topic was truncated or rewound).
+
+A fired sync goes to the **pending** map (replacing any older pending or delayed sync of the partition)
+and the flag is reset. Otherwise the sync replaces the partition's entry in the **delayed** map. Pending
+syncs are sent right away (at most 10 in flight, by whoever drains :meth:`take_pending`); on every task
+commit the delayed ones are promoted (:meth:`promote_delayed`), so the last record of an idle partition
+still gets a sync within one offset-flush interval (KAFKA-15906).
+
+This module is the pure state machine; producing the records is the caller's job.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from mirror.client.models import OffsetSync, TopicPartition
+
+MAX_OUTSTANDING_OFFSET_SYNCS = 10
+OFFSET_LAG_MAX_DEFAULT = 100
+
+
+@dataclass
+class PartitionState:
+    """The emission state of one source partition for the task's lifetime."""
+
+    max_offset_lag: int
+    previous_upstream: int = -1
+    previous_downstream: int = -1
+    last_sync_downstream: int = -1
+    should_sync: bool = False
+
+    def update(self, upstream: int, downstream: int) -> bool:
+        """Record a replicated (upstream, downstream) pair; True if a sync is due (sticky until reset)."""
+        no_previous_sync = self.last_sync_downstream == -1
+        # Translation goes one past the last sync, hence the +1.
+        too_stale = downstream - (self.last_sync_downstream + 1) >= self.max_offset_lag
+        skipped_upstream = upstream - self.previous_upstream != 1
+        truncated_downstream = downstream < self.previous_downstream
+        if no_previous_sync or too_stale or skipped_upstream or truncated_downstream:
+            self.last_sync_downstream = downstream
+            self.should_sync = True
+        self.previous_upstream = upstream
+        self.previous_downstream = downstream
+        return self.should_sync
+
+    def reset(self) -> None:
+        """Clear the sticky flag once the sync has been queued."""
+        self.should_sync = False
+
+
+class OffsetSyncWriter:
+    """Decides which offset syncs to send and when; thread-safe (commit_record and commit run apart).
+
+    Args:
+        max_offset_lag: ``offset.lag.max``; 0 makes every record fire.
+    """
+
+    def __init__(self, max_offset_lag: int = OFFSET_LAG_MAX_DEFAULT) -> None:
+        if max_offset_lag < 0:
+            raise ValueError(f"offset.lag.max must be >= 0, got {max_offset_lag}")
+        self.max_offset_lag = max_offset_lag
+        self._states: dict[TopicPartition, PartitionState] = {}
+        # Insertion-ordered like Java's LinkedHashMap: re-putting a key keeps its place in the queue.
+        self._pending: dict[TopicPartition, OffsetSync] = {}
+        self._delayed: dict[TopicPartition, OffsetSync] = {}
+        self._lock = threading.Lock()
+
+    def update(self, tp: TopicPartition, upstream: int, downstream: int) -> bool:
+        """Queue the sync for a record acknowledged by the target; True if it went to *pending*."""
+        tp = TopicPartition(*tp)
+        sync = OffsetSync(tp, upstream, downstream)
+        with self._lock:
+            state = self._states.get(tp)
+            if state is None:
+                state = self._states[tp] = PartitionState(self.max_offset_lag)
+            if state.update(upstream, downstream):
+                self._delayed.pop(tp, None)
+                self._pending[tp] = sync
+                state.reset()
+                return True
+            self._delayed[tp] = sync
+            return False
+
+    def take_pending(self, limit: int | None = None) -> list[OffsetSync]:
+        """Remove and return up to ``limit`` pending syncs, oldest first (all if ``limit`` is None).
+
+        The producer wrapper passes the number of free in-flight slots (at most
+        :data:`MAX_OUTSTANDING_OFFSET_SYNCS`); what it cannot take now stays pending for the next call.
+        """
+        with self._lock:
+            count = len(self._pending) if limit is None else max(0, min(limit, len(self._pending)))
+            taken = [self._pending.pop(tp) for tp in list(self._pending)[:count]]
+        return taken
+
+    def promote_delayed(self) -> None:
+        """On task commit: every delayed sync becomes pending (the idle-partition flush of KAFKA-15906)."""
+        with self._lock:
+            self._pending.update(self._delayed)
+            self._delayed.clear()
+
+    def forget(self, tp: TopicPartition) -> None:
+        """Drop all state of a partition that is no longer assigned to this task."""
+        tp = TopicPartition(*tp)
+        with self._lock:
+            self._states.pop(tp, None)
+            self._pending.pop(tp, None)
+            self._delayed.pop(tp, None)
+
+    @property
+    def pending(self) -> dict[TopicPartition, OffsetSync]:
+        """A snapshot of the pending syncs (for metrics and tests)."""
+        with self._lock:
+            return dict(self._pending)
+
+    @property
+    def delayed(self) -> dict[TopicPartition, OffsetSync]:
+        """A snapshot of the delayed syncs (for metrics and tests)."""
+        with self._lock:
+            return dict(self._delayed)
+
+    def partition_state(self, tp: TopicPartition) -> PartitionState | None:
+        """The emission state of ``tp``, if it has replicated anything yet."""
+        with self._lock:
+            return self._states.get(TopicPartition(*tp))
