@@ -5,13 +5,77 @@ topic is created if missing (compacted, with the configured partitions and repli
 read from the beginning to its end before ``start`` returns, then followed by a background thread that
 hands every record to the consumer callback, in log order per partition.
 
-INTERFACE OWNED BY THE STORAGE HELPER: being implemented now; signatures are the contract.
+How "the end" is found. Java asks ListOffsets for the end offsets and consumes up to them. We instead
+take the end from the *fetch responses*: the consumer runs with ``enable.partition.eof=true``, and a
+partition is at its end when librdkafka reports ``_PARTITION_EOF``, i.e. a fetch response came back
+whose high watermark (last stable offset under read_committed) equals our position. That is exact on
+Apache Kafka and also on brokers whose ListOffsets "latest" is wrong (Tansu returns the base offset of
+the last batch + 1, so a ListOffsets-based reader would stop early or wait for ever). It costs one empty
+fetch round trip per partition, which is why the consumer's ``fetch.wait.max.ms`` defaults to 100 ms.
+
+``read_to_end`` (a barrier: every record written before the call has been consumed when it returns)
+uses the same signal: the log thread seeks every partition to its current position, which discards
+prefetched data and starts new fetches, and librdkafka reports EOF again once a fetch issued *after*
+the seek reaches the high watermark. Records acknowledged before the call are below that watermark.
+
+Partitions are assigned, not subscribed: there is no consumer group. librdkafka still wants a
+``group.id``, so a unique throwaway id is set and nothing is ever committed.
+
+With ``transactional_id`` set, writes go through a transactional producer, one transaction per write
+(used by the leader for fencing: a zombie leader's writes fail with a fenced error).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from connect_runtime.api.errors import ConnectError, RetriableError
+from connect_runtime.clients.admin import TopicAdmin
+from connect_runtime.clients.errors import map_kafka_errors, to_connect_error
+from connect_runtime.clients.factory import new_consumer, new_producer
+
+logger = logging.getLogger(__name__)
+
+_BATCH = 10_000
+_POLL_S = 0.1
+_EOF = KafkaError._PARTITION_EOF
+
+#: Consumer settings the log needs to work at all; they override the caller's.
+_CONSUMER_FORCED = {
+    "enable.partition.eof": "true",
+    "enable.auto.commit": "false",
+    "enable.auto.offset.store": "false",
+    "auto.offset.reset": "earliest",
+}
+#: Consumer defaults the caller may override: fast EOF detection and a fast bulk read at start
+#: (librdkafka's default queued.min.messages=100000 / fetch.queue.backoff.ms=1000 pause the fetcher
+#: for a second every 100k records).
+_CONSUMER_DEFAULTS = {
+    "fetch.wait.max.ms": "100",
+    "queued.min.messages": "1000000",
+    "fetch.queue.backoff.ms": "10",
+    "allow.auto.create.topics": "false",
+}
+#: Java's KafkaBasedLog producer writes with acks=all and in order; idempotence keeps order on retries.
+_PRODUCER_DEFAULTS = {"acks": "all", "enable.idempotence": "true"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +93,11 @@ ConsumedCallback = Callable[[LogRecord], None]
 WriteCallback = Callable[[Exception | None, LogRecord | None], None]
 
 
+def _record(msg: Message) -> LogRecord:
+    return LogRecord(msg.topic() or "", msg.partition() or 0, msg.offset() or 0, msg.key(), msg.value(),
+                     msg.timestamp()[1])
+
+
 class KafkaBasedLog:
     """A compacted topic read to the end at start and followed afterwards.
 
@@ -42,29 +111,313 @@ class KafkaBasedLog:
                  admin_config: Mapping[str, str], consumed: ConsumedCallback, partitions: int = 1,
                  replication_factor: int = 3, topic_config: Mapping[str, str] | None = None,
                  transactional_id: str | None = None) -> None:
-        raise NotImplementedError
+        self.topic = topic
+        self._producer_config: dict[str, Any] = {**_PRODUCER_DEFAULTS, **producer_config}
+        if transactional_id is not None:
+            self._producer_config["transactional.id"] = transactional_id
+        self._consumer_config: dict[str, Any] = {**_CONSUMER_DEFAULTS, **consumer_config, **_CONSUMER_FORCED,
+                                                 "group.id": f"connect-log-{topic}-{uuid.uuid4().hex}"}
+        for config in (self._producer_config, self._consumer_config):
+            config.setdefault("error_cb", self._client_error)
+        self._admin_config = dict(admin_config)
+        self._consumed = consumed
+        self._partitions_wanted = partitions
+        self._replication_factor = replication_factor
+        self._topic_config = dict(topic_config or {})
+        self._transactional = transactional_id is not None
+
+        self._producer: Producer | None = None
+        self._consumer: Consumer | None = None
+        self._partitions: list[int] = []
+        self._positions: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._txn_lock = threading.Lock()
+        self._pending: list[Future[None]] = []
+        self._round: list[Future[None]] | None = None
+        self._awaiting: set[int] = set()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._producer_thread: threading.Thread | None = None
+        self._error_logged: dict[int, float] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def partitions(self) -> list[int]:
+        """The topic's partitions (known once started)."""
+        return list(self._partitions)
 
     def start(self, timeout_s: float = 120.0) -> None:
         """Create the topic if needed, read it to the end, then follow it. Raises ConnectError."""
-        raise NotImplementedError
+        if self._thread is not None:
+            raise ConnectError(f"log on topic {self.topic} already started")
+        deadline = time.monotonic() + timeout_s
+        logger.info("Starting KafkaBasedLog with topic %s", self.topic)
+        admin = TopicAdmin(self._admin_config, timeout_s=min(30.0, timeout_s))
+        admin.create_topic(self.topic, self._partitions_wanted, self._replication_factor, self._topic_config,
+                           compacted=True)
+        count = self._wait_for_partitions(admin, deadline)
+        self._partitions = list(range(count))
+        with map_kafka_errors(f"creating clients for topic {self.topic}"):
+            self._producer = new_producer(self._producer_config)
+            if self._transactional:
+                self._producer.init_transactions(max(1.0, deadline - time.monotonic()))
+            self._consumer = new_consumer(self._consumer_config)
+            self._consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in self._partitions])
+        started: Future[None] = Future()
+        self._round = [started]
+        self._awaiting = set(self._partitions)
+        self._stopping.clear()
+        self._producer_thread = threading.Thread(target=self._serve_producer, daemon=True,
+                                                 name=f"kafka-log-producer-{self.topic}")
+        self._producer_thread.start()
+        self._thread = threading.Thread(target=self._follow, daemon=True, name=f"kafka-log-{self.topic}")
+        self._thread.start()
+        try:
+            started.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout as exc:
+            self.stop()
+            raise ConnectError(f"Timed out after {timeout_s}s reading topic {self.topic} to its end") from exc
+        logger.info("Finished reading KafkaBasedLog for topic %s (%d partitions)", self.topic, count)
+
+    def _wait_for_partitions(self, admin: TopicAdmin, deadline: float) -> int:
+        while True:
+            count = admin.describe_topics([self.topic]).get(self.topic, 0)
+            if count > 0:
+                return count
+            if time.monotonic() >= deadline:
+                raise ConnectError(f"Could not look up partition metadata for topic {self.topic} in the "
+                                   "allotted period; it does not exist and could not be created")
+            time.sleep(0.2)
 
     def stop(self) -> None:
         """Flush pending writes, stop following, close clients."""
-        raise NotImplementedError
+        logger.info("Stopping KafkaBasedLog for topic %s", self.topic)
+        if self._producer is not None:
+            remaining = self._producer.flush(30)
+            if remaining:
+                logger.warning("%d writes to topic %s not acknowledged before stop", remaining, self.topic)
+        self._stopping.set()
+        for thread in (self._thread, self._producer_thread):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=30)
+        self._thread = self._producer_thread = None
+        if self._consumer is not None:
+            try:
+                self._consumer.close()
+            except (KafkaException, RuntimeError) as exc:
+                logger.warning("Closing the consumer of topic %s failed: %s", self.topic, exc)
+            self._consumer = None
+        self._producer = None
+        with self._lock:
+            waiting = (self._round or []) + self._pending
+            self._round, self._pending = None, []
+        for future in waiting:
+            if not future.done():
+                future.set_exception(ConnectError(f"log on topic {self.topic} stopped"))
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def _serve_producer(self) -> None:
+        """Delivery callbacks run here, so they never wait for the consumer thread's fetch cycle."""
+        while not self._stopping.is_set():
+            producer = self._producer
+            if producer is None:
+                return
+            try:
+                producer.poll(_POLL_S)
+            except KafkaException as exc:  # fatal errors (e.g. fenced) also go to _client_error
+                self._client_error(exc.args[0] if exc.args else KafkaError(KafkaError._FAIL))
+                time.sleep(_POLL_S)
+
+    def _client_error(self, err: KafkaError) -> None:
+        """librdkafka's error_cb: connection trouble (it retries by itself) and fatal errors."""
+        now = time.monotonic()
+        if now - self._error_logged.get(err.code(), 0.0) > 60.0:  # a down broker repeats this every poll
+            self._error_logged[err.code()] = now
+            level = logging.ERROR if err.fatal() else logging.WARNING
+            logger.log(level, "Client error on topic %s: %s", self.topic, err.str())
+
+    def _require_producer(self) -> Producer:
+        if self._producer is None:
+            raise ConnectError(f"log on topic {self.topic} is not started")
+        return self._producer
+
+    def _produce(self, key: bytes | None, value: bytes | None, on_delivery: Callable[[Any, Any], None],
+                 partition: int | None) -> None:
+        producer = self._require_producer()
+        kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": on_delivery}
+        if partition is not None:
+            kwargs["partition"] = partition
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                with map_kafka_errors(f"writing to topic {self.topic}"):
+                    producer.produce(self.topic, **kwargs)
+                return
+            except BufferError as exc:  # local queue full: wait for deliveries, as Java's send blocks
+                if time.monotonic() >= deadline:
+                    raise RetriableError(f"producer queue for topic {self.topic} stayed full") from exc
+                producer.poll(0.05)
 
     def send(self, key: bytes | None, value: bytes | None, callback: WriteCallback | None = None,
              partition: int | None = None) -> None:
         """Write asynchronously; ``callback`` runs once acknowledged or failed."""
-        raise NotImplementedError
+        if self._transactional:
+            # One transaction per write: run it here and report through the callback like async sends.
+            try:
+                record = self.send_sync(key, value, partition=partition)
+            except ConnectError as exc:
+                self._call(callback, exc, None)
+            else:
+                self._call(callback, None, record)
+            return
+
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            if err is not None:
+                self._call(callback, to_connect_error(err, f"writing to topic {self.topic}"), None)
+            else:
+                self._call(callback, None, _record(msg))
+
+        self._produce(key, value, delivered, partition)
+
+    def _call(self, callback: WriteCallback | None, error: Exception | None,
+              record: LogRecord | None) -> None:
+        if callback is None:
+            if error is not None:
+                logger.error("Write to topic %s failed: %s", self.topic, error)
+            return
+        try:
+            callback(error, record)
+        except Exception:
+            logger.exception("Write callback for topic %s raised", self.topic)
 
     def send_sync(self, key: bytes | None, value: bytes | None, timeout_s: float = 30.0,
                   partition: int | None = None) -> LogRecord:
         """Write and wait for the acknowledgement. Raises ConnectError on failure."""
-        raise NotImplementedError
+        result: Future[LogRecord] = Future()
+
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            if err is not None:
+                result.set_exception(to_connect_error(err, f"writing to topic {self.topic}"))
+            else:
+                result.set_result(_record(msg))
+
+        if self._transactional:
+            self._send_in_transaction(key, value, delivered, partition, timeout_s)
+        else:
+            self._produce(key, value, delivered, partition)
+        try:
+            return result.result(timeout=timeout_s)
+        except FutureTimeout as exc:
+            raise RetriableError(f"write to topic {self.topic} not acknowledged within {timeout_s}s") from exc
+
+    def _send_in_transaction(self, key: bytes | None, value: bytes | None,
+                             delivered: Callable[[Any, Any], None], partition: int | None,
+                             timeout_s: float) -> None:
+        producer = self._require_producer()
+        with self._txn_lock:
+            try:
+                producer.begin_transaction()
+                self._produce(key, value, delivered, partition)
+                producer.commit_transaction(timeout_s)
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                if error is not None and error.txn_requires_abort():
+                    try:
+                        producer.abort_transaction(timeout_s)
+                    except KafkaException as abort_exc:
+                        logger.warning("Aborting the transaction on topic %s failed: %s", self.topic,
+                                       abort_exc)
+                raise to_connect_error(exc, f"transactional write to topic {self.topic}") from exc
 
     def flush(self, timeout_s: float = 30.0) -> None:
-        raise NotImplementedError
+        remaining = self._require_producer().flush(timeout_s)
+        if remaining:
+            raise RetriableError(f"{remaining} writes to topic {self.topic} not acknowledged in {timeout_s}s")
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def read_to_end_async(self) -> Future[None]:
+        """A future completed once every record written before this call has been consumed."""
+        future: Future[None] = Future()
+        with self._lock:
+            if self._thread is None:
+                future.set_exception(ConnectError(f"log on topic {self.topic} is not started"))
+            else:
+                self._pending.append(future)
+        return future
 
     def read_to_end(self, timeout_s: float = 30.0) -> None:
         """Block until every record written to the topic before this call has been consumed."""
-        raise NotImplementedError
+        if threading.current_thread() is self._thread:
+            raise ConnectError("read_to_end from the log's own thread (a consumed callback) would deadlock")
+        future = self.read_to_end_async()
+        try:
+            future.result(timeout=timeout_s)
+        except FutureTimeout as exc:
+            raise RetriableError(f"Timed out after {timeout_s}s reading topic {self.topic} to its end") \
+                from exc
+
+    def _follow(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        positions = self._positions
+        consumed = self._consumed
+        topic = self.topic
+        while not self._stopping.is_set():
+            self._maybe_start_round(consumer)
+            try:
+                messages = consumer.consume(_BATCH, _POLL_S)
+            except (KafkaException, RuntimeError) as exc:
+                if self._stopping.is_set():
+                    return
+                logger.warning("Reading topic %s failed: %s", topic, exc)
+                time.sleep(_POLL_S)
+                continue
+            for msg in messages:
+                err = msg.error()
+                if err is not None:
+                    self._on_error(msg, err)
+                    continue
+                partition = msg.partition() or 0
+                offset = msg.offset() or 0
+                positions[partition] = offset + 1
+                try:
+                    consumed(LogRecord(topic, partition, offset, msg.key(), msg.value(), msg.timestamp()[1]))
+                except Exception:
+                    logger.exception("Consumer callback for topic %s raised on offset %d of partition %d",
+                                     topic, offset, partition)
+
+    def _on_error(self, msg: Message, err: KafkaError) -> None:
+        if err.code() == _EOF:
+            partition = msg.partition() or 0
+            self._positions[partition] = msg.offset() or 0
+            self._awaiting.discard(partition)
+            if not self._awaiting:
+                self._finish_round()
+            return
+        self._client_error(err)
+
+    def _finish_round(self) -> None:
+        with self._lock:
+            done, self._round = self._round or [], None
+        for future in done:
+            if not future.done():
+                future.set_result(None)
+
+    def _maybe_start_round(self, consumer: Consumer) -> None:
+        """Start a read-to-end round for the barriers requested so far, unless one is running."""
+        with self._lock:
+            if self._round is not None or not self._pending:
+                return
+            self._round, self._pending = self._pending, []
+        self._awaiting = set(self._partitions)
+        positions = [TopicPartition(self.topic, p, self._positions.get(p, OFFSET_BEGINNING))
+                     for p in self._partitions]
+        try:
+            for tp in positions:
+                consumer.seek(tp)
+        except KafkaException as exc:  # seek needs an active fetcher; a fresh assignment always works
+            logger.debug("Seek on topic %s failed (%s); re-assigning", self.topic, exc)
+            consumer.assign(positions)

@@ -1,0 +1,309 @@
+"""TopicAdmin: the admin operations the runtime and MM2 need, over confluent-kafka's AdminClient.
+
+Every method resolves its futures before returning and translates client errors into the runtime's
+exception tree (:mod:`connect_runtime.clients.errors`). The AdminClient is held by the TopicAdmin for
+its whole life: a destroyed client fails its pending futures with ``_DESTROY``, so never build one per
+call inside an expression.
+
+Tolerances follow Java (``MirrorUtils.createCompactedTopic``, ``TopicAdmin``): topic creation treats
+"already exists", "unsupported" and authorization errors as "assume it exists" and raises on invalid
+config or timeout; partition growth that the cluster cannot do (``UNSUPPORTED_FEATURE``, e.g. Tansu)
+is one WARNING naming the topic, not a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any, NamedTuple
+
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._acl import AclBinding, AclBindingFilter
+from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin._resource import ResourceType
+from confluent_kafka.cimpl import NewPartitions, NewTopic
+
+from connect_runtime.api.errors import ConnectError
+from connect_runtime.clients.errors import kafka_error_of, map_kafka_errors, to_connect_error
+from connect_runtime.clients.factory import new_admin
+
+logger = logging.getLogger(__name__)
+
+#: Topics the broker itself owns; ``list_topics`` hides them unless asked (Java's ``listInternal``).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+#: createCompactedTopic's "assume it exists" codes.
+_CREATE_TOLERATED = {
+    KafkaError.TOPIC_ALREADY_EXISTS: "it already exists",
+    KafkaError.UNSUPPORTED_VERSION: "the brokers do not support the CreateTopics API",
+    KafkaError._UNSUPPORTED_FEATURE: "the brokers do not support the CreateTopics API",
+    KafkaError.TOPIC_AUTHORIZATION_FAILED: "the principal lacks permission to create topics",
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED: "the principal lacks permission to create topics",
+}
+
+_PARTITIONS_UNSUPPORTED = frozenset({
+    KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION, KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+})
+
+_OPS = {"SET": AlterConfigOpType.SET, "DELETE": AlterConfigOpType.DELETE,
+        "APPEND": AlterConfigOpType.APPEND, "SUBTRACT": AlterConfigOpType.SUBTRACT}
+
+
+class TopicConfigEntry(NamedTuple):
+    """One topic config as the cluster reports it; ``source`` is the ConfigSource name."""
+
+    name: str
+    value: str | None
+    source: str
+    is_default: bool
+    read_only: bool
+    sensitive: bool
+
+
+ConfigOp = tuple[str, str, str | None]  # (name, "SET" | "DELETE" | "APPEND" | "SUBTRACT", value)
+
+
+def _code(exc: BaseException) -> int | None:
+    error = kafka_error_of(exc)
+    return error.code() if error is not None else None
+
+
+class TopicAdmin:
+    """Admin operations on one cluster. ``config`` is a librdkafka admin config (see the factory).
+
+    ``client`` replaces the AdminClient (tests use a fake that records calls). Thread-safe as far as
+    the AdminClient is; ``timeout_s`` bounds every request.
+    """
+
+    def __init__(self, config: Mapping[str, Any], *, client: AdminClient | None = None,
+                 timeout_s: float = 30.0) -> None:
+        self._client = client if client is not None else new_admin(config)
+        self._timeout_s = timeout_s
+
+    @property
+    def client(self) -> AdminClient:
+        return self._client
+
+    def _wait(self, future: Future[Any], context: str) -> Any:
+        with map_kafka_errors(context):
+            try:
+                return future.result(timeout=self._timeout_s)
+            except TimeoutError as exc:  # concurrent.futures.TimeoutError is TimeoutError on 3.11
+                raise ConnectError(f"{context}: timed out after {self._timeout_s}s") from exc
+
+    # -- topics ---------------------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
+                     config: Mapping[str, str] | None = None, *, compacted: bool = False) -> bool:
+        """Create ``name``; True if this call created it, False if it exists (or is assumed to).
+
+        ``-1`` partitions / replication factor take the broker defaults. ``compacted`` forces
+        ``cleanup.policy=compact`` as Connect does for its internal topics. Raises ConnectError on an
+        invalid config, a timeout or any error not in the tolerated list.
+        """
+        topic_config = dict(config or {})
+        if compacted:
+            topic_config["cleanup.policy"] = "compact"
+        new_topic = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
+                             config=topic_config)
+        timeout_ms = int(self._timeout_s * 1000)
+        with map_kafka_errors(f"creating topic {name}"):
+            future = self._client.create_topics([new_topic], operation_timeout=self._timeout_s,
+                                                request_timeout=self._timeout_s)[name]
+        try:
+            future.result(timeout=self._timeout_s + 5)
+        except KafkaException as exc:
+            code = _code(exc)
+            reason = _CREATE_TOLERATED.get(code) if code is not None else None
+            if reason is None:
+                if code in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT):
+                    raise ConnectError(
+                        f"Timed out after {timeout_ms} ms while checking for or creating topic '{name}'. "
+                        "This could indicate a connectivity issue, unavailable topic partitions, or if this "
+                        "is your first use of the topic it may have taken too long to create.") from exc
+                raise to_connect_error(exc, f"Unable to create topic '{name}'") from exc
+            if code == KafkaError.TOPIC_ALREADY_EXISTS:
+                logger.debug("Unable to create topic '%s' since %s", name, reason)
+            else:
+                logger.warning("Unable to create topic '%s' since %s; assuming it exists or will be "
+                               "auto-created by the broker", name, reason)
+            return False
+        except TimeoutError as exc:
+            raise ConnectError(f"Timed out while checking for or creating topic '{name}'") from exc
+        logger.info("Created topic '%s' (partitions %s, replication factor %s)", name, partitions,
+                    replication_factor)
+        return True
+
+    def describe_topics(self, names: Iterable[str]) -> dict[str, int]:
+        """Partition count per existing topic; unknown topics are left out."""
+        names = list(names)
+        if not names:
+            return {}
+        with map_kafka_errors("describing topics"):
+            futures = self._client.describe_topics(TopicCollection(names),
+                                                   request_timeout=self._timeout_s)
+        result: dict[str, int] = {}
+        for name, future in futures.items():
+            try:
+                description = future.result(timeout=self._timeout_s)
+            except KafkaException as exc:
+                if _code(exc) == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue
+                raise to_connect_error(exc, f"describing topic {name}") from exc
+            result[name] = len(description.partitions)
+        return result
+
+    def list_topics(self, include_internal: bool = False) -> set[str]:
+        with map_kafka_errors("listing topics"):
+            names = set(self._client.list_topics(timeout=self._timeout_s).topics)
+        return names if include_internal else names - INTERNAL_TOPICS
+
+    def describe_configs(self, topics: Iterable[str]) -> dict[str, list[TopicConfigEntry]]:
+        """Every config of each topic, with source/default/read-only/sensitive flags as reported."""
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+        if not resources:
+            return {}
+        with map_kafka_errors("describing topic configs"):
+            futures = self._client.describe_configs(resources, request_timeout=self._timeout_s)
+        result: dict[str, list[TopicConfigEntry]] = {}
+        for resource, future in futures.items():
+            entries: dict[str, ConfigEntry] = self._wait(future, f"describing configs of {resource.name}")
+            result[resource.name] = [
+                TopicConfigEntry(e.name, e.value, getattr(e.source, "name", str(e.source)),
+                                 bool(e.is_default), bool(e.is_read_only), bool(e.is_sensitive))
+                for e in entries.values()]
+        return result
+
+    def incremental_alter_configs(self, changes: Mapping[str, Sequence[ConfigOp]]) -> None:
+        """Apply ``{topic: [(name, op, value)]}`` with op SET / DELETE (APPEND / SUBTRACT also taken)."""
+        resources = []
+        for topic, ops in changes.items():
+            if not ops:
+                continue
+            entries = [ConfigEntry(name, value, incremental_operation=_OPS[op.upper()])
+                       for name, op, value in ops]
+            resources.append(ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries))
+        if not resources:
+            return
+        with map_kafka_errors("altering topic configs"):
+            futures = self._client.incremental_alter_configs(resources, request_timeout=self._timeout_s)
+        for resource, future in futures.items():
+            self._wait(future, f"altering configs of topic {resource.name}")
+
+    def create_partitions(self, counts: Mapping[str, int]) -> set[str]:
+        """Grow topics to the given partition counts; returns the topics that grew.
+
+        A cluster that cannot add partitions (``UNSUPPORTED_FEATURE``, as on Tansu, or no permission)
+        gets one WARNING per topic and the topic is left as is: the caller carries on with fewer
+        partitions rather than crashing. A count that is already reached is not an error.
+        """
+        if not counts:
+            return set()
+        with map_kafka_errors("creating partitions"):
+            futures = self._client.create_partitions([NewPartitions(t, n) for t, n in counts.items()],
+                                                     request_timeout=self._timeout_s)
+        grown: set[str] = set()
+        for topic, future in futures.items():
+            try:
+                future.result(timeout=self._timeout_s)
+            except KafkaException as exc:
+                error = kafka_error_of(exc)
+                code = error.code() if error is not None else None
+                if code in _PARTITIONS_UNSUPPORTED:
+                    logger.warning("Cannot increase the partitions of topic '%s' to %d: the cluster does not "
+                                   "support it or denies it (%s); leaving it unchanged", topic, counts[topic],
+                                   error.name() if error is not None else exc)
+                    continue
+                if code == KafkaError.INVALID_PARTITIONS:
+                    logger.debug("Topic '%s' already has %d or more partitions", topic, counts[topic])
+                    continue
+                raise to_connect_error(exc, f"creating partitions for topic {topic}") from exc
+            grown.add(topic)
+            logger.info("Increased the partitions of topic '%s' to %d", topic, counts[topic])
+        return grown
+
+    # -- consumer groups ------------------------------------------------------------------------
+
+    def list_consumer_groups(self) -> list[str]:
+        with map_kafka_errors("listing consumer groups"):
+            future = self._client.list_consumer_groups(request_timeout=self._timeout_s)
+        listing = self._wait(future, "listing consumer groups")
+        return sorted(g.group_id for g in listing.valid)
+
+    def list_consumer_group_offsets(self, groups: Iterable[str]
+                                    ) -> dict[str, dict[tuple[str, int], tuple[int, str | None]]]:
+        """Committed ``(offset, metadata)`` per (topic, partition) of each group; partitions with no commit
+        are left out. librdkafka takes one group per request, so this makes one request per group."""
+        result: dict[str, dict[tuple[str, int], tuple[int, str | None]]] = {}
+        for group in groups:
+            with map_kafka_errors(f"listing offsets of group {group}"):
+                futures = self._client.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group)], request_timeout=self._timeout_s)
+            answer = self._wait(futures[group], f"listing offsets of group {group}")
+            offsets: dict[tuple[str, int], tuple[int, str | None]] = {}
+            for tp in answer.topic_partitions or []:
+                if tp.error is not None or tp.offset < 0:
+                    continue
+                offsets[(tp.topic, tp.partition)] = (tp.offset, tp.metadata)
+            result[group] = offsets
+        return result
+
+    def describe_consumer_groups(self, groups: Iterable[str]) -> dict[str, str]:
+        """Group state per group: the ConsumerGroupState name (``EMPTY``, ``STABLE``, ``DEAD``, ...)."""
+        groups = list(groups)
+        if not groups:
+            return {}
+        with map_kafka_errors("describing consumer groups"):
+            futures = self._client.describe_consumer_groups(groups, request_timeout=self._timeout_s)
+        result: dict[str, str] = {}
+        for group, future in futures.items():
+            description = self._wait(future, f"describing group {group}")
+            state = description.state
+            result[group] = state.name if hasattr(state, "name") else str(state)
+        return result
+
+    def alter_consumer_group_offsets(self, group: str,
+                                     offsets: Mapping[tuple[str, int], int | tuple[int, str | None]]) -> None:
+        """Commit offsets for an (inactive) group without joining it. Raises on any partition error."""
+        if not offsets:
+            return
+        partitions = []
+        for (topic, partition), value in offsets.items():
+            offset, metadata = value if isinstance(value, tuple) else (value, None)
+            tp = TopicPartition(topic, partition, offset)
+            if metadata is not None:
+                tp.metadata = metadata
+            partitions.append(tp)
+        with map_kafka_errors(f"altering offsets of group {group}"):
+            futures = self._client.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, partitions)], request_timeout=self._timeout_s)
+        answer = self._wait(futures[group], f"altering offsets of group {group}")
+        for tp in answer.topic_partitions or []:
+            if tp.error is not None:
+                raise to_connect_error(tp.error,
+                                       f"altering offset of group {group} on {tp.topic}-{tp.partition}")
+
+    # -- ACLs -----------------------------------------------------------------------------------
+
+    def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
+        with map_kafka_errors("describing ACLs"):
+            future = self._client.describe_acls(acl_filter, request_timeout=self._timeout_s)
+        return list(self._wait(future, "describing ACLs"))
+
+    def create_acls(self, bindings: Sequence[AclBinding]) -> None:
+        """Create ACL bindings. WARNING: on Tansu librdkafka aborts the whole process (tansu.md §7)."""
+        if not bindings:
+            return
+        with map_kafka_errors("creating ACLs"):
+            futures = self._client.create_acls(list(bindings), request_timeout=self._timeout_s)
+        for binding, future in futures.items():
+            self._wait(future, f"creating ACL {binding}")
