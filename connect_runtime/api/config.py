@@ -151,7 +151,7 @@ def format_value(type_: Type, value: Any) -> str | None:
     if type_ is Type.BOOLEAN:
         return "true" if value else "false"
     if type_ is Type.LIST:
-        return ",".join(value)
+        return value if isinstance(value, str) else ",".join(value)  # defaults may be given as strings
     return str(value)
 
 

@@ -314,12 +314,15 @@ class MirrorMakerConfig:
 
     # ---- validation ----
 
-    def validate(self, clusters: Iterable[str] | None = None) -> list[SourceAndTarget]:
+    def validate(self, clusters: Iterable[str] | None = None, *,
+                 resolve_providers: bool = True) -> list[SourceAndTarget]:
         """Check everything a run needs and return the herder pairs; the first problem is a ConfigError.
 
         Checks, in order: flow keys name declared aliases; ``--clusters`` aliases are declared; some
         flow exists; every cluster of a built pair has ``bootstrap.servers``; the top-level replication
         policy loads; every connector config of every pair parses (regexes, integers, enums...).
+        ``resolve_providers=False`` skips resolving ``${provider:...}`` (for ``config show``, which must
+        work without the secrets at hand).
         """
         self._check_flow_keys()
         pairs = self.herder_pairs(clusters)
@@ -337,9 +340,9 @@ class MirrorMakerConfig:
             except ConfigError as exc:
                 raise self._error(REPLICATION_POLICY_CLASS, str(exc)) from exc
         for pair in pairs:
-            self.worker_config(pair)  # resolves providers: a missing ${env:...} fails here
+            self.worker_config(pair, resolve_providers=resolve_providers)  # a missing ${env:X} fails here
             for connector_class in CONNECTOR_CLASSES:
-                self._check_connector(pair, connector_class)
+                self._check_connector(pair, connector_class, resolve_providers)
         return pairs
 
     def _check_flow_keys(self) -> None:
@@ -356,10 +359,13 @@ class MirrorMakerConfig:
                     raise self._error(key, f"flow key {key!r} names cluster {alias!r}, which is not "
                                            f"declared in clusters ({', '.join(self._clusters)})")
 
-    def _check_connector(self, pair: SourceAndTarget, connector_class: str) -> None:
+    def _check_connector(self, pair: SourceAndTarget, connector_class: str, resolve_providers: bool) -> None:
+        """Parse a connector config as the worker will: after provider resolution."""
         config = self.connector_base_config(pair, connector_class)
+        if resolve_providers:
+            config = self._resolve(config)
         try:
-            CONNECTOR_CONFIG_DEFS[connector_class].parse(self._resolve(config))
+            CONNECTOR_CONFIG_DEFS[connector_class].parse(config)
         except ConfigError as exc:
             origin = self._origin(exc.key, pair)
             message = str(exc)

@@ -1,0 +1,119 @@
+"""What every ``mirror`` subcommand shares: exit codes, one-line errors, logging setup.
+
+A command-line tool must never answer a typo in a config file with a Python traceback: every
+subcommand runs through :func:`invoke`, which turns a :class:`ConfigError` into one ``error: ...`` line
+and exit code 2, and any other exception into one line and exit code 1 (the traceback is logged at
+DEBUG level for whoever needs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import logging.config
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from connect_runtime.api.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_START_FAILURE = 3
+
+DEFAULT_LOG_CONFIG = Path("etc/logging.yaml")
+LOG_FORMAT = "%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s"
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def print_error(message: str) -> None:
+    """The one-line error format of every subcommand."""
+    print(f"error: {message}", file=sys.stderr)
+
+
+def invoke(func: Command, args: argparse.Namespace) -> int:
+    """Run a subcommand; map exceptions to one line on stderr and an exit code."""
+    try:
+        return int(func(args))
+    except ConfigError as exc:
+        print_error(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print_error("interrupted")
+        return EXIT_FAILURE
+    except BrokenPipeError:  # e.g. `mirror config show ... | head`
+        return EXIT_OK
+    except Exception as exc:
+        logger.debug("%s failed", getattr(args, "command", "command"), exc_info=True)
+        print_error(f"{type(exc).__name__}: {exc} (run with --log-level DEBUG for details)")
+        return EXIT_FAILURE
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
+    """Parse, returning argparse's own exit code (2 for usage errors, 0 for --help) instead of exiting."""
+    try:
+        return parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (EXIT_OK if code is None else EXIT_USAGE)
+
+
+def split_clusters(values: Sequence[str] | None) -> list[str] | None:
+    """``--clusters A B`` and ``--clusters A,B`` both mean [A, B]; ``None`` means every cluster."""
+    if not values:
+        return None
+    aliases = [a.strip() for v in values for a in v.split(",") if a.strip()]
+    return aliases or None
+
+
+def port(value: str) -> int:
+    """argparse type for a TCP port (0 picks a free one)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {value!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number between 0 and 65535, got {number}")
+    return number
+
+
+def log_level(value: str) -> str:
+    """argparse type for a logging level name, any case."""
+    level = value.strip().upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise argparse.ArgumentTypeError(f"expected DEBUG, INFO, WARNING, ERROR or CRITICAL, got {value!r}")
+    return level
+
+
+def configure_logging(level: str | None, config_path: str | None) -> None:
+    """Apply ``--log-config`` (YAML dictConfig, or an .ini fileConfig) else basic logging at ``level``.
+
+    Without ``--log-config``, ``etc/logging.yaml`` is used when it exists in the working directory.
+    An explicit ``--log-level`` wins for the root logger, so operators can turn on DEBUG without
+    editing files; without it, basic logging is at INFO and a config file keeps its own levels.
+    """
+    path = Path(config_path) if config_path else None
+    if path is None and DEFAULT_LOG_CONFIG.is_file():
+        path = DEFAULT_LOG_CONFIG
+    if path is None:
+        logging.basicConfig(level=level or "INFO", format=LOG_FORMAT, stream=sys.stderr)
+        logging.getLogger().setLevel(level or "INFO")
+        return
+    try:
+        if path.suffix in (".yaml", ".yml", ".json"):
+            import yaml
+
+            with path.open(encoding="utf-8") as fh:
+                logging.config.dictConfig(yaml.safe_load(fh))
+        else:
+            logging.config.fileConfig(path, disable_existing_loggers=False)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read logging config: {exc.strerror or exc}") from exc
+    except Exception as exc:  # yaml.YAMLError and configparser errors have no common base
+        raise ConfigError(f"{path}: invalid logging config: {exc}") from exc
+    if level:
+        logging.getLogger().setLevel(level)

@@ -1,0 +1,126 @@
+"""``connect-mirror-maker mm2.properties [--clusters B ...]``: run a dedicated MirrorMaker 2 node.
+
+The same command line as Kafka's ``bin/connect-mirror-maker.sh``, plus process flags (each also settable
+through an environment variable, for containers). ``mirror run`` is the same command.
+
+Usage::
+
+    connect-mirror-maker mm2.properties [--clusters ALIAS [ALIAS ...]]
+                         [--log-level LEVEL] [--log-config FILE]
+                         [--rest-port PORT] [--metrics-port PORT]
+
+    --clusters ALIAS ...   run only the flows whose *target* is one of these aliases (default: all)
+    --log-level LEVEL      DEBUG, INFO, WARNING, ERROR or CRITICAL        env MIRROR_LOG_LEVEL
+    --log-config FILE      logging config (YAML dictConfig or .ini);      env MIRROR_LOG_CONFIG
+                           default etc/logging.yaml if present, else basic logging at INFO
+    --rest-port PORT       port of the REST server                        env MIRROR_REST_PORT
+    --metrics-port PORT    port of the Prometheus metrics endpoint        env MIRROR_METRICS_PORT
+
+Exit codes::
+
+    0  stopped cleanly (e.g. after SIGTERM)
+    1  failed while running
+    2  bad input: usage error, unreadable or invalid mm2.properties, no replication flow
+    3  failed to start (e.g. the replication driver could not start its herders)
+
+Every error is reported as one line on stderr, ``error: <file>:<line>: <message>`` when the offending
+key is in the file; there is never a Python traceback (use ``--log-level DEBUG`` to log one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import configargparse
+
+from mirror.cli._common import (
+    EXIT_START_FAILURE,
+    configure_logging,
+    invoke,
+    log_level,
+    parse_args,
+    port,
+    print_error,
+    split_clusters,
+)
+from mirror.maker.config import MirrorMakerConfig
+
+logger = logging.getLogger(__name__)
+
+PROG = "connect-mirror-maker"
+DRIVER_MODULE = "mirror.maker.driver"
+
+
+def add_arguments(parser: Any) -> None:
+    """The arguments of ``connect-mirror-maker`` / ``mirror run`` (``parser`` is a configargparse parser)."""
+    parser.add_argument("config", metavar="mm2.properties", help="MirrorMaker 2 configuration file")
+    parser.add_argument("--clusters", nargs="+", metavar="ALIAS",
+                        help="target cluster aliases this node serves (default: every declared cluster)")
+    parser.add_argument("--log-level", type=log_level, env_var="MIRROR_LOG_LEVEL", metavar="LEVEL",
+                        help="root log level: DEBUG, INFO, WARNING, ERROR, CRITICAL (default INFO)")
+    parser.add_argument("--log-config", env_var="MIRROR_LOG_CONFIG", metavar="FILE",
+                        help="logging config file, YAML (dictConfig) or .ini (default: etc/logging.yaml "
+                             "if present, else basic logging)")
+    parser.add_argument("--rest-port", type=port, env_var="MIRROR_REST_PORT", metavar="PORT",
+                        help="port of the REST server")
+    parser.add_argument("--metrics-port", type=port, env_var="MIRROR_METRICS_PORT", metavar="PORT",
+                        help="port of the Prometheus metrics endpoint")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``mirror run``."""
+    parser = subparsers.add_parser("run", help="run a MirrorMaker 2 node (same as connect-mirror-maker)",
+                                   description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def load_config(path: str, clusters: list[str] | None) -> MirrorMakerConfig:
+    """Load and fully validate ``mm2.properties`` for the given ``--clusters`` (ConfigError if bad)."""
+    config = MirrorMakerConfig.from_file(path)
+    config.validate(clusters)
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate the configuration, then hand over to the replication driver."""
+    configure_logging(args.log_level, args.log_config)
+    clusters = split_clusters(args.clusters)
+    args.clusters = clusters
+    config = load_config(args.config, clusters)
+    pairs = config.herder_pairs(clusters)
+    logger.info("%s: %d herder(s): %s", args.config, len(pairs), ", ".join(str(p) for p in pairs))
+    try:
+        driver = importlib.import_module(DRIVER_MODULE)
+    except ImportError as exc:
+        if exc.name != DRIVER_MODULE:
+            raise
+        print_error("the replication driver is not available in this build")
+        return EXIT_START_FAILURE
+    result: int = driver.run(config, clusters, args)
+    return int(result)
+
+
+def build_parser() -> configargparse.ArgumentParser:
+    parser = configargparse.ArgumentParser(
+        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``connect-mirror-maker``; returns the exit code."""
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    return invoke(run, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,56 @@
+"""``mirror``: the command-line front end (``run``, ``config show|docs``, and plug-in subcommands).
+
+Subcommands live in their own modules so that each stays small and optional. A subcommand module
+exposes ``add_parser(subparsers) -> None``, which adds its parser and sets ``func=run`` with
+``run(args: argparse.Namespace) -> int``. Modules are imported only when ``main`` runs; one that is not
+installed or cannot be imported (for example ``backfill`` without pyspark) is simply not offered, so
+``mirror run`` never depends on optional extras.
+
+Exit codes: 0 ok, 1 failure while running, 2 bad input or usage, 3 start failure (see
+:mod:`mirror.cli.connect_mirror_maker`). Errors are one ``error: ...`` line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+from collections.abc import Sequence
+
+import configargparse
+
+from mirror.cli._common import invoke, parse_args
+
+logger = logging.getLogger(__name__)
+
+#: Subcommand modules, in help order. Missing ones are skipped.
+SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "mirror.cli.connect_mirror_maker",  # run
+    "mirror.cli.config_command",  # config show | docs
+    "mirror.cli.offsets",  # offsets translate
+    "mirror.cli.status",
+    "mirror.cli.backfill",
+)
+
+
+def build_parser(modules: Sequence[str] = SUBCOMMAND_MODULES) -> configargparse.ArgumentParser:
+    """The ``mirror`` parser with every importable subcommand module registered."""
+    parser = configargparse.ArgumentParser(
+        prog="mirror", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in modules:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            logger.debug("subcommand module %s not registered: %s", name, exc)
+            continue
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``mirror``; returns the exit code."""
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    return invoke(args.func, args)
