@@ -1,0 +1,184 @@
+"""MirrorSourceConnector: decides what to replicate and splits it into tasks (§5.1-§5.5, §5.9).
+
+``start`` does the initial work synchronously on the connector's :class:`~mirror.scheduler.Scheduler`
+(each step bounded by ``admin.timeout.ms``; a failed step is logged and the next one runs): create the
+offset-syncs topic, load the source and target topic-partitions, create missing remote topics and
+partitions, refresh the target view. Then it schedules the ACL and config syncs (first run now) and the
+topic refresh (first run after one interval), which asks the runtime for a task reconfiguration when the
+set of source partitions changes.
+
+Tasks get the known source partitions round-robin (``task.assigned.partitions``, ``task.index``).
+A disabled connector (``enabled=false``, the driver's default for unconfigured flows) does nothing and
+has zero tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from connect_runtime.api.config import ConfigDef, ConfigValue
+from connect_runtime.api.connector import ExactlyOnceSupport, SourceConnector
+from connect_runtime.api.records import SourceMap
+from connect_runtime.api.task import Task
+from connect_runtime.clients.admin import TopicAdmin
+from connect_runtime.clients.factory import translate
+from mirror.client.replication_policy import policy_from_config
+from mirror.filters import load_config_property_filter, load_topic_filter
+from mirror.mirror_utils import SOURCE_CLUSTER_KEY, TOPIC_KEY, validate_offsets
+from mirror.scheduler import Scheduler
+from mirror.source.config import (
+    CONFIG_DEF,
+    EMIT_OFFSET_SYNCS_ENABLED,
+    TASK_INDEX,
+    TASK_TOPIC_PARTITIONS,
+    MirrorSourceConfig,
+    encode_topic_partition,
+)
+from mirror.source.task import MirrorSourceTask
+from mirror.source.topic_sync import TopicSync, assign_round_robin
+
+logger = logging.getLogger(__name__)
+
+#: Builds a TopicAdmin from a librdkafka config; tests pass a factory returning fakes.
+AdminFactory = Callable[..., Any]
+
+
+def _isolation_level(cfg: MirrorSourceConfig) -> str:
+    return cfg.source_consumer_config().get("isolation.level", "read_uncommitted").strip().lower()
+
+
+class MirrorSourceConnector(SourceConnector):
+    """Replicates topics (data, configs, ACLs, partitions) from the source cluster to the target."""
+
+    def __init__(self, admin_factory: AdminFactory = TopicAdmin) -> None:
+        self._admin_factory = admin_factory
+        self._config: MirrorSourceConfig | None = None
+        self._sync: TopicSync | None = None
+        self._scheduler: Scheduler | None = None
+        self._admins: list[Any] = []
+
+    @classmethod
+    def config_def(cls) -> ConfigDef:
+        return CONFIG_DEF
+
+    def task_class(self) -> type[Task]:
+        return MirrorSourceTask
+
+    @property
+    def topic_sync(self) -> TopicSync | None:
+        """The replication state (for tests and diagnostics); None until started or when disabled."""
+        return self._sync
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self._config = cfg = MirrorSourceConfig(config)
+        if not cfg.enabled:
+            logger.info("%s->%s MirrorSourceConnector is disabled (enabled=false)", cfg.source_alias,
+                        cfg.target_alias)
+            return
+        timeout_s = cfg.admin_timeout_ms / 1000.0
+        source_admin = self._admin_factory(translate(cfg.source_admin_config(), "admin"), timeout_s=timeout_s)
+        target_admin = self._admin_factory(translate(cfg.target_admin_config(), "admin"), timeout_s=timeout_s)
+        self._admins = [source_admin, target_admin]
+        policy = policy_from_config(cfg.replication_policy_config())
+        self._sync = sync = TopicSync(
+            cfg.source_alias, cfg.target_alias, policy, load_topic_filter(cfg.originals()),
+            load_config_property_filter(cfg.originals()), source_admin, target_admin,
+            replication_factor=cfg.replication_factor,
+            heartbeats_replication_enabled=cfg.heartbeats_replication_enabled,
+            raise_error=self._raise_error)
+        self._scheduler = scheduler = Scheduler(cfg.entity_label(), timeout_s)
+        scheduler.execute(self._create_offset_syncs_topic, "creating upstream offset-syncs topic")
+        scheduler.execute(sync.load_topic_partitions, "loading initial set of topic-partitions")
+        scheduler.execute(sync.compute_and_create_topic_partitions, "creating downstream topic-partitions")
+        scheduler.execute(sync.refresh_known_target_topics, "refreshing known target topics")
+        scheduler.schedule_repeating(sync.sync_topic_acls, cfg.sync_topic_acls_interval_s,
+                                     "syncing topic ACLs")
+        scheduler.schedule_repeating(sync.sync_topic_configs, cfg.sync_topic_configs_interval_s,
+                                     "syncing topic configs")
+        scheduler.schedule_repeating_delayed(self._refresh_topic_partitions, cfg.refresh_topics_interval_s,
+                                             "refreshing topics")
+        logger.info("%s->%s started MirrorSourceConnector with %d topic-partitions", cfg.source_alias,
+                    cfg.target_alias, len(sync.known_source_topic_partitions))
+
+    def _raise_error(self, error: BaseException) -> None:
+        context = getattr(self, "context", None)
+        if context is not None:
+            context.raise_error(error)
+
+    def _create_offset_syncs_topic(self) -> None:
+        cfg = self._config
+        if cfg is None or not cfg.emit_offset_syncs_enabled:
+            return
+        timeout_s = cfg.admin_timeout_ms / 1000.0
+        admin_config = translate(cfg.offset_syncs_topic_admin_config(), "admin")
+        admin = self._admin_factory(admin_config, timeout_s=timeout_s)
+        topic = policy_from_config(cfg.replication_policy_config()).offset_syncs_topic(
+            cfg.target_alias if cfg.offset_syncs_topic_location == "source" else cfg.source_alias)
+        admin.create_topic(topic, 1, cfg.offset_syncs_topic_replication_factor, compacted=True)
+
+    def _refresh_topic_partitions(self) -> None:
+        if self._sync is not None and self._sync.refresh_topic_partitions():
+            context = getattr(self, "context", None)
+            if context is not None:
+                context.request_task_reconfiguration()
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        cfg, sync = self._config, self._sync
+        if cfg is None or sync is None or not cfg.enabled:
+            return []
+        chunks = assign_round_robin(sync.known_source_topic_partitions, max_tasks)
+        configs = []
+        for index, chunk in enumerate(chunks):
+            task_config = cfg.originals()
+            task_config[TASK_TOPIC_PARTITIONS] = ",".join(encode_topic_partition(t, p) for t, p in chunk)
+            task_config[TASK_INDEX] = str(index)
+            configs.append(task_config)
+        return configs
+
+    def stop(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.close()
+            self._scheduler = None
+        self._sync = None
+        self._admins = []
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, ConfigValue]:
+        """ConfigDef checks plus MM2's two cross-key rules (§5.1)."""
+        result = super().validate(config)
+        try:
+            cfg = MirrorSourceConfig(config)
+        except ValueError:
+            return result  # the per-key errors above already say what is wrong
+        if (str(config.get("exactly.once.support", "")).strip().lower() == "required"
+                and _isolation_level(cfg) != "read_committed"):
+            result["exactly.once.support"].errors.append(
+                "MirrorSourceConnector can only provide exactly-once guarantees when its source consumer is "
+                "configured with isolation.level set to 'read_committed'. If this is not done, then "
+                "data from aborted and uncommitted transactions on the source cluster may be replicated "
+                "to the target cluster.")
+        if not cfg.emit_offset_syncs_enabled:
+            offending = sorted(k for k in config if k.startswith(("offset-syncs-", "offset-syncs.topic.")))
+            if offending:
+                result[EMIT_OFFSET_SYNCS_ENABLED].errors.append(
+                    "MirrorSourceConnector can't setup offset-syncs feature while "
+                    f"{EMIT_OFFSET_SYNCS_ENABLED} is set to false (offending keys: {', '.join(offending)})")
+        return result
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        """SUPPORTED only when the source consumer reads committed data (else aborted data is copied)."""
+        cfg = MirrorSourceConfig(config)
+        if _isolation_level(cfg) == "read_committed":
+            return ExactlyOnceSupport.SUPPORTED
+        return ExactlyOnceSupport.UNSUPPORTED
+
+    def alter_offsets(self, config: Mapping[str, str],
+                      offsets: Mapping[str, tuple[SourceMap, Mapping[str, Any] | None]]) -> bool:
+        """§3.7: cluster/topic strings, partition in [0, 2^31), offset a non-negative integer.
+
+        Nothing else is needed: the source consumer never commits, the task seeks to stored offset + 1.
+        """
+        validate_offsets(offsets, (SOURCE_CLUSTER_KEY, TOPIC_KEY), with_partition=True,
+                         only_offset_zero=False)
+        return True

@@ -1,0 +1,218 @@
+"""MirrorSourceTask: copies its assigned source partitions, record for record (§5.7, §5.8).
+
+Start: one byte-array consumer on the source, *assigned* (no group membership) to
+``task.assigned.partitions``. A partition with a stored Connect offset ``o >= 0`` resumes at ``o + 1``;
+one without stays at the consumer's ``auto.offset.reset`` (``earliest`` unless configured), which is how
+"replicate from latest" works (KAFKA-13988).
+
+Each record keeps key, value (also null), headers, timestamp and partition number; it goes to the remote
+topic ``formatRemoteTopic(source, topic)``. Its Connect partition is ``{cluster, partition, topic}`` (in
+Java ``HashMap`` order, so keys in a shared offsets topic are byte-identical) and its offset
+``{offset: n}``, n being the source offset: the task resumes *after* it.
+
+Once the target acknowledged a record (``commit_record``) the offset-sync writer learns the
+(upstream, downstream) pair; syncs due now are sent at once, the others on the next ``commit`` (§5.6).
+
+Threading: ``stop`` comes from another thread and must not block. The consumer is guarded by a lock:
+``stop`` closes it at once if no poll is running, otherwise the running poll closes it on its way out.
+The runtime still delivers acknowledgements and calls ``commit`` after ``stop`` (its final flush), so
+the offset-sync producer is closed by the first ``commit`` after ``stop``: the last syncs are not lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from confluent_kafka import OFFSET_INVALID, TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaException, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from connect_runtime.api.records import RecordMetadata, SourceRecord
+from connect_runtime.api.task import SourceTask
+from connect_runtime.clients.factory import new_consumer, translate
+from mirror.client.models import TopicPartition
+from mirror.client.replication_policy import policy_from_config
+from mirror.metrics import MirrorSourceMetrics, registry_for
+from mirror.mirror_utils import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset, wrap_partition
+from mirror.source.config import MirrorSourceTaskConfig
+from mirror.source.offset_sync_producer import OffsetSyncProducer
+from mirror.source.offset_sync_writer import OffsetSyncWriter
+
+logger = logging.getLogger(__name__)
+
+#: Java's ``max.poll.records`` default: the most records one ``poll`` returns.
+MAX_POLL_RECORDS_DEFAULT = 500
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class MirrorSourceTask(SourceTask):
+    """Replicates records of the assigned source partitions to their remote topics."""
+
+    def __init__(self, consumer_factory: Callable[[Mapping[str, Any]], Consumer] = new_consumer,
+                 offset_sync_factory: Callable[..., OffsetSyncProducer] = OffsetSyncProducer,
+                 clock_ms: Callable[[], int] = _now_ms) -> None:
+        self._consumer_factory = consumer_factory
+        self._offset_sync_factory = offset_sync_factory
+        self._clock_ms = clock_ms
+        self._consumer: Consumer | None = None
+        self._consumer_lock = threading.Lock()
+        self._stopping = False
+        self._offset_syncs: OffsetSyncProducer | None = None
+        self._metrics: MirrorSourceMetrics | None = None
+        self._source = ""
+        self._target = ""
+        self._remote: dict[str, str] = {}
+        self._poll_timeout_s = 1.0
+        self._max_records = MAX_POLL_RECORDS_DEFAULT
+        self._label = ""
+
+    def start(self, config: Mapping[str, str]) -> None:
+        cfg = MirrorSourceTaskConfig(config)
+        self._stopping = False
+        self._source, self._target = cfg.source_alias, cfg.target_alias
+        self._label = cfg.entity_label()
+        policy = policy_from_config(cfg.replication_policy_config())
+        self._poll_timeout_s = cfg.consumer_poll_timeout_ms / 1000.0
+        java_consumer = cfg.source_consumer_config()
+        self._max_records = int(java_consumer.get("max.poll.records", MAX_POLL_RECORDS_DEFAULT))
+        consumer_config = translate(java_consumer, "consumer")
+        # librdkafka needs a group.id even for assign(); Java MM2 has none, so nothing is ever committed
+        # under it. Java's consumer default is read_uncommitted (aborted source data IS copied unless
+        # the user asks for read_committed, §5.7); librdkafka's default differs, so say it explicitly.
+        consumer_config.setdefault("group.id", java_consumer.get("client.id", self._label))
+        consumer_config.setdefault("isolation.level", "read_uncommitted")
+        partitions = cfg.task_topic_partitions
+        self._remote = {t: policy.format_remote_topic(self._source, t) for t, _ in partitions}
+        self._metrics = MirrorSourceMetrics(registry_for(getattr(self, "context", None)), self._source,
+                                            self._target)
+        for topic, partition in partitions:
+            self._metrics.register(self._remote[topic], partition)
+        if cfg.emit_offset_syncs_enabled:
+            other = self._target if cfg.offset_syncs_topic_location == "source" else self._source
+            self._offset_syncs = self._offset_sync_factory(
+                policy.offset_syncs_topic(other), translate(cfg.offset_syncs_producer_config(), "producer"),
+                OffsetSyncWriter(cfg.offset_lag_max))
+        assignment = self._initial_assignment(partitions)
+        consumer = self._consumer_factory(consumer_config)
+        consumer.assign(assignment)
+        self._consumer = consumer
+        resumed = sum(1 for tp in assignment if tp.offset >= 0)
+        logger.info("%s replicating %d topic-partitions %s->%s (%d resuming after stored offsets): %s",
+                    self._label, len(partitions), self._source, self._target, resumed,
+                    ", ".join(f"{t}-{p}" for t, p in partitions))
+
+    def _initial_assignment(self, partitions: list[tuple[str, int]]) -> list[KafkaTopicPartition]:
+        wrapped = [wrap_partition(self._source, topic, partition) for topic, partition in partitions]
+        context = getattr(self, "context", None)
+        stored = context.offset_storage_reader().offsets(wrapped) if (context is not None and wrapped) else []
+        offsets: dict[tuple[str, int], int] = {}
+        for partition_map, offset_map in stored:
+            value = None if offset_map is None else offset_map.get(OFFSET_KEY)
+            if isinstance(value, int) and value >= 0:
+                offsets[(str(partition_map[TOPIC_KEY]), int(partition_map[PARTITION_KEY]))] = value + 1
+        # OFFSET_INVALID: no seek, the consumer applies auto.offset.reset.
+        return [KafkaTopicPartition(t, p, offsets.get((t, p), OFFSET_INVALID)) for t, p in partitions]
+
+    def poll(self) -> list[SourceRecord] | None:
+        if not self._consumer_lock.acquire(blocking=False):
+            return None
+        try:
+            consumer = self._consumer
+            if self._stopping or consumer is None:
+                return None
+            try:
+                messages = consumer.consume(self._max_records, self._poll_timeout_s)
+            except KafkaException as exc:  # Java swallows client errors here and polls again
+                logger.warning("%s failure during poll: %s", self._label, exc)
+                return None
+            records = self._convert_all(messages)
+            return records or None
+        finally:
+            if self._stopping:
+                self._close_consumer()
+            self._consumer_lock.release()
+
+    def _convert_all(self, messages: list[Message]) -> list[SourceRecord]:
+        records: list[SourceRecord] = []
+        now = self._clock_ms()
+        metrics = self._metrics
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                logger.warning("%s consumer error on %s-%s: %s", self._label, message.topic(),
+                               message.partition(), error)
+                continue
+            record = self.convert(message)
+            records.append(record)
+            if metrics is not None and record.partition is not None:
+                value = record.value
+                age = now - record.timestamp if record.timestamp is not None else 0
+                metrics.record_polled(record.topic, record.partition, 0 if value is None else len(value), age)
+        return records
+
+    def convert(self, message: Message) -> SourceRecord:
+        """One consumed record as the SourceRecord written to the remote topic (§5.7)."""
+        topic = message.topic() or ""
+        partition = message.partition() or 0
+        offset = message.offset() or 0
+        ts_type, ts = message.timestamp()
+        # Consumed headers are always a list of (str, bytes | None); the stub's type is the produce-side one.
+        headers: Any = message.headers()
+        remote = self._remote.get(topic)
+        if remote is None:  # not expected: only assigned partitions are consumed
+            remote = self._remote[topic] = topic
+        return SourceRecord(
+            topic=remote, partition=partition, key=message.key(), value=message.value(),
+            headers=headers, timestamp=None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts,
+            source_partition=wrap_partition(self._source, topic, partition),
+            source_offset=wrap_offset(offset))
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        if metadata is None:
+            logger.debug("No RecordMetadata (source record was probably filtered out during "
+                         "transformation) -- can't sync offsets for %s.", record.topic)
+            return
+        if metadata.offset < 0:
+            logger.error("RecordMetadata has no offset -- can't sync offsets for %s.", record.topic)
+            return
+        if self._metrics is not None and record.partition is not None:
+            latency = self._clock_ms() - record.timestamp if record.timestamp is not None else 0
+            self._metrics.record_committed(record.topic, record.partition, latency)
+        if self._offset_syncs is not None and record.source_offset is not None:
+            source_tp = TopicPartition(str(record.source_partition[TOPIC_KEY]),
+                                       int(record.source_partition[PARTITION_KEY]))
+            self._offset_syncs.record(source_tp, int(record.source_offset[OFFSET_KEY]), metadata.offset)
+
+    def commit(self) -> None:
+        """After each offset flush: emit every partition's latest sync (KAFKA-15906); close once stopped."""
+        if self._offset_syncs is not None:
+            self._offset_syncs.promote_delayed_and_send()
+            if self._stopping:
+                self._offset_syncs.close()
+                self._offset_syncs = None
+        if self._stopping and self._metrics is not None:
+            self._metrics.close()
+            self._metrics = None
+
+    def stop(self) -> None:
+        self._stopping = True
+        if self._consumer_lock.acquire(blocking=False):
+            try:
+                self._close_consumer()
+            finally:
+                self._consumer_lock.release()
+        logger.info("%s stopping", self._label)
+
+    def _close_consumer(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            try:
+                consumer.close()
+            except (KafkaException, RuntimeError) as exc:
+                logger.warning("%s error closing the source consumer: %s", self._label, exc)

@@ -1,0 +1,357 @@
+"""What MirrorSourceConnector keeps in step on the target: topics, partitions, configs, ACLs (§5.2-§5.5).
+
+State: the *known source* topic-partitions (filtered, in a stable order: topics sorted, partitions
+ascending) and the *known target* topic-partitions (remote topics of this source). Both are replaced as
+a whole, never mutated, so ``task_configs`` can read them from another thread without a lock.
+
+Rules kept from MM2:
+
+* A source topic is replicated if the topic filter accepts it, or it is a heartbeats topic and
+  ``heartbeats.replication.enabled``; and it is not internal; and replicating it would not close a cycle
+  (a hop of its name chain comes from the target, §4.4).
+* New remote topics are created with the source's partition count, ``replication.factor``, and the
+  source's configs filtered *at creation* (non-defaults, or defaults when ``use.defaults.from=source``;
+  never read-only, sensitive, static-broker or excluded properties).
+* Partitions only grow. A target that cannot add partitions (Tansu) is one warning per topic, not a crash.
+* Config sync is one incremental alter per round: source defaults become DELETE (the target's own
+  default applies) unless ``use.defaults.from=source``, everything else SET.
+* ACL sync copies LITERAL topic ACLs of replicated topics, never ``ALLOW WRITE``, turns ``ALLOW ALL`` into
+  ``ALLOW READ``, and never deletes anything.
+* A refresh that sees source partitions added or removed, or source partitions missing on the target,
+  creates what is missing and asks for a task reconfiguration. Partitions that appear only on the target
+  never do.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from confluent_kafka import KafkaError
+
+# Imported from the defining modules: confluent_kafka.admin re-exports them without __all__ (mypy strict).
+from confluent_kafka.admin._acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType
+from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
+
+from connect_runtime.api.errors import ConnectError
+from connect_runtime.clients.admin import ConfigOp, TopicConfigEntry
+from connect_runtime.clients.errors import kafka_error_of
+from mirror.client.replication_policy import ReplicationPolicy, is_cycle
+from mirror.filters import ConfigPropertyFilter, TopicFilter
+
+logger = logging.getLogger(__name__)
+
+TopicPartitionT = tuple[str, int]
+
+DEFAULT_CONFIG = "DEFAULT_CONFIG"
+STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
+
+# None = "any" for name, principal and host; the stubs type them as str although the client takes None.
+_ANY: Any = None
+ANY_TOPIC_ACL = AclBindingFilter(ResourceType.TOPIC, _ANY, ResourcePatternType.ANY, _ANY, _ANY,
+                                 AclOperation.ANY, AclPermissionType.ANY)
+
+
+class SourceAdmin(Protocol):
+    """The admin calls made on the source cluster (a :class:`~connect_runtime.clients.admin.TopicAdmin`)."""
+
+    def list_topics(self, include_internal: bool = False) -> set[str]: ...
+
+    def describe_topics(self, names: Iterable[str]) -> dict[str, int]: ...
+
+    def describe_configs(self, topics: Iterable[str]) -> dict[str, list[TopicConfigEntry]]: ...
+
+    def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]: ...
+
+
+class TargetAdmin(Protocol):
+    """The admin calls made on the target cluster."""
+
+    def list_topics(self, include_internal: bool = False) -> set[str]: ...
+
+    def describe_topics(self, names: Iterable[str]) -> dict[str, int]: ...
+
+    def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
+                     config: Mapping[str, str] | None = None, *, compacted: bool = False) -> bool: ...
+
+    def create_partitions(self, counts: Mapping[str, int]) -> set[str]: ...
+
+    def incremental_alter_configs(self, changes: Mapping[str, Sequence[ConfigOp]]) -> None: ...
+
+    def create_acls(self, bindings: Sequence[AclBinding]) -> None: ...
+
+
+# ---- pure rules ---------------------------------------------------------------------------------------
+
+
+def should_replicate_topic(topic: str, policy: ReplicationPolicy, topic_filter: TopicFilter,
+                           target_alias: str, heartbeats_replication_enabled: bool) -> bool:
+    """§4.4: accepted by the filter (or a heartbeats topic), not internal, and not a cycle."""
+    wanted = topic_filter.should_replicate_topic(topic) or (
+        heartbeats_replication_enabled and policy.is_heartbeats_topic(topic))
+    return wanted and not policy.is_internal_topic(topic) and not is_cycle(policy, topic, target_alias)
+
+
+def _is_default(entry: TopicConfigEntry) -> bool:
+    # Java's ConfigEntry.isDefault(): the source is DEFAULT_CONFIG. Dynamic broker defaults are *not*
+    # defaults here and are copied as topic overrides, as MM2 does.
+    return entry.source == DEFAULT_CONFIG
+
+
+def _replicable(entry: TopicConfigEntry, config_filter: ConfigPropertyFilter) -> bool:
+    return (not entry.read_only and not entry.sensitive and entry.source != STATIC_BROKER_CONFIG
+            and entry.value is not None and config_filter.should_replicate_config_property(entry.name))
+
+
+def creation_configs(entries: Iterable[TopicConfigEntry],
+                     config_filter: ConfigPropertyFilter) -> dict[str, str]:
+    """Configs for a new remote topic (Java ``targetConfig(config, incremental=false)``)."""
+    result: dict[str, str] = {}
+    for entry in entries:
+        if _is_default(entry) and not config_filter.should_replicate_source_default(entry.name):
+            continue
+        if _replicable(entry, config_filter) and entry.value is not None:
+            result[entry.name] = entry.value
+    return result
+
+
+def incremental_config_ops(entries: Iterable[TopicConfigEntry],
+                           config_filter: ConfigPropertyFilter) -> list[ConfigOp]:
+    """One topic's incremental alter (Java ``targetConfig(config, incremental=true)`` + SET/DELETE choice)."""
+    ops: list[ConfigOp] = []
+    for entry in entries:
+        if entry.read_only or entry.sensitive or entry.source == STATIC_BROKER_CONFIG:
+            continue
+        if not config_filter.should_replicate_config_property(entry.name):
+            continue
+        if _is_default(entry) and not config_filter.should_replicate_source_default(entry.name):
+            ops.append((entry.name, "DELETE", None))
+        elif entry.value is not None:
+            ops.append((entry.name, "SET", entry.value))
+    return ops
+
+
+def should_replicate_acl(binding: AclBinding) -> bool:
+    """Write permissions are never mirrored: only the source's producers may write a topic."""
+    allow = binding.permission_type == AclPermissionType.ALLOW
+    return not (allow and binding.operation == AclOperation.WRITE)
+
+
+def target_acl_binding(binding: AclBinding, remote_topic: str) -> AclBinding:
+    """The same entry on the remote topic; ``ALLOW ALL`` is downgraded to ``ALLOW READ``."""
+    operation = binding.operation
+    if binding.permission_type == AclPermissionType.ALLOW and operation == AclOperation.ALL:
+        operation = AclOperation.READ
+    return AclBinding(ResourceType.TOPIC, remote_topic, ResourcePatternType.LITERAL, binding.principal,
+                      binding.host, operation, binding.permission_type)
+
+
+def assign_round_robin(partitions: Sequence[TopicPartitionT], max_tasks: int) -> list[list[TopicPartitionT]]:
+    """§5.9: ``min(max_tasks, n)`` tasks; partition i goes to task ``i % tasks``."""
+    num_tasks = min(max_tasks, len(partitions))
+    if num_tasks <= 0:
+        return []
+    tasks: list[list[TopicPartitionT]] = [[] for _ in range(num_tasks)]
+    for index, tp in enumerate(partitions):
+        tasks[index % num_tasks].append(tp)
+    return tasks
+
+
+def _partition_counts(tps: Iterable[TopicPartitionT]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for topic, _ in tps:
+        counts[topic] = counts.get(topic, 0) + 1
+    return counts
+
+
+def _expand(counts: Mapping[str, int]) -> list[TopicPartitionT]:
+    return [(topic, p) for topic in sorted(counts) for p in range(counts[topic])]
+
+
+# ---- stateful sync ------------------------------------------------------------------------------------
+
+
+class TopicSync:
+    """Topic/partition/config/ACL replication state of one source connector.
+
+    All methods except the read-only properties run on the connector's scheduler thread.
+    ``raise_error`` fails the connector (used when the target cannot do incremental config changes).
+    """
+
+    def __init__(self, source_alias: str, target_alias: str, policy: ReplicationPolicy,
+                 topic_filter: TopicFilter, config_filter: ConfigPropertyFilter, source_admin: SourceAdmin,
+                 target_admin: TargetAdmin, *,
+                 replication_factor: int, heartbeats_replication_enabled: bool,
+                 raise_error: Callable[[BaseException], None] | None = None) -> None:
+        self._source = source_alias
+        self._target = target_alias
+        self._policy = policy
+        self._topic_filter = topic_filter
+        self._config_filter = config_filter
+        self._source_admin = source_admin
+        self._target_admin = target_admin
+        self._replication_factor = replication_factor
+        self._heartbeats_replication_enabled = heartbeats_replication_enabled
+        self._raise_error = raise_error
+        self._known_source: tuple[TopicPartitionT, ...] = ()
+        self._known_target: tuple[TopicPartitionT, ...] = ()
+        self._no_acl_authorizer_logged = False
+
+    @property
+    def known_source_topic_partitions(self) -> tuple[TopicPartitionT, ...]:
+        return self._known_source
+
+    @property
+    def known_target_topic_partitions(self) -> tuple[TopicPartitionT, ...]:
+        return self._known_target
+
+    def formatted_remote(self, topic: str) -> str:
+        return self._policy.format_remote_topic(self._source, topic)
+
+    def should_replicate_topic(self, topic: str) -> bool:
+        return should_replicate_topic(topic, self._policy, self._topic_filter, self._target,
+                                      self._heartbeats_replication_enabled)
+
+    # -- discovery --
+
+    def find_source_topic_partitions(self) -> list[TopicPartitionT]:
+        topics = [t for t in self._source_admin.list_topics() if self.should_replicate_topic(t)]
+        return _expand(self._source_admin.describe_topics(topics))
+
+    def find_target_topic_partitions(self) -> list[TopicPartitionT]:
+        checkpoints = self._policy.checkpoints_topic(self._source)
+        topics = [t for t in self._target_admin.list_topics()
+                  if self._policy.topic_source(t) == self._source and t != checkpoints]
+        return _expand(self._target_admin.describe_topics(topics))
+
+    def load_topic_partitions(self) -> None:
+        self._known_source = tuple(self.find_source_topic_partitions())
+        self._known_target = tuple(self.find_target_topic_partitions())
+        logger.info("%s->%s found %d source topic-partitions to replicate", self._source, self._target,
+                    len(self._known_source))
+
+    def refresh_known_target_topics(self) -> None:
+        self._known_target = tuple(self.find_target_topic_partitions())
+
+    def refresh_topic_partitions(self) -> bool:
+        """Re-discover both sides; create what is missing. True when the tasks must be reconfigured."""
+        source = self.find_source_topic_partitions()
+        target = self.find_target_topic_partitions()
+        upstream_of_target: set[TopicPartitionT] = set()
+        for topic, partition in target:
+            upstream = self._policy.upstream_topic(topic)
+            if upstream is not None:
+                upstream_of_target.add((upstream, partition))
+        missing_in_target = set(source) - upstream_of_target
+        self._known_target = tuple(target)
+        known = set(self._known_source)
+        if known == set(source) and not missing_in_target:
+            return False
+        added = sorted(set(source) - known)
+        deleted = sorted(known - set(source))
+        logger.info("%s->%s found %d new topic-partitions %s, %d deleted %s, %d missing on the target %s; "
+                    "reconfiguring tasks", self._source, self._target, len(added), _short(added),
+                    len(deleted), _short(deleted), len(missing_in_target), _short(sorted(missing_in_target)))
+        self._known_source = tuple(source)
+        self.compute_and_create_topic_partitions()
+        return True
+
+    # -- creation --
+
+    def compute_and_create_topic_partitions(self) -> None:
+        source_counts = _partition_counts(self._known_source)
+        target_counts = _partition_counts(self._known_target)
+        new_topics: dict[str, int] = {}
+        grow: dict[str, int] = {}
+        for topic, count in source_counts.items():
+            remote = self.formatted_remote(topic)
+            if remote not in target_counts:
+                new_topics[topic] = count
+            elif count > target_counts[remote]:
+                grow[remote] = count
+        if new_topics:
+            self._create_new_topics(new_topics)
+        if grow:
+            # TopicAdmin logs one warning per topic when the target cannot add partitions (Tansu).
+            self._target_admin.create_partitions(grow)
+
+    def _create_new_topics(self, partition_counts: Mapping[str, int]) -> None:
+        try:
+            configs = self._source_admin.describe_configs(sorted(partition_counts))
+        except ConnectError:
+            logger.exception("%s->%s could not describe source topic configs; creating remote topics without "
+                             "them", self._source, self._target)
+            configs = {}
+        for topic in sorted(partition_counts):
+            remote = self.formatted_remote(topic)
+            topic_config = creation_configs(configs.get(topic, []), self._config_filter)
+            try:
+                self._target_admin.create_topic(remote, partition_counts[topic], self._replication_factor,
+                                                topic_config)
+            except ConnectError:
+                logger.exception("%s->%s could not create topic %s", self._source, self._target, remote)
+                continue
+            logger.info("%s->%s created remote topic %s: %d partitions, replication factor %d, configs %s",
+                        self._source, self._target, remote, partition_counts[topic], self._replication_factor,
+                        topic_config)
+
+    # -- configs --
+
+    def topics_being_replicated(self) -> list[str]:
+        target_topics = {t for t, _ in self._known_target}
+        return sorted({t for t, _ in self._known_source if self.formatted_remote(t) in target_topics})
+
+    def sync_topic_configs(self) -> None:
+        topics = self.topics_being_replicated()
+        if not topics:
+            return
+        described = self._source_admin.describe_configs(topics)
+        changes = {self.formatted_remote(topic): incremental_config_ops(entries, self._config_filter)
+                   for topic, entries in described.items()}
+        changes = {topic: ops for topic, ops in changes.items() if ops}
+        if not changes:
+            return
+        try:
+            self._target_admin.incremental_alter_configs(changes)
+        except ConnectError as exc:
+            error = kafka_error_of(exc.__cause__) if exc.__cause__ is not None else None
+            if error is not None and error.code() in (KafkaError.UNSUPPORTED_VERSION,
+                                                      KafkaError._UNSUPPORTED_FEATURE):
+                logger.error("%s->%s the target cluster does not support incremental topic config changes; "
+                             "brokers older than 2.3 are not supported", self._source, self._target)
+                if self._raise_error is not None:
+                    self._raise_error(exc)
+                return
+            logger.warning("%s->%s could not alter topic configs: %s", self._source, self._target, exc)
+
+    # -- ACLs --
+
+    def sync_topic_acls(self) -> None:
+        try:
+            bindings = self._source_admin.describe_acls(ANY_TOPIC_ACL)
+        except ConnectError as exc:
+            error = kafka_error_of(exc.__cause__) if exc.__cause__ is not None else None
+            if error is not None and error.code() == KafkaError.SECURITY_DISABLED:
+                if not self._no_acl_authorizer_logged:
+                    self._no_acl_authorizer_logged = True
+                    logger.info("No ACL authorizer is configured on the source Kafka cluster, so no topic "
+                                "ACL syncing will take place. Consider disabling topic ACL syncing by "
+                                "setting sync.topic.acls.enabled to 'false'.")
+                return
+            raise
+        wanted = [target_acl_binding(b, self.formatted_remote(b.name)) for b in bindings
+                  if b.restype == ResourceType.TOPIC
+                  and b.resource_pattern_type == ResourcePatternType.LITERAL
+                  and should_replicate_acl(b) and self.should_replicate_topic(b.name)]
+        if not wanted:
+            return
+        try:
+            self._target_admin.create_acls(wanted)
+        except ConnectError as exc:
+            logger.warning("%s->%s could not create ACLs on the target: %s", self._source, self._target, exc)
+
+
+def _short(items: Sequence[TopicPartitionT], limit: int = 10) -> str:
+    shown = ", ".join(f"{t}-{p}" for t, p in items[:limit])
+    return f"[{shown}{', ...' if len(items) > limit else ''}]"
