@@ -1,0 +1,120 @@
+"""``/admin/loggers`` (KIP-495, KIP-976) on Python's ``logging``.
+
+Levels are reported with log4j's names (``WARN``, ``FATAL``, ``TRACE``...) so tools written for Connect
+read them; both log4j and Python names are accepted (``WARNING`` = ``WARN``, ``CRITICAL`` = ``FATAL``).
+As in Connect, setting a namespace's level also sets it on every existing descendant logger, and
+``last_modified`` (epoch ms) is only known for levels set through this API.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from starlette.responses import Response
+from starlette.routing import BaseRoute
+
+from connect_runtime.api.errors import BadRequestError, NotFoundError
+from connect_runtime.rest.handling import route
+from connect_runtime.rest.parsing import Call, json_type
+from connect_runtime.rest.responses import empty_response, json_response
+from connect_runtime.runtime.herder import Herder
+
+logger = logging.getLogger(__name__)
+
+ROOT = "root"
+TRACE = 5
+OFF = logging.CRITICAL + 10
+
+_BY_NAME = {"OFF": OFF, "FATAL": logging.CRITICAL, "CRITICAL": logging.CRITICAL, "ERROR": logging.ERROR,
+            "WARN": logging.WARNING, "WARNING": logging.WARNING, "INFO": logging.INFO, "DEBUG": logging.DEBUG,
+            "TRACE": TRACE, "ALL": 1}
+_BY_LEVEL = {OFF: "OFF", logging.CRITICAL: "FATAL", logging.ERROR: "ERROR", logging.WARNING: "WARN",
+             logging.INFO: "INFO", logging.DEBUG: "DEBUG", TRACE: "TRACE", 1: "ALL"}
+
+
+def level_name(level: int) -> str:
+    return _BY_LEVEL.get(level, logging.getLevelName(level))
+
+
+def _existing_loggers() -> dict[str, logging.Logger]:
+    items = list(logging.Logger.manager.loggerDict.items())
+    return {name: lg for name, lg in items if isinstance(lg, logging.Logger)}
+
+
+class LoggerResources:
+    """The admin logger endpoints; ``herder`` (optional) serves ``scope=cluster`` if it can."""
+
+    def __init__(self, herder: Herder | None = None) -> None:
+        self._herder = herder
+        self._lock = threading.Lock()
+        self._last_modified: dict[str, int] = {}
+
+    def routes(self) -> list[BaseRoute]:
+        return [route("/admin/loggers", self.list_loggers, ["GET"], None),
+                route("/admin/loggers/{logger}", self.get_logger, ["GET"], None),
+                route("/admin/loggers/{logger}", self.set_logger, ["PUT"], None)]
+
+    def _level_json(self, name: str, lg: logging.Logger) -> dict[str, Any]:
+        return {"level": level_name(lg.getEffectiveLevel()), "last_modified": self._last_modified.get(name)}
+
+    def list_loggers(self, call: Call) -> Response:
+        out = {name: self._level_json(name, lg) for name, lg in sorted(_existing_loggers().items())
+               if lg.level != logging.NOTSET}
+        out[ROOT] = self._level_json(ROOT, logging.getLogger())
+        return json_response(out)
+
+    def get_logger(self, call: Call) -> Response:
+        name = call.param("logger")
+        if name == ROOT:
+            return json_response(self._level_json(ROOT, logging.getLogger()))
+        lg = _existing_loggers().get(name)
+        if lg is None:
+            raise NotFoundError(f"Logger {name} not found.")
+        return json_response(self._level_json(name, lg))
+
+    def set_logger(self, call: Call) -> Response:
+        name = call.param("logger")
+        body = call.json('a JSON object {"level": "<LEVEL>"}')
+        if not isinstance(body, dict):
+            raise BadRequestError(f'Expected a JSON object {{"level": "<LEVEL>"}}, '
+                                  f"got a JSON {json_type(body)}")
+        raw_level = body.get("level")
+        if raw_level is None:
+            raise BadRequestError("Desired 'level' parameter was not specified in request.")
+        if not isinstance(raw_level, str):
+            raise BadRequestError(f"'level' must be a string, got a JSON {json_type(raw_level)}")
+        level = _BY_NAME.get(raw_level.strip().upper())
+        if level is None:
+            raise NotFoundError(f"invalid log level '{raw_level}'.")  # Connect answers 404 here
+        scope = (call.query_values("scope") or ["worker"])[0].lower()
+        if scope == "cluster":
+            cluster_setter = getattr(self._herder, "set_cluster_logger_level", None)
+            if cluster_setter is not None:
+                cluster_setter(name, level_name(level))
+            else:  # no cluster to tell (standalone-like): apply here, as Connect's standalone herder does
+                self.apply(name, level)
+            return empty_response(204)
+        if scope != "worker":
+            logger.warning("Received request to alter logging level with unrecognized scope %s, "
+                           "defaulting to worker scope", scope)
+        return json_response(self.apply(name, level))
+
+    def apply(self, namespace: str, level: int) -> list[str]:
+        """Set ``namespace`` and its existing descendants to ``level``; the affected names, sorted."""
+        logger.info("Setting level of namespace %s and children to %s", namespace, level_name(level))
+        now_ms = int(time.time() * 1000)
+        with self._lock:
+            loggers = _existing_loggers()
+            if namespace == ROOT:
+                targets = dict(loggers)
+                targets[ROOT] = logging.getLogger()
+            else:
+                targets = {n: lg for n, lg in loggers.items() if n.startswith(namespace + ".")}
+                targets[namespace] = logging.getLogger(namespace)
+            for name, lg in targets.items():
+                lg.setLevel(level)
+                self._last_modified[name] = now_ms
+        return sorted(targets)

@@ -1,0 +1,121 @@
+"""Serving the REST app with uvicorn on a background thread.
+
+We bind the listening socket ourselves before uvicorn starts, so ``port 0`` works and ``.port`` /
+``.url`` are known the moment :meth:`RestServer.start` returns; start() then waits until uvicorn
+accepts connections. uvicorn's own access log is off (our app logs requests at DEBUG, without bodies)
+and it never installs signal handlers from a non-main thread, so the embedding process keeps its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from urllib.parse import urlsplit
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from connect_runtime.api.errors import ConfigError, ConnectError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LISTENERS = "http://:8083"
+
+
+def parse_listener(listeners: str) -> tuple[str, int]:
+    """(host, port) of the first listener in Connect's ``listeners`` syntax; ``""`` = all interfaces."""
+    first = next((entry.strip() for entry in listeners.split(",") if entry.strip()), "")
+    parts = urlsplit(first)
+    if parts.scheme.lower() != "http":
+        raise ConfigError(f"Unsupported listener '{first}': only http://host:port listeners are supported",
+                          key="listeners")
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"Invalid port in listener '{first}'", key="listeners") from exc
+    return parts.hostname or "", 8083 if port is None else port
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise ConnectError(f"Cannot bind REST listener to {host or '*'}:{port}: {exc}") from exc
+    return sock
+
+
+class RestServer:
+    """One HTTP listener serving ``app``; start() and stop() are idempotent and bounded in time."""
+
+    def __init__(self, app: ASGIApp, listeners: str = DEFAULT_LISTENERS, advertised_url: str | None = None,
+                 *, start_timeout_s: float = 30.0, stop_timeout_s: float = 10.0) -> None:
+        self._app = app
+        self._host, self._requested_port = parse_listener(listeners)
+        self._advertised_url = advertised_url.rstrip("/") if advertised_url else None
+        self._start_timeout_s = start_timeout_s
+        self._stop_timeout_s = stop_timeout_s
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+        self._port: int | None = None
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise ConnectError("REST server is not started")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """The URL other workers should use, without a trailing slash (``http://host:port``)."""
+        if self._advertised_url:
+            return self._advertised_url
+        host = self._host or socket.gethostname()
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> RestServer:
+        if self._server is not None:
+            return self
+        sock = _bind(self._host, self._requested_port)
+        self._socket = sock
+        self._port = int(sock.getsockname()[1])
+        config = uvicorn.Config(self._app, log_config=None, access_log=False, lifespan="on",
+                                timeout_graceful_shutdown=max(1, int(self._stop_timeout_s / 2)))
+        server = uvicorn.Server(config)
+        self._server = server
+        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                                        name=f"rest-server-{self._port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + self._start_timeout_s
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise ConnectError(f"REST server failed to start on port {self._requested_port}")
+            time.sleep(0.01)
+        logger.info("REST server listening on %s:%d, advertised as %s", self._host or "*", self._port,
+                    self.url)
+        return self
+
+    def stop(self) -> None:
+        server, thread = self._server, self._thread
+        if server is not None and thread is not None:
+            server.should_exit = True
+            thread.join(self._stop_timeout_s)
+            if thread.is_alive():
+                logger.warning("REST server did not stop within %.0f s; forcing it", self._stop_timeout_s)
+                server.force_exit = True
+                thread.join(self._stop_timeout_s)
+        if self._socket is not None:
+            self._socket.close()
+        self._server, self._thread, self._socket = None, None, None
+        if server is not None:
+            logger.info("REST server on port %s stopped", self._port)
