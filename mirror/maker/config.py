@@ -333,6 +333,8 @@ class MirrorMakerConfig:
                     f"{self.location(CLUSTERS)}: cluster {alias!r} has no bootstrap.servers: expected "
                     f"'{alias}.bootstrap.servers = host:port[,host:port...]' (needed by {users})",
                     f"{alias}.{BOOTSTRAP_SERVERS}")
+        for alias in dict.fromkeys(a for p in pairs for a in (p.source, p.target)):
+            self._check_cluster_security(alias)
         if REPLICATION_POLICY_CLASS in self._raw:
             try:
                 validate_replication_policy_class(REPLICATION_POLICY_CLASS,
@@ -358,6 +360,22 @@ class MirrorMakerConfig:
                 if alias not in declared:
                     raise self._error(key, f"flow key {key!r} names cluster {alias!r}, which is not "
                                            f"declared in clusters ({', '.join(self._clusters)})")
+
+    def _check_cluster_security(self, alias: str) -> None:
+        """``<alias>.security.protocol`` & co reach clients unparsed by any connector: check them here."""
+        props = self.cluster_props(alias)
+        for client in ("", *_CLIENT_PREFIXES):
+            subset = {k[len(client):]: v for k, v in props.items()
+                      if k.startswith(client) and k[len(client):] in CLIENT_CONFIG_NAMES}
+            try:
+                CLIENT_SECURITY_CONFIG_DEF.parse(subset)
+            except ConfigError as exc:
+                candidates = [f"{alias}.{client}{exc.key}", f"{alias}.{exc.key}", f"{exc.key}"]
+                origin = next((c for c in candidates if c in self._raw), None)
+                message = str(exc)
+                if origin and exc.key:
+                    message = message.replace(f"configuration {exc.key}", f"configuration {origin}")
+                raise self._error(origin, f"{message} (cluster {alias})") from exc
 
     def _check_connector(self, pair: SourceAndTarget, connector_class: str, resolve_providers: bool) -> None:
         """Parse a connector config as the worker will: after provider resolution."""
