@@ -1,0 +1,425 @@
+"""WorkerSourceTask: runs one SourceTask on its own thread (Connect's ``WorkerSourceTask``).
+
+The loop, all on the task thread::
+
+    task.poll() -> records -> producer.produce(..., on_delivery=<SubmittedRecord>) -> producer.poll(0)
+         ^                                                                               |
+         |        delivery reports: ack -> task.commit_record(record, metadata) <--------+
+         +-- every offset.flush.interval.ms: OffsetStore.put(committable offsets) -> task.commit()
+
+Guarantees, and how they are kept:
+
+* **No record lost (at least once).** A record's source offset reaches the offset store only once the
+  target acknowledged it *and* every earlier record of the same source partition (Invariant C in
+  :mod:`~connect_runtime.runtime.submitted_records`). ``OffsetStore.put`` is durable before
+  ``task.commit()`` runs. A record the producer refused is never tracked, so it cannot be committed.
+* **Order per target partition.** The producer runs idempotent (``enable.idempotence=true``) unless
+  the user says otherwise. librdkafka then keeps order with up to 5 requests in flight per partition
+  and retries without duplicates or gaps, where Java Connect pins ``max.in.flight.requests=1``, which
+  caps throughput at one round trip per batch. A user who disables idempotence gets Java's
+  ``max.in.flight.requests.per.connection=1`` instead. ``message.timeout.ms=0`` (never time out) copies
+  Connect's ``delivery.timeout.ms=Integer.MAX_VALUE``: a slow target stalls the task, it never drops.
+* **Any delivery error fails the task** (``errors.tolerance=none``): librdkafka already retried the
+  retriable ones, so a report with an error is final for that record, and skipping it would commit
+  past a hole.
+* **Bounded memory.** At most ``max_outstanding_records`` records are tracked; at the cap the loop
+  stops calling ``task.poll()`` and only serves delivery reports. ``BufferError`` (librdkafka's queue
+  full) is answered by ``producer.poll()`` until there is room. Nothing here queues without a bound.
+* **Threading.** Delivery callbacks run inside ``producer.poll()``/``flush()``, which only the task
+  thread calls, so ``commit_record`` runs on the task thread as the API promises and the tracking
+  needs no lock. ``stop()``, ``transition_to()`` and ``request_commit()`` are the only calls from other
+  threads; they set flags.
+
+Hot path: one :class:`SubmittedRecord` per record, which is also the delivery callback (no closure);
+metrics are updated once per batch; nothing is logged per record.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from confluent_kafka import KafkaException, Producer
+
+from connect_runtime.api.errors import ConnectError
+from connect_runtime.api.offsets import OffsetStorageReader
+from connect_runtime.api.records import RecordMetadata, SourceRecord
+from connect_runtime.api.task import SourceTask
+from connect_runtime.metrics import TaskMetrics
+from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
+from connect_runtime.runtime.offset_reader import ConnectorOffsetReader
+from connect_runtime.runtime.status import StatusListener, trace_of
+from connect_runtime.runtime.submitted_records import SubmittedRecord, SubmittedRecords
+from connect_runtime.storage.offset_store import OffsetStore
+
+logger = logging.getLogger(__name__)
+
+ProducerFactory = Callable[[dict[str, str]], Producer]
+
+DEFAULT_MAX_OUTSTANDING_RECORDS = 100_000
+
+#: Connect's producer safety defaults, in librdkafka names (see the module docstring for why).
+PRODUCER_DEFAULTS: Mapping[str, str] = {
+    "acks": "all",
+    "linger.ms": "10",
+    "message.timeout.ms": "0",
+}
+
+_IDLE_POLL_S = 0.05
+_EMPTY_POLL_WAIT_S = 0.005
+
+
+def task_producer_config(base: Mapping[str, str], task: ConnectorTaskId) -> dict[str, str]:
+    """The producer config of one task: Connect's defaults, then the worker's settings, then the client id.
+
+    Idempotence is on unless the user set ``enable.idempotence`` or weakened ``acks`` (librdkafka
+    refuses idempotence without ``acks=all``); without it, ordering needs one request in flight.
+    """
+    config = {**PRODUCER_DEFAULTS, **base}
+    if "enable.idempotence" not in base:
+        strong_acks = config.get("acks", config.get("request.required.acks", "all")) in ("all", "-1")
+        config["enable.idempotence"] = "true" if strong_acks else "false"
+    idempotent = config["enable.idempotence"].strip().lower() == "true"
+    in_flight_keys = ("max.in.flight.requests.per.connection", "max.in.flight")
+    if not idempotent and not any(k in base for k in in_flight_keys):
+        config["max.in.flight.requests.per.connection"] = "1"
+    config.setdefault("client.id", f"connector-producer-{task}")
+    return config
+
+
+class _TaskContext:
+    """The SourceTaskContext a task receives."""
+
+    __slots__ = ("_reader", "_task_id", "_worker_id")
+
+    def __init__(self, task_id: int, worker_id: str, reader: OffsetStorageReader) -> None:
+        self._task_id = task_id
+        self._worker_id = worker_id
+        self._reader = reader
+
+    @property
+    def task_id(self) -> int:
+        return self._task_id
+
+    @property
+    def worker_id(self) -> str:
+        return self._worker_id
+
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        return self._reader
+
+
+class WorkerSourceTask:
+    """One running source task: its thread, producer and offset bookkeeping.
+
+    Lifecycle: ``start()`` launches the thread; ``stop()`` asks it to finish (non-blocking);
+    ``join(timeout_s)`` waits. On the way out the thread stops the task, flushes the producer for at
+    most ``shutdown_timeout_ms``, commits the offsets of every acknowledged prefix and reports
+    UNASSIGNED (or FAILED with the trace, if anything failed).
+    """
+
+    def __init__(self, task_id: ConnectorTaskId, task: SourceTask, task_config: Mapping[str, str], *,
+                 worker_id: str, offset_store: OffsetStore, producer_config: Mapping[str, str],
+                 status_listener: StatusListener, metrics: TaskMetrics,
+                 target_state: TargetState = TargetState.STARTED,
+                 offset_flush_interval_ms: int = 60_000, offset_flush_timeout_ms: int = 5_000,
+                 shutdown_timeout_ms: int = 5_000,
+                 max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
+                 producer_factory: ProducerFactory = Producer) -> None:
+        if max_outstanding_records < 1:
+            raise ConnectError(f"max outstanding records must be >= 1, got {max_outstanding_records}")
+        self.id = task_id
+        self._task = task
+        self._config = dict(task_config)
+        self._worker_id = worker_id
+        self._store = offset_store
+        self._producer_config = task_producer_config(producer_config, task_id)
+        self._listener = status_listener
+        self._metrics = metrics
+        self._flush_interval_s = offset_flush_interval_ms / 1000
+        self._flush_timeout_s = offset_flush_timeout_ms / 1000
+        self._shutdown_timeout_s = shutdown_timeout_ms / 1000
+        self._cap = max_outstanding_records
+        self._producer_factory = producer_factory
+
+        self._target = target_state
+        self._state_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._task_stop_called = False
+        self._cancelled = False
+        self._commit_requested = False
+        self._thread: threading.Thread | None = None
+        self._producer: Producer | None = None
+        self._submitted = SubmittedRecords(self._on_delivery)
+        self._unreported_writes = 0
+        #: The last poll batch while part of it is still to be sent (cap reached or queue full).
+        self._batch: list[SourceRecord] | None = None
+        self._batch_pos = 0
+        self._closing = False
+        #: Completed offset-commit cycles (``put`` + ``task.commit()``), for callers awaiting a commit.
+        self.commit_cycles = 0
+        #: First error that fails the task (set on the task thread; read by anyone).
+        self.failure: BaseException | None = None
+        self.state = "UNASSIGNED"
+
+    # -- control, from any thread --------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"task-{self.id}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the task to finish; never blocks (calls ``SourceTask.stop`` to interrupt ``poll``)."""
+        self._stopping.set()
+        self._stop_task()
+
+    def cancel(self) -> None:
+        """Give up on a task that did not stop in time: it reports no further state changes."""
+        self._cancelled = True
+        self.stop()
+
+    def join(self, timeout_s: float | None = None) -> bool:
+        """Wait for the task thread; True once it has finished."""
+        if self._thread is None:
+            return True
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    def transition_to(self, state: TargetState) -> None:
+        """Pause or resume: a paused task is not polled, but its records keep being delivered/committed."""
+        self._target = state
+
+    def request_commit(self) -> None:
+        """Commit offsets at the next loop iteration instead of waiting for the flush interval."""
+        self._commit_requested = True
+
+    @property
+    def outstanding(self) -> int:
+        return self._submitted.outstanding
+
+    @property
+    def peak_outstanding(self) -> int:
+        return self._submitted.peak
+
+    def _paused(self) -> bool:
+        return self._target is not TargetState.STARTED
+
+    def is_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- task thread ---------------------------------------------------------------------------------
+    def _run(self) -> None:
+        started = False
+        try:
+            if self._paused():
+                # Like Java: a task created paused is not started until it is resumed.
+                self._report("PAUSED")
+                while self._paused() and not self._stopping.wait(_IDLE_POLL_S):
+                    pass
+                if self._stopping.is_set():
+                    return
+            self._producer = self._producer_factory(self._producer_config)
+            reader = ConnectorOffsetReader(self._store, self.id.connector)
+            self._task.initialize(_TaskContext(self.id.task, self._worker_id, reader))
+            self._task.start(self._config)
+            started = True
+            self._metrics.task_starts.inc()
+            logger.info("%s started (worker %s)", self.id, self._worker_id)
+            self._report("RUNNING")
+            self._execute()
+        except BaseException as exc:  # any failure of the task fails the task, with its trace
+            if self.failure is None:
+                self.failure = exc
+        finally:
+            self._close(started)
+
+    def _execute(self) -> None:
+        producer = self._producer
+        assert producer is not None
+        task = self._task
+        submitted = self._submitted
+        polled = self._metrics.records_polled
+        outstanding_gauge = self._metrics.outstanding_records
+        stopping = self._stopping
+        next_commit = time.monotonic() + self._flush_interval_s
+        while not stopping.is_set():
+            if self._paused():
+                if self.state != "PAUSED":
+                    self._report("PAUSED")
+                producer.poll(_IDLE_POLL_S)
+            elif submitted.outstanding >= self._cap:
+                producer.poll(_IDLE_POLL_S)  # at the cap: only serve delivery reports
+            else:
+                if self.state != "RUNNING":
+                    self._report("RUNNING")
+                if not self._batch:
+                    records = task.poll()
+                    if records:
+                        polled.inc(len(records))
+                        self._batch, self._batch_pos = records, 0
+                if self._batch:
+                    self._send(producer)
+                    producer.poll(0)
+                else:
+                    # poll() should block while idle; this short wait keeps one that does not from spinning
+                    producer.poll(_EMPTY_POLL_WAIT_S)
+            if self.failure is not None:
+                raise self.failure
+            if self._unreported_writes:
+                self._metrics.records_written.inc(self._unreported_writes)
+                self._unreported_writes = 0
+            outstanding_gauge.set(submitted.outstanding)
+            if self._commit_requested or time.monotonic() >= next_commit:
+                self._commit_requested = False
+                self._commit_offsets()
+                next_commit = time.monotonic() + self._flush_interval_s
+
+    def _send(self, producer: Producer) -> None:
+        """Produce the pending poll batch until it is done, the outstanding cap is reached or the
+        producer's queue is full; what is left is sent by a later loop iteration.
+
+        Returning instead of waiting here keeps commits, pause and stop serviced while the target is
+        slow. Records still in ``_batch`` when the task stops were never tracked, so their offsets
+        cannot be committed: after a restart the task polls them again.
+        """
+        records = self._batch
+        assert records is not None
+        submitted = self._submitted
+        submit = submitted.submit
+        produce = producer.produce
+        cap = self._cap
+        pos = self._batch_pos
+        end = len(records)
+        while pos < end:
+            record = records[pos]
+            sub = submit(record)
+            partition = record.partition
+            headers: Any = record.headers  # confluent-kafka wants a list (or dict), or None
+            if headers is not None and not isinstance(headers, list):
+                headers = list(headers)
+            try:
+                produce(record.topic, value=record.value, key=record.key,
+                        partition=-1 if partition is None else partition, on_delivery=sub,
+                        timestamp=record.timestamp or 0, headers=headers)
+            except BufferError:
+                submitted.drop(sub)
+                producer.poll(_IDLE_POLL_S)  # librdkafka's queue is full: serve deliveries, retry later
+                break
+            except (KafkaException, TypeError, ValueError) as exc:
+                submitted.drop(sub)
+                self._metrics.produce_errors.inc()
+                raise ConnectError(f"{self.id}: producer refused a record for topic {record.topic}: "
+                                   f"{exc}") from exc
+            pos += 1
+            if submitted.outstanding >= cap:
+                break
+        if pos < end:
+            self._batch_pos = pos
+        else:
+            self._batch = None
+
+    def _on_delivery(self, sub: SubmittedRecord, error: Any, message: Any) -> None:
+        """Delivery report of one record (runs inside ``producer.poll`` on the task thread)."""
+        if error is not None:
+            if self._closing:
+                return  # purged at close: not acknowledged, so not committed; nothing else to do
+            self._metrics.produce_errors.inc()
+            if self.failure is None:
+                self.failure = ConnectError(f"{self.id}: the target did not acknowledge a record for "
+                                            f"{sub.record.topic}: {error.str()}")
+            return
+        self._submitted.ack(sub)
+        self._unreported_writes += 1
+        ts_type, ts = message.timestamp()
+        metadata = RecordMetadata(message.topic(), message.partition(), message.offset(),
+                                  ts if ts_type else None)
+        try:
+            self._task.commit_record(sub.record, metadata)
+        except Exception:  # Java logs and carries on: commit_record is a notification
+            logger.exception("%s commit_record failed", self.id)
+
+    def _commit_offsets(self) -> bool:
+        """Store the committable offsets durably, then call ``task.commit()`` (also when there were none)."""
+        offsets = self._submitted.take_committable()
+        if offsets:
+            began = time.monotonic()
+            try:
+                self._store.put(self.id.connector, offsets, timeout_s=self._flush_timeout_s)
+            except Exception as exc:  # retried at the next interval
+                self._submitted.restore(offsets)
+                self._metrics.offset_commit_failures.inc()
+                logger.error("%s failed to commit offsets of %d source partitions, will retry: %s",
+                             self.id, len(offsets), exc)
+                return False
+            self._metrics.offset_commit_seconds.observe(time.monotonic() - began)
+            logger.debug("%s committed offsets of %d source partitions", self.id, len(offsets))
+        try:
+            self._task.commit()
+        except Exception:  # Java logs and carries on
+            logger.exception("%s task.commit() failed", self.id)
+        self.commit_cycles += 1
+        return True
+
+    def _close(self, started: bool) -> None:
+        """Stop the task, flush (bounded), commit what was acknowledged, report the final state."""
+        if started:
+            self._stop_task()
+        producer = self._producer
+        if producer is not None:
+            try:
+                remaining = producer.flush(self._shutdown_timeout_s)
+                if remaining:
+                    logger.warning("%s: %d records not acknowledged within %.1fs of stopping; their offsets "
+                                   "are not committed, so they will be sent again after a restart",
+                                   self.id, remaining, self._shutdown_timeout_s)
+                if started:
+                    self._commit_offsets()
+            except Exception:  # closing must always reach the status report
+                logger.exception("%s error while flushing and committing on close", self.id)
+            finally:
+                self._closing = True
+                producer.purge()
+                producer.poll(0)
+                self._producer = None
+        if self._unreported_writes:
+            self._metrics.records_written.inc(self._unreported_writes)
+            self._unreported_writes = 0
+        self._metrics.outstanding_records.set(0)
+        if self.failure is not None:
+            logger.error("%s failed: %s", self.id, self.failure)
+            self._report("FAILED", trace_of(self.failure))
+        else:
+            logger.info("%s stopped", self.id)
+            self._report("UNASSIGNED")
+
+    def _stop_task(self) -> None:
+        with self._state_lock:
+            if self._task_stop_called:
+                return
+            self._task_stop_called = True
+        try:
+            self._task.stop()
+        except Exception:  # stop must not break the shutdown sequence
+            logger.exception("%s SourceTask.stop() failed", self.id)
+
+    def _report(self, state: str, trace: str | None = None) -> None:
+        previous, self.state = self.state, state
+        self._metrics.set_state(state)
+        if self._cancelled:
+            return
+        try:
+            if state == "RUNNING":
+                if previous == "PAUSED":
+                    self._listener.on_task_resume(self.id)
+                else:
+                    self._listener.on_task_startup(self.id)
+            elif state == "PAUSED":
+                self._listener.on_task_pause(self.id)
+            elif state == "FAILED":
+                self._listener.on_task_failure(self.id, trace or "")
+            else:
+                self._listener.on_task_shutdown(self.id)
+        except Exception:  # a status store hiccup must not kill the task
+            logger.exception("%s could not report state %s", self.id, state)
