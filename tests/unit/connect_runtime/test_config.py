@@ -106,7 +106,8 @@ def test_sensitive_keys_are_recognised(key: str) -> None:
     assert is_sensitive_key(key)
 
 
-@pytest.mark.parametrize("key", ["key.converter", "bootstrap.servers", "ssl.keystore.location", "sasl.mechanism"])
+@pytest.mark.parametrize("key", ["key.converter", "bootstrap.servers", "ssl.keystore.location",
+                                 "sasl.mechanism"])
 def test_ordinary_keys_are_not_sensitive(key: str) -> None:
     assert not is_sensitive_key(key)
 
@@ -131,7 +132,8 @@ def test_env_provider_resolves_placeholders(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_env_provider_allowlist_and_missing_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CR_TEST_SECRET", "s")
-    providers = build_providers({"config.providers": "env", "config.providers.env.class": "EnvVarConfigProvider",
+    providers = build_providers({"config.providers": "env",
+                                 "config.providers.env.class": "EnvVarConfigProvider",
                                  "config.providers.env.param.allowlist.pattern": "ALLOWED_.*"})
     with pytest.raises(ConfigError, match="has no value for 'CR_TEST_SECRET'") as err:
         resolve({"p": "${env:CR_TEST_SECRET}"}, providers)

@@ -46,7 +46,8 @@ def test_source_defaults_match_java_mm2() -> None:
 
 
 def test_disabled_interval_flags_become_negative_intervals() -> None:
-    config = MirrorSourceConfig(props(**{"refresh.topics.enabled": "false", "sync.topic.acls.enabled": "FALSE"}))
+    config = MirrorSourceConfig(props(**{"refresh.topics.enabled": "false",
+                                         "sync.topic.acls.enabled": "FALSE"}))
     assert config.refresh_topics_interval_s == -1
     assert config.sync_topic_acls_interval_s == -1
     assert config.sync_topic_configs_interval_s == 600
@@ -118,14 +119,14 @@ def test_intervals_reject_negative_values() -> None:
 
 
 def test_offset_syncs_topic_location_accepts_only_source_or_target() -> None:
-    assert MirrorSourceConfig(props(**{"offset-syncs.topic.location": "TARGET"})).offset_syncs_topic_location == \
-        "target"
+    config = MirrorSourceConfig(props(**{"offset-syncs.topic.location": "TARGET"}))
+    assert config.offset_syncs_topic_location == "target"
     with pytest.raises(ConfigError, match="expected one of source, target"):
         MirrorSourceConfig(props(**{"offset-syncs.topic.location": "middle"}))
 
 
 def test_security_protocol_is_validated() -> None:
-    with pytest.raises(ConfigError, match="security.protocol"):
+    with pytest.raises(ConfigError, match=r"security\.protocol"):
         MirrorHeartbeatConfig(props(**{"security.protocol": "TLS"}))
 
 
@@ -166,13 +167,15 @@ def test_client_ids_follow_kafka_14838_roles() -> None:
     assert checkpoint.target_admin_config()["client.id"].endswith("|checkpoint-target-admin")
     assert checkpoint.offset_syncs_consumer_config()["client.id"].endswith("|offset-syncs-source-consumer")
     heartbeat = MirrorHeartbeatConfig(props(name="MirrorHeartbeatConnector"))
-    assert heartbeat.target_admin_config()["client.id"] == "A->B|MirrorHeartbeatConnector|heartbeats-target-admin"
+    assert heartbeat.target_admin_config()["client.id"] == \
+        "A->B|MirrorHeartbeatConnector|heartbeats-target-admin"
 
 
 def test_user_client_id_is_prefixed_and_task_index_appended() -> None:
     config = MirrorSourceTaskConfig(props(**{"source.consumer.client.id": "ops", "task.index": "3",
                                              "task.assigned.partitions": "t-0,my-topic-12"}))
-    assert config.source_consumer_config()["client.id"] == "ops|A->B|MirrorSourceConnector-3|replication-consumer"
+    assert config.source_consumer_config()["client.id"] == \
+        "ops|A->B|MirrorSourceConnector-3|replication-consumer"
     assert config.task_topic_partitions == [("t", 0), ("my-topic", 12)]
 
 
@@ -211,13 +214,15 @@ def test_client_security_keys_are_declared_with_kafka_types() -> None:
 def test_connect_base_keys_are_part_of_every_connector_def() -> None:
     for definition in (src.CONFIG_DEF, ckpt.CONFIG_DEF, hb.CONFIG_DEF):
         for key in ("name", "connector.class", "tasks.max", "tasks.max.enforce", "key.converter",
-                    "value.converter", "header.converter", "transforms", "predicates", "config.action.reload",
-                    "errors.retry.timeout", "errors.retry.delay.max.ms", "errors.tolerance", "errors.log.enable",
-                    "errors.log.include.messages", "exactly.once.support", "transaction.boundary",
-                    "offsets.storage.topic", "enabled", "source.cluster.alias", "replication.policy.class"):
+                    "value.converter", "header.converter", "transforms", "predicates",
+                    "config.action.reload", "errors.retry.timeout", "errors.retry.delay.max.ms",
+                    "errors.tolerance", "errors.log.enable", "errors.log.include.messages",
+                    "exactly.once.support", "transaction.boundary", "offsets.storage.topic", "enabled",
+                    "source.cluster.alias", "replication.policy.class"):
             assert key in definition, key
     assert "topic.filter.class" not in hb.CONFIG_DEF
-    assert "task.assigned.partitions" not in src.CONFIG_DEF and "task.assigned.partitions" in src.TASK_CONFIG_DEF
+    assert "task.assigned.partitions" not in src.CONFIG_DEF
+    assert "task.assigned.partitions" in src.TASK_CONFIG_DEF
 
 
 def test_tasks_max_must_be_positive() -> None:

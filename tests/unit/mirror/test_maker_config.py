@@ -39,7 +39,8 @@ def test_global_heartbeats_off_and_no_enabled_flow_give_no_pairs() -> None:
 
 
 def test_heartbeats_off_for_two_flows_leave_four_pairs() -> None:
-    config = make("clusters = a, b, c\na->b.emit.heartbeats.enabled = false\na->c.emit.heartbeats.enabled = false")
+    config = make("clusters = a, b, c\n"
+                  "a->b.emit.heartbeats.enabled = false\na->c.emit.heartbeats.enabled = false")
     assert pairs(config) == {"b->a", "b->c", "c->a", "c->b"}
 
 
@@ -69,7 +70,8 @@ def test_clusters_option_keeps_pairs_whose_target_is_listed() -> None:
 
 
 def test_clusters_option_with_undeclared_alias_is_an_error() -> None:
-    with pytest.raises(ConfigError, match="--clusters names 'x', which is not declared in mm2.properties:1"):
+    expected = r"--clusters names 'x', which is not declared in mm2\.properties:1 \(clusters = a, b\)"
+    with pytest.raises(ConfigError, match=expected):
         make("clusters = a, b").herder_pairs(["x"])
 
 
@@ -226,7 +228,8 @@ def test_reverse_herder_connectors_are_disabled_by_default() -> None:
     reverse = SourceAndTarget("b", "a")
     for cls in (SOURCE_CONNECTOR_CLASS, CHECKPOINT_CONNECTOR_CLASS, HEARTBEAT_CONNECTOR_CLASS):
         assert config.connector_base_config(reverse, cls)["enabled"] == "false"
-    assert config.connector_base_config(reverse, HEARTBEAT_CONNECTOR_CLASS)["name"] == "MirrorHeartbeatConnector"
+    heartbeat = config.connector_base_config(reverse, HEARTBEAT_CONNECTOR_CLASS)
+    assert heartbeat["name"] == "MirrorHeartbeatConnector"
 
 
 def test_connector_base_config_feeds_the_connector_config_precedence() -> None:
@@ -275,7 +278,8 @@ def test_driver_keys_are_parsed() -> None:
 
 
 def test_invalid_driver_key_names_file_and_line() -> None:
-    with pytest.raises(ConfigError, match=r"^mm2.properties:2: .*dedicated.mode.enable.internal.rest.*true or false"):
+    with pytest.raises(ConfigError,
+                       match=r"^mm2.properties:2: .*dedicated.mode.enable.internal.rest.*true or false"):
         make("clusters = a, b\ndedicated.mode.enable.internal.rest = yes")
 
 
@@ -288,7 +292,8 @@ def test_validate_reports_flow_level_origin_of_a_bad_value() -> None:
     config = make(CONNECTOR_PROPS + "a->b.offset.lag.max = lots\n")
     with pytest.raises(ConfigError) as err:
         config.validate()
-    assert str(err.value).startswith("mm2.properties:16: Invalid value 'lots' for configuration a->b.offset.lag.max")
+    assert str(err.value).startswith(
+        "mm2.properties:16: Invalid value 'lots' for configuration a->b.offset.lag.max")
 
 
 def test_validate_reports_cluster_level_origin_of_a_bad_client_key() -> None:
