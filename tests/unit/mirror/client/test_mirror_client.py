@@ -1,0 +1,246 @@
+"""MirrorClient topology answers (reference §8) over a fake topic listing, and its client-config split."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import mirror.client
+from mirror.client.mirror_client import MirrorClient, client_config, count_hops
+from mirror.client.replication_policy import DefaultReplicationPolicy
+
+IDENTITY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+
+
+class FakeAdmin:
+    """Records list_topics calls; answers with a fixed topic list (no sockets)."""
+
+    def __init__(self, topics: list[str]) -> None:
+        self.topics = topics
+        self.calls = 0
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        self.calls += 1
+        return SimpleNamespace(topics={t: object() for t in self.topics})
+
+
+def client(topics: list[str], **config: str) -> MirrorClient:
+    return MirrorClient({"bootstrap.servers": "unused:9092", **config}, admin=FakeAdmin(topics))
+
+
+def test_heartbeat_topics() -> None:
+    c = client(
+        [
+            "topic1",
+            "topic2",
+            "heartbeats",
+            "source1.heartbeats",
+            "source2.source1.heartbeats",
+            "source3.heartbeats",
+            "source1-heartbeats",
+        ]
+    )
+    assert c.heartbeat_topics() == {
+        "heartbeats",
+        "source1.heartbeats",
+        "source2.source1.heartbeats",
+        "source3.heartbeats",
+    }
+
+
+def test_checkpoint_topics_exclude_bare_checkpoints_internal() -> None:
+    c = client(
+        [
+            "topic1",
+            "checkpoints.internal",
+            "source1.checkpoints.internal",
+            "source2.source1.checkpoints.internal",
+            "checkpoints-internal",
+        ]
+    )
+    assert c.checkpoint_topics() == {"source1.checkpoints.internal", "source2.source1.checkpoints.internal"}
+
+
+@pytest.mark.parametrize(
+    ("topic", "alias", "hops"),
+    [
+        ("topic", "source", -1),
+        ("source", "source", -1),
+        ("sourcetopic", "source", -1),
+        ("source1.topic", "source2", -1),
+        ("source1.topic", "source1", 1),
+        ("source2.source1.topic", "source2", 1),
+        ("source2.source1.topic", "source1", 2),
+        ("source3.source2.source1.topic", "source1", 3),
+        ("source3.source2.source1.topic", "source4", -1),
+    ],
+)
+def test_count_hops(topic: str, alias: str, hops: int) -> None:
+    assert count_hops(DefaultReplicationPolicy(), topic, alias) == hops
+
+
+def test_replication_hops_is_the_minimum_over_heartbeat_topics() -> None:
+    c = client(
+        [
+            "topic1",
+            "topic2",
+            "heartbeats",
+            "source1.heartbeats",
+            "source1.source2.heartbeats",
+            "source3.heartbeats",
+            "source2.x.y.heartbeats",
+            "source4.topic",
+        ]
+    )
+    assert c.replication_hops("source1") == 1
+    assert c.replication_hops("source2") == 1  # direct heartbeats beat the two-hop chain
+    assert c.replication_hops("source3") == 1
+    assert c.replication_hops("y") == 3
+    assert c.replication_hops("source4") == -1  # not a heartbeats topic
+
+
+def test_replication_hops_two_hops() -> None:
+    c = client(["heartbeats", "source1.heartbeats", "source1.source2.heartbeats"])
+    assert c.replication_hops("source2") == 2
+
+
+def test_upstream_clusters_collects_every_alias_of_every_chain() -> None:
+    c = client(
+        [
+            "topic1",
+            "topic2",
+            "heartbeats",
+            "source1.heartbeats",
+            "source1.source2.heartbeats",
+            "source3.source4.source5.heartbeats",
+            "sourceX.topic",
+        ]
+    )
+    assert c.upstream_clusters() == {"source1", "source2", "source3", "source4", "source5"}
+
+
+def test_identity_policy_upstream_clusters_still_follow_heartbeats() -> None:
+    c = client(
+        [
+            "topic1",
+            "topic2",
+            "heartbeats",
+            "source1.heartbeats",
+            "source1.source2.heartbeats",
+            "source3.source4.source5.heartbeats",
+        ],
+        **{"replication.policy.class": IDENTITY, "source.cluster.alias": "source"},
+    )
+    assert c.upstream_clusters() == {"source1", "source2", "source3", "source4", "source5"}
+
+
+def test_remote_topics() -> None:
+    c = client(
+        [
+            "topic1",
+            "topic2",
+            "source1.topic4",
+            "source1.source2.topic5",
+            "source3.source4.source5.topic6",
+            "source1.checkpoints.internal",
+            "__consumer_offsets",
+            "source2.heartbeats",
+        ]
+    )
+    assert c.remote_topics() == {
+        "source1.topic4",
+        "source1.source2.topic5",
+        "source3.source4.source5.topic6",
+        "source2.heartbeats",
+    }
+    assert c.remote_topics("source1") == {"source1.topic4", "source1.source2.topic5"}
+    assert c.remote_topics("source2") == {"source2.heartbeats"}
+
+
+def test_remote_topics_with_custom_separator() -> None:
+    c = client(
+        ["topic1", "source1__topic4", "source1__source2__topic5"], **{"replication.policy.separator": "__"}
+    )
+    assert c.remote_topics() == {"source1__topic4", "source1__source2__topic5"}
+
+
+def test_identity_policy_remote_topics_are_all_but_bare_heartbeats() -> None:
+    c = client(
+        ["topic1", "topic2", "heartbeats", "backup.heartbeats"],
+        **{"replication.policy.class": IDENTITY, "source.cluster.alias": "source"},
+    )
+    assert c.remote_topics() == {"topic1", "topic2", "backup.heartbeats"}
+
+
+def test_replication_policy_is_built_from_config() -> None:
+    c = client([], **{"replication.policy.separator": "_"})
+    assert c.replication_policy().format_remote_topic("a", "t") == "a_t"
+
+
+# ------------------------------------------------------------------------------------------ client configs
+
+MM2_VIEW = {
+    "clusters": "A, B",
+    "A->B.enabled": "true",
+    "topics": ".*",
+    "bootstrap.servers": "host:9092",
+    "security.protocol": "SASL_SSL",
+    "sasl.mechanism": "PLAIN",
+    "ssl.ca.location": "/ca.pem",
+    "replication.policy.separator": "_",
+    "replication.policy.class": IDENTITY,
+    "source.cluster.alias": "A",
+    "admin.bootstrap.servers": "admin-host:9092",
+    "consumer.fetch.max.bytes": "1000",
+    "consumer.client.id": "reader",
+    "producer.linger.ms": "5",
+}
+
+
+def test_admin_config_keeps_connection_keys_and_admin_overrides_only() -> None:
+    assert client_config(MM2_VIEW, "admin.") == {
+        "bootstrap.servers": "admin-host:9092",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "ssl.ca.location": "/ca.pem",
+        "allow.auto.create.topics": "false",
+    }
+
+
+def test_consumer_config_takes_consumer_prefixed_librdkafka_settings() -> None:
+    assert client_config(MM2_VIEW, "consumer.") == {
+        "bootstrap.servers": "host:9092",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "ssl.ca.location": "/ca.pem",
+        "fetch.max.bytes": "1000",
+        "client.id": "reader",
+        "allow.auto.create.topics": "false",
+    }
+
+
+def test_auto_topic_creation_cannot_be_turned_back_on() -> None:
+    assert (
+        client_config({"consumer.allow.auto.create.topics": "true"}, "consumer.")["allow.auto.create.topics"]
+        == "false"
+    )
+
+
+def test_admin_is_created_lazily_and_close_drops_it() -> None:
+    admin = FakeAdmin(["heartbeats"])
+    with MirrorClient({"bootstrap.servers": "x:1"}, admin=admin) as c:
+        assert admin.calls == 0
+        assert c.heartbeat_topics() == {"heartbeats"}
+        assert admin.calls == 1
+    assert c._admin is None
+
+
+def test_public_surface_is_sorted_and_complete() -> None:
+    assert mirror.client.__all__ == sorted(mirror.client.__all__)
+    for name in mirror.client.__all__:
+        assert getattr(mirror.client, name) is not None
+    public = {n for n in dir(mirror.client) if not n.startswith("_")}
+    modules = {"mirror_client", "models", "plugins", "replication_policy"}
+    assert public - modules == set(mirror.client.__all__)

@@ -1,0 +1,108 @@
+"""Offset-sync emission rules (reference §5.6), pinned with Kafka's MirrorSourceTaskTest.testOffsetSync."""
+
+from __future__ import annotations
+
+import pytest
+
+from mirror.client.models import TopicPartition
+from mirror.source.offset_sync_writer import OffsetSyncWriter, PartitionState
+
+TP = TopicPartition("orders", 0)
+
+# (upstream, downstream, fires) with offset.lag.max=50, each update followed by reset.
+GOLDEN = [
+    (0, 100, True),  # first
+    (2, 102, True),  # upstream skip
+    (3, 152, False),  # 152 - 103 = 49
+    (4, 153, True),  # 50 >= 50
+    (5, 154, False),
+    (6, 203, False),
+    (7, 204, True),
+    (2, 206, True),  # upstream rewind
+    (3, 207, False),
+    (4, 3, True),  # downstream rewind
+]
+
+
+def test_partition_state_golden_table() -> None:
+    state = PartitionState(max_offset_lag=50)
+    fired = []
+    for upstream, downstream, _ in GOLDEN:
+        fired.append(state.update(upstream, downstream))
+        state.reset()
+    assert fired == [f for _, _, f in GOLDEN]
+
+
+def test_writer_golden_table_pending_vs_delayed() -> None:
+    writer = OffsetSyncWriter(max_offset_lag=50)
+    for upstream, downstream, fires in GOLDEN:
+        assert writer.update(TP, upstream, downstream) is fires
+        taken = writer.take_pending()
+        if fires:
+            assert [s.as_tuple() for s in taken] == [("orders", 0, upstream, downstream)]
+            assert TP not in writer.delayed  # a fired sync replaces the delayed one
+        else:
+            assert taken == []
+            assert writer.delayed[TP].as_tuple() == ("orders", 0, upstream, downstream)
+
+
+def test_zero_lag_fires_every_record() -> None:
+    writer = OffsetSyncWriter(max_offset_lag=0)
+    assert all(writer.update(TP, u, u + 10) for u in range(20))
+
+
+def test_should_sync_is_sticky_until_reset() -> None:
+    state = PartitionState(max_offset_lag=100)
+    assert state.update(0, 0)
+    assert state.update(1, 1)  # not reset: still due
+    state.reset()
+    assert not state.update(2, 2)
+
+
+def test_promote_delayed_flushes_the_latest_unfired_sync_per_partition() -> None:
+    writer = OffsetSyncWriter(max_offset_lag=100)
+    other = TopicPartition("orders", 1)
+    writer.update(TP, 0, 0)
+    writer.update(other, 0, 0)
+    assert len(writer.take_pending()) == 2
+    for offset in range(1, 5):
+        writer.update(TP, offset, offset)
+    writer.update(other, 1, 1)
+    assert writer.take_pending() == []
+    writer.promote_delayed()
+    assert writer.delayed == {}
+    assert sorted(s.as_tuple() for s in writer.take_pending()) == [("orders", 0, 4, 4), ("orders", 1, 1, 1)]
+
+
+def test_delayed_sync_replaces_unsent_pending_one_on_promotion() -> None:
+    writer = OffsetSyncWriter(max_offset_lag=100)
+    writer.update(TP, 0, 0)  # fires, stays pending (not taken)
+    writer.update(TP, 1, 1)  # delayed
+    writer.promote_delayed()
+    assert [s.as_tuple() for s in writer.take_pending()] == [("orders", 0, 1, 1)]
+
+
+def test_take_pending_respects_the_in_flight_limit_in_queue_order() -> None:
+    writer = OffsetSyncWriter(max_offset_lag=0)
+    tps = [TopicPartition("t", p) for p in range(15)]
+    for tp in tps:
+        writer.update(tp, 0, 0)
+    first = writer.take_pending(limit=10)
+    assert [s.topic_partition for s in first] == tps[:10]
+    assert writer.take_pending(limit=0) == []
+    rest = writer.take_pending(limit=10)
+    assert [s.topic_partition for s in rest] == tps[10:]
+
+
+def test_forget_drops_partition_state() -> None:
+    writer = OffsetSyncWriter(max_offset_lag=100)
+    writer.update(TP, 5, 5)
+    writer.forget(TP)
+    assert writer.partition_state(TP) is None
+    assert writer.pending == {}
+    assert writer.update(TP, 6, 6)  # first record again
+
+
+def test_negative_lag_is_rejected() -> None:
+    with pytest.raises(ValueError, match=r"offset\.lag\.max"):
+        OffsetSyncWriter(max_offset_lag=-1)
