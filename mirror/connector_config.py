@@ -13,7 +13,6 @@ connection/security keys, then connector-level ``<client>.*``, then ``<side>.<cl
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +29,7 @@ from connect_runtime.api.config import (
     one_of,
 )
 from connect_runtime.api.errors import ConfigError
+from mirror.client.replication_policy import load_policy_class
 
 logger = logging.getLogger(__name__)
 
@@ -227,13 +227,8 @@ def validate_replication_policy_class(name: str, value: Any) -> None:
     if value is None:
         return
     try:
-        # Imported by name: mirror.client may not have landed yet in this build.
-        load_policy_class = importlib.import_module("mirror.client.replication_policy").load_policy_class
-    except (ImportError, AttributeError):  # TODO: drop once mirror/client/replication_policy.py has landed
-        return
-    try:
         load_policy_class(str(value))
-    except (ValueError, ImportError, AttributeError) as exc:
+    except ValueError as exc:
         raise ConfigError(
             f"Invalid value {value!r} for configuration {name}: expected a ReplicationPolicy class such as "
             f"{REPLICATION_POLICY_CLASS_DEFAULT} or "

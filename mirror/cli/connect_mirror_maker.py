@@ -55,6 +55,10 @@ PROG = "connect-mirror-maker"
 DRIVER_MODULE = "mirror.maker.driver"
 
 
+DESCRIPTION = "Run a dedicated MirrorMaker 2 node: one herder per replication flow of mm2.properties."
+EPILOG = "exit codes: 0 stopped cleanly, 1 failed while running, 2 bad input or usage, 3 failed to start"
+
+
 def add_arguments(parser: Any) -> None:
     """The arguments of ``connect-mirror-maker`` / ``mirror run`` (``parser`` is a configargparse parser)."""
     parser.add_argument("config", metavar="mm2.properties", help="MirrorMaker 2 configuration file")
@@ -74,7 +78,7 @@ def add_arguments(parser: Any) -> None:
 def add_parser(subparsers: Any) -> None:
     """Register ``mirror run``."""
     parser = subparsers.add_parser("run", help="run a MirrorMaker 2 node (same as connect-mirror-maker)",
-                                   description=__doc__,
+                                   description=DESCRIPTION, epilog=EPILOG,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     parser.set_defaults(func=run)
@@ -108,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
 
 def build_parser() -> configargparse.ArgumentParser:
     parser = configargparse.ArgumentParser(
-        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     parser.set_defaults(func=run)
     return parser

@@ -33,10 +33,18 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+DESCRIPTION = """\
+Python MirrorMaker 2: replicate topics, topic configs, consumer-group offsets and heartbeats
+between Kafka clusters, compatible with Apache Kafka's MirrorMaker 2 (mm2.properties, internal topics).
+
+exit codes: 0 ok, 1 failed while running, 2 bad input or usage, 3 failed to start
+"""
+
+
 def build_parser(modules: Sequence[str] = SUBCOMMAND_MODULES) -> configargparse.ArgumentParser:
     """The ``mirror`` parser with every importable subcommand module registered."""
     parser = configargparse.ArgumentParser(
-        prog="mirror", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog="mirror", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in modules:
         try:
