@@ -129,7 +129,10 @@ class KafkaBasedLog:
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
         self._partitions: list[int] = []
-        self._positions: dict[int, int] = {}
+        self._assignment: list[TopicPartition] = []
+        self._positions: dict[int, int] = {}  # next offset to consume, per partition (under _consumed_cond)
+        self._consumed_cond = threading.Condition()
+        self._batch_consumed: Callable[[list[Message]], None] | None = None
         self._lock = threading.Lock()
         self._txn_lock = threading.Lock()
         self._pending: list[Future[None]] = []
@@ -158,6 +161,7 @@ class KafkaBasedLog:
                            compacted=True)
         count = self._wait_for_partitions(admin, deadline)
         self._partitions = list(range(count))
+        self._assignment = [TopicPartition(self.topic, p) for p in self._partitions]
         with map_kafka_errors(f"creating clients for topic {self.topic}"):
             self._producer = new_producer(self._producer_config)
             if self._transactional:
@@ -362,7 +366,6 @@ class KafkaBasedLog:
     def _follow(self) -> None:
         consumer = self._consumer
         assert consumer is not None
-        positions = self._positions
         consumed = self._consumed
         topic = self.topic
         while not self._stopping.is_set():
@@ -375,29 +378,84 @@ class KafkaBasedLog:
                 logger.warning("Reading topic %s failed: %s", topic, exc)
                 time.sleep(_POLL_S)
                 continue
+            if not messages:
+                continue
+            batch_consumed = self._batch_consumed
+            if batch_consumed is not None:
+                try:
+                    batch_consumed(messages)
+                except Exception:
+                    logger.exception("Batch callback for topic %s raised", topic)
+            else:
+                for msg in messages:
+                    if msg.error() is None:
+                        try:
+                            consumed(LogRecord(topic, msg.partition() or 0, msg.offset() or 0, msg.key(),
+                                               msg.value(), msg.timestamp()[1]))
+                        except Exception:
+                            logger.exception("Consumer callback for topic %s raised on offset %s of "
+                                             "partition %s", topic, msg.offset(), msg.partition())
+            # Error events (EOF) are handled after the records of the same batch were handed over, so a
+            # read-to-end round never completes before the records it covers were consumed.
+            eofs = {}
             for msg in messages:
                 err = msg.error()
                 if err is not None:
-                    self._on_error(msg, err)
-                    continue
-                partition = msg.partition() or 0
-                offset = msg.offset() or 0
-                positions[partition] = offset + 1
-                try:
-                    consumed(LogRecord(topic, partition, offset, msg.key(), msg.value(), msg.timestamp()[1]))
-                except Exception:
-                    logger.exception("Consumer callback for topic %s raised on offset %d of partition %d",
-                                     topic, offset, partition)
+                    if err.code() == _EOF:
+                        eofs[msg.partition() or 0] = msg.offset() or 0
+                    else:
+                        self._client_error(err)
+            self._advance(consumer, eofs)
 
-    def _on_error(self, msg: Message, err: KafkaError) -> None:
-        if err.code() == _EOF:
-            partition = msg.partition() or 0
-            self._positions[partition] = msg.offset() or 0
-            self._awaiting.discard(partition)
+    def _advance(self, consumer: Consumer, eofs: Mapping[int, int]) -> None:
+        """Record how far each partition has been consumed (one position() call per batch, not per
+        record) and complete the read-to-end round once every partition reported EOF."""
+        try:
+            positions = consumer.position(self._assignment)
+        except KafkaException as exc:
+            logger.debug("position() on topic %s failed: %s", self.topic, exc)
+            positions = []
+        with self._consumed_cond:
+            applied = self._positions
+            for tp in positions:
+                if tp.offset >= 0 and tp.offset > applied.get(tp.partition, -1):
+                    applied[tp.partition] = tp.offset
+            for partition, offset in eofs.items():
+                if offset > applied.get(partition, -1):
+                    applied[partition] = offset
+            self._consumed_cond.notify_all()
+        if eofs:
+            self._awaiting.difference_update(eofs)
             if not self._awaiting:
                 self._finish_round()
-            return
-        self._client_error(err)
+
+    def position(self, partition: int) -> int:
+        """The next offset of ``partition`` to be consumed: every record below it was handed over."""
+        with self._consumed_cond:
+            return self._positions.get(partition, 0)
+
+    def wait_until_consumed(self, offsets: Mapping[int, int], timeout_s: float = 30.0) -> None:
+        """Block until the record at ``offsets[partition]`` (e.g. one just written) was handed to the
+        callbacks for every partition given: read-your-writes without a full read_to_end round."""
+        if threading.current_thread() is self._thread:
+            raise ConnectError("wait_until_consumed from the log's own thread would deadlock")
+        deadline = time.monotonic() + timeout_s
+        with self._consumed_cond:
+            while any(self._positions.get(p, 0) <= o for p, o in offsets.items()):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._thread is None:
+                    raise RetriableError(f"records written to topic {self.topic} not read back within "
+                                         f"{timeout_s}s")
+                self._consumed_cond.wait(min(remaining, 1.0))
+
+    def use_batch_callback(self, callback: Callable[[list[Message]], None]) -> None:
+        """Hand every consumed batch of raw confluent-kafka Messages to ``callback`` instead of calling
+        ``consumed`` per record. For bulk loaders (the offset store reads millions of records at start):
+        it saves building a LogRecord per record. The list also holds error events, which the callback
+        must skip (``msg.error() is not None``). Call before :meth:`start`."""
+        if self._thread is not None:
+            raise ConnectError("use_batch_callback must be called before start")
+        self._batch_consumed = callback
 
     def _finish_round(self) -> None:
         with self._lock:
@@ -413,8 +471,9 @@ class KafkaBasedLog:
                 return
             self._round, self._pending = self._pending, []
         self._awaiting = set(self._partitions)
-        positions = [TopicPartition(self.topic, p, self._positions.get(p, OFFSET_BEGINNING))
-                     for p in self._partitions]
+        with self._consumed_cond:
+            positions = [TopicPartition(self.topic, p, self._positions.get(p, OFFSET_BEGINNING))
+                         for p in self._partitions]
         try:
             for tp in positions:
                 consumer.seek(tp)
