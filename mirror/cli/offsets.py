@@ -1,0 +1,103 @@
+"""``mirror offsets translate``: where should a consumer group resume after failing over? (RemoteClusterUtils)
+
+``mirror offsets translate --group G --source A --target B mm2.properties`` reads the checkpoints that the
+``A->B`` flow wrote to ``A.checkpoints.internal`` on cluster B and prints, per target-side
+topic-partition, the offset group G should use on B. It only reads; it never commits anything.
+
+Python users have no other way to get this: Kafka's ``RemoteClusterUtils.translateOffsets`` is Java-only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from connect_runtime.api.errors import ConfigError
+from mirror.client.mirror_client import DEFAULT_TIMEOUT_S, MirrorClient
+from mirror.client.models import OffsetAndMetadata, TopicPartition
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``mirror offsets translate``."""
+    parser = subparsers.add_parser("offsets", help="consumer-group offsets across clusters")
+    commands = parser.add_subparsers(dest="offsets_command", metavar="{translate}", required=True)
+    translate = commands.add_parser(
+        "translate",
+        help="translate a source consumer group's offsets to the target, from MM2 checkpoints",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    translate.add_argument("config", metavar="mm2.properties", help="MirrorMaker 2 configuration file")
+    translate.add_argument("--group", required=True, help="consumer group id on the source cluster")
+    translate.add_argument(
+        "--source", required=True, metavar="ALIAS", help="alias of the cluster the group uses"
+    )
+    translate.add_argument(
+        "--target", required=True, metavar="ALIAS", help="alias of the cluster to fail over to"
+    )
+    translate.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long to read the checkpoints topic (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    translate.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    translate.set_defaults(func=run)
+
+
+def _client_config(path: str, source: str, target: str) -> dict[str, str]:
+    # Imported here: mirror.maker pulls in the whole config machinery, which `offsets` only needs once.
+    from mirror.maker.config import MirrorMakerConfig
+
+    config = MirrorMakerConfig.from_file(path)
+    for flag, alias in (("--source", source), ("--target", target)):
+        if alias not in config.clusters:
+            raise ConfigError(
+                f"{flag} {alias!r} is not one of the clusters declared in {path}: "
+                f"{', '.join(config.clusters)}",
+                "clusters",
+            )
+    if source == target:
+        raise ConfigError("--source and --target must be different clusters")
+    return config.client_config(target)
+
+
+def rows(offsets: dict[TopicPartition, OffsetAndMetadata]) -> list[dict[str, Any]]:
+    """The translated offsets as plain data, sorted by topic and partition."""
+    return [
+        {"topic": tp.topic, "partition": tp.partition, "offset": om.offset, "metadata": om.metadata}
+        for tp, om in sorted(offsets.items())
+    ]
+
+
+def render_table(data: list[dict[str, Any]]) -> str:
+    """A fixed-width table with a header line."""
+    header = ("TOPIC", "PARTITION", "OFFSET", "METADATA")
+    lines = [(str(r["topic"]), str(r["partition"]), str(r["offset"]), str(r["metadata"])) for r in data]
+    widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
+    return "".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() + "\n"
+        for row in [header, *lines]
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the checkpoints on the target and print the group's translated offsets."""
+    client_config = _client_config(args.config, args.source, args.target)
+    with MirrorClient(client_config) as client:
+        offsets = client.remote_consumer_offsets(args.group, args.source, args.timeout)
+    data = rows(offsets)
+    if args.json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_table(data))
+    if not data:
+        print(
+            f"note: no checkpoints for group {args.group!r} from {args.source} on {args.target} "
+            f"(is the {args.source}->{args.target} flow running, and has the group committed offsets?)",
+            file=sys.stderr,
+        )
+    return 0
