@@ -1,0 +1,142 @@
+"""Validating a connector config before it is stored (Connect's ``AbstractHerder.validateConnectorConfig``).
+
+A config is checked against two definitions: the keys every connector has (:data:`BASE_CONNECTOR_DEF`,
+Connect's ``ConnectorConfig``: ``name``, ``connector.class``, ``tasks.max``...) and the connector's
+own ``validate`` (by default its ``config_def()``). The result is Connect's ConfigInfos shape, which
+``PUT /connector-plugins/{plugin}/config/validate`` returns as is and which a create/update turns into
+a 400 listing the errors. Values are returned as given (the REST layer redacts secrets); errors name
+keys, never values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from connect_runtime.api.config import (
+    ConfigDef,
+    ConfigKey,
+    ConfigValue,
+    Importance,
+    Type,
+    at_least,
+    non_empty_string,
+    one_of,
+    parse_value,
+)
+from connect_runtime.api.connector import Connector
+from connect_runtime.api.errors import BadRequestError, ConnectError
+from connect_runtime.runtime.herder import ConfigInfos
+
+NAME = "name"
+CONNECTOR_CLASS = "connector.class"
+TASKS_MAX = "tasks.max"
+COMMON_GROUP = "Common"
+
+BASE_CONNECTOR_DEF = ConfigDef([
+    ConfigKey(NAME, Type.STRING, importance=Importance.HIGH, validator=non_empty_string, group=COMMON_GROUP,
+              order_in_group=1, display_name="Connector name",
+              doc="Globally unique name to use for this connector."),
+    ConfigKey(CONNECTOR_CLASS, Type.STRING, importance=Importance.HIGH, group=COMMON_GROUP, order_in_group=2,
+              display_name="Connector class",
+              doc="Name or alias of the connector class, e.g. MirrorSourceConnector, or a dotted path."),
+    ConfigKey(TASKS_MAX, Type.INT, 1, Importance.HIGH, "Maximum number of tasks to use for this connector.",
+              at_least(1), COMMON_GROUP, 3, "Tasks max"),
+    ConfigKey("tasks.max.enforce", Type.BOOLEAN, True, Importance.LOW,
+              "Fail the connector if it generates more task configs than tasks.max (deprecated in Kafka).",
+              group=COMMON_GROUP, order_in_group=4),
+    ConfigKey("key.converter", Type.CLASS, None, Importance.LOW,
+              "Converter class for record keys; records are bytes here, so only ByteArrayConverter applies.",
+              group=COMMON_GROUP, order_in_group=5),
+    ConfigKey("value.converter", Type.CLASS, None, Importance.LOW,
+              "Converter class for record values (see key.converter).", group=COMMON_GROUP,
+              order_in_group=6),
+    ConfigKey("header.converter", Type.CLASS, None, Importance.LOW,
+              "Converter class for record headers (see key.converter).", group=COMMON_GROUP,
+              order_in_group=7),
+    ConfigKey("config.action.reload", Type.STRING, "restart", Importance.LOW,
+              "What to do when an external config provider's value changes: none or restart.",
+              one_of("none", "restart"), COMMON_GROUP, 8),
+    ConfigKey("exactly.once.support", Type.STRING, "requested", Importance.MEDIUM,
+              "requested or required: whether the connector must guarantee exactly-once delivery.",
+              one_of("requested", "required"), COMMON_GROUP, 9),
+    ConfigKey("transaction.boundary", Type.STRING, "poll", Importance.MEDIUM,
+              "Transaction boundaries of an exactly-once source connector: poll, interval or connector.",
+              one_of("poll", "interval", "connector"), COMMON_GROUP, 10),
+])
+
+
+def config_key_info(key: ConfigKey) -> dict[str, Any]:
+    """Connect's ConfigKeyInfo JSON (note: ``order``, not ``order_in_group``)."""
+    default = None if key.required else key.default_string()
+    return {"name": key.name, "type": key.type.value, "required": key.required, "default_value": default,
+            "importance": key.importance.value, "documentation": key.doc, "group": key.group,
+            "order": key.order_in_group, "width": "NONE", "display_name": key.display_name or key.name,
+            "dependents": list(key.dependents)}
+
+
+def config_value_info(value: ConfigValue) -> dict[str, Any]:
+    return {"name": value.name, "value": None if value.value is None else str(value.value),
+            "recommended_values": list(value.recommended_values), "errors": list(value.errors),
+            "visible": value.visible}
+
+
+def _plugin_def(connector: Connector) -> ConfigDef:
+    try:
+        return type(connector).config_def()
+    except Exception as exc:
+        name = type(connector).__name__
+        raise ConnectError(f"Connector {name} failed to describe its config: {exc}") from exc
+
+
+def validate(connector: Connector, config: Mapping[str, str]) -> ConfigInfos:
+    """Validate ``config`` for ``connector`` (an unstarted instance); never raises for bad values."""
+    base = BASE_CONNECTOR_DEF.validate(config)
+    plugin_def = _plugin_def(connector)
+    try:
+        plugin_results = connector.validate(config)
+    except ConnectError:
+        raise
+    except Exception as exc:
+        name = type(connector).__name__
+        raise ConnectError(f"Connector {name} failed to validate the config: {exc}") from exc
+    groups: list[str] = [COMMON_GROUP]
+    configs: list[dict[str, Any]] = []
+    error_count = 0
+    base_keys, plugin_keys = BASE_CONNECTOR_DEF.keys(), plugin_def.keys()
+    definitions = {k.name: k for k in base_keys}
+    for key in plugin_keys:
+        definitions.setdefault(key.name, key)
+        if key.group and key.group not in groups:
+            groups.append(key.group)
+    results: dict[str, ConfigValue] = dict(base)
+    for name, value in plugin_results.items():
+        if name in results:
+            results[name].errors.extend(e for e in value.errors if e not in results[name].errors)
+        else:
+            results[name] = value
+    for name, value in results.items():
+        key = definitions.get(name) or ConfigKey(name, Type.STRING, None)
+        error_count += len(value.errors)
+        configs.append({"definition": config_key_info(key), "value": config_value_info(value)})
+    return ConfigInfos(name=type(connector).__name__, error_count=error_count, groups=groups, configs=configs)
+
+
+def errors_message(infos: ConfigInfos) -> str:
+    """Connect's 400 message for an invalid config: the count, then one line per error."""
+    lines = [f"Connector configuration is invalid and contains the following {infos.error_count} error(s):"]
+    for entry in infos.configs:
+        lines.extend(entry["value"]["errors"])
+    lines.append("You can also find the above list of errors at the endpoint "
+                 "`/connector-plugins/{connectorType}/config/validate`")
+    return "\n".join(lines)
+
+
+def raise_if_invalid(infos: ConfigInfos) -> None:
+    if infos.error_count > 0:
+        raise BadRequestError(errors_message(infos))
+
+
+def max_tasks(config: Mapping[str, str]) -> int:
+    """``tasks.max`` of a stored (already validated) config."""
+    return int(parse_value(TASKS_MAX, Type.INT, config.get(TASKS_MAX, "1")))

@@ -1,0 +1,779 @@
+"""DistributedHerder: one member of a Connect cluster (Java's ``DistributedHerder``), driven by one thread.
+
+Design: a single *tick thread* owns every state change. It starts the stores, joins the group, then
+loops over :meth:`DistributedHerder._tick`:
+
+1. apply what the config topic told us (the config store's listener only sets flags and wakes us);
+2. poll the group membership; a new assignment replaces the old one;
+3. reconcile what the worker runs with (assignment x config snapshot): revoked or changed tasks and
+   connectors are stopped first, then new ones are started (invariant "stop before start": a task
+   never runs twice in one worker generation, and a Kafka group member can take the seat at once);
+4. run restart requests and scheduled task reconfigurations (with exponential backoff);
+5. run queued REST requests, one at a time, each against a consistent snapshot.
+
+Mutating REST calls are closures queued for the tick thread; the caller blocks on a Future for up to
+``rest.request.timeout.ms`` ("Request timed out" after that). Reads (statuses, configs, offsets) are
+served from the stores directly: they are thread-safe and any worker may answer them (§11.3).
+
+Writes to the config topic are leader-only (NotLeaderError carries the leader's URL so that the REST
+layer forwards, §11.3); restarts of a connector instance or task are owner-only (NotAssignedError).
+Config values are never logged: they may hold secrets or ``${provider:...}`` placeholders.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import heapq
+import itertools
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+from connect_runtime.api.connector import SourceConnector
+from connect_runtime.api.errors import (
+    AlreadyExistsError,
+    BadRequestError,
+    ConnectError,
+    NotAssignedError,
+    NotFoundError,
+    NotLeaderError,
+    RetriableError,
+)
+from connect_runtime.api.records import SourceMap
+from connect_runtime.runtime import connector_validation as validation
+from connect_runtime.runtime.herder import (
+    ConfigInfos,
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorStateInfo,
+    ConnectorTaskId,
+    Created,
+    Herder,
+    PluginInfo,
+    State,
+    TargetState,
+    TaskInfo,
+    TaskStateInfo,
+    WorkerHealth,
+)
+from connect_runtime.runtime.membership import Assignment, GroupMembership
+from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.status_writer import StatusWriter
+from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore, RestartRequest, TaskKey
+from connect_runtime.storage.offset_store import OffsetStore
+from connect_runtime.storage.status_store import KafkaStatusStore
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+STOPPED_REQUIRED = ("Connectors must be in the STOPPED state before their offsets can be modified. "
+                    "This can be done for the specified connector by issuing a 'PUT' request to the "
+                    "'/connectors/{name}/stop' endpoint")
+
+_RECONFIGURE_BACKOFF_INITIAL_S = 0.25
+_RECONFIGURE_BACKOFF_MAX_S = 60.0
+_IDLE_WAIT_S = 1.0
+
+
+class WorkerRuntime(Protocol):
+    """What the herder needs from :class:`connect_runtime.runtime.worker.Worker`."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def start_connector(self, name: str, config: Mapping[str, str], target_state: TargetState,
+                        on_reconfigure: Callable[[], None]) -> bool: ...
+
+    def connector_task_configs(self, name: str, max_tasks: int) -> list[dict[str, str]]: ...
+
+    def stop_connector(self, name: str) -> None: ...
+
+    def start_task(self, task: ConnectorTaskId, connector_config: Mapping[str, str],
+                   task_config: Mapping[str, str], target_state: TargetState) -> bool: ...
+
+    def stop_tasks(self, ids: Sequence[ConnectorTaskId], timeout_s: float) -> None: ...
+
+    def set_target_state(self, name: str, state: TargetState) -> None: ...
+
+
+def _tid(key: TaskKey) -> ConnectorTaskId:
+    return ConnectorTaskId(key[0], key[1])
+
+
+def _partition_key(partition: SourceMap) -> str:
+    """Canonical JSON of a source partition: how ``SourceConnector.alter_offsets`` keys its argument."""
+    return json.dumps(dict(partition), sort_keys=True, separators=(",", ":"))
+
+
+class DistributedHerder(Herder):
+    """A Connect cluster member; see the module docstring for the threading design."""
+
+    def __init__(self, *, worker_id: str, worker: WorkerRuntime, plugins: Plugins,
+                 config_store: KafkaConfigStore, status_store: KafkaStatusStore, offset_store: OffsetStore,
+                 membership: GroupMembership, status_writer: StatusWriter,
+                 kafka_cluster_id: str | None = None, request_timeout_s: float = 90.0,
+                 task_shutdown_timeout_s: float = 5.0, start_timeout_s: float = 120.0,
+                 start_offset_store: bool = True) -> None:
+        self._worker_id = worker_id
+        self._worker = worker
+        self._plugins = plugins
+        self._config_store = config_store
+        self._status_store = status_store
+        self._offset_store = offset_store
+        self._membership = membership
+        self._status = status_writer
+        self._cluster_id = kafka_cluster_id
+        self._request_timeout_s = request_timeout_s
+        self._task_timeout_s = task_shutdown_timeout_s
+        self._start_timeout_s = start_timeout_s
+        self._start_offset_store = start_offset_store
+
+        self._wake = threading.Condition()
+        self._requests: list[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] = []
+        self._config_changed = True
+        self._restart_requests: list[RestartRequest] = []
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+
+        # Tick-thread state.
+        self._snapshot = ClusterConfigState()
+        self._assignment: Assignment | None = None
+        self._running_connectors: dict[str, Mapping[str, str]] = {}
+        self._connector_states: dict[str, str] = {}
+        self._running_tasks: dict[ConnectorTaskId, Mapping[str, str]] = {}
+        self._task_states: dict[ConnectorTaskId, str] = {}
+        self._scheduled: list[tuple[float, int, str]] = []  # (due, seq, connector) reconfigurations
+        self._backoff: dict[str, float] = {}
+        self._seq = itertools.count()
+
+    # ================================================================================ lifecycle ===
+    def start(self) -> None:
+        """Start the tick thread; returns at once (see :meth:`wait_until_ready`)."""
+        self._thread = threading.Thread(target=self._run, name=f"herder-{self._worker_id}", daemon=True)
+        self._thread.start()
+
+    def wait_until_ready(self, timeout_s: float) -> bool:
+        """True once started; raises the start failure if the herder could not start."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._failure is not None:
+                raise ConnectError(f"Herder failed to start: {self._failure}") from self._failure
+            if self._ready.wait(0.1):
+                return True
+        return self._ready.is_set()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop every task and connector, flush, leave the group and close the stores."""
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
+        self._membership.wakeup()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                logger.error("Herder tick thread did not stop within %.0fs", timeout_s)
+
+    def _run(self) -> None:
+        try:
+            self._start_services()
+            self._snapshot = self._config_store.snapshot()
+            self._apply_assignment(self._membership.join(self._snapshot, self._start_timeout_s))
+            self._ready.set()
+            logger.info("Herder %s started", self._worker_id)
+            while not self._stopping:
+                self._tick()
+        except BaseException as exc:
+            self._failure = exc
+            logger.exception("Herder %s failed", self._worker_id)
+        finally:
+            self._halt()
+
+    def _start_services(self) -> None:
+        if self._start_offset_store:
+            self._offset_store.start()
+        self._status_store.start(self._start_timeout_s)
+        self._config_store.set_update_listener(self)
+        self._config_store.start(self._start_timeout_s)
+        self._worker.start()
+
+    def _halt(self) -> None:
+        """Stop what runs here, then the services (offsets are flushed by the worker's task stops)."""
+        self._fail_pending(ConnectError("The herder is shutting down"))
+        try:
+            self._stop_tasks(list(self._running_tasks))
+            for name in list(self._running_connectors):
+                self._stop_connector(name)
+        except Exception:
+            logger.exception("Error while stopping connectors and tasks")
+        for step in (self._worker.stop, self._membership.leave, self._status_store.flush,
+                     self._status_store.stop, self._config_store.stop, self._offset_store.stop):
+            try:
+                step()
+            except Exception:
+                logger.exception("Error during herder shutdown")
+        logger.info("Herder %s stopped", self._worker_id)
+
+    # ======================================================================== config listener ===
+    # Called on the config log's thread: record and wake, never block.
+    def on_connector_config_update(self, connector: str) -> None:
+        self._poke()
+
+    def on_connector_config_remove(self, connector: str) -> None:
+        self._poke()
+
+    def on_task_config_update(self, connector: str, tasks: Sequence[TaskKey]) -> None:
+        self._poke()
+
+    def on_connector_target_state_change(self, connector: str) -> None:
+        self._poke()
+
+    def on_restart_request(self, request: RestartRequest) -> None:
+        with self._wake:
+            self._restart_requests.append(request)
+        self._poke()
+
+    def _poke(self) -> None:
+        with self._wake:
+            self._config_changed = True
+            self._wake.notify_all()
+        self._membership.wakeup()
+
+    # ==================================================================================== tick ===
+    def _tick(self) -> None:
+        with self._wake:
+            config_changed, self._config_changed = self._config_changed, False
+            restarts, self._restart_requests = self._restart_requests, []
+        previous = self._snapshot
+        if config_changed:
+            self._snapshot = self._config_store.snapshot()
+            if (set(previous.connectors()), set(previous.all_tasks())) != (
+                    set(self._snapshot.connectors()), set(self._snapshot.all_tasks())):
+                self._membership.request_rebalance()
+        assignment = self._membership.poll(self._snapshot, 0.0)
+        if assignment is not None:
+            self._apply_assignment(assignment)
+        elif config_changed:
+            self._reconcile()
+        if config_changed:
+            self._forget_deleted(previous)
+        for request in restarts:
+            self._process_restart(request)
+        self._run_due_reconfigurations()
+        self._run_requests()
+        self._idle()
+
+    def _idle(self) -> None:
+        with self._wake:
+            if self._stopping or self._requests or self._config_changed or self._restart_requests:
+                return
+            timeout = _IDLE_WAIT_S
+            if self._scheduled:
+                timeout = max(0.0, min(timeout, self._scheduled[0][0] - time.monotonic()))
+            self._wake.wait(timeout)
+
+    def _run_requests(self) -> None:
+        with self._wake:
+            requests, self._requests = self._requests, []
+        for action, future in requests:
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(action())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def _fail_pending(self, error: Exception) -> None:
+        with self._wake:
+            requests, self._requests = self._requests, []
+        for _action, future in requests:
+            if future.set_running_or_notify_cancel():
+                future.set_exception(error)
+
+    def _submit(self, action: Callable[[], T]) -> T:
+        """Run ``action`` on the tick thread and wait for its result (inline if already on it)."""
+        if threading.current_thread() is self._thread:
+            return action()
+        if self._failure is not None or self._stopping:
+            raise ConnectError("The herder is not running")
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        with self._wake:
+            self._requests.append((action, future))
+            self._wake.notify_all()
+        self._membership.wakeup()
+        try:
+            return future.result(self._request_timeout_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise ConnectError("Request timed out") from None
+
+    # ============================================================ assignment and reconciliation ===
+    def _apply_assignment(self, assignment: Assignment) -> None:
+        self._assignment = assignment
+        self._status.set_generation(assignment.generation)
+        self._reconcile()
+
+    def _is_leader(self) -> bool:
+        return self._assignment is not None and self._assignment.leader
+
+    def _leader_url(self) -> str | None:
+        return None if self._assignment is None else self._assignment.leader_url
+
+    def _target_state(self, name: str) -> TargetState:
+        return TargetState(self._snapshot.target_state(name) or TargetState.STARTED.value)
+
+    def _reconcile(self) -> None:
+        """Make the worker run exactly (assignment x snapshot); revoked work stops before new starts."""
+        snap, assignment = self._snapshot, self._assignment
+        if assignment is None:
+            return
+        wanted_connectors = {c: snap.connector_configs[c] for c in assignment.connectors if snap.contains(c)}
+        wanted_tasks: dict[ConnectorTaskId, Mapping[str, str]] = {}
+        for task in assignment.tasks:
+            config = snap.task_config((task.connector, task.task))
+            if (config is not None and task.connector in wanted_connectors
+                    and (task.connector, task.task) in snap.tasks(task.connector)
+                    and self._target_state(task.connector) is not TargetState.STOPPED):
+                wanted_tasks[task] = config
+        # 1. stop revoked / changed tasks, then connectors
+        self._stop_tasks([t for t, cfg in self._running_tasks.items() if wanted_tasks.get(t) != cfg])
+        for name in [c for c, cfg in self._running_connectors.items() if wanted_connectors.get(c) != cfg]:
+            self._stop_connector(name)
+        # 2. start new connectors, then tasks
+        for name, config in sorted(wanted_connectors.items()):
+            if name not in self._running_connectors:
+                self._start_connector(name, config)
+            elif self._connector_states.get(name) != self._target_state(name).value:
+                self._change_target_state(name)
+        for task, config in sorted(wanted_tasks.items()):
+            state = self._target_state(task.connector)
+            if task not in self._running_tasks:
+                self._start_task(task, config)
+            elif self._task_states.get(task) != state.value:
+                self._task_states[task] = state.value  # the worker propagated it with the connector's
+
+    def _start_connector(self, name: str, config: Mapping[str, str]) -> None:
+        state = self._target_state(name)
+        logger.info("Starting connector %s (target state %s)", name, state.value)
+        self._running_connectors[name] = config
+        self._connector_states[name] = state.value
+        try:
+            started = self._worker.start_connector(name, config, state,
+                                                   lambda: self.request_task_reconfiguration(name))
+        except Exception as exc:
+            logger.exception("Connector %s failed to start", name)
+            self._status.on_connector_failure(name, f"{type(exc).__name__}: {exc}")
+            return
+        if started and state is TargetState.STARTED:
+            self._schedule_reconfiguration(name, 0.0)
+
+    def _stop_connector(self, name: str) -> None:
+        logger.info("Stopping connector %s", name)
+        self._running_connectors.pop(name, None)
+        self._connector_states.pop(name, None)
+        self._backoff.pop(name, None)
+        try:
+            self._worker.stop_connector(name)
+        except Exception:
+            logger.exception("Error stopping connector %s", name)
+
+    def _start_task(self, task: ConnectorTaskId, config: Mapping[str, str]) -> None:
+        state = self._target_state(task.connector)
+        connector_config = self._snapshot.connector_configs[task.connector]
+        self._running_tasks[task] = config
+        self._task_states[task] = state.value
+        logger.info("Starting task %s", task)
+        try:
+            self._worker.start_task(task, connector_config, config, state)
+        except Exception as exc:
+            logger.exception("Task %s failed to start", task)
+            self._status.on_task_failure(task, f"{type(exc).__name__}: {exc}")
+
+    def _stop_tasks(self, tasks: Sequence[ConnectorTaskId]) -> None:
+        if not tasks:
+            return
+        logger.info("Stopping %d task(s): %s", len(tasks), ", ".join(str(t) for t in sorted(tasks)))
+        for task in tasks:
+            self._running_tasks.pop(task, None)
+            self._task_states.pop(task, None)
+        self._worker.stop_tasks(list(tasks), self._task_timeout_s)
+
+    def _change_target_state(self, name: str) -> None:
+        state = self._target_state(name)
+        previous = self._connector_states.get(name)
+        logger.info("Connector %s target state %s -> %s", name, previous, state.value)
+        self._connector_states[name] = state.value
+        self._worker.set_target_state(name, state)
+        if state is TargetState.STARTED:
+            self._schedule_reconfiguration(name, 0.0)
+
+    def _forget_deleted(self, previous: ClusterConfigState) -> None:
+        """Tombstone the statuses of deleted connectors and of tasks a new generation dropped (leader).
+
+        Called after reconciling, so the worker's own "UNASSIGNED" reports come before the tombstones.
+        """
+        if not self._is_leader():
+            return
+        for name in previous.connectors():
+            if not self._snapshot.contains(name):
+                for status in self._status_store.get_all(name):
+                    if status.task is not None:
+                        self._status.on_task_deletion(ConnectorTaskId(name, status.task))
+                self._status.on_connector_deletion(name)
+            else:
+                kept = self._snapshot.task_count(name)
+                for status in self._status_store.get_all(name):
+                    dropped = status.task is not None and status.task >= kept
+                    if dropped and status.task is not None and name not in self._snapshot.inconsistent:
+                        self._status.on_task_deletion(ConnectorTaskId(name, status.task))
+
+    # ===================================================================== task reconfiguration ===
+    def request_task_reconfiguration(self, name: str) -> None:
+        """A connector asked for its task configs to be recomputed (any thread)."""
+        with self._wake:
+            self._schedule_reconfiguration(name, 0.0)
+            self._wake.notify_all()
+        self._membership.wakeup()
+
+    def _schedule_reconfiguration(self, name: str, delay_s: float) -> None:
+        with self._wake:
+            heapq.heappush(self._scheduled, (time.monotonic() + delay_s, next(self._seq), name))
+
+    def _run_due_reconfigurations(self) -> None:
+        now = time.monotonic()
+        due: list[str] = []
+        with self._wake:
+            while self._scheduled and self._scheduled[0][0] <= now:
+                due.append(heapq.heappop(self._scheduled)[2])
+        for name in dict.fromkeys(due):
+            self._reconfigure(name)
+
+    def _reconfigure(self, name: str) -> None:
+        """Recompute ``name``'s task configs; write them (and a commit) only if they changed.
+
+        KAFKA-18021: an empty list is a valid answer (zero tasks, the connector stays RUNNING). A
+        RetriableError (or any other failure) is retried with exponential backoff up to 60 s.
+        """
+        if name not in self._running_connectors or self._target_state(name) is not TargetState.STARTED:
+            return
+        config = self._snapshot.connector_configs.get(name)
+        if config is None:
+            return
+        try:
+            configs = self._worker.connector_task_configs(name, validation.max_tasks(config))
+        except Exception as exc:
+            previous = self._backoff.get(name, _RECONFIGURE_BACKOFF_INITIAL_S / 2)
+            delay = min(previous * 2, _RECONFIGURE_BACKOFF_MAX_S)
+            self._backoff[name] = delay
+            level = logging.INFO if isinstance(exc, RetriableError) else logging.ERROR
+            logger.log(level, "Connector %s: computing task configs failed (%s: %s); retrying in %.2fs", name,
+                       type(exc).__name__, exc, delay)
+            self._schedule_reconfiguration(name, delay)
+            return
+        self._backoff.pop(name, None)
+        current = [dict(c) for c in self._snapshot.task_config_list(name)]
+        if configs == current and name not in self._snapshot.inconsistent and (
+                self._snapshot.task_count(name) == len(configs)):
+            logger.debug("Connector %s: task configs unchanged (%d task(s))", name, len(configs))
+            return
+        if not self._is_leader():
+            # Forwarding task configs to the leader (POST /connectors/<c>/tasks) arrives with the Kafka
+            # group membership; until then only a sole member (always the leader) exists.
+            logger.error("Connector %s: new task configs cannot be written: this worker is not the leader",
+                         name)
+            return
+        logger.info("Connector %s: writing %d task config(s)", name, len(configs))
+        self._config_store.put_task_configs(name, configs)
+        self._refresh_snapshot()
+
+    def _refresh_snapshot(self) -> None:
+        """Apply our own writes now rather than on the next tick (REST answers must reflect them)."""
+        with self._wake:
+            self._config_changed = False
+        previous = self._snapshot
+        self._snapshot = self._config_store.snapshot()
+        assignment = self._membership.poll(self._snapshot, 0.0)
+        if assignment is not None:
+            self._apply_assignment(assignment)
+        else:
+            self._reconcile()
+        self._forget_deleted(previous)
+
+    # ================================================================================ restarts ===
+    def _restart_plan(self, request: RestartRequest) -> tuple[bool, list[ConnectorTaskId]]:
+        """Which of the connector and its tasks a request restarts (Java's ``RestartPlan``)."""
+        status = self._status_store.get(request.connector)
+        failed = State.FAILED.value
+        restart_connector = not request.only_failed or (status is not None and status.state == failed)
+        tasks: list[ConnectorTaskId] = []
+        if request.include_tasks:
+            for key in self._snapshot.tasks(request.connector):
+                task_status = self._status_store.get_task(*key)
+                if not request.only_failed or (task_status is not None and task_status.state == failed):
+                    tasks.append(_tid(key))
+        return restart_connector, tasks
+
+    def _process_restart(self, request: RestartRequest) -> None:
+        """Apply a restart request (read from the config topic) to what this worker runs."""
+        if not self._snapshot.contains(request.connector):
+            return
+        restart_connector, tasks = self._restart_plan(request)
+        restart_connector = restart_connector and request.connector in self._running_connectors
+        local_tasks = [t for t in tasks if t in self._running_tasks]
+        if not restart_connector and not local_tasks:
+            return
+        logger.info("Restarting connector %s%s and %d task(s)", request.connector,
+                    "" if restart_connector else " (tasks only)", len(local_tasks))
+        if restart_connector:
+            self._stop_connector(request.connector)
+            self._status.on_connector_restart(request.connector)
+        self._stop_tasks(local_tasks)
+        for task in local_tasks:
+            self._status.on_task_restart(task)
+        self._reconcile()
+
+    # ======================================================================== Herder: cluster ===
+    def worker_id(self) -> str:
+        return self._worker_id
+
+    def kafka_cluster_id(self) -> str | None:
+        return self._cluster_id
+
+    def health(self) -> WorkerHealth:
+        if self._failure is not None or (self._thread is not None and not self._thread.is_alive()
+                                         and not self._stopping):
+            return WorkerHealth("unhealthy", "Worker was unable to handle this request and may be unable to "
+                                             "handle other requests.")
+        if not self._ready.is_set():
+            return WorkerHealth("starting", "Worker is still starting up.")
+        return WorkerHealth("healthy", "Worker has completed startup and is ready to handle requests.")
+
+    def generation(self) -> int:
+        return self._status.generation
+
+    # ===================================================================== Herder: connectors ===
+    def _current(self) -> ClusterConfigState:
+        return self._config_store.snapshot()
+
+    def _require(self, snap: ClusterConfigState, name: str) -> Mapping[str, str]:
+        config = snap.connector_config(name)
+        if config is None:
+            raise NotFoundError(f"Connector {name} not found")
+        return config
+
+    def _require_leader(self, what: str) -> None:
+        if not self._is_leader():
+            raise NotLeaderError(f"Cannot {what}: only the leader can do this.", self._leader_url())
+
+    def connectors(self) -> list[str]:
+        return self._current().connectors()
+
+    def _connector_type(self, config: Mapping[str, str]) -> str:
+        try:
+            cls = self._plugins.connector_class(config.get(validation.CONNECTOR_CLASS, ""))
+        except ConnectError:
+            return "unknown"
+        return "source" if issubclass(cls, SourceConnector) else "unknown"
+
+    def connector_info(self, name: str) -> ConnectorInfo:
+        snap = self._current()
+        config = self._require(snap, name)
+        tasks = [_tid(t) for t in snap.tasks(name)]
+        return ConnectorInfo(name, dict(config), tasks, self._connector_type(config))
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return dict(self._require(self._current(), name))
+
+    def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,
+                             initial_state: TargetState | None = None) -> Created:
+        validation.raise_if_invalid(self.validate_connector_config(config))
+
+        def write() -> Created:
+            self._require_leader("create or update a connector")
+            exists = self._snapshot.contains(name)
+            if exists and not allow_replace:
+                raise AlreadyExistsError(f"Connector {name} already exists")
+            state = None if exists or initial_state is None else initial_state.value
+            logger.info("%s connector %s", "Updating" if exists else "Creating", name)
+            self._config_store.put_connector_config(name, dict(config), state)
+            self._refresh_snapshot()
+            return Created(not exists, self.connector_info(name))
+
+        return self._submit(write)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> ConnectorInfo:
+        existing = dict(self._require(self._current(), name))
+        for key, value in patch.items():
+            if value is None:
+                existing.pop(key, None)
+            else:
+                existing[key] = value
+        return self.put_connector_config(name, existing, allow_replace=True).info
+
+    def delete_connector(self, name: str) -> None:
+        def delete() -> None:
+            self._require_leader("delete a connector")
+            self._require(self._snapshot, name)
+            logger.info("Deleting connector %s", name)
+            self._config_store.remove_connector_config(name)
+            self._refresh_snapshot()
+
+        self._submit(delete)
+
+    def connector_status(self, name: str) -> ConnectorStateInfo:
+        snap = self._current()
+        config = self._require(snap, name)
+        status = self._status_store.get(name)
+        if status is None:
+            raise NotFoundError(f"No status found for connector {name}")
+        tasks = []
+        for key in snap.tasks(name):
+            task_status = self._status_store.get_task(*key)
+            if task_status is not None:
+                tasks.append(TaskStateInfo(key[1], task_status.state, task_status.worker_id,
+                                           task_status.trace))
+        return ConnectorStateInfo(name, status.state, status.worker_id, tasks, self._connector_type(config),
+                                  status.trace)
+
+    def task_status(self, task: ConnectorTaskId) -> TaskStateInfo:
+        status = self._status_store.get_task(task.connector, task.task)
+        if status is None:
+            raise NotFoundError(f"No status found for task {task}")
+        return TaskStateInfo(task.task, status.state, status.worker_id, status.trace)
+
+    def task_configs(self, name: str) -> list[TaskInfo]:
+        snap = self._current()
+        self._require(snap, name)
+        return [TaskInfo(_tid(t), dict(snap.task_configs[t])) for t in snap.tasks(name)]
+
+    def restart_connector(self, name: str, include_tasks: bool,
+                          only_failed: bool) -> ConnectorStateInfo | None:
+        if not include_tasks and not only_failed:
+            def restart_instance() -> None:
+                self._require(self._snapshot, name)
+                if name not in self._running_connectors:
+                    raise NotAssignedError(f"Cannot restart connector {name}: not assigned to this worker",
+                                           self._leader_url())
+                self._stop_connector(name)
+                self._reconcile()
+
+            self._submit(restart_instance)
+            return None
+
+        def restart() -> ConnectorStateInfo:
+            self._require(self._snapshot, name)
+            self._require_leader("restart a connector")
+            current = self.connector_status(name)
+            request = RestartRequest(name, include_tasks, only_failed)
+            restart_connector, tasks = self._restart_plan(request)
+            self._config_store.put_restart_request(request)
+            restarting = {t.task for t in tasks}
+            return ConnectorStateInfo(
+                name, State.RESTARTING.value if restart_connector else current.connector_state,
+                current.connector_worker_id,
+                [TaskStateInfo(t.id, State.RESTARTING.value if t.id in restarting else t.state, t.worker_id,
+                               None if t.id in restarting else t.trace) for t in current.tasks],
+                current.type, None if restart_connector else current.connector_trace)
+
+        return self._submit(restart)
+
+    def restart_task(self, task: ConnectorTaskId) -> None:
+        def restart() -> None:
+            if (task.connector, task.task) not in self._snapshot.tasks(task.connector):
+                raise NotFoundError(f"Unknown task: {task}")
+            if task not in self._running_tasks:
+                raise NotAssignedError(f"Cannot restart task {task}: it is not assigned to this worker",
+                                       self._leader_url())
+            self._stop_tasks([task])
+            self._reconcile()
+
+        self._submit(restart)
+
+    def _set_target_state(self, name: str, state: TargetState) -> None:
+        def write() -> None:
+            self._require(self._snapshot, name)
+            logger.info("Connector %s: target state %s requested", name, state.value)
+            if state is TargetState.STOPPED:
+                self._require_leader("stop a connector")
+                # Task configs first (Java): a STARTED connector with zero tasks is harmless if we die
+                # in between; a STOPPED one with tasks would confuse users.
+                self._config_store.put_task_configs(name, [])
+            self._config_store.put_target_state(name, state.value)
+            self._refresh_snapshot()
+
+        self._submit(write)
+
+    def pause_connector(self, name: str) -> None:
+        self._set_target_state(name, TargetState.PAUSED)
+
+    def resume_connector(self, name: str) -> None:
+        self._set_target_state(name, TargetState.STARTED)
+
+    def stop_connector(self, name: str) -> None:
+        self._set_target_state(name, TargetState.STOPPED)
+
+    # ======================================================================== Herder: offsets ===
+    def connector_offsets(self, name: str) -> list[ConnectorOffset]:
+        self._require(self._current(), name)
+        self._offset_store.refresh()
+        return [ConnectorOffset(p, o) for p, o in self._offset_store.connector_offsets(name)]
+
+    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> None:
+        if not offsets:
+            raise BadRequestError("Partitions / offsets need to be provided for an alter offsets request")
+        for entry in offsets:
+            if entry.partition is None:
+                raise BadRequestError("Source partitions may not be null")
+        self._submit(lambda: self._modify_offsets(name, [(o.partition, o.offset) for o in offsets]))
+
+    def reset_connector_offsets(self, name: str) -> None:
+        self._submit(lambda: self._modify_offsets(name, None))
+
+    def _modify_offsets(self, name: str,
+                        offsets: list[tuple[SourceMap, Mapping[str, Any] | None]] | None) -> None:
+        """KIP-875 PATCH (``offsets``) or DELETE (None) on the tick thread: the connector must be STOPPED."""
+        config = self._require(self._snapshot, name)
+        self._require_leader("modify connector offsets")
+        stopped = self._snapshot.target_state(name) == TargetState.STOPPED.value
+        if not stopped or self._snapshot.task_count(name) > 0:
+            raise BadRequestError(STOPPED_REQUIRED.format(name=name))
+        if offsets is None:
+            self._offset_store.refresh()
+            offsets = [(p, None) for p, _ in self._offset_store.connector_offsets(name)]
+        connector = self._plugins.new_connector(config.get(validation.CONNECTOR_CLASS, ""))
+        if isinstance(connector, SourceConnector):
+            keyed = {_partition_key(p): (p, o) for p, o in offsets}
+            try:
+                connector.alter_offsets(dict(config), keyed)
+            except ConnectError:
+                raise
+            except Exception as exc:
+                raise ConnectError(f"Failed to alter the offsets for connector {name}: {exc}") from exc
+        if offsets:
+            self._offset_store.put(name, offsets)
+        logger.info("Connector %s: %d offset(s) %s", name, len(offsets), "altered" if offsets else "reset")
+
+    # ======================================================================== Herder: plugins ===
+    def connector_plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
+        return self._plugins.connector_plugins()
+
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        cls = self._plugins.connector_class(plugin)
+        keys = cls.config_def().keys()
+        return [validation.config_key_info(k) for k in keys]
+
+    def validate_connector_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
+        class_name = config.get(validation.CONNECTOR_CLASS)
+        if not class_name:
+            raise BadRequestError("Connector config contains no connector type (connector.class)")
+        try:
+            connector = self._plugins.new_connector(class_name)
+        except NotFoundError as exc:
+            raise BadRequestError(str(exc)) from exc
+        return validation.validate(connector, config)

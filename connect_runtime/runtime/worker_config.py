@@ -1,0 +1,231 @@
+"""The distributed worker's configuration (Kafka's ``DistributedConfig`` + ``WorkerConfig``), as data.
+
+Every key is defined once in :data:`DISTRIBUTED_CONFIG_DEF`; :class:`DistributedWorkerConfig` parses a
+``worker.properties`` map against it and derives the three librdkafka client configs the runtime needs:
+
+* keys given at top level (``bootstrap.servers``, ``security.protocol``, ``ssl.*``, ``sasl.*``...)
+  apply to every client, as in Java;
+* ``producer.*`` / ``consumer.*`` / ``admin.*`` override them for one client kind.
+
+The client factory (:mod:`connect_runtime.clients.factory`) turns the Java names into librdkafka
+ones and drops worker-only keys, logging key names only.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from connect_runtime.api.config import (
+    ConfigDef,
+    ConfigKey,
+    Importance,
+    Type,
+    at_least,
+    non_empty_string,
+    one_of,
+)
+from connect_runtime.api.errors import ConfigError
+from connect_runtime.clients import factory
+from connect_runtime.clients.factory import ClientKind
+
+logger = logging.getLogger(__name__)
+
+GROUP_ID = "group.id"
+BOOTSTRAP_SERVERS = "bootstrap.servers"
+CLIENT_ID = "client.id"
+CONFIG_TOPIC = "config.storage.topic"
+CONFIG_RF = "config.storage.replication.factor"
+OFFSET_TOPIC = "offset.storage.topic"
+OFFSET_RF = "offset.storage.replication.factor"
+OFFSET_PARTITIONS = "offset.storage.partitions"
+STATUS_TOPIC = "status.storage.topic"
+STATUS_RF = "status.storage.replication.factor"
+STATUS_PARTITIONS = "status.storage.partitions"
+OFFSET_FLUSH_INTERVAL_MS = "offset.flush.interval.ms"
+OFFSET_FLUSH_TIMEOUT_MS = "offset.flush.timeout.ms"
+LISTENERS = "listeners"
+ADVERTISED_HOST = "rest.advertised.host.name"
+ADVERTISED_PORT = "rest.advertised.port"
+ADVERTISED_LISTENER = "rest.advertised.listener"
+SCHEDULED_REBALANCE_MAX_DELAY_MS = "scheduled.rebalance.max.delay.ms"
+SESSION_TIMEOUT_MS = "session.timeout.ms"
+HEARTBEAT_INTERVAL_MS = "heartbeat.interval.ms"
+REBALANCE_TIMEOUT_MS = "rebalance.timeout.ms"
+EXACTLY_ONCE_SOURCE_SUPPORT = "exactly.once.source.support"
+CONFIG_PROVIDERS = "config.providers"
+TASK_SHUTDOWN_TIMEOUT_MS = "task.shutdown.graceful.timeout.ms"
+WORKER_SYNC_TIMEOUT_MS = "worker.sync.timeout.ms"
+REST_REQUEST_TIMEOUT_MS = "rest.request.timeout.ms"
+
+_CONNECT = "Connect"
+_REST = "REST"
+_GROUP = "Group membership"
+_STORAGE = "Internal topics"
+
+
+def _rf(name: str, topic: str) -> ConfigKey:
+    return ConfigKey(name, Type.INT, 3, Importance.LOW,
+                     f"Replication factor of the {topic} topic when created; -1 means the broker default.",
+                     _rf_valid, _STORAGE)
+
+
+def _rf_valid(name: str, value: Any) -> None:
+    if value is not None and value != -1 and value < 1:
+        raise ConfigError(f"Invalid value {value} for configuration {name}: must be at least 1 or -1", name)
+
+
+_rf_valid.__doc__ = "positive number, or -1 to use the broker's default"
+
+DISTRIBUTED_CONFIG_DEF = ConfigDef([
+    ConfigKey(GROUP_ID, Type.STRING, importance=Importance.HIGH, validator=non_empty_string, group=_GROUP,
+              doc="A unique string that identifies the Connect cluster group this worker belongs to."),
+    ConfigKey(BOOTSTRAP_SERVERS, Type.LIST, ["localhost:9092"], Importance.HIGH,
+              "host:port pairs of the Kafka cluster that holds the internal topics and receives the data.",
+              group=_CONNECT),
+    ConfigKey(CLIENT_ID, Type.STRING, "", Importance.LOW,
+              "Prefix of the client.id of the worker's internal clients; empty derives it from group.id.",
+              group=_CONNECT),
+    ConfigKey(CONFIG_TOPIC, Type.STRING, importance=Importance.HIGH, validator=non_empty_string,
+              group=_STORAGE, doc="The compacted single-partition topic of connector and task configs."),
+    _rf(CONFIG_RF, "configuration storage"),
+    ConfigKey(OFFSET_TOPIC, Type.STRING, importance=Importance.HIGH, validator=non_empty_string,
+              group=_STORAGE, doc="The compacted topic that stores source connector offsets."),
+    _rf(OFFSET_RF, "offset storage"),
+    ConfigKey(OFFSET_PARTITIONS, Type.INT, 25, Importance.LOW,
+              "Partitions of the offset storage topic when it is created.", at_least(1), _STORAGE),
+    ConfigKey(STATUS_TOPIC, Type.STRING, importance=Importance.HIGH, validator=non_empty_string,
+              group=_STORAGE, doc="The compacted topic that stores connector and task statuses."),
+    _rf(STATUS_RF, "status storage"),
+    ConfigKey(STATUS_PARTITIONS, Type.INT, 5, Importance.LOW,
+              "Partitions of the status storage topic when it is created.", at_least(1), _STORAGE),
+    ConfigKey(OFFSET_FLUSH_INTERVAL_MS, Type.LONG, 60000, Importance.LOW,
+              "Interval between source offset commits: the at-least-once replay window after a crash.",
+              at_least(0), _CONNECT),
+    ConfigKey(OFFSET_FLUSH_TIMEOUT_MS, Type.LONG, 5000, Importance.LOW,
+              "How long an offset commit waits for outstanding records before it is cancelled.",
+              at_least(0), _CONNECT),
+    ConfigKey(LISTENERS, Type.LIST, ["http://:8083"], Importance.LOW,
+              "Comma-separated URIs the REST API listens on (http only); port 0 picks a free port.",
+              group=_REST),
+    ConfigKey(ADVERTISED_HOST, Type.STRING, None, Importance.LOW,
+              "Host name given to other workers (and used in the worker id); default: the listener's host.",
+              group=_REST),
+    ConfigKey(ADVERTISED_PORT, Type.INT, None, Importance.LOW,
+              "Port given to other workers; default: the bound listener port.", group=_REST),
+    ConfigKey(ADVERTISED_LISTENER, Type.STRING, None, Importance.LOW,
+              "Protocol (http) given to other workers; default: the listener's.", group=_REST),
+    ConfigKey(REST_REQUEST_TIMEOUT_MS, Type.LONG, 90000, Importance.LOW,
+              "How long a REST request waits for the herder before answering 500 'Request timed out'.",
+              at_least(1), _REST),
+    ConfigKey(SCHEDULED_REBALANCE_MAX_DELAY_MS, Type.INT, 300000, Importance.LOW,
+              "How long the leader waits for a departed worker to return before reassigning its work.",
+              at_least(0), _GROUP),
+    ConfigKey(SESSION_TIMEOUT_MS, Type.INT, 10000, Importance.HIGH,
+              "Group session timeout: a worker silent for this long is removed from the group.",
+              at_least(1), _GROUP),
+    ConfigKey(HEARTBEAT_INTERVAL_MS, Type.INT, 3000, Importance.HIGH,
+              "Expected time between heartbeats to the group coordinator.", at_least(1), _GROUP),
+    ConfigKey(REBALANCE_TIMEOUT_MS, Type.INT, 60000, Importance.HIGH,
+              "How long each worker may take to join the group during a rebalance.", at_least(1), _GROUP),
+    ConfigKey(WORKER_SYNC_TIMEOUT_MS, Type.INT, 3000, Importance.MEDIUM,
+              "How long to wait to catch up with the config topic before giving up a tick.",
+              at_least(1), _GROUP),
+    ConfigKey(EXACTLY_ONCE_SOURCE_SUPPORT, Type.STRING, "disabled", Importance.HIGH,
+              "Exactly-once source support: disabled, preparing (rolling upgrade) or enabled.",
+              one_of("disabled", "preparing", "enabled"), _CONNECT),
+    ConfigKey(CONFIG_PROVIDERS, Type.LIST, [], Importance.LOW,
+              "Names of config providers resolving ${provider:path:key} placeholders.", group=_CONNECT),
+    ConfigKey(TASK_SHUTDOWN_TIMEOUT_MS, Type.LONG, 5000, Importance.LOW,
+              "How long to wait for tasks to stop gracefully.", at_least(0), _CONNECT),
+])
+
+@dataclass(frozen=True)
+class Listener:
+    """One parsed ``listeners`` entry: ``http://host:port`` (empty host = all interfaces)."""
+
+    scheme: str
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, uri: str) -> Listener:
+        parts = urlsplit(uri.strip())
+        if parts.scheme not in ("http", "https"):
+            raise ConfigError(f"Invalid value {uri!r} for configuration {LISTENERS}: expected http://host:port",
+                              LISTENERS)
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if port is None:
+            raise ConfigError(f"Invalid value {uri!r} for configuration {LISTENERS}: a port is required",
+                              LISTENERS)
+        return cls(parts.scheme, parts.hostname or "", port)
+
+
+class DistributedWorkerConfig:
+    """A parsed, validated worker config (provider placeholders must already be resolved)."""
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        self.originals: dict[str, str] = dict(props)
+        self.values: dict[str, Any] = DISTRIBUTED_CONFIG_DEF.parse(props)
+        self.listeners = [Listener.parse(uri) for uri in self.values[LISTENERS]]
+        if not self.listeners:
+            raise ConfigError(f"Configuration {LISTENERS} must name at least one listener", LISTENERS)
+        if self.listeners[0].scheme != "http":
+            raise ConfigError(f"Configuration {LISTENERS}: only http listeners are supported", LISTENERS)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def group_id(self) -> str:
+        return str(self.values[GROUP_ID])
+
+    @property
+    def client_id_prefix(self) -> str:
+        return str(self.values[CLIENT_ID] or f"connect-{self.group_id}")
+
+    def client_config(self, role: ClientKind, suffix: str = "") -> dict[str, str]:
+        """librdkafka config for one client kind, from the worker's Java-style properties.
+
+        Top-level keys apply to every client and ``<role>.`` keys override them (Java's rule); the
+        client factory renames or drops what librdkafka does not understand. ``suffix`` is appended
+        to the client id so that the worker's clients are told apart in broker logs.
+        """
+        props = dict(self.originals)
+        props[BOOTSTRAP_SERVERS] = ",".join(self.values[BOOTSTRAP_SERVERS])
+        props[CLIENT_ID] = self.client_id_prefix + (f"-{suffix}" if suffix else "")
+        return factory.translate(factory.client_properties(props, role + "."), role)
+
+    def producer_config(self, suffix: str = "") -> dict[str, str]:
+        return self.client_config("producer", suffix)
+
+    def consumer_config(self, suffix: str = "") -> dict[str, str]:
+        return self.client_config("consumer", suffix)
+
+    def admin_config(self, suffix: str = "") -> dict[str, str]:
+        return self.client_config("admin", suffix)
+
+
+def worker_id(config: DistributedWorkerConfig, bound_port: int) -> str:
+    """Connect's worker id: ``<advertised host>:<advertised port>`` (what status records carry).
+
+    ``bound_port`` is the port the REST server actually bound (it differs from the listener's when
+    the listener asks for port 0).
+    """
+    listener = config.listeners[0]
+    host = config[ADVERTISED_HOST] or listener.host or socket.getfqdn()
+    port = config[ADVERTISED_PORT] or bound_port
+    return f"{host}:{port}"
+
+
+def advertised_url(config: DistributedWorkerConfig, bound_port: int) -> str:
+    """The URL other workers use to reach this one (forwarding to the leader, §11.3)."""
+    scheme = config[ADVERTISED_LISTENER] or config.listeners[0].scheme
+    return f"{scheme}://{worker_id(config, bound_port)}"

@@ -1,0 +1,217 @@
+"""DistributedHerder against in-memory stores and a recording worker: lifecycle and REST semantics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from connect_runtime.api.config import ConfigDef, Importance, Type
+from connect_runtime.api.connector import SourceConnector
+from connect_runtime.api.errors import AlreadyExistsError, BadRequestError, NotFoundError
+from connect_runtime.api.records import SourceMap
+from connect_runtime.api.task import Task
+from connect_runtime.runtime.distributed_herder import DistributedHerder
+from connect_runtime.runtime.herder import ConnectorOffset, ConnectorTaskId, TargetState
+from connect_runtime.runtime.membership import SoleMember
+from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.status_writer import StatusWriter
+from connect_runtime.storage.config_store import KafkaConfigStore
+from connect_runtime.storage.status_store import KafkaStatusStore
+from tests.support.kafka import wait_until
+from tests.unit.connect_runtime.herder_fakes import FakeBroker, FakeOffsetStore, FakeWorker
+
+ALTERED: list[dict[str, Any]] = []
+
+
+class DemoConnector(SourceConnector):
+    @classmethod
+    def config_def(cls) -> ConfigDef:
+        return ConfigDef().define("topic", Type.STRING, importance=Importance.HIGH, doc="where")
+
+    def start(self, config: Mapping[str, str]) -> None:
+        pass
+
+    def task_class(self) -> type[Task]:
+        return Task
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return []
+
+    def stop(self) -> None:
+        pass
+
+    def alter_offsets(self, config: Mapping[str, str],
+                      offsets: Mapping[str, tuple[SourceMap, Mapping[str, Any] | None]]) -> bool:
+        for _partition, offset in offsets.values():
+            if offset is not None and not isinstance(offset.get("seq"), int):
+                raise BadRequestError("seq must be an integer")
+        ALTERED.append(dict(offsets))
+        return True
+
+
+class Cluster:
+    def __init__(self) -> None:
+        self.broker = FakeBroker()
+        clients: dict[str, Any] = {"producer_config": {}, "consumer_config": {}, "admin_config": {},
+                                   "log_factory": self.broker.log_factory}
+        self.status_store = KafkaStatusStore("status", **clients)
+        self.config_store = KafkaConfigStore("configs", **clients)
+        self.offsets = FakeOffsetStore()
+        self.status_writer = StatusWriter(self.status_store, "w1:8083")
+        self.worker = FakeWorker(self.status_writer)
+        plugins = Plugins()
+        plugins.register("DemoConnector", DemoConnector)
+        self.herder = DistributedHerder(
+            worker_id="w1:8083", worker=self.worker, plugins=plugins, config_store=self.config_store,
+            status_store=self.status_store, offset_store=self.offsets,
+            membership=SoleMember("http://w1:8083", self.status_store.max_generation),
+            status_writer=self.status_writer, request_timeout_s=10)
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    c = Cluster()
+    assert c.herder.health().status == "starting"
+    c.herder.start()
+    assert c.herder.wait_until_ready(10)
+    yield c
+    c.herder.stop(10)
+
+
+def config(tasks: int = 2, **extra: str) -> dict[str, str]:
+    return {"name": "demo", "connector.class": "DemoConnector", "tasks.max": str(tasks), "topic": "t",
+            **extra}
+
+
+def running_tasks(c: Cluster) -> set[ConnectorTaskId]:
+    with c.worker.lock:
+        return set(c.worker.tasks)
+
+
+def test_create_generates_tasks_and_runs_them(cluster: Cluster) -> None:
+    cluster.worker.task_configs["demo"] = [{"task": "0"}, {"task": "1"}, {"task": "2"}]
+    created = cluster.herder.put_connector_config("demo", config(tasks=2), allow_replace=False)
+    assert created.created and created.info.type == "source"
+    wait_until(lambda: running_tasks(cluster) == {ConnectorTaskId("demo", 0), ConnectorTaskId("demo", 1)},
+               5, "both tasks running")
+    assert [t.config for t in cluster.herder.task_configs("demo")] == [{"task": "0"}, {"task": "1"}]
+    status = wait_until(lambda: (s := cluster.herder.connector_status("demo")) and len(s.tasks) == 2 and s, 5,
+                        "status with 2 tasks")
+    assert status.connector_state == "RUNNING" and status.connector_worker_id == "w1:8083"
+    assert {t.state for t in status.tasks} == {"RUNNING"}
+    assert cluster.herder.health().status == "healthy"
+    with pytest.raises(AlreadyExistsError):
+        cluster.herder.put_connector_config("demo", config(), allow_replace=False)
+
+
+def test_zero_task_connector_is_running(cluster: Cluster) -> None:
+    cluster.herder.put_connector_config("demo", config(), allow_replace=False)
+    wait_until(lambda: cluster.worker.started("task_configs") == ["demo"], 5, "task configs computed")
+    wait_until(lambda: cluster.herder.connector_status("demo").connector_state == "RUNNING", 5, "running")
+    # As in Java, 0 computed vs 0 stored is "unchanged": no commit record is written.
+    assert b"commit-demo" not in [r.key for r in cluster.broker.topics["configs"]]
+    assert cluster.herder.connector_info("demo").tasks == []
+
+
+def test_retriable_task_config_failure_is_retried(cluster: Cluster) -> None:
+    cluster.worker.failures_before_success["demo"] = 2
+    cluster.worker.task_configs["demo"] = [{"task": "0"}]
+    cluster.herder.put_connector_config("demo", config(), allow_replace=False)
+    wait_until(lambda: running_tasks(cluster) == {ConnectorTaskId("demo", 0)}, 10, "task after retries")
+    assert len(cluster.worker.started("task_configs")) >= 3
+
+
+def test_unchanged_task_configs_not_rewritten_changed_ones_restart_their_task(cluster: Cluster) -> None:
+    cluster.worker.task_configs["demo"] = [{"task": "0"}, {"task": "1"}]
+    cluster.herder.put_connector_config("demo", config(), allow_replace=False)
+    wait_until(lambda: len(running_tasks(cluster)) == 2, 5, "2 tasks")
+    commits = sum(1 for r in cluster.broker.topics["configs"] if r.key == b"commit-demo")
+    cluster.worker.reconfigure["demo"]()  # unchanged: no new generation
+    wait_until(lambda: len(cluster.worker.started("task_configs")) >= 2, 5, "recomputed")
+    assert sum(1 for r in cluster.broker.topics["configs"] if r.key == b"commit-demo") == commits
+    cluster.worker.task_configs["demo"] = [{"task": "0"}, {"task": "1", "new": "yes"}]
+    cluster.worker.reconfigure["demo"]()
+    wait_until(lambda: cluster.worker.tasks.get(ConnectorTaskId("demo", 1)) == {"task": "1", "new": "yes"}, 5,
+               "task 1 restarted with its new config")
+    assert ("stop_tasks", (ConnectorTaskId("demo", 1),)) in cluster.worker.calls
+    assert cluster.worker.started("start_task").count(ConnectorTaskId("demo", 0)) == 1
+
+
+def test_pause_resume_stop_and_offsets(cluster: Cluster) -> None:
+    cluster.worker.task_configs["demo"] = [{"task": "0"}]
+    cluster.herder.put_connector_config("demo", config(), allow_replace=False)
+    wait_until(lambda: len(running_tasks(cluster)) == 1, 5, "task running")
+    cluster.herder.pause_connector("demo")
+    assert cluster.worker.connectors["demo"] is TargetState.PAUSED
+    wait_until(lambda: cluster.herder.connector_status("demo").connector_state == "PAUSED", 5, "paused")
+    offsets = [ConnectorOffset({"task": 0}, {"seq": 41})]
+    with pytest.raises(BadRequestError, match=r"STOPPED state .* '/connectors/demo/stop' endpoint"):
+        cluster.herder.alter_connector_offsets("demo", offsets)
+    cluster.herder.resume_connector("demo")
+    assert cluster.worker.connectors["demo"] is TargetState.STARTED
+    cluster.herder.stop_connector("demo")
+    assert running_tasks(cluster) == set() and cluster.herder.connector_info("demo").tasks == []
+    wait_until(lambda: cluster.herder.connector_status("demo").connector_state == "STOPPED", 5, "stopped")
+    assert cluster.herder.connector_status("demo").tasks == []
+    with pytest.raises(BadRequestError, match="seq must be an integer"):
+        cluster.herder.alter_connector_offsets("demo", [ConnectorOffset({"task": 0}, {"seq": "x"})])
+    cluster.herder.alter_connector_offsets("demo", offsets)
+    assert [(o.partition, o.offset) for o in cluster.herder.connector_offsets("demo")] == [({"task": 0},
+                                                                                             {"seq": 41})]
+    cluster.herder.reset_connector_offsets("demo")
+    assert cluster.herder.connector_offsets("demo") == []
+    assert ALTERED[-1] == {'{"task":0}': ({"task": 0}, None)}
+    cluster.herder.resume_connector("demo")
+    wait_until(lambda: running_tasks(cluster) == {ConnectorTaskId("demo", 0)}, 5, "task back after resume")
+
+
+def test_restart_with_tasks_reports_restarting_and_recreates_tasks(cluster: Cluster) -> None:
+    cluster.worker.task_configs["demo"] = [{"task": "0"}, {"task": "1"}]
+    cluster.herder.put_connector_config("demo", config(), allow_replace=False)
+    wait_until(lambda: len(cluster.herder.connector_status("demo").tasks) == 2, 5, "2 task statuses")
+    cluster.status_writer.on_task_failure(ConnectorTaskId("demo", 1), "trace")
+    wait_until(lambda: cluster.herder.task_status(ConnectorTaskId("demo", 1)).state == "FAILED", 5, "failed")
+    plan = cluster.herder.restart_connector("demo", include_tasks=True, only_failed=True)
+    assert plan is not None
+    assert plan.connector_state == "RUNNING"
+    assert [(t.id, t.state) for t in plan.tasks] == [(0, "RUNNING"), (1, "RESTARTING")]
+    wait_until(lambda: cluster.worker.started("start_task").count(ConnectorTaskId("demo", 1)) == 2, 5,
+               "task 1 started again")
+    assert cluster.worker.started("start_task").count(ConnectorTaskId("demo", 0)) == 1
+    wait_until(lambda: cluster.herder.task_status(ConnectorTaskId("demo", 1)).state == "RUNNING", 5,
+               "running")
+    assert cluster.herder.restart_connector("demo", False, False) is None
+    assert cluster.worker.started("start_connector").count("demo") == 2
+
+
+def test_delete_tombstones_statuses_and_validation_errors(cluster: Cluster) -> None:
+    cluster.worker.task_configs["demo"] = [{"task": "0"}]
+    cluster.herder.put_connector_config("demo", config(), allow_replace=False)
+    wait_until(lambda: len(cluster.herder.connector_status("demo").tasks) == 1, 5, "task status")
+    cluster.herder.delete_connector("demo")
+    assert cluster.herder.connectors() == [] and running_tasks(cluster) == set()
+    store = cluster.status_store
+    wait_until(lambda: store.get("demo") is None and store.get_all("demo") == [], 5, "statuses tombstoned")
+    with pytest.raises(NotFoundError):
+        cluster.herder.connector_status("demo")
+    with pytest.raises(BadRequestError, match=r"contains the following 2 error\(s\)") as err:
+        cluster.herder.put_connector_config("demo", {"name": "demo", "connector.class": "DemoConnector",
+                                                     "tasks.max": "0"}, allow_replace=True)
+    assert "tasks.max" in str(err.value) and "topic" in str(err.value)
+    infos = cluster.herder.validate_connector_config(config())
+    assert infos.error_count == 0 and infos.groups[0] == "Common"
+    with pytest.raises(BadRequestError):
+        cluster.herder.validate_connector_config({"connector.class": "NoSuchConnector"})
+
+
+def test_initial_state_and_stop_shutdown(cluster: Cluster) -> None:
+    cluster.worker.task_configs["demo"] = [{"task": "0"}]
+    cluster.herder.put_connector_config("demo", config(), allow_replace=False,
+                                        initial_state=TargetState.PAUSED)
+    assert ("start_connector", "demo", TargetState.PAUSED) in cluster.worker.calls
+    assert cluster.worker.started("task_configs") == []
+    cluster.herder.stop(10)
+    assert ("stop",) in cluster.worker.calls
+    assert not cluster.offsets.started  # the herder owns the offset store here (start_offset_store=True)
