@@ -27,7 +27,7 @@ from concurrent.futures import Future
 
 logger = logging.getLogger(__name__)
 
-Job = Callable[[], None]
+Job = Callable[[], object]
 
 
 class Scheduler:

@@ -1,0 +1,248 @@
+"""MirrorCheckpointTask: translates its groups' source offsets into checkpoints on the target (§6.2-§6.5).
+
+Start returns at once; a scheduler thread then loads the previous checkpoints (:class:`CheckpointStore`)
+and starts tailing the offset syncs (:class:`OffsetSyncReader` -> :class:`OffsetSyncStore`), telling the
+sync store to keep only the latest historical sync per partition when the checkpoints could not be read.
+Until both are ready no checkpoint is produced.
+
+Every ``emit.checkpoints.interval.seconds`` ``poll`` lists each group's committed offsets on the source
+(time T) and, for partitions of topics the topic filter accepts, translates them (at most one past the
+nearest older sync). Untranslatable offsets (no sync yet, or older than every retained sync) produce
+nothing. Each checkpoint names the *target-side* topic and passes the monotonicity filter against the
+store (downstream never goes back unless the upstream group rewound); the store is updated before the
+records are returned. Records go to ``<source>.checkpoints.internal`` partition 0 with timestamp T.
+
+With ``sync.group.offsets.enabled`` the scheduler also writes the checkpointed offsets into the target's
+consumer groups (§6.5): only groups that are EMPTY on the target (or unknown there) get offsets, and an
+existing target offset is never moved backwards; an active group makes the broker refuse the write.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from connect_runtime.api.errors import ConnectError
+from connect_runtime.api.records import RecordMetadata, SourceRecord
+from connect_runtime.api.task import SourceTask
+from connect_runtime.clients.admin import TopicAdmin
+from connect_runtime.clients.errors import kafka_error_of
+from connect_runtime.clients.factory import translate
+from mirror.checkpoint.checkpoint_filter import checkpoint_is_more_recent, rename_topic_partition
+from mirror.checkpoint.checkpoint_store import CheckpointStore
+from mirror.checkpoint.config import MirrorCheckpointTaskConfig
+from mirror.checkpoint.offset_sync_reader import OffsetSyncReader
+from mirror.checkpoint.offset_sync_store import OffsetSyncStore
+from mirror.client.models import Checkpoint, OffsetAndMetadata, TopicPartition
+from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
+from mirror.filters import TopicFilter, load_topic_filter
+from mirror.metrics import MirrorCheckpointMetrics, registry_for
+from mirror.mirror_utils import CONSUMER_GROUP_ID_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset
+from mirror.scheduler import Scheduler
+
+logger = logging.getLogger(__name__)
+
+GroupOffsets = Mapping[tuple[str, int], tuple[int, str | None]]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def checkpoints_for_group(group: str, upstream: GroupOffsets, *, policy: ReplicationPolicy,
+                          topic_filter: TopicFilter, source_alias: str, target_alias: str,
+                          translate_downstream: Callable[[str, TopicPartition, int], int | None],
+                          last_checkpoint: Callable[[TopicPartition], Checkpoint | None]
+                          ) -> dict[TopicPartition, Checkpoint]:
+    """The new checkpoints of one group, keyed by target-side partition (§6.3 steps 2-4, pure)."""
+    result: dict[TopicPartition, Checkpoint] = {}
+    for (topic, partition), (offset, metadata) in upstream.items():
+        if not topic_filter.should_replicate_topic(topic):
+            continue
+        source_tp = TopicPartition(topic, partition)
+        downstream = translate_downstream(group, source_tp, offset)
+        if downstream is None or downstream < 0:
+            continue
+        renamed = rename_topic_partition(policy, source_alias, target_alias, source_tp)
+        checkpoint = Checkpoint(group, renamed, offset, downstream, metadata or "")
+        if checkpoint_is_more_recent(checkpoint, last_checkpoint(renamed)):
+            result[renamed] = checkpoint
+    return result
+
+
+def offsets_to_sync(checkpointed: Mapping[TopicPartition, OffsetAndMetadata],
+                    target: Mapping[tuple[str, int], tuple[int, str | None]] | None
+                    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+    """§6.5: what to write for one group. ``target`` None = the group is not idle on the target: all of it."""
+    result: dict[tuple[str, int], tuple[int, str | None]] = {}
+    for tp, (offset, metadata) in checkpointed.items():
+        key = (tp.topic, tp.partition)
+        if target is not None and key in target and target[key][0] >= offset:
+            continue  # never move an existing target offset backwards
+        result[key] = (offset, metadata)
+    return result
+
+
+class MirrorCheckpointTask(SourceTask):
+    """Emits checkpoints for the assigned consumer groups and optionally syncs their target offsets."""
+
+    def __init__(self, admin_factory: Callable[..., Any] = TopicAdmin,
+                 clock_ms: Callable[[], int] = _now_ms) -> None:
+        self._admin_factory = admin_factory
+        self._clock_ms = clock_ms
+        self._stopping = threading.Event()
+        self._groups: list[str] = []
+        self._idle_target_offsets: dict[str, dict[tuple[str, int], tuple[int, str | None]]] = {}
+        self._scheduler: Scheduler | None = None
+        self._reader: OffsetSyncReader | None = None
+        self._store: CheckpointStore | None = None
+        self._syncs = OffsetSyncStore()
+        self._metrics: MirrorCheckpointMetrics | None = None
+        self._source_admin: Any = None
+        self._target_admin: Any = None
+
+    def start(self, config: Mapping[str, str]) -> None:
+        cfg = MirrorCheckpointTaskConfig(config)
+        self._stopping.clear()
+        self._source, self._target = cfg.source_alias, cfg.target_alias
+        self._groups = cfg.task_consumer_groups
+        self._policy = policy_from_config(cfg.replication_policy_config())
+        self._topic_filter = load_topic_filter(cfg.originals())
+        self._checkpoints_topic = self._policy.checkpoints_topic(self._source)
+        self._interval_s = float(cfg.emit_checkpoints_interval_s)
+        self._poll_timeout_s = cfg.consumer_poll_timeout_ms / 1000.0
+        timeout_s = cfg.admin_timeout_ms / 1000.0
+        self._source_admin = self._admin_factory(translate(cfg.source_admin_config(), "admin"),
+                                                 timeout_s=timeout_s)
+        self._target_admin = self._admin_factory(translate(cfg.target_admin_config(), "admin"),
+                                                 timeout_s=timeout_s)
+        self._metrics = MirrorCheckpointMetrics(registry_for(getattr(self, "context", None)), self._source,
+                                                self._target)
+        self._syncs = OffsetSyncStore()
+        offset_syncs_topic = self._policy.offset_syncs_topic(
+            self._target if cfg.offset_syncs_topic_location == "source" else self._source)
+        self._reader = OffsetSyncReader(offset_syncs_topic, translate(cfg.offset_syncs_consumer_config(),
+                                                                      "consumer"), self._syncs)
+        self._store = CheckpointStore(self._checkpoints_topic,
+                                      translate(cfg.target_consumer_config(), "consumer"), self._groups,
+                                      timeout_s=timeout_s)
+        self._scheduler = Scheduler(cfg.entity_label(), timeout_s)
+        sync_interval_s = cfg.sync_group_offsets_interval_s
+        self._scheduler.execute_async(lambda: self._start_stores(sync_interval_s),
+                                      "starting checkpoint and offset sync stores")
+        self._next_emit = time.monotonic() + self._interval_s
+        logger.info("%s checkpointing %d consumer groups %s->%s: %s", cfg.entity_label(), len(self._groups),
+                    self._source, self._target, self._groups)
+
+    def _start_stores(self, sync_interval_s: int) -> None:
+        assert self._store is not None and self._reader is not None and self._scheduler is not None
+        loaded = self._store.start()
+        if self._stopping.is_set():
+            return
+        self._reader.start(initialization_must_read_to_end=not loaded)
+        self._scheduler.schedule_repeating(self._refresh_idle_consumer_group_offsets, sync_interval_s,
+                                           "refreshing idle consumers group offsets at target cluster")
+        self._scheduler.schedule_repeating_delayed(self.sync_group_offsets, sync_interval_s,
+                                                   "sync idle consumer group offset from source to target")
+
+    @property
+    def offset_sync_store(self) -> OffsetSyncStore:
+        return self._syncs
+
+    # -- checkpoints --
+
+    def poll(self) -> list[SourceRecord] | None:
+        # Sleep in steps of consumer.poll.timeout.ms, like Java, but wake up at once on stop.
+        while not self._stopping.is_set() and time.monotonic() < self._next_emit:
+            self._stopping.wait(min(self._poll_timeout_s, max(0.0, self._next_emit - time.monotonic())))
+        if self._stopping.is_set():
+            return None
+        self._next_emit = time.monotonic() + self._interval_s
+        store = self._store
+        if store is None or not store.initialized:
+            return None
+        records: list[SourceRecord] = []
+        for group in self._groups:
+            try:
+                records.extend(self._records_for_group(group, store))
+            except ConnectError as exc:
+                logger.error("Error querying offsets for consumer group %s on cluster %s: %s", group,
+                             self._source, exc)
+        return records or None
+
+    def _records_for_group(self, group: str, store: CheckpointStore) -> list[SourceRecord]:
+        timestamp = self._clock_ms()
+        upstream = self._source_admin.list_consumer_group_offsets([group]).get(group, {})
+        checkpoints = checkpoints_for_group(
+            group, upstream, policy=self._policy, topic_filter=self._topic_filter, source_alias=self._source,
+            target_alias=self._target, translate_downstream=self._syncs.translate_downstream,
+            last_checkpoint=lambda tp: store.get(group, tp))
+        store.update(group, checkpoints)
+        return [SourceRecord(topic=self._checkpoints_topic, partition=0, key=cp.key_bytes(),
+                             value=cp.value_bytes(), timestamp=timestamp,
+                             source_partition=cp.connect_partition(), source_offset=wrap_offset(0))
+                for cp in checkpoints.values()]
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        if self._metrics is None or record.timestamp is None:
+            return
+        partition = record.source_partition
+        self._metrics.checkpoint_latency(str(partition[CONSUMER_GROUP_ID_KEY]), str(partition[TOPIC_KEY]),
+                                         int(partition[PARTITION_KEY]), self._clock_ms() - record.timestamp)
+
+    # -- sync.group.offsets (§6.5) --
+
+    def _refresh_idle_consumer_group_offsets(self) -> None:
+        states = self._target_admin.describe_consumer_groups(self._groups)
+        for group in self._groups:
+            if states.get(group) != "EMPTY":
+                continue  # active or rebalancing (or dead): not idle
+            try:
+                offsets = self._target_admin.list_consumer_group_offsets([group]).get(group, {})
+            except ConnectError as exc:
+                logger.error("Error querying for consumer group %s on cluster %s: %s", group, self._target,
+                             exc)
+                continue
+            self._idle_target_offsets[group] = dict(offsets)
+
+    def sync_group_offsets(self) -> dict[str, dict[tuple[str, int], tuple[int, str | None]]]:
+        """Write checkpointed offsets into idle target groups; returns what was attempted per group."""
+        store = self._store
+        attempted: dict[str, dict[tuple[str, int], tuple[int, str | None]]] = {}
+        if store is None:
+            return attempted
+        for group, checkpointed in store.converted_upstream_offsets().items():
+            changes = offsets_to_sync(checkpointed, self._idle_target_offsets.get(group))
+            if not changes:
+                continue
+            attempted[group] = changes
+            try:
+                self._target_admin.alter_consumer_group_offsets(group, changes)
+            except ConnectError as exc:
+                error = kafka_error_of(exc.__cause__) if exc.__cause__ is not None else None
+                if "UNKNOWN_MEMBER_ID" in (error.name() if error is not None else str(exc)):
+                    logger.warning("Unable to sync offsets for consumer group %s. This is likely caused by "
+                                   "consumers currently using this group in the target cluster.", group)
+                else:
+                    logger.error("Unable to sync offsets for consumer group %s: %s", group, exc)
+        self._idle_target_offsets.clear()
+        return attempted
+
+    # -- lifecycle --
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._store is not None:
+            self._store.stop()
+        threading.Thread(target=self._close, name="checkpoint-task-close", daemon=True).start()
+
+    def _close(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.close()
+        if self._reader is not None:
+            self._reader.stop()
+        if self._metrics is not None:
+            self._metrics.close()
