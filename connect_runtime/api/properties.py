@@ -70,8 +70,7 @@ def load_properties(path: str | Path) -> PropertiesFile:
     """Read a properties file; a missing or unreadable file is a :class:`ConfigError` naming it."""
     name = str(path)
     try:
-        # Java's Properties.load(Reader) used by Utils.loadProps reads UTF-8 in modern Kafka.
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except FileNotFoundError as exc:
         raise ConfigError(f"{name}: file not found") from exc
     except IsADirectoryError as exc:
@@ -80,8 +79,11 @@ def load_properties(path: str | Path) -> PropertiesFile:
         raise ConfigError(f"{name}: cannot read file: permission denied") from exc
     except OSError as exc:
         raise ConfigError(f"{name}: cannot read file: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{name}: cannot read file: not UTF-8 text ({exc.reason})") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Kafka's Utils.loadProps reads an InputStream, i.e. ISO-8859-1; accept such files as Java does.
+        text = data.decode("latin-1")
     return parse_properties(text, name)
 
 

@@ -41,12 +41,12 @@ exit codes: 0 ok, 1 failed while running, 2 bad input or usage, 3 failed to star
 """
 
 
-def build_parser(modules: Sequence[str] = SUBCOMMAND_MODULES) -> configargparse.ArgumentParser:
+def build_parser(modules: Sequence[str] | None = None) -> configargparse.ArgumentParser:
     """The ``mirror`` parser with every importable subcommand module registered."""
     parser = configargparse.ArgumentParser(
         prog="mirror", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in modules:
+    for name in SUBCOMMAND_MODULES if modules is None else modules:
         try:
             module = importlib.import_module(name)
         except ImportError as exc:

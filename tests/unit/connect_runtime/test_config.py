@@ -189,6 +189,15 @@ def test_load_properties_missing_file(tmp_path: Path) -> None:
         load_properties(tmp_path / "missing.properties")
 
 
+def test_load_properties_reads_utf8_and_falls_back_to_latin1(tmp_path: Path) -> None:
+    utf8 = tmp_path / "u.properties"
+    utf8.write_bytes("name = caf\u00e9\n".encode())
+    latin1 = tmp_path / "l.properties"
+    latin1.write_bytes("name = caf\u00e9\n".encode("latin-1"))
+    assert load_properties(utf8)["name"] == "caf\u00e9"
+    assert load_properties(latin1)["name"] == "caf\u00e9"
+
+
 def test_load_properties_directory(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="is a directory"):
         load_properties(tmp_path)

@@ -84,14 +84,14 @@ def test_unreadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     path = write(tmp_path, GOOD)
     os.chmod(path, 0)
     if os.geteuid() == 0:  # root reads anything: simulate the permission error the OS would raise
-        real_read_text = Path.read_text
+        real_read_bytes = Path.read_bytes
 
-        def deny(self: Path, *args: object, **kwargs: object) -> str:
+        def deny(self: Path) -> bytes:
             if str(self) == path:
                 raise PermissionError(13, "Permission denied", path)
-            return real_read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+            return real_read_bytes(self)
 
-        monkeypatch.setattr(Path, "read_text", deny)
+        monkeypatch.setattr(Path, "read_bytes", deny)
     code, _, err = run_cli(["run", path], capsys)
     assert_one_error(code, err, rf"^error: {re.escape(path)}: cannot read file: permission denied$")
 

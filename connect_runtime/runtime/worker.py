@@ -1,0 +1,244 @@
+"""Worker: the container that runs this process's connectors and source tasks (Connect's ``Worker``).
+
+The herder decides *what* runs here; the worker *runs* it. Interface the herder relies on (stable;
+every method is blocking, thread-safe, and called from the herder thread unless noted)::
+
+    Worker(worker_id: str, offset_store: OffsetStore, plugins: Plugins, metrics: ConnectMetrics,
+           status_listener: StatusListener, producer_config: Mapping[str, str],
+           offset_flush_interval_ms: int = 60000, task_shutdown_timeout_ms: int = 5000,
+           config_transformer: Callable[[Mapping[str, str]], dict[str, str]] | None = None,
+           *, max_outstanding_records: int = 100_000, offset_flush_timeout_ms: int = 5000,
+           producer_factory: Callable[[dict[str, str]], Producer] = confluent_kafka.Producer)
+
+    start() -> None                      # starts the offset store (as Java's Worker.start does)
+    stop() -> None                       # stops connectors and tasks (tasks flush + commit), then the store
+    start_connector(name, config, target_state, on_reconfigure: Callable[[str], None]) -> bool
+        # False if it could not be created/started: FAILED with its trace went to the listener.
+        # A connector created PAUSED/STOPPED is initialized but not started. ConflictError if already here.
+    connector_task_configs(name, max_tasks) -> list[dict[str, str]]
+        # Each config gets "task.class". May raise RetriableError (retry later) or ConnectError.
+    stop_connector(name) -> None         # Connector.stop(), UNASSIGNED reported (not if FAILED)
+    start_task(ConnectorTaskId, connector_config, task_config, target_state) -> bool
+        # False: FAILED with its trace went to the listener. The task then runs on its own thread.
+    stop_tasks(ids, timeout_s) -> None   # stop all in parallel, wait up to timeout_s in total; each
+                                         # flushes and commits. Tasks still running then are cancelled
+                                         # (they report nothing more) and forgotten.
+    set_target_state(name, TargetState)  # pause/resume/stop the connector and pause/resume its tasks
+    connector_names() -> list[str]; task_ids() -> list[ConnectorTaskId]; is_running(name) -> bool
+
+Status changes reach ``status_listener`` (see :mod:`~connect_runtime.runtime.status`) from the herder
+thread for connectors and from each task's thread for tasks. ``on_reconfigure(name)`` is called from
+whatever thread the connector calls ``context.request_task_reconfiguration()`` on: keep it cheap.
+
+``config_transformer`` resolves ``${provider:...}`` placeholders (``connect_runtime.api.config_provider``)
+in connector and task configs when they start, so resolved secrets live only in this process's memory.
+``producer_config`` is a librdkafka mapping (bootstrap servers, security); each task adds Connect's
+safety defaults and its own client id (``worker_source_task.task_producer_config``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from confluent_kafka import Producer
+
+from connect_runtime.api.config import redact
+from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
+from connect_runtime.api.task import SourceTask
+from connect_runtime.metrics import ConnectMetrics
+from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
+from connect_runtime.runtime.offset_reader import ConnectorOffsetReader
+from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.status import StatusListener, trace_of
+from connect_runtime.runtime.worker_connector import TASK_CLASS, WorkerConnector
+from connect_runtime.runtime.worker_source_task import (
+    DEFAULT_MAX_OUTSTANDING_RECORDS,
+    ProducerFactory,
+    WorkerSourceTask,
+)
+from connect_runtime.storage.offset_store import OffsetStore
+
+logger = logging.getLogger(__name__)
+
+CONNECTOR_CLASS = "connector.class"
+
+ConfigTransformer = Callable[[Mapping[str, str]], dict[str, str]]
+
+
+class Worker:
+    """Runs connectors and source tasks for one worker process (see the module docstring)."""
+
+    def __init__(self, worker_id: str, offset_store: OffsetStore, plugins: Plugins, metrics: ConnectMetrics,
+                 status_listener: StatusListener, producer_config: Mapping[str, str],
+                 offset_flush_interval_ms: int = 60_000, task_shutdown_timeout_ms: int = 5_000,
+                 config_transformer: ConfigTransformer | None = None, *,
+                 max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
+                 offset_flush_timeout_ms: int = 5_000, producer_factory: ProducerFactory = Producer) -> None:
+        self.worker_id = worker_id
+        self.offset_store = offset_store
+        self.plugins = plugins
+        self.metrics = metrics
+        self._listener = status_listener
+        self._producer_config = dict(producer_config)
+        self._flush_interval_ms = offset_flush_interval_ms
+        self._flush_timeout_ms = offset_flush_timeout_ms
+        self._shutdown_timeout_ms = task_shutdown_timeout_ms
+        self._transform = config_transformer
+        self._max_outstanding = max_outstanding_records
+        self._producer_factory = producer_factory
+        self._lock = threading.RLock()
+        self._connectors: dict[str, WorkerConnector] = {}
+        self._tasks: dict[ConnectorTaskId, WorkerSourceTask] = {}
+
+    # -- worker lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        logger.info("worker %s starting", self.worker_id)
+        self.offset_store.start()
+
+    def stop(self) -> None:
+        logger.info("worker %s stopping", self.worker_id)
+        for name in self.connector_names():
+            self.stop_connector(name)
+        self.stop_tasks(self.task_ids(), self._shutdown_timeout_ms / 1000)
+        self.offset_store.stop()
+        logger.info("worker %s stopped", self.worker_id)
+
+    # -- connectors ----------------------------------------------------------------------------------
+    def start_connector(self, name: str, config: Mapping[str, str], target_state: TargetState,
+                        on_reconfigure: Callable[[str], None]) -> bool:
+        with self._lock:
+            if name in self._connectors:
+                raise ConflictError(f"Connector {name} is already running on worker {self.worker_id}")
+        try:
+            resolved = self._resolve(config)
+            connector = self.plugins.new_connector(resolved.get(CONNECTOR_CLASS, ""))
+            worker_connector = WorkerConnector(name, connector, resolved, self._listener, on_reconfigure,
+                                               ConnectorOffsetReader(self.offset_store, name))
+        except Exception as exc:
+            logger.error("connector %s could not be created: %s", name, exc)
+            self._listener.on_connector_failure(name, trace_of(exc))
+            return False
+        with self._lock:
+            self._connectors[name] = worker_connector
+        logger.info("starting connector %s (%s) in state %s: %s", name, type(connector).__name__,
+                    target_state.value, redact(config))
+        return worker_connector.transition_to(target_state)
+
+    def connector_task_configs(self, name: str, max_tasks: int) -> list[dict[str, str]]:
+        worker_connector = self._connector(name)
+        try:
+            return worker_connector.task_configs(max_tasks)
+        except ConnectError:
+            raise
+        except Exception as exc:
+            raise ConnectError(f"Connector {name} failed to compute task configs: {exc}") from exc
+
+    def stop_connector(self, name: str) -> None:
+        with self._lock:
+            worker_connector = self._connectors.pop(name, None)
+        if worker_connector is None:
+            logger.warning("stop of connector %s ignored: not running on worker %s", name, self.worker_id)
+            return
+        worker_connector.shutdown()
+
+    def set_target_state(self, name: str, state: TargetState) -> None:
+        """Pause, resume or stop a connector here, and pause/resume its tasks running here.
+
+        STOPPED tasks are only paused: the herder removes them (``stop_tasks``) with zero task configs.
+        """
+        with self._lock:
+            worker_connector = self._connectors.get(name)
+            tasks = [t for tid, t in self._tasks.items() if tid.connector == name]
+        if worker_connector is not None:
+            worker_connector.transition_to(state)
+        for task in tasks:
+            task.transition_to(TargetState.STARTED if state is TargetState.STARTED else TargetState.PAUSED)
+
+    def connector_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._connectors)
+
+    def is_running(self, name: str) -> bool:
+        with self._lock:
+            worker_connector = self._connectors.get(name)
+        return worker_connector is not None and worker_connector.is_running()
+
+    # -- tasks ---------------------------------------------------------------------------------------
+    def start_task(self, task_id: ConnectorTaskId, connector_config: Mapping[str, str],
+                   task_config: Mapping[str, str], target_state: TargetState) -> bool:
+        with self._lock:
+            if task_id in self._tasks:
+                raise ConflictError(f"Task {task_id} is already running on worker {self.worker_id}")
+        metrics = self.metrics.for_task(task_id.connector, task_id.task)
+        try:
+            resolved_task = self._resolve(task_config)
+            task = self._new_task(self._resolve(connector_config), resolved_task)
+            worker_task = WorkerSourceTask(
+                task_id, task, resolved_task, worker_id=self.worker_id, offset_store=self.offset_store,
+                producer_config=self._producer_config, status_listener=self._listener, metrics=metrics,
+                target_state=target_state, offset_flush_interval_ms=self._flush_interval_ms,
+                offset_flush_timeout_ms=self._flush_timeout_ms, shutdown_timeout_ms=self._shutdown_timeout_ms,
+                max_outstanding_records=self._max_outstanding, producer_factory=self._producer_factory)
+        except Exception as exc:
+            logger.error("task %s could not be created: %s", task_id, exc)
+            metrics.set_state("FAILED")
+            self._listener.on_task_failure(task_id, trace_of(exc))
+            return False
+        with self._lock:
+            self._tasks[task_id] = worker_task
+        logger.info("starting task %s in state %s", task_id, target_state.value)
+        worker_task.start()
+        return True
+
+    def stop_tasks(self, ids: Iterable[ConnectorTaskId], timeout_s: float) -> None:
+        """Signal every task at once, then wait for all within one shared deadline."""
+        with self._lock:
+            stopping = [(tid, self._tasks[tid]) for tid in ids if tid in self._tasks]
+        for _, task in stopping:
+            task.stop()
+        deadline = time.monotonic() + timeout_s
+        for task_id, task in stopping:
+            if not task.join(max(0.0, deadline - time.monotonic())):
+                logger.error("task %s did not stop within %.1fs; cancelling it (no further status reports, "
+                             "offsets of unacknowledged records not committed)", task_id, timeout_s)
+                task.cancel()
+        with self._lock:
+            for task_id, task in stopping:
+                if self._tasks.get(task_id) is task:
+                    del self._tasks[task_id]
+
+    def task_ids(self) -> list[ConnectorTaskId]:
+        with self._lock:
+            return sorted(self._tasks)
+
+    def task(self, task_id: ConnectorTaskId) -> WorkerSourceTask | None:
+        """The running task object (state, failure, metrics), for tests and diagnostics."""
+        with self._lock:
+            return self._tasks.get(task_id)
+
+    # -- helpers -------------------------------------------------------------------------------------
+    def _connector(self, name: str) -> WorkerConnector:
+        with self._lock:
+            worker_connector = self._connectors.get(name)
+        if worker_connector is None:
+            raise NotFoundError(f"Connector {name} is not running on worker {self.worker_id}")
+        return worker_connector
+
+    def _resolve(self, config: Mapping[str, str]) -> dict[str, str]:
+        return self._transform(config) if self._transform is not None else dict(config)
+
+    def _new_task(self, connector_config: Mapping[str, str], task_config: Mapping[str, str]) -> SourceTask:
+        """Instantiate the task from ``task.class``, or else from the connector's ``task_class()``."""
+        class_name = task_config.get(TASK_CLASS)
+        if class_name:
+            task_class = self.plugins.task_class(class_name)
+        else:
+            connector_class = self.plugins.connector_class(connector_config.get(CONNECTOR_CLASS, ""))
+            task_class = connector_class().task_class()
+        task = task_class()
+        if not isinstance(task, SourceTask):
+            raise ConnectError(f"{type(task).__name__} is not a SourceTask; only source tasks are supported")
+        return task
