@@ -87,7 +87,7 @@ class WorkerRuntime(Protocol):
     def stop(self) -> None: ...
 
     def start_connector(self, name: str, config: Mapping[str, str], target_state: TargetState,
-                        on_reconfigure: Callable[[], None]) -> bool: ...
+                        on_reconfigure: Callable[[str], None]) -> bool: ...
 
     def connector_task_configs(self, name: str, max_tasks: int) -> list[dict[str, str]]: ...
 
@@ -118,7 +118,7 @@ class DistributedHerder(Herder):
                  membership: GroupMembership, status_writer: StatusWriter,
                  kafka_cluster_id: str | None = None, request_timeout_s: float = 90.0,
                  task_shutdown_timeout_s: float = 5.0, start_timeout_s: float = 120.0,
-                 start_offset_store: bool = True) -> None:
+                 start_offset_store: bool = False) -> None:
         self._worker_id = worker_id
         self._worker = worker
         self._plugins = plugins
@@ -212,8 +212,11 @@ class DistributedHerder(Herder):
                 self._stop_connector(name)
         except Exception:
             logger.exception("Error while stopping connectors and tasks")
-        for step in (self._worker.stop, self._membership.leave, self._status_store.flush,
-                     self._status_store.stop, self._config_store.stop, self._offset_store.stop):
+        steps = [self._worker.stop, self._membership.leave, self._status_store.flush, self._status_store.stop,
+                 self._config_store.stop]
+        if self._start_offset_store:
+            steps.append(self._offset_store.stop)
+        for step in steps:
             try:
                 step()
             except Exception:
@@ -364,8 +367,7 @@ class DistributedHerder(Herder):
         self._running_connectors[name] = config
         self._connector_states[name] = state.value
         try:
-            started = self._worker.start_connector(name, config, state,
-                                                   lambda: self.request_task_reconfiguration(name))
+            started = self._worker.start_connector(name, config, state, self.request_task_reconfiguration)
         except Exception as exc:
             logger.exception("Connector %s failed to start", name)
             self._status.on_connector_failure(name, f"{type(exc).__name__}: {exc}")

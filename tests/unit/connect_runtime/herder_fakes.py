@@ -110,28 +110,34 @@ class FakeOffsetStore:
 class FakeWorker:
     """Records what the herder asks and reports statuses the way the real Worker does."""
 
-    def __init__(self, listener: Any) -> None:
+    def __init__(self, listener: Any, offset_store: FakeOffsetStore | None = None) -> None:
         self.listener = listener
+        self.offset_store = offset_store
         self.calls: list[tuple[Any, ...]] = []
         self.connectors: dict[str, TargetState] = {}
         self.tasks: dict[ConnectorTaskId, Mapping[str, str]] = {}
         self.task_configs: dict[str, list[dict[str, str]]] = {}
         self.failures_before_success: dict[str, int] = {}
-        self.reconfigure: dict[str, Callable[[], None]] = {}
+        self.reconfigure: dict[str, Callable[[], None]] = {}  # name -> trigger
         self.lock = threading.Lock()
 
     def start(self) -> None:
+        """Like the real Worker, starts the offset store."""
         self.calls.append(("start",))
+        if self.offset_store is not None:
+            self.offset_store.start()
 
     def stop(self) -> None:
         self.calls.append(("stop",))
+        if self.offset_store is not None:
+            self.offset_store.stop()
 
     def start_connector(self, name: str, config: Mapping[str, str], target_state: TargetState,
-                        on_reconfigure: Callable[[], None]) -> bool:
+                        on_reconfigure: Callable[[str], None]) -> bool:
         with self.lock:
             self.calls.append(("start_connector", name, target_state))
             self.connectors[name] = target_state
-            self.reconfigure[name] = on_reconfigure
+            self.reconfigure[name] = lambda: on_reconfigure(name)
         self._report(name, target_state)
         return True
 

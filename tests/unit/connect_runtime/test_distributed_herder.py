@@ -60,7 +60,7 @@ class Cluster:
         self.config_store = KafkaConfigStore("configs", **clients)
         self.offsets = FakeOffsetStore()
         self.status_writer = StatusWriter(self.status_store, "w1:8083")
-        self.worker = FakeWorker(self.status_writer)
+        self.worker = FakeWorker(self.status_writer, self.offsets)
         plugins = Plugins()
         plugins.register("DemoConnector", DemoConnector)
         self.herder = DistributedHerder(
@@ -214,4 +214,4 @@ def test_initial_state_and_stop_shutdown(cluster: Cluster) -> None:
     assert cluster.worker.started("task_configs") == []
     cluster.herder.stop(10)
     assert ("stop",) in cluster.worker.calls
-    assert not cluster.offsets.started  # the herder owns the offset store here (start_offset_store=True)
+    assert not cluster.offsets.started  # stopped by the worker, as Java's Worker.stop does
