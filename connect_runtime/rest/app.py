@@ -172,7 +172,15 @@ def create_app(herders: Mapping[tuple[str, ...], Herder] | Herder,
         def health(call: Call) -> Response:
             return _aggregate_health(all_herders)
 
-        routes += [route("/", root, ["GET"], None), route("/health", health, ["GET"], None)]
+        def unknown_flow(call: Call) -> Response:
+            # MirrorRestServer's answer for a (source, target) pair it does not serve (§2.4)
+            return error_response(404, f"No replication flow found for source '{call.param('source')}' "
+                                       f"and target '{call.param('target')}'")
+
+        flow_path = "/{source}/{target}/connectors/{connector}"
+        routes += [route("/", root, ["GET"], None), route("/health", health, ["GET"], None),
+                   route(flow_path + "/tasks", unknown_flow, ["POST"], None),
+                   route(flow_path + "/fence", unknown_flow, ["PUT"], None)]
 
     mounts = [(ns, _herder_app(h, forwarder, namespace_path(ns))) for ns, h in mapping.items() if ns]
 

@@ -21,7 +21,14 @@ from connect_runtime.api.config import HIDDEN, is_sensitive_key, redact
 from connect_runtime.api.errors import BadRequestError, NotFoundError
 from connect_runtime.rest.forwarding import Forwarder
 from connect_runtime.rest.handling import route
-from connect_runtime.rest.parsing import Call, json_type, plain, strict_string_map, string_map
+from connect_runtime.rest.parsing import (
+    Call,
+    is_json_string,
+    json_type,
+    plain,
+    strict_string_map,
+    string_map,
+)
 from connect_runtime.rest.responses import empty_response, error_response, json_response
 from connect_runtime.runtime.herder import (
     ConfigInfos,
@@ -191,7 +198,7 @@ class ConnectorResources:
         raw_name = body.get("name")
         if raw_name is None:
             raise BadRequestError("Connector name must be provided in the request body ('name')")
-        if not isinstance(raw_name, str):
+        if not is_json_string(raw_name):
             raise BadRequestError(f"'name' must be a string, got a JSON {json_type(raw_name)}")
         name = str(raw_name).strip()
         if "config" not in body or body["config"] is None:
@@ -200,10 +207,10 @@ class ConnectorResources:
         initial = body.get("initial_state")
         state = None
         if initial is not None:
-            if not isinstance(initial, str) or initial.upper() not in _INITIAL_STATES:
+            if not is_json_string(initial) or str(initial).upper() not in _INITIAL_STATES:
                 raise BadRequestError(f"'initial_state' must be one of {sorted(_INITIAL_STATES)}, "
                                       f"got {initial!r}")
-            state = _INITIAL_STATES[initial.upper()]
+            state = _INITIAL_STATES[str(initial).upper()]
         check_connector_name(name, config)
         created = self._herder.put_connector_config(name, config, allow_replace=False, initial_state=state)
         location = f"{self._prefix}/connectors/{quote(name, safe='')}"

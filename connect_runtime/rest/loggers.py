@@ -18,7 +18,7 @@ from starlette.routing import BaseRoute
 
 from connect_runtime.api.errors import BadRequestError, NotFoundError
 from connect_runtime.rest.handling import route
-from connect_runtime.rest.parsing import Call, json_type
+from connect_runtime.rest.parsing import Call, is_json_string, json_type
 from connect_runtime.rest.responses import empty_response, json_response
 from connect_runtime.runtime.herder import Herder
 
@@ -84,9 +84,9 @@ class LoggerResources:
         raw_level = body.get("level")
         if raw_level is None:
             raise BadRequestError("Desired 'level' parameter was not specified in request.")
-        if not isinstance(raw_level, str):
+        if not is_json_string(raw_level):
             raise BadRequestError(f"'level' must be a string, got a JSON {json_type(raw_level)}")
-        level = _BY_NAME.get(raw_level.strip().upper())
+        level = _BY_NAME.get(str(raw_level).strip().upper())
         if level is None:
             raise NotFoundError(f"invalid log level '{raw_level}'.")  # Connect answers 404 here
         scope = (call.query_values("scope") or ["worker"])[0].lower()

@@ -44,6 +44,11 @@ def json_type(value: Any) -> str:
     return "object"
 
 
+def is_json_string(value: Any) -> bool:
+    """A JSON string proper (not a number parsed as literal text)."""
+    return isinstance(value, str) and not isinstance(value, _Number)
+
+
 def parse_json(body: bytes, expected: str, *, literal_numbers: bool) -> Any:
     """Parse a request body; ``expected`` names what the endpoint wants (used in error messages)."""
     if not body.strip():

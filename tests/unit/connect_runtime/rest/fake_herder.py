@@ -44,7 +44,7 @@ class FakeHerder(Herder):
         self.cluster_id = cluster_id
         self.calls: list[tuple[Any, ...]] = []
         self.errors: dict[str, BaseException] = {}
-        self.health_state = WorkerHealth("healthy", "Worker has completed startup and is ready to handle requests.")
+        self.health_state = WorkerHealth("healthy", "Worker has completed startup")
         self.configs: dict[str, dict[str, str]] = {}
         self.target: dict[str, TargetState] = {}
         self.offsets: dict[str, list[ConnectorOffset]] = {}
@@ -147,7 +147,8 @@ class FakeHerder(Herder):
         base = self._config(name)
         return [TaskInfo(t, {**base, "task.id": str(t.task)}) for t in self._tasks(name)]
 
-    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> ConnectorStateInfo | None:
+    def restart_connector(self, name: str, include_tasks: bool,
+                          only_failed: bool) -> ConnectorStateInfo | None:
         self._call("restart_connector", name, include_tasks, only_failed)
         self._config(name)
         if not include_tasks and not only_failed:
@@ -183,7 +184,8 @@ class FakeHerder(Herder):
     def _require_stopped(self, name: str) -> None:
         self._config(name)
         if self.target.get(name) is not TargetState.STOPPED:
-            raise BadRequestError("Connectors must be in the STOPPED state before their offsets can be modified.")
+            raise BadRequestError("Connectors must be in the STOPPED state before their offsets can be "
+                                  "modified.")
 
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> None:
         self._call("alter_connector_offsets", name, offsets)

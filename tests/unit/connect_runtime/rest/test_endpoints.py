@@ -140,7 +140,8 @@ def test_tasks_and_tasks_config_redact_secrets(client: TestClient) -> None:
     create(client, "src", **{"ssl.keystore.password": "hunter2"})
     tasks = client.get("/connectors/src/tasks")
     assert tasks.status_code == 200
-    assert [t["id"] for t in tasks.json()] == [{"connector": "src", "task": 0}, {"connector": "src", "task": 1}]
+    ids = [t["id"] for t in tasks.json()]
+    assert ids == [{"connector": "src", "task": 0}, {"connector": "src", "task": 1}]
     assert tasks.json()[1]["config"]["task.id"] == "1"
     assert tasks.json()[0]["config"]["ssl.keystore.password"] == "[hidden]"
     legacy = client.get("/connectors/src/tasks-config")
@@ -178,10 +179,10 @@ def test_pause_resume_stop_delete(client: TestClient, herder: FakeHerder) -> Non
     create(client)
     pause = client.put("/connectors/src/pause")
     assert (pause.status_code, pause.content) == (202, b"")
-    assert herder.target["src"] is TargetState.PAUSED
+    assert herder.target.get("src") is TargetState.PAUSED
     resume = client.put("/connectors/src/resume")
     assert (resume.status_code, resume.content) == (202, b"")
-    assert herder.target["src"] is TargetState.STARTED
+    assert herder.target.get("src") is TargetState.STARTED
     stop = client.put("/connectors/src/stop")
     assert (stop.status_code, stop.content) == (204, b"")
     assert client.get("/connectors/src/status").json()["tasks"] == []
@@ -201,7 +202,8 @@ def test_offsets_get_alter_reset(client: TestClient, herder: FakeHerder) -> None
     altered = client.patch("/connectors/src/offsets", json=body)
     assert altered.status_code == 200
     assert altered.json() == {"message": "The offsets for this connector have been altered successfully"}
-    assert herder.called("alter_connector_offsets")[-1] == ("src", [ConnectorOffset(partition, {"offset": 42})])
+    expected = ("src", [ConnectorOffset(partition, {"offset": 42})])
+    assert herder.called("alter_connector_offsets")[-1] == expected
     listed = client.get("/connectors/src/offsets")
     assert listed.status_code == 200
     assert listed.json() == {"offsets": [{"partition": partition, "offset": {"offset": 42}}]}
@@ -214,7 +216,8 @@ def test_offsets_get_alter_reset(client: TestClient, herder: FakeHerder) -> None
 def test_alter_offsets_null_offset_resets_one_partition(client: TestClient, herder: FakeHerder) -> None:
     create(client)
     client.put("/connectors/src/stop")
-    response = client.patch("/connectors/src/offsets", json={"offsets": [{"partition": {"p": 1}, "offset": None}]})
+    body = {"offsets": [{"partition": {"p": 1}, "offset": None}]}
+    response = client.patch("/connectors/src/offsets", json=body)
     assert response.status_code == 200
     assert herder.called("alter_connector_offsets")[-1] == ("src", [ConnectorOffset({"p": 1}, None)])
 
@@ -231,7 +234,8 @@ def test_connector_plugins(client: TestClient, herder: FakeHerder) -> None:
     assert plugins.status_code == 200
     assert plugins.json()[0] == {"class": MIRROR_SOURCE, "type": "source", "version": "3.9.0"}
     everything = client.get("/connector-plugins?connectorsOnly=false").json()
-    assert {"class": "org.apache.kafka.connect.converters.ByteArrayConverter", "type": "converter"} in everything
+    converter = {"class": "org.apache.kafka.connect.converters.ByteArrayConverter", "type": "converter"}
+    assert converter in everything
     assert herder.called("connector_plugins") == [(True,), (False,)]
 
 
@@ -259,6 +263,6 @@ def test_validate_rejects_mismatched_connector_class(client: TestClient, herder:
     response = client.put("/connector-plugins/MirrorHeartbeatConnector/config/validate",
                           json={"connector.class": MIRROR_SOURCE})
     assert response.status_code == 400
-    assert response.json() == {"error_code": 400, "message": f"Included connector type {MIRROR_SOURCE} does not "
-                                                             "match request type MirrorHeartbeatConnector"}
+    message = f"Included connector type {MIRROR_SOURCE} does not match request type MirrorHeartbeatConnector"
+    assert response.json() == {"error_code": 400, "message": message}
     assert herder.called("validate_connector_config") == []
