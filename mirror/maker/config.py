@@ -326,6 +326,8 @@ class MirrorMakerConfig:
         """
         self._check_flow_keys()
         pairs = self.herder_pairs(clusters)
+        if resolve_providers:
+            self._check_placeholders()
         for alias in dict.fromkeys(a for p in pairs for a in (p.source, p.target)):
             if not self.cluster_props(alias).get(BOOTSTRAP_SERVERS, "").strip():
                 users = ", ".join(str(p) for p in pairs if alias in (p.source, p.target))
@@ -360,6 +362,12 @@ class MirrorMakerConfig:
                 if alias not in declared:
                     raise self._error(key, f"flow key {key!r} names cluster {alias!r}, which is not "
                                            f"declared in clusters ({', '.join(self._clusters)})")
+
+    def _check_placeholders(self) -> None:
+        """Resolve every ``${...}`` where it is written, so a missing secret is reported at its line."""
+        for key, value in self._raw.items():
+            if "${" in value:
+                self._resolve({key: value})
 
     def _check_cluster_security(self, alias: str) -> None:
         """``<alias>.security.protocol`` & co reach clients unparsed by any connector: check them here."""

@@ -261,3 +261,14 @@ def test_config_docs_prints_every_key(capsys: pytest.CaptureFixture[str]) -> Non
     missing = [n for n in sorted(names) if f"| `{n}` |" not in out]
     assert not missing
     assert "## MirrorSourceConnector" in out and "use.defaults.from" in out
+
+
+def test_missing_provider_value_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MM2_TEST_UNSET_PASSWORD", raising=False)
+    path = write(tmp_path, GOOD + "config.providers = env\n"
+                                  "config.providers.env.class = EnvVarConfigProvider\n"
+                                  "B.ssl.truststore.password = ${env:MM2_TEST_UNSET_PASSWORD}\n")
+    code, _, err = run_cli(["run", path], capsys)
+    assert_one_error(code, err, rf"^error: {re.escape(path)}:7: Configuration B.ssl.truststore.password: "
+                                r"config provider 'env' has no value for 'MM2_TEST_UNSET_PASSWORD'$")
