@@ -1,0 +1,171 @@
+"""Worker connector lifecycle without brokers: start, target states, context callbacks, failures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from connect_runtime.api.config_provider import build_providers, resolve
+from connect_runtime.api.connector import SourceConnector
+from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
+from connect_runtime.api.task import Task
+from connect_runtime.metrics import ConnectMetrics
+from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
+from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.status import RecordingStatusListener
+from connect_runtime.runtime.worker import Worker
+from connect_runtime.testing.harness import InMemoryOffsetStore
+from connect_runtime.testing.sequence_source import SequenceSourceTask
+
+
+class RecordingConnector(SourceConnector):
+    """Keeps every call, so tests can see what the worker did to it."""
+
+    instances: list[RecordingConnector] = []
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.config: dict[str, str] = {}
+        RecordingConnector.instances.append(self)
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self.calls.append("start")
+        self.config = dict(config)
+        if config.get("fail.start") == "true":
+            raise RuntimeError("cannot reach the source cluster")
+
+    def task_class(self) -> type[Task]:
+        return SequenceSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        self.calls.append("task_configs")
+        count = max_tasks + int(self.config.get("extra.tasks", "0"))
+        return [{"topic": "t", "n": str(i)} for i in range(count)]
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+
+CLASS = f"{__name__}.RecordingConnector"
+
+
+@pytest.fixture
+def listener() -> RecordingStatusListener:
+    return RecordingStatusListener()
+
+
+@pytest.fixture
+def worker(listener: RecordingStatusListener) -> Worker:
+    RecordingConnector.instances.clear()
+    providers = build_providers({"config.providers": "env",
+                                 "config.providers.env.class": "EnvVarConfigProvider"})
+    metrics = ConnectMetrics.create(CollectorRegistry())
+    return Worker("w1", InMemoryOffsetStore(), Plugins(), metrics, listener,
+                  {"bootstrap.servers": "127.0.0.1:1"}, config_transformer=lambda c: resolve(c, providers))
+
+
+def test_start_connector_resolves_placeholders_and_reports_running(
+        worker: Worker, listener: RecordingStatusListener, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_PASSWORD", "s3cret")
+    assert worker.start_connector("c", {"connector.class": CLASS, "sasl.password": "${env:SOURCE_PASSWORD}"},
+                                  TargetState.STARTED, lambda name: None)
+    connector = RecordingConnector.instances[-1]
+    assert connector.config["sasl.password"] == "s3cret"
+    assert listener.state("c") == "RUNNING"
+    assert worker.is_running("c") and worker.connector_names() == ["c"]
+    with pytest.raises(ConflictError):
+        worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
+
+
+def test_task_configs_carry_the_task_class_and_respect_tasks_max(worker: Worker) -> None:
+    worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
+    configs = worker.connector_task_configs("c", 2)
+    assert [c["n"] for c in configs] == ["0", "1"]
+    assert {c["task.class"] for c in configs} == {f"{SequenceSourceTask.__module__}.SequenceSourceTask"}
+    worker.start_connector("greedy", {"connector.class": CLASS, "extra.tasks": "1"}, TargetState.STARTED,
+                           lambda name: None)
+    with pytest.raises(ConnectError, match=r"more than tasks\.max=2"):
+        worker.connector_task_configs("greedy", 2)
+    with pytest.raises(NotFoundError):
+        worker.connector_task_configs("nope", 1)
+
+
+def test_pause_stops_the_instance_and_resume_starts_it_again(worker: Worker,
+                                                               listener: RecordingStatusListener) -> None:
+    worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
+    connector = RecordingConnector.instances[-1]
+    worker.set_target_state("c", TargetState.PAUSED)
+    assert listener.state("c") == "PAUSED" and not worker.is_running("c")
+    with pytest.raises(ConnectError, match="PAUSED"):
+        worker.connector_task_configs("c", 1)
+    worker.set_target_state("c", TargetState.STARTED)
+    worker.set_target_state("c", TargetState.STOPPED)
+    assert listener.state("c") == "STOPPED"
+    assert connector.calls == ["start", "stop", "start", "stop"]
+    assert [e.state for e in listener.events] == ["RUNNING", "PAUSED", "RUNNING", "STOPPED"]
+
+
+def test_connector_created_paused_is_not_started_until_resumed(worker: Worker,
+                                                               listener: RecordingStatusListener) -> None:
+    worker.start_connector("c", {"connector.class": CLASS}, TargetState.PAUSED, lambda name: None)
+    connector = RecordingConnector.instances[-1]
+    assert connector.calls == [] and listener.state("c") == "PAUSED"
+    worker.set_target_state("c", TargetState.STARTED)
+    assert connector.calls == ["start"] and listener.state("c") == "RUNNING"
+
+
+def test_context_reconfiguration_request_and_raised_error(worker: Worker,
+                                                          listener: RecordingStatusListener) -> None:
+    requests: list[str] = []
+    worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, requests.append)
+    connector = RecordingConnector.instances[-1]
+    connector.context.request_task_reconfiguration()
+    assert requests == ["c"]
+    connector.context.raise_error(ValueError("topic filter broke"))
+    event = listener.last("c")
+    assert event is not None and event.state == "FAILED"
+    assert "ValueError: topic filter broke" in (event.trace or "")
+    assert not worker.is_running("c")
+
+
+def test_offset_reader_of_a_connector_sees_only_its_own_offsets(worker: Worker) -> None:
+    worker.offset_store.put("c", [({"task": 0}, {"seq": 4})])
+    worker.offset_store.put("other", [({"task": 0}, {"seq": 9})])
+    worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
+    reader = RecordingConnector.instances[-1].context.offset_storage_reader()
+    assert reader.offset({"task": 0}) == {"seq": 4}
+    assert reader.offsets([{"task": 0}, {"task": 1}]) == [({"task": 0}, {"seq": 4}), ({"task": 1}, None)]
+
+
+def test_start_failures_report_failed_with_the_trace(worker: Worker,
+                                                     listener: RecordingStatusListener) -> None:
+    assert not worker.start_connector("bad", {"connector.class": CLASS, "fail.start": "true"},
+                                      TargetState.STARTED, lambda name: None)
+    assert listener.state("bad") == "FAILED"
+    assert "RuntimeError: cannot reach the source cluster" in (listener.last("bad").trace or "")  # type: ignore[union-attr]
+
+    assert not worker.start_connector("unknown", {"connector.class": "com.example.Missing"},
+                                      TargetState.STARTED, lambda name: None)
+    assert "NotFoundError" in (listener.last("unknown").trace or "")  # type: ignore[union-attr]
+
+    worker.stop_connector("bad")  # a FAILED connector keeps its FAILED status when it leaves
+    assert listener.state("bad") == "FAILED"
+
+
+def test_stop_connector_stops_the_instance_and_reports_unassigned(worker: Worker,
+                                                                  listener: RecordingStatusListener) -> None:
+    worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
+    worker.stop_connector("c")
+    assert RecordingConnector.instances[-1].calls == ["start", "stop"]
+    assert listener.state("c") == "UNASSIGNED" and worker.connector_names() == []
+
+
+def test_task_that_cannot_be_created_reports_failed(worker: Worker,
+                                                    listener: RecordingStatusListener) -> None:
+    task_id = ConnectorTaskId("c", 0)
+    assert not worker.start_task(task_id, {"connector.class": CLASS}, {"task.class": "nope.Missing"},
+                                 TargetState.STARTED)
+    assert listener.state(task_id) == "FAILED"
+    assert worker.task_ids() == []
