@@ -102,9 +102,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         driver = importlib.import_module(DRIVER_MODULE)
     except ImportError as exc:
-        if exc.name != DRIVER_MODULE:
-            raise
-        print_error("the replication driver is not available in this build")
+        if exc.name == DRIVER_MODULE:
+            print_error("the replication driver is not available in this build")
+        else:  # the driver exists but a dependency of it is missing: a start failure too
+            logger.debug("cannot import %s", DRIVER_MODULE, exc_info=True)
+            print_error(f"the replication driver cannot be loaded: {exc}")
         return EXIT_START_FAILURE
     result: int = driver.run(config, clusters, args)
     return int(result)
