@@ -45,6 +45,15 @@ DEFAULT_TIMEOUT_S = 30.0
 _POLL_INTERVAL_S = 0.5
 _CONNECTION_KEYS = frozenset({"bootstrap.servers", "security.protocol", "client.id"})
 _CONNECTION_PREFIXES = ("ssl.", "sasl.")
+_AUTHORIZATION_CODES = frozenset(
+    {
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError._AUTHENTICATION,
+        KafkaError.SASL_AUTHENTICATION_FAILED,
+    }
+)
 _UNKNOWN_TOPIC_CODES = frozenset(
     {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
 )
@@ -278,9 +287,11 @@ class MirrorClient:
                 if err.code() in _UNKNOWN_TOPIC_CODES:
                     logger.warning("Checkpoints topic %s disappeared while reading: %s", topic, err)
                     return True, records
-                if err.fatal() or not err.retriable():
+                if err.fatal() or err.code() in _AUTHORIZATION_CODES:
                     raise KafkaException(err)
-                logger.debug("Retriable error reading %s: %s", topic, err)
+                # Connection blips and the like: librdkafka recovers by itself, so keep reading until
+                # the deadline, as Java's poll loop does.
+                logger.warning("Error reading %s (will keep trying until the deadline): %s", topic, err)
                 continue
             records += 1
             try:

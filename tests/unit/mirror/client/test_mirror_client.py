@@ -6,9 +6,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
 
 import mirror.client
 from mirror.client.mirror_client import MirrorClient, client_config, count_hops
+from mirror.client.models import Checkpoint, TopicPartition
 from mirror.client.replication_policy import DefaultReplicationPolicy
 
 IDENTITY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
@@ -244,3 +246,108 @@ def test_public_surface_is_sorted_and_complete() -> None:
     public = {n for n in dir(mirror.client) if not n.startswith("_")}
     modules = {"mirror_client", "models", "plugins", "replication_policy"}
     assert public - modules == set(mirror.client.__all__)
+
+
+# ------------------------------------------------------------------------------ reading the checkpoints topic
+
+
+class FakeMessage:
+    def __init__(
+        self,
+        key: bytes | None = None,
+        value: bytes | None = None,
+        error: KafkaError | None = None,
+        offset: int = 0,
+    ) -> None:
+        self._key, self._value, self._error, self._offset = key, value, error, offset
+
+    def error(self) -> KafkaError | None:
+        return self._error
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return self._offset
+
+
+class FakeConsumer:
+    """Plays back a fixed sequence of poll results; records its config and assignment."""
+
+    def __init__(self, messages: list[FakeMessage | None]) -> None:
+        self.messages = list(messages)
+        self.config: dict[str, str] = {}
+        self.assigned: list[Any] = []
+        self.closed = False
+
+    def __call__(self, config: dict[str, str]) -> FakeConsumer:
+        self.config = config
+        return self
+
+    def assign(self, partitions: list[Any]) -> None:
+        self.assigned = partitions
+
+    def poll(self, timeout: float) -> FakeMessage | None:
+        return self.messages.pop(0) if self.messages else None
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def checkpoint_message(group: str, topic: str, downstream: int, metadata: str = "") -> FakeMessage:
+    checkpoint = Checkpoint(group, TopicPartition(topic, 0), downstream + 100, downstream, metadata)
+    return FakeMessage(checkpoint.key_bytes(), checkpoint.value_bytes())
+
+
+def reading(messages: list[FakeMessage | None], **config: str) -> tuple[MirrorClient, FakeConsumer]:
+    consumer = FakeConsumer(messages)
+    admin = FakeAdmin(["primary.checkpoints.internal", "primary__checkpoints__internal"])
+    c = MirrorClient({"bootstrap.servers": "x:1", **config}, admin=admin, consumer_factory=consumer)  # type: ignore[arg-type]
+    return c, consumer
+
+
+def test_reads_from_the_beginning_of_partition_0_to_eof() -> None:
+    c, consumer = reading(
+        [
+            checkpoint_message("g", "primary.orders", 5),
+            None,
+            FakeMessage(error=KafkaError(KafkaError._TRANSPORT)),  # transient: keep reading
+            checkpoint_message("other", "primary.orders", 6),
+            checkpoint_message("g", "primary.orders", 9, "m"),
+            FakeMessage(error=KafkaError(KafkaError._PARTITION_EOF)),
+            checkpoint_message("g", "primary.orders", 99),  # after EOF: not read
+        ]
+    )
+    assert c.remote_consumer_offsets("g", "primary", timeout_s=5) == {("primary.orders", 0): (9, "m")}
+    [tp] = consumer.assigned
+    assert (tp.topic, tp.partition, tp.offset) == ("primary.checkpoints.internal", 0, OFFSET_BEGINNING)
+    assert consumer.config["enable.partition.eof"] == "true"
+    assert consumer.config["allow.auto.create.topics"] == "false"
+    assert consumer.config["isolation.level"] == "read_uncommitted"
+    assert consumer.closed
+
+
+def test_checkpoints_topic_follows_the_policy() -> None:
+    c, consumer = reading(
+        [FakeMessage(error=KafkaError(KafkaError._PARTITION_EOF))], **{"replication.policy.separator": "__"}
+    )
+    assert c.remote_consumer_offsets("g", "primary", timeout_s=5) == {}
+    assert consumer.assigned[0].topic == "primary__checkpoints__internal"
+
+
+def test_authorization_errors_are_raised() -> None:
+    c, consumer = reading([FakeMessage(error=KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))])
+    with pytest.raises(KafkaException):
+        c.remote_consumer_offsets("g", "primary", timeout_s=5)
+    assert consumer.closed
+
+
+def test_timeout_returns_the_partial_result() -> None:
+    c, _ = reading([checkpoint_message("g", "primary.orders", 5)])  # then silence, never EOF
+    assert c.remote_consumer_offsets("g", "primary", timeout_s=0.3) == {("primary.orders", 0): (5, "")}
