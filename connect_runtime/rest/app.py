@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from connect_runtime.rest.connectors import ConnectorResources, server_info
 from connect_runtime.rest.forwarding import Forwarder
-from connect_runtime.rest.handling import raw_path, route
+from connect_runtime.rest.handling import DEFAULT_REQUEST_TIMEOUT_S, raw_path, route
 from connect_runtime.rest.internal import internal_routes
 from connect_runtime.rest.loggers import LoggerResources
 from connect_runtime.rest.parsing import Call
@@ -112,8 +112,9 @@ class _NamespaceDispatch:
         await self.app(scope, receive, send)
 
 
-def _herder_app(herder: Herder, forwarder: Forwarder, prefix: str) -> Starlette:
-    routes = ConnectorResources(herder, forwarder, prefix).routes() + internal_routes(herder, forwarder)
+def _herder_app(herder: Herder, forwarder: Forwarder, prefix: str, timeout_s: float) -> Starlette:
+    routes = (ConnectorResources(herder, forwarder, prefix, timeout_s).routes()
+              + internal_routes(herder, forwarder, timeout_s))
     return Starlette(routes=routes, exception_handlers=_EXCEPTION_HANDLERS)
 
 
@@ -131,11 +132,13 @@ def _aggregate_health(herders: Sequence[Herder]) -> Response:
 
 def create_app(herders: Mapping[tuple[str, ...], Herder] | Herder,
                registry: prometheus_client.CollectorRegistry | None = None,
-               extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
+               extra_routes: Sequence[BaseRoute] = (), *,
+               request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> Starlette:
     """The REST app for one herder (mounted at the root) or several (each under its namespace).
 
     ``registry`` is what ``GET /metrics`` exposes (the process-wide default registry when None).
-    ``extra_routes`` are added at the root, before the herder routes.
+    ``extra_routes`` are added at the root, before the herder routes. A herder call that takes longer
+    than ``request_timeout_s`` (Connect's ``rest.request.timeout.ms``) is answered with a 500.
     """
     mapping: dict[Namespace, Herder] = dict(herders) if isinstance(herders, Mapping) else {(): herders}
     for namespace in mapping:
@@ -159,8 +162,8 @@ def create_app(herders: Mapping[tuple[str, ...], Herder] | Herder,
     routes += list(extra_routes)
     root_herder = mapping.get(())
     if root_herder is not None:
-        routes += ConnectorResources(root_herder, forwarder).routes()
-        routes += internal_routes(root_herder, forwarder)
+        routes += ConnectorResources(root_herder, forwarder, "", request_timeout_s).routes()
+        routes += internal_routes(root_herder, forwarder, request_timeout_s)
     else:
         all_herders = list(mapping.values())
 
@@ -182,7 +185,8 @@ def create_app(herders: Mapping[tuple[str, ...], Herder] | Herder,
                    route(flow_path + "/tasks", unknown_flow, ["POST"], None),
                    route(flow_path + "/fence", unknown_flow, ["PUT"], None)]
 
-    mounts = [(ns, _herder_app(h, forwarder, namespace_path(ns))) for ns, h in mapping.items() if ns]
+    mounts = [(ns, _herder_app(h, forwarder, namespace_path(ns), request_timeout_s))
+              for ns, h in mapping.items() if ns]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:

@@ -10,6 +10,7 @@ task configs and validation results are redacted, since those carry resolved val
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from importlib import metadata
 from typing import Any
 from urllib.parse import quote
@@ -20,7 +21,8 @@ from starlette.routing import BaseRoute
 from connect_runtime.api.config import HIDDEN, is_sensitive_key, redact
 from connect_runtime.api.errors import BadRequestError, NotFoundError
 from connect_runtime.rest.forwarding import Forwarder
-from connect_runtime.rest.handling import route
+from connect_runtime.rest.handling import DEFAULT_REQUEST_TIMEOUT_S, Handler
+from connect_runtime.rest.handling import route as make_route
 from connect_runtime.rest.parsing import (
     Call,
     is_json_string,
@@ -122,14 +124,20 @@ def _offsets(body: Any) -> list[ConnectorOffset]:
 class ConnectorResources:
     """The routes of one herder; ``prefix`` is its namespace path (``""`` at the root), for Location."""
 
-    def __init__(self, herder: Herder, forwarder: Forwarder, prefix: str = "") -> None:
+    def __init__(self, herder: Herder, forwarder: Forwarder, prefix: str = "",
+                 request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> None:
         self._herder = herder
         self._forwarder = forwarder
         self._prefix = prefix
+        self._timeout_s = request_timeout_s
 
     def routes(self) -> list[BaseRoute]:
         f = self._forwarder
         c = "/connectors/{connector}"
+
+        def route(path: str, handler: Handler, methods: Sequence[str], forwarder: Forwarder) -> BaseRoute:
+            return make_route(path, handler, methods, forwarder, timeout_s=self._timeout_s)
+
         return [
             route("/", self.root, ["GET"], f),
             route("/health", self.health, ["GET"], f),

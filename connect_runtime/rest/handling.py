@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Sequence
 from urllib.parse import quote
 
-from starlette.concurrency import run_in_threadpool
+import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -33,6 +33,10 @@ from connect_runtime.rest.responses import error_response
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[Call], Response]
+
+#: Connect's ``rest.request.timeout.ms`` default: a herder call that takes longer gets a 500.
+DEFAULT_REQUEST_TIMEOUT_S = 90.0
+TIMED_OUT_MESSAGE = "Request timed out"
 
 _STATUS_BY_ERROR: tuple[tuple[type[Exception], int], ...] = (
     (NotFoundError, 404),
@@ -70,8 +74,13 @@ def run_guarded(handler: Handler, call: Call, forwarder: Forwarder | None,
 
 
 def route(path: str, handler: Handler, methods: Sequence[str], forwarder: Forwarder | None,
-          copy_headers: Sequence[str] = PUBLIC_FORWARD_HEADERS) -> Route:
-    """A Starlette route serving ``handler`` (sync, run in the thread pool)."""
+          copy_headers: Sequence[str] = PUBLIC_FORWARD_HEADERS,
+          timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> Route:
+    """A Starlette route serving ``handler`` (sync, run in the thread pool).
+
+    After ``timeout_s`` the client gets Connect's 500 "Request timed out"; the handler's thread is
+    abandoned (a blocked herder call cannot be interrupted) and its late result dropped.
+    """
 
     async def endpoint(request: Request) -> Response:
         try:
@@ -80,7 +89,13 @@ def route(path: str, handler: Handler, methods: Sequence[str], forwarder: Forwar
             return error_response(400, f"Could not read request body: {exc}")
         call = Call.build(request.method, raw_path(request.scope), request.path_params,
                           request.scope.get("query_string", b""), body, request.headers)
-        return await run_in_threadpool(run_guarded, handler, call, forwarder, copy_headers)
+        try:
+            with anyio.fail_after(timeout_s):
+                return await anyio.to_thread.run_sync(run_guarded, handler, call, forwarder, copy_headers,
+                                                      abandon_on_cancel=True)
+        except TimeoutError:
+            logger.warning("Request %s %s timed out after %.1f s", call.method, call.raw_path, timeout_s)
+            return error_response(500, TIMED_OUT_MESSAGE)
 
     endpoint.__name__ = getattr(handler, "__name__", "endpoint")
     return Route(path, endpoint, methods=list(methods))

@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute
 
 from connect_runtime.api.errors import BadRequestError
 from connect_runtime.rest.forwarding import PUBLIC_FORWARD_HEADERS, Forwarder
-from connect_runtime.rest.handling import route
+from connect_runtime.rest.handling import DEFAULT_REQUEST_TIMEOUT_S, route
 from connect_runtime.rest.parsing import Call, json_type, strict_string_map
 from connect_runtime.rest.responses import empty_response, error_response
 
@@ -116,12 +116,13 @@ class InternalResources:
         return empty_response(204)
 
 
-def internal_routes(herder: object, forwarder: Forwarder) -> list[BaseRoute]:
+def internal_routes(herder: object, forwarder: Forwarder,
+                    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> list[BaseRoute]:
     """The internal routes for ``herder``, or none if it does not implement :class:`InternalHerder`."""
     if not isinstance(herder, InternalHerder):
         return []
     resources = InternalResources(herder)
     return [route("/connectors/{connector}/tasks", resources.put_task_configs, ["POST"], forwarder,
-                  INTERNAL_FORWARD_HEADERS),
+                  INTERNAL_FORWARD_HEADERS, request_timeout_s),
             route("/connectors/{connector}/fence", resources.fence, ["PUT"], forwarder,
-                  INTERNAL_FORWARD_HEADERS)]
+                  INTERNAL_FORWARD_HEADERS, request_timeout_s)]

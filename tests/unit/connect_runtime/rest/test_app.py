@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterator
 
 import prometheus_client
@@ -10,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from connect_runtime.api.errors import NotLeaderError
 from connect_runtime.rest.app import create_app, encode_namespace_element, namespace_path
 from connect_runtime.runtime.herder import WorkerHealth
 
@@ -145,3 +148,32 @@ def test_metrics_exposes_the_given_registry() -> None:
     families = {f.name: f for f in text_string_to_metric_families(response.text)}
     samples = [s for s in families["mirror_test_records"].samples if s.name == "mirror_test_records_total"]
     assert [(s.labels, s.value) for s in samples] == [({"topic": "t1"}, 3.0)]
+
+
+def test_slow_herder_call_times_out_with_500() -> None:
+    release = threading.Event()
+
+    class SlowHerder(FakeHerder):
+        def connectors(self) -> list[str]:
+            release.wait(30)
+            return []
+
+    with TestClient(create_app(SlowHerder(), request_timeout_s=0.2)) as client:
+        try:
+            response = client.get("/connectors")
+        finally:
+            release.set()
+    assert response.status_code == 500
+    assert response.json() == {"error_code": 500, "message": "Request timed out"}
+
+
+def test_request_log_has_no_bodies(caplog: pytest.LogCaptureFixture) -> None:
+    herder = FakeHerder()
+    herder.fail("patch_connector_config", NotLeaderError("not leader", target_url="http://127.0.0.1:9"))
+    with caplog.at_level(logging.DEBUG, logger="connect_runtime"), TestClient(create_app(herder)) as client:
+        created = client.put("/connectors/src/config", json=source_config(**{"sasl.jaas.config": "hunter2"}))
+        forwarded = client.patch("/connectors/src/config", json={"ssl.key.password": "hunter3"})
+    assert (created.status_code, forwarded.status_code) == (201, 500)
+    assert "PUT /connectors/src/config -> 201" in caplog.text
+    assert "Forwarding request PATCH /connectors/src/config" in caplog.text
+    assert "hunter2" not in caplog.text and "hunter3" not in caplog.text

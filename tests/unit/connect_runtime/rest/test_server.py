@@ -1,0 +1,45 @@
+"""RestServer: listener parsing, binding errors, advertised URL (serving is covered in test_forwarding)."""
+
+from __future__ import annotations
+
+import pytest
+
+from connect_runtime.api.errors import ConfigError, ConnectError
+from connect_runtime.rest.app import create_app
+from connect_runtime.rest.server import RestServer, parse_listener
+
+from .fake_herder import FakeHerder
+
+
+@pytest.mark.parametrize(("listeners", "expected"), [
+    ("http://:8083", ("", 8083)),
+    ("http://127.0.0.1:0", ("127.0.0.1", 0)),
+    ("HTTP://localhost:9000, http://other:1", ("localhost", 9000)),
+    ("http://[::1]:8084", ("::1", 8084)),
+    ("http://myhost", ("myhost", 8083)),
+])
+def test_parse_listener(listeners: str, expected: tuple[str, int]) -> None:
+    assert parse_listener(listeners) == expected
+
+
+@pytest.mark.parametrize("listeners", ["https://:8443", "", "localhost:8083", "http://:notaport"])
+def test_unsupported_listener_is_config_error(listeners: str) -> None:
+    with pytest.raises(ConfigError):
+        parse_listener(listeners)
+
+
+def test_advertised_url_wins_and_port_in_use_fails_fast() -> None:
+    first = RestServer(create_app(FakeHerder()), "http://127.0.0.1:0", advertised_url="http://worker-1:8083/")
+    first.start()
+    try:
+        assert first.url == "http://worker-1:8083"
+        clash = RestServer(create_app(FakeHerder()), f"http://127.0.0.1:{first.port}")
+        with pytest.raises(ConnectError, match="Cannot bind"):
+            clash.start()
+    finally:
+        first.stop()
+
+
+def test_port_before_start_is_an_error() -> None:
+    with pytest.raises(ConnectError, match="not started"):
+        _ = RestServer(create_app(FakeHerder()), "http://127.0.0.1:0").port
