@@ -65,6 +65,10 @@ _SPECIAL = frozenset({
     "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password",
 })
 
+#: Java keys whose librdkafka namesake means something else (``max.poll.records`` limits librdkafka's
+#: *share* consumer only): dropped like unknown keys.
+_NOT_EQUIVALENT = frozenset({"max.poll.records"})
+
 _JAAS_OPTION = re.compile(r'([A-Za-z_][\w.\-]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;"]+)')
 _JAAS_MODULE = re.compile(r"^\s*([\w.$]+)\s+(required|requisite|sufficient|optional)\b", re.I)
 
@@ -209,7 +213,7 @@ def translate(java: Mapping[str, Any], kind: ClientKind) -> dict[str, str]:
         if converted is None:
             continue
         new_key, new_value = converted
-        if new_key in valid:
+        if new_key in valid and key not in _NOT_EQUIVALENT:
             out[new_key] = new_value
         else:
             _drop(key)

@@ -1,0 +1,201 @@
+"""Java client properties -> librdkafka configs: renames, drops, JAAS, TLS, and no secrets in logs."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+
+from connect_runtime.api.errors import ConfigError
+from connect_runtime.clients import factory
+from connect_runtime.clients.factory import (
+    admin_config,
+    consumer_config,
+    parse_jaas,
+    producer_config,
+    translate,
+)
+
+LOGGER = "connect_runtime.clients.factory"
+
+
+@pytest.fixture(autouse=True)
+def fresh_log_memory() -> Iterator[None]:
+    """Each dropped key is logged once per process: forget what earlier tests logged."""
+    factory._logged.clear()
+    yield
+    factory._logged.clear()
+
+
+def test_java_names_that_differ_are_renamed_and_converted() -> None:
+    out = translate({
+        "max.request.size": "2000000",
+        "buffer.memory": "33554432",
+        "send.buffer.bytes": "-1",
+        "receive.buffer.bytes": "65536",
+        "linger.ms": 7,
+        "enable.idempotence": True,
+        "ssl.endpoint.identification.algorithm": "",
+    }, "producer")
+    assert out == {
+        "message.max.bytes": "2000000",
+        "queue.buffering.max.kbytes": "32768",
+        "socket.send.buffer.bytes": "0",
+        "socket.receive.buffer.bytes": "65536",
+        "linger.ms": "7",
+        "enable.idempotence": "true",
+        "ssl.endpoint.identification.algorithm": "none",
+    }
+
+
+def test_consumer_values_are_translated() -> None:
+    out = translate({
+        "auto.offset.reset": "none",
+        "fetch.max.wait.ms": "250",
+        "partition.assignment.strategy": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor,"
+                                         " org.apache.kafka.clients.consumer.RangeAssignor",
+        "max.poll.interval.ms": "300000",
+        "group.id": "g",
+    }, "consumer")
+    assert out == {
+        "auto.offset.reset": "error",
+        "fetch.wait.max.ms": "250",
+        "partition.assignment.strategy": "cooperative-sticky,range",
+        "max.poll.interval.ms": "300000",
+        "group.id": "g",
+    }
+
+
+def test_unknown_and_java_only_keys_are_dropped_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    java = {"bootstrap.servers": "h:9092", "key.serializer": "org.apache.kafka...ByteArraySerializer",
+            "max.poll.records": "500", "offset.storage.topic": "offsets", "retries": "2147483647"}
+    first = translate(java, "consumer")
+    second = translate(java, "consumer")
+    assert first == second == {"bootstrap.servers": "h:9092"}  # retries is producer-only in librdkafka
+    dropped = [r.getMessage() for r in caplog.records if "Ignoring client property" in r.getMessage()]
+    assert sorted(dropped) == sorted(f"Ignoring client property '{k}': not a librdkafka property"
+                                     for k in ("key.serializer", "max.poll.records", "offset.storage.topic",
+                                               "retries"))
+    assert all(r.levelno == logging.INFO for r in caplog.records)
+
+
+def test_each_client_kind_keeps_only_its_own_properties() -> None:
+    java = {"request.timeout.ms": "20000", "retries": "3", "group.id": "g", "session.timeout.ms": "6000",
+            "client.id": "c", "allow.auto.create.topics": "false"}
+    assert translate(java, "producer") == {"request.timeout.ms": "20000", "retries": "3", "client.id": "c",
+                                           "allow.auto.create.topics": "false"}
+    assert translate(java, "consumer") == {"group.id": "g", "session.timeout.ms": "6000", "client.id": "c",
+                                           "allow.auto.create.topics": "false"}
+    assert translate(java, "admin") == {"client.id": "c", "allow.auto.create.topics": "false"}
+
+
+def test_prefixed_client_overrides_win_and_other_prefixes_are_ignored() -> None:
+    worker = {"bootstrap.servers": "h:9092", "linger.ms": "5", "producer.linger.ms": "50",
+              "consumer.fetch.min.bytes": "1000", "admin.client.id": "adm", "producer.acks": "all"}
+    assert producer_config(worker) == {"bootstrap.servers": "h:9092", "linger.ms": "50", "acks": "all"}
+    assert consumer_config(worker) == {"bootstrap.servers": "h:9092", "fetch.min.bytes": "1000"}
+    assert admin_config(worker) == {"bootstrap.servers": "h:9092", "client.id": "adm"}
+    assert producer_config(worker, prefix=None) == {"bootstrap.servers": "h:9092", "linger.ms": "5"}
+
+
+@pytest.mark.parametrize("module", [
+    "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "org.apache.kafka.common.security.scram.ScramLoginModule",
+])
+def test_plain_and_scram_jaas_become_username_and_password(module: str) -> None:
+    jaas = f'{module} required username="alice" password="pa ss\\"word;x";'
+    out = translate({"sasl.jaas.config": jaas, "sasl.mechanism": "PLAIN", "security.protocol": "SASL_SSL"},
+                    "producer")
+    assert out == {"sasl.username": "alice", "sasl.password": 'pa ss"word;x', "sasl.mechanism": "PLAIN",
+                   "security.protocol": "SASL_SSL"}
+
+
+def test_kerberos_jaas_and_unparseable_jaas() -> None:
+    jaas = ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
+            'keyTab="/etc/kafka/k.keytab" principal="kafka/host@REALM";')
+    assert translate({"sasl.jaas.config": jaas}, "consumer") == {
+        "sasl.kerberos.principal": "kafka/host@REALM", "sasl.kerberos.keytab": "/etc/kafka/k.keytab"}
+    assert parse_jaas("x.Y optional a=b;") == ("x.Y", {"a": "b"})
+    with pytest.raises(ConfigError) as info:
+        translate({"sasl.jaas.config": "username=alice password=secret-value"}, "producer")
+    assert info.value.key == "sasl.jaas.config"
+    assert "secret-value" not in str(info.value)
+
+
+def test_pem_stores_are_mapped_and_jks_stores_warn_once(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    pem = translate({"ssl.truststore.type": "PEM", "ssl.truststore.location": "/certs/ca.pem",
+                     "ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/certs/me.p12",
+                     "ssl.keystore.password": "kspw", "ssl.key.password": "keypw"}, "producer")
+    assert pem == {"ssl.ca.location": "/certs/ca.pem", "ssl.keystore.location": "/certs/me.p12",
+                   "ssl.keystore.password": "kspw", "ssl.key.password": "keypw"}
+
+    jks = {"ssl.truststore.location": "/certs/truststore.jks", "ssl.truststore.password": "tspw",
+           "ssl.keystore.location": "/certs/keystore.jks", "ssl.keystore.password": "kspw"}
+    assert translate(jks, "consumer") == {}
+    assert translate(jks, "producer") == {}
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2
+    assert "'ssl.truststore.location'" in warnings[0] and "JKS" in warnings[0]
+    assert "'ssl.keystore.location'" in warnings[1]
+
+
+def test_no_secret_value_ever_reaches_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    secrets = ["jaas-pw-1", "ks-pw-2", "ts-pw-3", "custom-pw-4", "oauth-secret-5"]
+    java = {
+        "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                            'username="u" password="jaas-pw-1";',
+        "ssl.keystore.location": "/k.jks", "ssl.keystore.password": "ks-pw-2",
+        "ssl.truststore.location": "/t.jks", "ssl.truststore.password": "ts-pw-3",
+        "my.custom.password": "custom-pw-4",
+        "consumer.sasl.jaas.config": 'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule '
+                                     'required clientSecret="oauth-secret-5";',
+    }
+    producer_config(java)
+    consumer_config(java)
+    admin_config(java)
+    assert caplog.records, "expected drop / warning log lines"
+    logged = caplog.text + " ".join(repr(r.args) for r in caplog.records)
+    for secret in secrets:
+        assert secret not in logged
+
+
+def test_librdkafka_accepts_every_translated_key() -> None:
+    """Build real clients (no bootstrap.servers, so no sockets) from a typical Java worker config."""
+    worker: dict[str, Any] = {
+        "client.id": "w", "acks": "all", "linger.ms": "10", "batch.size": "16384", "compression.type": "lz4",
+        "max.request.size": "1048576", "buffer.memory": "33554432", "retries": "2147483647",
+        "delivery.timeout.ms": "120000", "request.timeout.ms": "30000",
+        "max.in.flight.requests.per.connection": "1",
+        "enable.idempotence": "true", "key.serializer": "x", "value.serializer": "x", "key.deserializer": "x",
+        "value.deserializer": "x", "max.poll.records": "500", "max.poll.interval.ms": "300000",
+        "session.timeout.ms": "10000", "heartbeat.interval.ms": "3000", "auto.offset.reset": "earliest",
+        "enable.auto.commit": "false", "isolation.level": "read_committed", "fetch.min.bytes": "1",
+        "fetch.max.wait.ms": "500", "fetch.max.bytes": "52428800", "max.partition.fetch.bytes": "1048576",
+        "receive.buffer.bytes": "-1", "send.buffer.bytes": "131072", "security.protocol": "PLAINTEXT",
+        "reconnect.backoff.ms": "50", "reconnect.backoff.max.ms": "1000", "retry.backoff.ms": "100",
+        "metadata.max.age.ms": "300000", "connections.max.idle.ms": "540000", "group.id": "connect",
+        "partition.assignment.strategy": "org.apache.kafka.clients.consumer.RangeAssignor",
+        "config.storage.topic": "c", "rest.port": "8083", "metric.reporters": "", "client.dns.lookup":
+        "use_all_dns_ips", "allow.auto.create.topics": "false", "check.crcs": "true",
+    }
+    Producer(producer_config(worker)).flush(0)
+    Consumer(consumer_config(worker)).close()
+    AdminClient(dict[str, Any](admin_config(worker)))
+
+
+def test_new_clients_default_to_no_auto_topic_creation(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[dict[str, Any]] = []
+    monkeypatch.setattr(factory, "Consumer", lambda config: seen.append(config))
+    monkeypatch.setattr(factory, "AdminClient", lambda config: seen.append(config))
+    factory.new_consumer({"group.id": "g"})
+    factory.new_admin({})
+    factory.new_admin({"allow.auto.create.topics": "true"})
+    assert seen == [{"allow.auto.create.topics": "false", "group.id": "g"},
+                    {"allow.auto.create.topics": "false"}, {"allow.auto.create.topics": "true"}]
