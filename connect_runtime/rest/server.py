@@ -52,11 +52,17 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 class RestServer:
-    """One HTTP listener serving ``app``; start() and stop() are idempotent and bounded in time."""
+    """One HTTP listener serving ``app``; start() and stop() are idempotent and bounded in time.
 
-    def __init__(self, app: ASGIApp, listeners: str = DEFAULT_LISTENERS, advertised_url: str | None = None,
-                 *, start_timeout_s: float = 30.0, stop_timeout_s: float = 10.0) -> None:
-        self._app = app
+    A herder must know its own URL before the app that serves it exists (Connect initialises its
+    RestServer before the herder for the same reason), so ``app`` may be None at construction:
+    ``bind()`` reserves the port and makes ``.url`` known, then set ``.app`` and ``start()``.
+    """
+
+    def __init__(self, app: ASGIApp | None = None, listeners: str = DEFAULT_LISTENERS,
+                 advertised_url: str | None = None, *, start_timeout_s: float = 30.0,
+                 stop_timeout_s: float = 10.0) -> None:
+        self.app = app
         self._host, self._requested_port = parse_listener(listeners)
         self._advertised_url = advertised_url.rstrip("/") if advertised_url else None
         self._start_timeout_s = start_timeout_s
@@ -82,13 +88,22 @@ class RestServer:
             host = f"[{host}]"
         return f"http://{host}:{self.port}"
 
+    def bind(self) -> RestServer:
+        """Reserve the listening socket (idempotent); ``.port`` and ``.url`` are known afterwards."""
+        if self._socket is None:
+            self._socket = _bind(self._host, self._requested_port)
+            self._port = int(self._socket.getsockname()[1])
+        return self
+
     def start(self) -> RestServer:
+        """Serve ``app`` on the bound socket; returns once uvicorn accepts connections."""
         if self._server is not None:
             return self
-        sock = _bind(self._host, self._requested_port)
-        self._socket = sock
-        self._port = int(sock.getsockname()[1])
-        config = uvicorn.Config(self._app, log_config=None, access_log=False, lifespan="on",
+        if self.app is None:
+            raise ConnectError("RestServer.start() needs an app")
+        sock = self.bind()._socket
+        assert sock is not None
+        config = uvicorn.Config(self.app, log_config=None, access_log=False, lifespan="on",
                                 timeout_graceful_shutdown=max(1, int(self._stop_timeout_s / 2)))
         server = uvicorn.Server(config)
         self._server = server

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from connect_runtime.api.errors import ConfigError, ConnectError
@@ -43,3 +44,23 @@ def test_advertised_url_wins_and_port_in_use_fails_fast() -> None:
 def test_port_before_start_is_an_error() -> None:
     with pytest.raises(ConnectError, match="not started"):
         _ = RestServer(create_app(FakeHerder()), "http://127.0.0.1:0").port
+
+
+def test_bind_first_then_give_the_app() -> None:
+    server = RestServer(None, "http://127.0.0.1:0").bind()
+    try:
+        url = server.url  # known before the herder (which needs it) and its app exist
+        server.app = create_app(FakeHerder(worker=url))
+        server.start()
+        assert server.url == url
+        with httpx.Client(trust_env=False) as client:
+            assert client.get(url + "/connectors").json() == []
+    finally:
+        server.stop()
+
+
+def test_start_without_app_is_an_error() -> None:
+    server = RestServer(None, "http://127.0.0.1:0")
+    with pytest.raises(ConnectError, match="needs an app"):
+        server.start()
+    server.stop()
