@@ -279,10 +279,8 @@ class TopicAdmin:
         partitions = []
         for (topic, partition), value in offsets.items():
             offset, metadata = value if isinstance(value, tuple) else (value, None)
-            tp = TopicPartition(topic, partition, offset)
-            if metadata is not None:
-                tp.metadata = metadata
-            partitions.append(tp)
+            partitions.append(TopicPartition(topic, partition, offset) if metadata is None
+                              else TopicPartition(topic, partition, offset, metadata))
         with map_kafka_errors(f"altering offsets of group {group}"):
             futures = self._client.alter_consumer_group_offsets(
                 [ConsumerGroupTopicPartitions(group, partitions)], request_timeout=self._timeout_s)
