@@ -15,7 +15,14 @@ import sys
 from typing import Any
 
 from connect_runtime.api.errors import ConfigError
-from mirror.client.mirror_client import DEFAULT_TIMEOUT_S, MirrorClient
+from connect_runtime.clients.factory import ClientKind, translate
+from mirror.client.mirror_client import (
+    ADMIN_CLIENT_PREFIX,
+    CONSUMER_CLIENT_PREFIX,
+    DEFAULT_TIMEOUT_S,
+    MirrorClient,
+    is_connection_key,
+)
 from mirror.client.models import OffsetAndMetadata, TopicPartition
 
 
@@ -62,7 +69,30 @@ def _client_config(path: str, source: str, target: str) -> dict[str, str]:
             )
     if source == target:
         raise ConfigError("--source and --target must be different clusters")
-    return config.client_config(target)
+    return mirror_client_config(config.client_config(target))
+
+
+def mirror_client_config(raw: dict[str, str]) -> dict[str, str]:
+    """A MirrorClient config from ``MirrorMakerConfig.client_config``: Java client keys made librdkafka's.
+
+    ``mm2.properties`` speaks Java (``ssl.truststore.location``, ``sasl.jaas.config``); librdkafka would
+    refuse those keys. Each internal client's Java properties (connection keys overlaid with its
+    ``admin.``/``consumer.`` keys, as ``MirrorClientConfig`` builds them) go through the runtime's client
+    translation and come back under the same prefix; the policy keys are kept as they are.
+    """
+    config = {k: v for k, v in raw.items() if k.startswith("replication.policy.")}
+    connection = {k: v for k, v in raw.items() if is_connection_key(k)}
+    kinds: tuple[tuple[str, ClientKind], ...] = (
+        (ADMIN_CLIENT_PREFIX, "admin"),
+        (CONSUMER_CLIENT_PREFIX, "consumer"),
+    )
+    for prefix, kind in kinds:
+        java = dict(connection)
+        java.update(
+            {k[len(prefix) :]: v for k, v in raw.items() if k.startswith(prefix) and len(k) > len(prefix)}
+        )
+        config.update({prefix + k: v for k, v in translate(java, kind).items()})
+    return config
 
 
 def rows(offsets: dict[TopicPartition, OffsetAndMetadata]) -> list[dict[str, Any]]:

@@ -63,13 +63,14 @@ class _TopicLister(Protocol):
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any: ...
 
 
-def _is_connection_key(key: str) -> bool:
+def is_connection_key(key: str) -> bool:
+    """A connection/security key (Java ``MirrorClientConfig.CLIENT_CONFIG_DEF``, plus ``client.id``)."""
     return key in _CONNECTION_KEYS or key.startswith(_CONNECTION_PREFIXES)
 
 
 def client_config(config: Mapping[str, str], prefix: str) -> dict[str, str]:
     """The librdkafka config for one internal client: connection keys overlaid with ``prefix`` keys."""
-    result = {key: str(value) for key, value in config.items() if _is_connection_key(key)}
+    result = {key: str(value) for key, value in config.items() if is_connection_key(key)}
     for key, value in config.items():
         if key.startswith(prefix) and len(key) > len(prefix):
             result[key[len(prefix) :]] = str(value)
@@ -152,7 +153,7 @@ class MirrorClient:
         ignored = sorted(
             k
             for k in config
-            if not _is_connection_key(k)
+            if not is_connection_key(k)
             and not k.startswith(
                 (ADMIN_CLIENT_PREFIX, CONSUMER_CLIENT_PREFIX, PRODUCER_CLIENT_PREFIX, "replication.policy.")
             )
