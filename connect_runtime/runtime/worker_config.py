@@ -144,6 +144,15 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
               "How long to wait for tasks to stop gracefully.", at_least(0), _CONNECT),
 ])
 
+#: Worker settings that are not client settings: kept away from the client factory (which would log
+#: each as "not a librdkafka property"). Group timeouts belong to the membership client, not to these.
+_WORKER_ONLY_KEYS = DISTRIBUTED_CONFIG_DEF.names() - {BOOTSTRAP_SERVERS, CLIENT_ID}
+_WORKER_ONLY_PREFIXES = ("config.providers.", "rest.", "key.converter", "value.converter", "header.converter",
+                         "internal.", "plugin.", "admin.listeners", "worker.", "inter.worker.", "metric",
+                         "connector.client.config.override.policy", "topic.creation.", "access.control.",
+                         "response.http.headers.")
+
+
 @dataclass(frozen=True)
 class Listener:
     """One parsed ``listeners`` entry: ``http://host:port`` (empty host = all interfaces)."""
@@ -198,7 +207,8 @@ class DistributedWorkerConfig:
         client factory renames or drops what librdkafka does not understand. ``suffix`` is appended
         to the client id so that the worker's clients are told apart in broker logs.
         """
-        props = dict(self.originals)
+        props = {k: v for k, v in self.originals.items()
+                 if k not in _WORKER_ONLY_KEYS and not k.startswith(_WORKER_ONLY_PREFIXES)}
         props[BOOTSTRAP_SERVERS] = ",".join(self.values[BOOTSTRAP_SERVERS])
         props[CLIENT_ID] = self.client_id_prefix + (f"-{suffix}" if suffix else "")
         return factory.translate(factory.client_properties(props, role + "."), role)

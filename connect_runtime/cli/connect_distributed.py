@@ -1,0 +1,256 @@
+"""``connect-distributed worker.properties``: one worker of a Connect cluster (Kafka's ConnectDistributed).
+
+Usage::
+
+    connect-distributed worker.properties [--log-level LEVEL] [--log-config FILE]
+
+    --log-level LEVEL   DEBUG, INFO, WARNING, ERROR or CRITICAL       env CONNECT_LOG_LEVEL
+    --log-config FILE   logging config (YAML dictConfig or .ini)      env CONNECT_LOG_CONFIG
+
+Exit codes: 0 stopped cleanly (SIGTERM/SIGINT), 1 failed while running, 2 bad usage or an invalid
+worker.properties (one ``error: <file>:<line>: <message>`` line, no traceback), 3 failed to start.
+
+Start order: the REST server binds first, because the worker id (``<advertised host>:<port>``, what
+status records carry) needs the bound port when ``listeners`` asks for port 0; until the herder exists
+it answers 503. Then the stores, the Worker and the DistributedHerder (a sole group member for now)
+start; ``/health`` says "starting" until the stores are read and the first assignment is applied.
+
+Shutdown (SIGTERM/SIGINT) is bounded: tasks get ``task.shutdown.graceful.timeout.ms`` to stop and
+commit their offsets, then the stores are closed and the REST server stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import logging.config
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import configargparse
+import prometheus_client
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from connect_runtime.api.config_provider import build_providers, resolve
+from connect_runtime.api.errors import ConfigError, ConnectError
+from connect_runtime.api.properties import PropertiesFile, load_properties
+from connect_runtime.clients.admin import TopicAdmin
+from connect_runtime.metrics import ConnectMetrics
+from connect_runtime.rest.app import create_app
+from connect_runtime.rest.server import RestServer
+from connect_runtime.runtime import worker_config as wc
+from connect_runtime.runtime.distributed_herder import DistributedHerder
+from connect_runtime.runtime.membership import SoleMember
+from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.status_writer import StatusWriter
+from connect_runtime.runtime.worker import Worker
+from connect_runtime.storage.config_store import KafkaConfigStore
+from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore
+from connect_runtime.storage.status_store import KafkaStatusStore
+
+logger = logging.getLogger(__name__)
+
+PROG = "connect-distributed"
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_START_FAILURE = 0, 1, 2, 3
+LOG_FORMAT = "%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s"
+_STOP_MARGIN_S = 15.0
+
+
+class _LateApp:
+    """Serves 503 until the real app is set; lets the server bind (and fix the worker id) first."""
+
+    def __init__(self) -> None:
+        self.target: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                kind = message["type"].rsplit(".", 1)[-1]
+                await send({"type": f"lifespan.{kind}.complete"})
+                if kind == "shutdown":
+                    return
+        if self.target is not None:
+            await self.target(scope, receive, send)
+            return
+        body = b'{"error_code":503,"message":"Worker is still starting up."}'
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+def build_parser() -> configargparse.ArgumentParser:
+    parser = configargparse.ArgumentParser(
+        prog=PROG, description="Run a Kafka Connect distributed worker.",
+        epilog="exit codes: 0 stopped cleanly, 1 failed while running, 2 bad input, 3 failed to start")
+    parser.add_argument("config", metavar="worker.properties", help="the worker configuration file")
+    parser.add_argument("--log-level", env_var="CONNECT_LOG_LEVEL", type=_log_level, default=None,
+                        help="root log level (default INFO)")
+    parser.add_argument("--log-config", env_var="CONNECT_LOG_CONFIG", default=None,
+                        help="logging configuration file: YAML dictConfig or .ini fileConfig")
+    return parser
+
+
+def _log_level(value: str) -> str:
+    level = value.strip().upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise argparse.ArgumentTypeError(f"expected DEBUG, INFO, WARNING, ERROR or CRITICAL, got {value!r}")
+    return level
+
+
+def configure_logging(level: str | None, config_path: str | None) -> None:
+    if config_path is None:
+        logging.basicConfig(level=level or "INFO", format=LOG_FORMAT, stream=sys.stderr)
+        return
+    path = Path(config_path)
+    try:
+        if path.suffix in (".yaml", ".yml", ".json"):
+            import yaml
+
+            with path.open(encoding="utf-8") as fh:
+                logging.config.dictConfig(yaml.safe_load(fh))
+        else:
+            logging.config.fileConfig(path, disable_existing_loggers=False)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read logging config: {exc.strerror or exc}") from exc
+    except Exception as exc:  # yaml and configparser errors share no base class
+        raise ConfigError(f"{path}: invalid logging config: {exc}") from exc
+    if level:
+        logging.getLogger().setLevel(level)
+
+
+def load_worker_config(path: str) -> tuple[wc.DistributedWorkerConfig, dict[str, Any]]:
+    """Read, resolve (config providers) and validate ``worker.properties``.
+
+    Raises ConfigError whose message starts with ``<file>:<line>:`` when the key is in the file.
+    """
+    props = load_properties(path)
+    try:
+        providers = build_providers(props)
+        resolved = resolve(props, providers)
+        return wc.DistributedWorkerConfig(resolved), dict(providers)
+    except ConfigError as exc:
+        raise ConfigError(f"{_where(props, exc.key)}: {exc}", exc.key) from exc
+
+
+def _where(props: PropertiesFile, key: str | None) -> str:
+    return props.location(key)
+
+
+def _cluster_id(config: wc.DistributedWorkerConfig) -> str | None:
+    try:
+        admin = TopicAdmin(config.admin_config("cluster-id"))
+        return str(admin.client.describe_cluster(request_timeout=10).result(timeout=15).cluster_id)
+    except Exception as exc:  # the id is informational (GET /); never fatal
+        logger.warning("Could not look up the Kafka cluster id: %s", exc)
+        return None
+
+
+class ConnectDistributed:
+    """The assembled worker process: REST server, stores, Worker, herder."""
+
+    def __init__(self, config: wc.DistributedWorkerConfig, providers: dict[str, Any]) -> None:
+        self.config = config
+        self.providers = providers
+        self.registry = prometheus_client.CollectorRegistry()
+        self.app = _LateApp()
+        listeners = ",".join(f"{lst.scheme}://{lst.host}:{lst.port}" for lst in config.listeners)
+        self.rest = RestServer(self.app, listeners)
+        self.herder: DistributedHerder | None = None
+
+    def start(self, timeout_s: float = 120.0) -> None:
+        config = self.config
+        self.rest.start()
+        listener = config.listeners[0]
+        logger.info("REST server listening on http://%s:%d", listener.host or "0.0.0.0", self.rest.port)
+        worker_id = wc.worker_id(config, self.rest.port)
+        url = wc.advertised_url(config, self.rest.port)
+
+        def clients(suffix: str) -> dict[str, Any]:
+            return {"producer_config": config.producer_config(suffix),
+                    "consumer_config": config.consumer_config(suffix),
+                    "admin_config": config.admin_config(suffix)}
+
+        status_store = KafkaStatusStore(config[wc.STATUS_TOPIC], partitions=config[wc.STATUS_PARTITIONS],
+                                        replication_factor=config[wc.STATUS_RF], **clients("statuses"))
+        config_store = KafkaConfigStore(config[wc.CONFIG_TOPIC], replication_factor=config[wc.CONFIG_RF],
+                                        **clients("configs"))
+        offset_store = KafkaOffsetStore(config[wc.OFFSET_TOPIC], partitions=config[wc.OFFSET_PARTITIONS],
+                                        replication_factor=config[wc.OFFSET_RF], **clients("offsets"))
+        status_writer = StatusWriter(status_store, worker_id)
+        plugins = Plugins()
+        providers = self.providers
+        metrics = ConnectMetrics.create(self.registry)
+        worker = Worker(worker_id, offset_store, plugins, metrics, status_writer, config.producer_config(),
+                        offset_flush_interval_ms=config[wc.OFFSET_FLUSH_INTERVAL_MS],
+                        task_shutdown_timeout_ms=config[wc.TASK_SHUTDOWN_TIMEOUT_MS],
+                        config_transformer=lambda c: resolve(c, providers),
+                        offset_flush_timeout_ms=config[wc.OFFSET_FLUSH_TIMEOUT_MS])
+        self.herder = DistributedHerder(
+            worker_id=worker_id, worker=worker, plugins=plugins, config_store=config_store,
+            status_store=status_store, offset_store=offset_store,
+            membership=SoleMember(url, status_store.max_generation), status_writer=status_writer,
+            kafka_cluster_id=_cluster_id(config), request_timeout_s=config[wc.REST_REQUEST_TIMEOUT_MS] / 1000,
+            task_shutdown_timeout_s=config[wc.TASK_SHUTDOWN_TIMEOUT_MS] / 1000, start_timeout_s=timeout_s)
+        self.app.target = create_app(self.herder, registry=self.registry)
+        self.herder.start()
+        if not self.herder.wait_until_ready(timeout_s):
+            raise ConnectError(f"Worker did not start within {timeout_s:.0f}s")
+        logger.info("Worker %s started (group %s), advertised as %s", worker_id, config.group_id, url)
+
+    def failed(self) -> bool:
+        return self.herder is not None and self.herder.health().status == "unhealthy"
+
+    def stop(self) -> None:
+        if self.herder is not None:
+            self.herder.stop(self.config[wc.TASK_SHUTDOWN_TIMEOUT_MS] / 1000 + _STOP_MARGIN_S)
+        self.rest.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        configure_logging(args.log_level, args.log_config)
+        config, providers = load_worker_config(args.config)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        logger.info("Received %s, shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    process = ConnectDistributed(config, providers)
+    try:
+        process.start()
+    except Exception as exc:
+        logger.debug("start failed", exc_info=True)
+        print(f"error: failed to start: {exc}", file=sys.stderr)
+        process.stop()
+        return EXIT_START_FAILURE
+    code = EXIT_OK
+    while not stop.wait(1.0):
+        if process.failed():
+            print("error: the herder failed; see the log", file=sys.stderr)
+            code = EXIT_FAILURE
+            break
+    process.stop()
+    logger.info("connect-distributed stopped")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
