@@ -93,6 +93,31 @@ _LIST_SPLIT = re.compile(r"\s*,\s*")
 Validator = Callable[[str, Any], None]
 
 
+def _parse_string(name: str, type_: Type, value: str) -> Any:
+    raw = value.strip()
+    if type_ is Type.BOOLEAN:
+        if raw.lower() in ("true", "false"):
+            return raw.lower() == "true"
+        raise ConfigError(f"Invalid value {value!r} for configuration {name}: expected true or false", name)
+    if type_ in (Type.INT, Type.LONG):
+        lo, hi = _INT32 if type_ is Type.INT else _INT64
+        try:
+            parsed = int(raw)
+        except ValueError:
+            raise ConfigError(f"Invalid value {value!r} for configuration {name}: expected an integer", name) from None
+        if not lo <= parsed <= hi:
+            raise ConfigError(f"Invalid value {value!r} for configuration {name}: out of range", name)
+        return parsed
+    if type_ is Type.DOUBLE:
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(f"Invalid value {value!r} for configuration {name}: expected a number", name) from None
+    if type_ is Type.LIST:
+        return [] if raw == "" else _LIST_SPLIT.split(raw)
+    return raw
+
+
 def parse_value(name: str, type_: Type, value: Any) -> Any:
     """Parse one raw value (usually a string) into its typed form, Kafka-style.
 
@@ -103,42 +128,18 @@ def parse_value(name: str, type_: Type, value: Any) -> Any:
     if type_ is Type.PASSWORD:
         return value if isinstance(value, Password) else Password(str(value))
     if isinstance(value, str):
-        raw = value.strip()
-        if type_ is Type.BOOLEAN:
-            if raw.lower() in ("true", "false"):
-                return raw.lower() == "true"
-            raise ConfigError(f"Invalid value {value!r} for configuration {name}: expected true or false", name)
-        if type_ in (Type.INT, Type.LONG):
-            lo, hi = _INT32 if type_ is Type.INT else _INT64
-            try:
-                parsed = int(raw)
-            except ValueError:
-                raise ConfigError(
-                    f"Invalid value {value!r} for configuration {name}: expected an integer", name
-                ) from None
-            if not lo <= parsed <= hi:
-                raise ConfigError(f"Invalid value {value!r} for configuration {name}: out of range", name)
-            return parsed
-        if type_ is Type.DOUBLE:
-            try:
-                return float(raw)
-            except ValueError:
-                raise ConfigError(
-                    f"Invalid value {value!r} for configuration {name}: expected a number", name
-                ) from None
-        if type_ is Type.LIST:
-            return [] if raw == "" else _LIST_SPLIT.split(raw)
-        return raw
-    if type_ is Type.BOOLEAN and isinstance(value, bool):
+        return _parse_string(name, type_, value)
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if (type_ is Type.BOOLEAN and isinstance(value, bool)) or (type_ in (Type.INT, Type.LONG) and is_int):
         return value
-    if type_ in (Type.INT, Type.LONG) and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if type_ is Type.DOUBLE and isinstance(value, (int, float)) and not isinstance(value, bool):
+    if type_ is Type.DOUBLE and (is_int or isinstance(value, float)):
         return float(value)
     if type_ is Type.LIST and isinstance(value, (list, tuple)):
         return [str(v) for v in value]
-    if type_ in (Type.STRING, Type.CLASS):
-        return value if type_ is Type.CLASS else str(value)
+    if type_ is Type.CLASS:
+        return value
+    if type_ is Type.STRING:
+        return str(value)
     raise ConfigError(f"Invalid value {value!r} for configuration {name}: expected {type_.value}", name)
 
 
@@ -256,7 +257,7 @@ class ConfigDef:
     def merge(self, other: ConfigDef) -> ConfigDef:
         """A new ConfigDef with this one's keys, then ``other``'s (later definitions win)."""
         merged = ConfigDef(self._keys.values())
-        for key in other.keys():
+        for key in other.keys():  # noqa: SIM118 - ConfigDef.keys() returns ConfigKeys
             merged.add(key)
         return merged
 

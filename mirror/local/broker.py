@@ -104,7 +104,7 @@ class LocalBroker:
                 admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 2000})
                 admin.list_topics(timeout=2)
                 return
-            except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
+            except Exception as exc:
                 last = exc
                 time.sleep(0.05)
         self.stop()

@@ -34,7 +34,7 @@ def wait_until(predicate: Callable[[], T], timeout_s: float = 30.0, message: str
             result = predicate()
             if result:
                 return result
-        except Exception as exc:  # noqa: BLE001 - retried until the deadline, reported on timeout
+        except Exception as exc:
             last_exc = exc
         if time.monotonic() >= deadline:
             detail = f" (last error: {last_exc!r})" if last_exc else ""
