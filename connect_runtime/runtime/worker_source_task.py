@@ -154,6 +154,8 @@ class WorkerSourceTask:
         self._thread: threading.Thread | None = None
         self._producer: Producer | None = None
         self._submitted = SubmittedRecords(self._on_delivery)
+        # Building RecordMetadata for the base class's no-op commit_record is pure overhead: skip it.
+        self._wants_commit_record = type(task).commit_record is not SourceTask.commit_record
         self._unreported_writes = 0
         #: The last poll batch while part of it is still to be sent (cap reached or queue full).
         self._batch: list[SourceRecord] | None = None
@@ -332,6 +334,8 @@ class WorkerSourceTask:
             return
         self._submitted.ack(sub)
         self._unreported_writes += 1
+        if not self._wants_commit_record:
+            return
         ts_type, ts = message.timestamp()
         metadata = RecordMetadata(message.topic(), message.partition(), message.offset(),
                                   ts if ts_type else None)
