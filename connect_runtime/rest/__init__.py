@@ -1,1 +1,11 @@
+"""The Kafka-Connect-compatible REST API (reference §11, KIP-710 internal endpoints §2.4).
 
+``create_app`` builds the Starlette app for one herder (at the root) or many (each under its
+namespace); ``RestServer`` serves it with uvicorn on a background thread.
+"""
+
+from connect_runtime.rest.app import create_app, encode_namespace_element, namespace_path
+from connect_runtime.rest.internal import InternalHerder, sign
+from connect_runtime.rest.server import RestServer
+
+__all__ = ["InternalHerder", "RestServer", "create_app", "encode_namespace_element", "namespace_path", "sign"]

@@ -11,6 +11,7 @@ the cluster is rebalancing, so the answer is 409. Two hops bound the chase durin
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from urllib.parse import urlencode
 
@@ -43,17 +44,20 @@ class Forwarder:
     def __init__(self, timeout_s: float = DEFAULT_FORWARD_TIMEOUT_S) -> None:
         self._timeout_s = timeout_s
         self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
 
     def _http(self) -> httpx.Client:
         # Created lazily: most workers never forward, and an unused client still holds a pool.
-        if self._client is None:
-            self._client = httpx.Client(timeout=self._timeout_s, follow_redirects=False, trust_env=False)
-        return self._client
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(timeout=self._timeout_s, follow_redirects=False, trust_env=False)
+            return self._client
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
     def forward(self, call: Call, exc: RequestTargetError,
                 copy_headers: Sequence[str] = PUBLIC_FORWARD_HEADERS) -> Response:
