@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import warnings
 from collections.abc import Iterator
 
@@ -28,6 +29,13 @@ def client(herder: FakeHerder) -> Iterator[TestClient]:
     # raise_server_exceptions: any exception escaping the app fails the test (the app must map them all)
     with TestClient(create_app(herder), raise_server_exceptions=True) as test_client:
         yield test_client
+
+
+def unreachable_url() -> str:
+    """A loopback URL nobody listens on (a port just released by the OS), for failed forwards."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 MIRROR_SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"

@@ -16,7 +16,7 @@ from connect_runtime.api.errors import NotLeaderError
 from connect_runtime.rest.app import create_app, encode_namespace_element, namespace_path
 from connect_runtime.runtime.herder import WorkerHealth
 
-from .conftest import source_config
+from .conftest import source_config, unreachable_url
 from .fake_herder import FakeHerder
 
 
@@ -169,7 +169,7 @@ def test_slow_herder_call_times_out_with_500() -> None:
 
 def test_request_log_has_no_bodies(caplog: pytest.LogCaptureFixture) -> None:
     herder = FakeHerder()
-    herder.fail("patch_connector_config", NotLeaderError("not leader", target_url="http://127.0.0.1:9"))
+    herder.fail("patch_connector_config", NotLeaderError("not leader", target_url=unreachable_url()))
     with caplog.at_level(logging.DEBUG, logger="connect_runtime"), TestClient(create_app(herder)) as client:
         created = client.put("/connectors/src/config", json=source_config(**{"sasl.jaas.config": "hunter2"}))
         forwarded = client.patch("/connectors/src/config", json={"ssl.key.password": "hunter3"})

@@ -19,7 +19,7 @@ from connect_runtime.api.errors import (
 )
 from connect_runtime.rest.forwarding import CONFLICT_MESSAGE, NO_LEADER_MESSAGE
 
-from .conftest import MIRROR_SOURCE, source_config
+from .conftest import MIRROR_SOURCE, source_config, unreachable_url
 from .fake_herder import FakeHerder
 
 #: (method, path) of every public endpoint that takes a JSON body.
@@ -192,6 +192,5 @@ def test_not_leader_on_last_hop_is_409(client: TestClient, herder: FakeHerder) -
 
 
 def test_unreachable_leader_is_500_with_io_message(client: TestClient, herder: FakeHerder) -> None:
-    # Port 9 (discard) on loopback is closed: the forward fails to connect
-    herder.fail("stop_connector", NotLeaderError("not the leader", target_url="http://127.0.0.1:9"))
+    herder.fail("stop_connector", NotLeaderError("not the leader", target_url=unreachable_url()))
     assert_error(client.put("/connectors/src/stop"), 500, "IO Error trying to forward REST request")
