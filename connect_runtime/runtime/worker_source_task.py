@@ -19,6 +19,8 @@ Guarantees, and how they are kept:
   caps throughput at one round trip per batch. A user who disables idempotence gets Java's
   ``max.in.flight.requests.per.connection=1`` instead. ``message.timeout.ms=0`` (never time out) copies
   Connect's ``delivery.timeout.ms=Integer.MAX_VALUE``: a slow target stalls the task, it never drops.
+* **A RetriableError from ``task.poll()`` is retried**; any other exception from ``start``/``poll``
+  fails the task (FAILED with the trace), as Java does.
 * **Any delivery error fails the task** (``errors.tolerance=none``): librdkafka already retried the
   retriable ones, so a report with an error is final for that record, and skipping it would commit
   past a hole.
@@ -44,7 +46,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
-from connect_runtime.api.errors import ConnectError
+from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.api.records import RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask
@@ -70,6 +72,7 @@ PRODUCER_DEFAULTS: Mapping[str, str] = {
 
 _IDLE_POLL_S = 0.05
 _EMPTY_POLL_WAIT_S = 0.005
+_RETRY_BACKOFF_S = 0.1
 
 
 def task_producer_config(base: Mapping[str, str], task: ConnectorTaskId) -> dict[str, str]:
@@ -257,7 +260,7 @@ class WorkerSourceTask:
                 if self.state != "RUNNING":
                     self._report("RUNNING")
                 if not self._batch:
-                    records = task.poll()
+                    records = self._poll(task)
                     if records:
                         polled.inc(len(records))
                         self._batch, self._batch_pos = records, 0
@@ -277,6 +280,15 @@ class WorkerSourceTask:
                 self._commit_requested = False
                 self._commit_offsets()
                 next_commit = time.monotonic() + self._flush_interval_s
+
+    def _poll(self, task: SourceTask) -> list[SourceRecord] | None:
+        """``task.poll()``; a RetriableError is logged and the poll retried later (as in Java)."""
+        try:
+            return task.poll()
+        except RetriableError as exc:
+            logger.warning("%s poll failed, will retry: %s", self.id, exc)
+            self._stopping.wait(_RETRY_BACKOFF_S)
+            return None
 
     def _send(self, producer: Producer) -> None:
         """Produce the pending poll batch until it is done, the outstanding cap is reached or the

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from connect_runtime.api.errors import ConfigError, RetriableError
 from connect_runtime.api.records import RecordMetadata, SourceRecord
 from connect_runtime.testing.harness import InMemoryOffsetStore, run_source_task
 from connect_runtime.testing.sequence_source import SequenceSourceTask
@@ -54,6 +55,23 @@ class FailingTask(SequenceSourceTask):
         if self._next_seq >= self.fail_at:
             raise RuntimeError(f"boom at seq {self._next_seq}")
         return super().poll()
+
+
+class HiccupTask(SequenceSourceTask):
+    """Raises RetriableError from its first ``hiccups`` polls, then behaves."""
+
+    hiccups = 3
+
+    def poll(self) -> list[SourceRecord] | None:
+        if self.hiccups > 0:
+            self.hiccups -= 1
+            raise RetriableError("source leader moved")
+        return super().poll()
+
+
+class BrokenStartTask(SequenceSourceTask):
+    def start(self, config: Mapping[str, str]) -> None:
+        raise ConfigError("bad source.cluster.bootstrap.servers", "source.cluster.bootstrap.servers")
 
 
 class CheckingStore(InMemoryOffsetStore):
@@ -120,6 +138,24 @@ def test_poll_failure_reports_failed_with_trace_commits_acked_and_restarts(clust
         wait_until(lambda: run.records_written() == 300, 60, "300 more records acknowledged")
         assert run.state() == "RUNNING"
     assert seqs_in(cluster_a.bootstrap, topic, expect=800) == list(range(800))
+
+
+def test_retriable_poll_error_is_retried_not_fatal(cluster_a: Cluster) -> None:
+    topic = create_topic(cluster_a.bootstrap, unique("wst-retry"))
+    task = HiccupTask()
+    with run_source_task(task, config(topic, max_records=100), bootstrap_servers=cluster_a.bootstrap) as run:
+        wait_until(lambda: run.records_written() == 100, 30, "100 records written after the hiccups")
+        assert task.hiccups == 0
+        assert [e.state for e in run.listener.events] == ["RUNNING"]
+
+
+def test_start_failure_reports_failed_with_its_trace(cluster_a: Cluster) -> None:
+    with run_source_task(BrokenStartTask, config("unused"), bootstrap_servers=cluster_a.bootstrap,
+                         wait_running_s=None) as run:
+        run.wait_for_state("FAILED")
+        assert "ConfigError: bad source.cluster.bootstrap.servers" in (run.trace() or "")
+    assert not run.worker_task.is_alive()
+    assert run.records_polled() == 0
 
 
 def test_delivery_error_fails_the_task(cluster_a: Cluster) -> None:
