@@ -29,9 +29,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from confluent_kafka import KafkaError
+from confluent_kafka.admin._acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType
 
 # Imported from the defining modules: confluent_kafka.admin re-exports them without __all__ (mypy strict).
-from confluent_kafka.admin._acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType
+from confluent_kafka.admin._config import ConfigSource
 from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 
 from connect_runtime.api.errors import ConnectError
@@ -93,14 +94,25 @@ def should_replicate_topic(topic: str, policy: ReplicationPolicy, topic_filter: 
     return wanted and not policy.is_internal_topic(topic) and not is_cycle(policy, topic, target_alias)
 
 
+def config_source(entry: TopicConfigEntry) -> str:
+    """The ConfigSource name of an entry; the client may report it as its numeric code (``"5"``)."""
+    source = str(entry.source)
+    if source.isdigit():
+        try:
+            return ConfigSource(int(source)).name
+        except ValueError:
+            return source
+    return source
+
+
 def _is_default(entry: TopicConfigEntry) -> bool:
     # Java's ConfigEntry.isDefault(): the source is DEFAULT_CONFIG. Dynamic broker defaults are *not*
     # defaults here and are copied as topic overrides, as MM2 does.
-    return entry.source == DEFAULT_CONFIG
+    return config_source(entry) == DEFAULT_CONFIG
 
 
 def _replicable(entry: TopicConfigEntry, config_filter: ConfigPropertyFilter) -> bool:
-    return (not entry.read_only and not entry.sensitive and entry.source != STATIC_BROKER_CONFIG
+    return (not entry.read_only and not entry.sensitive and config_source(entry) != STATIC_BROKER_CONFIG
             and entry.value is not None and config_filter.should_replicate_config_property(entry.name))
 
 
@@ -121,7 +133,7 @@ def incremental_config_ops(entries: Iterable[TopicConfigEntry],
     """One topic's incremental alter (Java ``targetConfig(config, incremental=true)`` + SET/DELETE choice)."""
     ops: list[ConfigOp] = []
     for entry in entries:
-        if entry.read_only or entry.sensitive or entry.source == STATIC_BROKER_CONFIG:
+        if entry.read_only or entry.sensitive or config_source(entry) == STATIC_BROKER_CONFIG:
             continue
         if not config_filter.should_replicate_config_property(entry.name):
             continue
