@@ -121,7 +121,7 @@ def measure(args: argparse.Namespace, loader: str, probe: dict[str, Any]) -> dic
            str(probe["probe_slot"])]
     spawned = time.time()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900).stdout
-    result = json.loads(out.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     result["total_s"] = result["ready_at"] - spawned  # fresh process start -> lookup answered
     if result["found"] != {"offset": probe["expected"]}:
         raise SystemExit(f"{loader}: lookup returned {result['found']}, expected offset {probe['expected']}")
