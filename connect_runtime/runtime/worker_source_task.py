@@ -164,7 +164,7 @@ class WorkerSourceTask:
         self._batch: list[SourceRecord] | None = None
         self._batch_pos = 0
         self._closing = False
-        #: Completed offset-commit cycles (``put`` + ``task.commit()``), for callers awaiting a commit.
+        #: Finished offset-commit attempts (successful or not), for callers awaiting a commit.
         self.commit_cycles = 0
         #: First error that fails the task (set on the task thread; read by anyone).
         self.failure: BaseException | None = None
@@ -368,6 +368,7 @@ class WorkerSourceTask:
                 self._metrics.offset_commit_failures.inc()
                 logger.error("%s failed to commit offsets of %d source partitions, will retry: %s",
                              self.id, len(offsets), exc)
+                self.commit_cycles += 1
                 return False
             self._metrics.offset_commit_seconds.observe(time.monotonic() - began)
             logger.debug("%s committed offsets of %d source partitions", self.id, len(offsets))

@@ -7,6 +7,7 @@ repeated seq) are visible in the target topic.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -55,6 +56,22 @@ class FailingTask(SequenceSourceTask):
         if self._next_seq >= self.fail_at:
             raise RuntimeError(f"boom at seq {self._next_seq}")
         return super().poll()
+
+
+class ThreadRecordingTask(SequenceSourceTask):
+    """Notes the thread each commit_record / commit call runs on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: set[str] = set()
+        self.commits = 0
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        self.threads.add(threading.current_thread().name)
+
+    def commit(self) -> None:
+        self.commits += 1
+        self.threads.add(threading.current_thread().name)
 
 
 class HiccupTask(SequenceSourceTask):
@@ -138,6 +155,27 @@ def test_poll_failure_reports_failed_with_trace_commits_acked_and_restarts(clust
         wait_until(lambda: run.records_written() == 300, 60, "300 more records acknowledged")
         assert run.state() == "RUNNING"
     assert seqs_in(cluster_a.bootstrap, topic, expect=800) == list(range(800))
+
+
+def test_failed_offset_commit_is_retried_and_callbacks_run_on_the_task_thread(cluster_a: Cluster) -> None:
+    topic = create_topic(cluster_a.bootstrap, unique("wst-commitfail"))
+    store = InMemoryOffsetStore()
+    store.fail_puts = True
+    task = ThreadRecordingTask()
+    with run_source_task(task, config(topic, max_records=200), offset_store=store,
+                         bootstrap_servers=cluster_a.bootstrap, offset_flush_interval_ms=600_000) as run:
+        wait_until(lambda: run.records_written() == 200, 30, "200 records written")
+        run.commit_now()
+        failures = run.registry.get_sample_value("connect_source_task_offset_commit_failures_total",
+                                                 {"connector": "test-connector", "task": "0"})
+        assert failures == 1
+        assert run.committed(PARTITION) is None
+        assert task.commits == 0  # Java: task.commit() only follows a successful offset commit
+        store.fail_puts = False
+        run.commit_now()
+        assert run.committed(PARTITION) == {"seq": 199}
+        assert task.commits == 1
+    assert task.threads == {"task-test-connector-0"}
 
 
 def test_retriable_poll_error_is_retried_not_fatal(cluster_a: Cluster) -> None:
