@@ -50,7 +50,6 @@ from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundErro
 from connect_runtime.api.task import SourceTask
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
-from connect_runtime.runtime.offset_reader import ConnectorOffsetReader
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import StatusListener, trace_of
 from connect_runtime.runtime.worker_connector import TASK_CLASS, WorkerConnector
@@ -59,6 +58,7 @@ from connect_runtime.runtime.worker_source_task import (
     ProducerFactory,
     WorkerSourceTask,
 )
+from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
 from connect_runtime.storage.offset_store import OffsetStore
 
 logger = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ class Worker:
             resolved = self._resolve(config)
             connector = self.plugins.new_connector(resolved.get(CONNECTOR_CLASS, ""))
             worker_connector = WorkerConnector(name, connector, resolved, self._listener, on_reconfigure,
-                                               ConnectorOffsetReader(self.offset_store, name))
+                                               OffsetStoreReader(self.offset_store, name))
         except Exception as exc:
             logger.error("connector %s could not be created: %s", name, exc)
             self._listener.on_connector_failure(name, trace_of(exc))

@@ -52,9 +52,9 @@ from connect_runtime.api.records import RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.metrics import TaskMetrics
 from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
-from connect_runtime.runtime.offset_reader import ConnectorOffsetReader
 from connect_runtime.runtime.status import StatusListener, trace_of
 from connect_runtime.runtime.submitted_records import SubmittedRecord, SubmittedRecords
+from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
 from connect_runtime.storage.offset_store import OffsetStore
 
 logger = logging.getLogger(__name__)
@@ -226,7 +226,7 @@ class WorkerSourceTask:
                 if self._stopping.is_set():
                     return
             self._producer = self._producer_factory(self._producer_config)
-            reader = ConnectorOffsetReader(self._store, self.id.connector)
+            reader = OffsetStoreReader(self._store, self.id.connector)
             self._task.initialize(_TaskContext(self.id.task, self._worker_id, reader))
             self._task.start(self._config)
             started = True
