@@ -1,0 +1,46 @@
+"""Offset-store logic that needs no broker: MemoryOffsetStore, partition identity, key parsing."""
+
+from __future__ import annotations
+
+from connect_runtime.storage.kafka_offset_store import OffsetStoreReader, connector_of
+from connect_runtime.storage.memory import MemoryOffsetStore, partition_id
+from connect_runtime.storage.offset_store import serialize_key
+
+
+def test_partition_id_ignores_field_order_but_not_types() -> None:
+    assert partition_id({"a": 1, "b": "x"}) == partition_id({"b": "x", "a": 1})
+    assert partition_id({"a": 1}) != partition_id({"a": "1"})
+    assert partition_id({"a": 1}) != partition_id({"a": True})
+
+
+def test_connector_of_reads_the_name_without_parsing_when_it_can() -> None:
+    assert connector_of(serialize_key("MirrorSourceConnector", {"cluster": "a"})) == "MirrorSourceConnector"
+    assert connector_of(serialize_key('we"ird,name', {"p": 1})) == 'we"ird,name'  # escaped: parsed
+    assert connector_of(serialize_key("ünï", {})) == "ünï"
+    assert connector_of(b'["a"]') is None  # not [name, map]
+    assert connector_of(b"not json") is None
+
+
+def test_memory_store_put_get_tombstone_and_isolation() -> None:
+    store = MemoryOffsetStore()
+    store.start()
+    partition = {"cluster": "a", "topic": "t", "partition": 0}
+    offset = {"offset": 5}
+    store.put("c1", [(partition, offset), ({"cluster": "a", "topic": "t", "partition": 1}, {"offset": 6})])
+    offset["offset"] = 99  # the store kept a copy
+    assert store.get("c1", {"partition": 0, "topic": "t", "cluster": "a"}) == {"offset": 5}
+    assert store.get("c2", partition) is None
+
+    got = store.get("c1", partition)
+    assert isinstance(got, dict)
+    got["offset"] = 1  # and hands out copies
+    assert store.get("c1", partition) == {"offset": 5}
+
+    store.put("c1", [(partition, None)])
+    assert store.get("c1", partition) is None
+    assert store.connector_offsets("c1") == [({"cluster": "a", "topic": "t", "partition": 1}, {"offset": 6})]
+    assert store.connectors() == ["c1"]
+    reader = OffsetStoreReader(store, "c1")
+    assert reader.offset(partition) is None
+    assert reader.offsets([{"cluster": "a", "topic": "t", "partition": 1}]) == [
+        ({"cluster": "a", "topic": "t", "partition": 1}, {"offset": 6})]
