@@ -18,6 +18,10 @@ uses the same signal: the log thread seeks every partition to its current positi
 prefetched data and starts new fetches, and librdkafka reports EOF again once a fetch issued *after*
 the seek reaches the high watermark. Records acknowledged before the call are below that watermark.
 
+The consumer keeps librdkafka's default ``isolation.level=read_committed`` unless the caller sets it:
+without transactions it reads the same as read_uncommitted (Java's default), and with transactional
+writers (exactly-once offsets, the fencing leader) aborted and open writes stay invisible.
+
 Partitions are assigned, not subscribed: there is no consumer group. librdkafka still wants a
 ``group.id``, so a unique throwaway id is set and nothing is ever committed.
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from confluent_kafka import Producer
 
-from connect_runtime.api.errors import ConnectError
+from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
 from tests.conftest import Cluster
@@ -192,3 +192,24 @@ def test_transactional_writes_and_fencing(cluster_a: Cluster, logs: list[KafkaBa
         old.send_sync(b"config", b"zombie", timeout_s=10)
     old.read_to_end()
     assert collector.values() == [b"v1", b"v2"]
+
+
+def test_read_to_end_times_out_while_the_broker_hangs_and_recovers(fresh_cluster: Callable[[str], Cluster],
+                                                                   logs: list[KafkaBasedLog]) -> None:
+    cluster = fresh_cluster("hang")
+    assert cluster.broker is not None
+    collector = Collector()
+    log = make_log(cluster, unique("log-hang"), collector, partitions=1)
+    log.start(timeout_s=60)
+    logs.append(log)
+    log.send_sync(b"k", b"before")
+
+    cluster.broker.pause()
+    try:
+        with pytest.raises(RetriableError):
+            log.read_to_end(timeout_s=2)
+    finally:
+        cluster.broker.resume()
+    log.send_sync(b"k", b"after")
+    log.read_to_end(timeout_s=30)
+    assert collector.values() == [b"before", b"after"]
