@@ -121,6 +121,18 @@ def test_sequence_task_writes_every_record_and_commits_the_last_seq(cluster_a: C
     assert seqs_in(cluster_a.bootstrap, topic, expect=5000) == list(range(5000))
 
 
+def test_full_producer_queue_is_waited_out_without_loss_or_reordering(cluster_a: Cluster) -> None:
+    topic = create_topic(cluster_a.bootstrap, unique("wst-queue"))
+    tiny_queue = {"queue.buffering.max.messages": "7"}  # nearly every produce() meets BufferError
+    with run_source_task(SequenceSourceTask, config(topic, max_records=3000, batch_size=500),
+                         producer_config=tiny_queue, bootstrap_servers=cluster_a.bootstrap) as run:
+        wait_until(lambda: run.records_written() == 3000, 60, "3000 records acknowledged")
+        run.commit_now()
+        assert run.committed(PARTITION) == {"seq": 2999}
+        assert run.worker_task.peak_outstanding <= 7 + 1  # the queue, plus the record being offered to it
+    assert seqs_in(cluster_a.bootstrap, topic, expect=3000) == list(range(3000))
+
+
 def test_stop_flushes_and_commits_then_restart_resumes_without_gap_or_duplicate(cluster_a: Cluster) -> None:
     topic = create_topic(cluster_a.bootstrap, unique("wst-stop"))
     store = InMemoryOffsetStore()
