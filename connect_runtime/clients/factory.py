@@ -201,15 +201,20 @@ def _convert(key: str, value: str) -> tuple[str, str] | None:
 def translate(java: Mapping[str, Any], kind: ClientKind) -> dict[str, str]:
     """A librdkafka config for a ``kind`` client from one flat map of Java client properties.
 
-    Values become strings; keys with a None value are skipped. Callables (``error_cb`` ...) pass through.
+    Values become strings; keys with a None value are skipped. The Python client's own keys
+    (``error_cb``, ``logger`` ...) pass through unchanged. Raises ConfigError on an unusable value.
     """
-    plain = {k: _text(v) for k, v in java.items() if v is not None and not callable(v)}
-    out: dict[str, Any] = {k: v for k, v in java.items() if callable(v) and k in props_table.PYTHON_CLIENT}
+    python_only = props_table.PYTHON_CLIENT
+    out: dict[str, Any] = {k: v for k, v in java.items() if k in python_only and v is not None}
+    plain = {k: _text(v) for k, v in java.items() if v is not None and k not in python_only}
     valid = _VALID[kind]
     for key, value in plain.items():
         if key in _SPECIAL:
             continue
-        converted = _convert(key, value)
+        try:
+            converted = _convert(key, value)
+        except ValueError as exc:  # the value is not echoed: it could be a secret under an odd name
+            raise ConfigError(f"Invalid value for client property '{key}'", key) from exc
         if converted is None:
             continue
         new_key, new_value = converted

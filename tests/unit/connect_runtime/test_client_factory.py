@@ -199,3 +199,15 @@ def test_new_clients_default_to_no_auto_topic_creation(monkeypatch: pytest.Monke
     factory.new_admin({"allow.auto.create.topics": "true"})
     assert seen == [{"allow.auto.create.topics": "false", "group.id": "g"},
                     {"allow.auto.create.topics": "false"}, {"allow.auto.create.topics": "true"}]
+
+
+def test_python_client_keys_pass_through_and_bad_numbers_name_the_key() -> None:
+    log = logging.getLogger("librdkafka")
+
+    def on_error(err: Any) -> None:
+        pass
+
+    assert translate({"logger": log, "error_cb": on_error}, "consumer") == {"logger": log, "error_cb": on_error}
+    with pytest.raises(ConfigError) as info:
+        translate({"buffer.memory": "lots"}, "producer")
+    assert info.value.key == "buffer.memory"
