@@ -47,7 +47,7 @@ from confluent_kafka import Producer
 
 from connect_runtime.api.config import redact
 from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
-from connect_runtime.api.task import SourceTask
+from connect_runtime.api.task import SourceTask, Task
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
 from connect_runtime.runtime.plugins import Plugins
@@ -231,11 +231,19 @@ class Worker:
         return self._transform(config) if self._transform is not None else dict(config)
 
     def _new_task(self, connector_config: Mapping[str, str], task_config: Mapping[str, str]) -> SourceTask:
-        """Instantiate the task from ``task.class``, or else from the connector's ``task_class()``."""
+        """Instantiate the task from ``task.class``, or else from the connector's ``task_class()``.
+
+        The fallback also covers task configs written by Java Connect (``task.class`` is then a Java
+        class name such as ``org.apache.kafka.connect.mirror.MirrorSourceTask``).
+        """
         class_name = task_config.get(TASK_CLASS)
+        task_class: type[Task] | None = None
         if class_name:
-            task_class = self.plugins.task_class(class_name)
-        else:
+            try:
+                task_class = self.plugins.task_class(class_name)
+            except NotFoundError:
+                logger.info("task.class %s is not importable; using the connector's task class", class_name)
+        if task_class is None:
             connector_class = self.plugins.connector_class(connector_config.get(CONNECTOR_CLASS, ""))
             task_class = connector_class().task_class()
         task = task_class()

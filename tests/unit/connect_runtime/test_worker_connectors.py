@@ -162,10 +162,21 @@ def test_stop_connector_stops_the_instance_and_reports_unassigned(worker: Worker
     assert listener.state("c") == "UNASSIGNED" and worker.connector_names() == []
 
 
+def test_java_task_class_falls_back_to_the_connector_task_class(worker: Worker,
+                                                               listener: RecordingStatusListener) -> None:
+    task_id = ConnectorTaskId("c", 0)
+    java = {"task.class": "org.apache.kafka.connect.mirror.MirrorSourceTask", "topic": "t"}
+    assert worker.start_task(task_id, {"connector.class": CLASS}, java, TargetState.PAUSED)
+    task = worker.task(task_id)
+    assert task is not None and isinstance(task._task, SequenceSourceTask)
+    worker.stop_tasks([task_id], 10)
+    assert listener.state(task_id) == "UNASSIGNED"
+
+
 def test_task_that_cannot_be_created_reports_failed(worker: Worker,
                                                     listener: RecordingStatusListener) -> None:
     task_id = ConnectorTaskId("c", 0)
-    assert not worker.start_task(task_id, {"connector.class": CLASS}, {"task.class": "nope.Missing"},
+    assert not worker.start_task(task_id, {"connector.class": "nope.Missing"}, {"task.class": "nope.Missing"},
                                  TargetState.STARTED)
     assert listener.state(task_id) == "FAILED"
     assert worker.task_ids() == []
