@@ -30,6 +30,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "mirror.cli.offsets",  # offsets translate
     "mirror.cli.status",
     "mirror.cli.backfill",
+    "mirror.cli.quickstart",
 )
 
 
