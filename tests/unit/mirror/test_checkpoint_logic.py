@@ -1,0 +1,207 @@
+"""Pure rules of the checkpoint connector and task (§6.1, §6.3, §6.5), with fakes at the admin seam."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pytest
+
+from connect_runtime.api.errors import ConnectError, RetriableError
+from mirror.checkpoint.config import MirrorCheckpointConfig
+from mirror.checkpoint.connector import MirrorCheckpointConnector, find_consumer_groups, group_partitions
+from mirror.checkpoint.task import MirrorCheckpointTask, checkpoints_for_group, offsets_to_sync
+from mirror.client.models import Checkpoint, OffsetAndMetadata, TopicPartition
+from mirror.client.replication_policy import DefaultReplicationPolicy
+from mirror.filters import DefaultGroupFilter, DefaultTopicFilter
+from tests.support.mm2 import RecordingConnectorContext, flow_config
+
+
+def test_group_partitions_are_contiguous_with_the_extra_ones_first() -> None:
+    assert group_partitions(["a", "b", "c", "d", "e"], 3) == [["a", "b"], ["c", "d"], ["e"]]
+    assert group_partitions(["a", "b"], 2) == [["a"], ["b"]]
+    assert group_partitions([], 1) == [[]]
+
+
+class GroupsAdmin:
+    def __init__(self, offsets: dict[str, dict[tuple[str, int], tuple[int, str | None]]],
+                 states: dict[str, str] | None = None) -> None:
+        self.offsets = offsets
+        self.states = states or {}
+        self.altered: list[tuple[str, dict[tuple[str, int], Any]]] = []
+        self.alter_error: ConnectError | None = None
+
+    def list_consumer_groups(self) -> list[str]:
+        return sorted(self.offsets)
+
+    def list_consumer_group_offsets(self, groups: Iterable[str]) -> dict[str, dict[tuple[str, int], Any]]:
+        return {g: dict(self.offsets.get(g, {})) for g in groups}
+
+    def describe_consumer_groups(self, groups: Iterable[str]) -> dict[str, str]:
+        return {g: self.states.get(g, "DEAD") for g in groups}
+
+    def alter_consumer_group_offsets(self, group: str, offsets: Mapping[tuple[str, int], Any]) -> None:
+        self.altered.append((group, dict(offsets)))
+        if self.alter_error is not None:
+            raise self.alter_error
+
+
+def test_only_groups_with_offsets_on_accepted_topics_qualify() -> None:
+    admin = GroupsAdmin({
+        "app": {("orders", 0): (5, None)},
+        "other-app": {("unrelated", 0): (1, None)},
+        "both": {("unrelated", 0): (1, None), ("orders", 1): (2, None)},
+        "console-consumer-1": {("orders", 0): (5, None)},  # excluded by the default group filter
+    })
+    groups = find_consumer_groups(admin, DefaultGroupFilter({}), DefaultTopicFilter({"topics": "orders"}))
+    assert groups == {"app", "both"}
+
+
+class FakeConnectorAdmin(GroupsAdmin):
+    def __init__(self, offsets: dict[str, dict[tuple[str, int], tuple[int, str | None]]]) -> None:
+        super().__init__(offsets)
+        self.created: list[str] = []
+
+    def create_topic(self, name: str, *args: Any, **kwargs: Any) -> bool:
+        self.created.append(name)
+        return True
+
+
+def connector_with(offsets: dict[str, dict[tuple[str, int], tuple[int, str | None]]], **config: str
+                   ) -> tuple[MirrorCheckpointConnector, FakeConnectorAdmin]:
+    admin = FakeConnectorAdmin(offsets)
+    connector = MirrorCheckpointConnector(admin_factory=lambda *a, **k: admin)
+    connector.initialize(RecordingConnectorContext())
+    props = flow_config("src", "tgt", "a:1", "b:1", name="MirrorCheckpointConnector",
+                        overrides={"topics": "orders", **config})
+    connector.start(props)
+    return connector, admin
+
+
+def test_connector_creates_checkpoints_topic_and_chunks_groups() -> None:
+    offsets = {f"g{i}": {("orders", 0): (1, None)} for i in range(5)}
+    connector, admin = connector_with(offsets)
+    try:
+        assert admin.created == ["src.checkpoints.internal"]
+        configs = connector.task_configs(3)
+        assert [c["task.assigned.groups"] for c in configs] == ["g0,g1", "g2,g3", "g4"]
+        assert [c["task.index"] for c in configs] == ["0", "1", "2"]
+        assert all(c["source.cluster.alias"] == "src" for c in configs)
+    finally:
+        connector.stop()
+
+
+def test_connector_without_groups_or_disabled_has_no_tasks() -> None:
+    connector, _ = connector_with({})
+    try:
+        assert connector.task_configs(3) == []
+    finally:
+        connector.stop()
+    disabled, admin = connector_with({"g": {("orders", 0): (1, None)}}, enabled="false")
+    assert disabled.task_configs(3) == [] and admin.created == []
+    no_emit, _ = connector_with({"g": {("orders", 0): (1, None)}}, **{"emit.checkpoints.enabled": "false"})
+    try:
+        assert no_emit.task_configs(3) == []
+    finally:
+        no_emit.stop()
+
+
+def test_connector_asks_to_retry_until_groups_are_loaded() -> None:
+    connector = MirrorCheckpointConnector()
+    connector._config = MirrorCheckpointConfig(flow_config("src", "tgt", "a:1", "b:1", name="MirrorCheckpointConnector"))
+    with pytest.raises(RetriableError):
+        connector.task_configs(1)
+
+
+def test_connector_validation_needs_checkpoints_and_offset_syncs() -> None:
+    props = flow_config("src", "tgt", "a:1", "b:1", name="MirrorCheckpointConnector",
+                        overrides={"emit.checkpoints.enabled": "false", "emit.offset-syncs.enabled": "false"})
+    result = MirrorCheckpointConnector().validate(props)
+    assert result["emit.checkpoints.enabled"].errors
+    assert result["emit.offset-syncs.enabled"].errors
+    props["enabled"] = "false"
+    result = MirrorCheckpointConnector().validate(props)
+    assert not result["emit.checkpoints.enabled"].errors
+
+
+# ---- §6.3 checkpoints ---------------------------------------------------------------------------------
+
+
+def make_checkpoints(upstream: dict[tuple[str, int], tuple[int, str | None]],
+                     translate: dict[tuple[str, int], int | None],
+                     last: dict[TopicPartition, Checkpoint] | None = None,
+                     topics: str = ".*") -> dict[TopicPartition, Checkpoint]:
+    return checkpoints_for_group(
+        "g", upstream, policy=DefaultReplicationPolicy(), topic_filter=DefaultTopicFilter({"topics": topics}),
+        source_alias="source1", target_alias="target2",
+        translate_downstream=lambda group, tp, offset: translate.get((tp.topic, tp.partition)),
+        last_checkpoint=lambda tp: (last or {}).get(tp))
+
+
+def test_checkpoints_are_renamed_to_the_target_side_topic() -> None:
+    upstream = {("topic3", 0): (10, None), ("target2.topic3", 0): (10, "meta"), ("source6.topic7", 1): (10, None)}
+    result = make_checkpoints(upstream, {k: 8 for k in upstream})
+    assert set(result) == {TopicPartition("source1.topic3", 0), TopicPartition("topic3", 0),
+                           TopicPartition("source1.source6.topic7", 1)}
+    assert result[TopicPartition("topic3", 0)].metadata == "meta"
+    assert result[TopicPartition("source1.topic3", 0)].metadata == ""  # null metadata is written as ""
+
+
+def test_untranslatable_and_filtered_offsets_give_no_checkpoint() -> None:
+    upstream = {("no-sync", 0): (10, None), ("too-old", 0): (10, None), ("filtered", 0): (10, None),
+                ("ok", 0): (10, None)}
+    result = make_checkpoints(upstream, {("too-old", 0): -1, ("filtered", 0): 5, ("ok", 0): 9},
+                              topics="no-sync,too-old,ok")
+    assert [(tp.topic, cp.upstream_offset, cp.downstream_offset) for tp, cp in result.items()] == [
+        ("source1.ok", 10, 9)]
+
+
+def test_checkpoints_never_go_backwards_unless_upstream_rewinds() -> None:
+    tp = TopicPartition("source1.t", 0)
+    last = {tp: Checkpoint("g", tp, 100, 90)}
+    assert make_checkpoints({("t", 0): (120, None)}, {("t", 0): 85}, last) == {}  # downstream would regress
+    assert make_checkpoints({("t", 0): (120, None)}, {("t", 0): 90}, last) == {}  # a repeat
+    assert make_checkpoints({("t", 0): (120, None)}, {("t", 0): 95}, last)[tp].downstream_offset == 95
+    assert make_checkpoints({("t", 0): (50, None)}, {("t", 0): 41}, last)[tp].downstream_offset == 41  # rewind
+
+
+# ---- §6.5 sync.group.offsets ---------------------------------------------------------------------------
+
+
+def test_offsets_to_sync_only_move_forward_for_idle_groups() -> None:
+    checkpointed = {TopicPartition("t", 0): OffsetAndMetadata(10, ""), TopicPartition("t", 1): OffsetAndMetadata(5, ""),
+                    TopicPartition("t", 2): OffsetAndMetadata(7, "m")}
+    # not idle (unknown or active on the target): everything, the broker rejects it for active groups
+    assert offsets_to_sync(checkpointed, None) == {("t", 0): (10, ""), ("t", 1): (5, ""), ("t", 2): (7, "m")}
+    target = {("t", 0): (12, None), ("t", 1): (3, None)}
+    assert offsets_to_sync(checkpointed, target) == {("t", 1): (5, ""), ("t", 2): (7, "m")}
+    assert offsets_to_sync(checkpointed, {("t", 0): (10, None), ("t", 1): (5, None), ("t", 2): (9, None)}) == {}
+
+
+class FakeStore:
+    def __init__(self, converted: dict[str, dict[TopicPartition, OffsetAndMetadata]]) -> None:
+        self.converted = converted
+
+    def converted_upstream_offsets(self) -> dict[str, dict[TopicPartition, OffsetAndMetadata]]:
+        return self.converted
+
+
+def test_task_syncs_empty_groups_forward_and_tolerates_active_ones() -> None:
+    admin = GroupsAdmin({"idle": {("src.t", 0): (20, None)}, "active": {}},
+                        states={"idle": "EMPTY", "active": "STABLE", "new": "DEAD"})
+    task = MirrorCheckpointTask()
+    task._groups = ["idle", "active", "new"]
+    task._target_admin = admin
+    task._store = FakeStore({  # type: ignore[assignment]
+        "idle": {TopicPartition("src.t", 0): OffsetAndMetadata(15, ""),
+                 TopicPartition("src.t", 1): OffsetAndMetadata(4, "")},
+        "active": {TopicPartition("src.t", 0): OffsetAndMetadata(3, "")},
+        "new": {TopicPartition("src.t", 0): OffsetAndMetadata(8, "")},
+    })
+    task._refresh_idle_consumer_group_offsets()
+    attempted = task.sync_group_offsets()
+    assert attempted == {"idle": {("src.t", 1): (4, "")}, "active": {("src.t", 0): (3, "")},
+                         "new": {("src.t", 0): (8, "")}}
+    admin.alter_error = ConnectError("UNKNOWN_MEMBER_ID: the group is active")
+    task.sync_group_offsets()  # logged, not raised
+    assert task._idle_target_offsets == {}
