@@ -1,0 +1,461 @@
+"""Membership of a Connect group through Kafka's own group coordinator (Java's ``WorkerCoordinator``).
+
+:class:`KafkaGroupMembership` implements :class:`~connect_runtime.runtime.membership.GroupMembership`
+on kafka-python's ``BaseCoordinator``: JoinGroup / SyncGroup / Heartbeat / LeaveGroup with protocol
+type ``connect`` (wire format in :mod:`.protocol`). The broker picks the leader; the leader runs the
+incremental cooperative assignor (:mod:`connect_runtime.runtime.assignor`) over the config snapshot the
+herder last handed to :meth:`KafkaGroupMembership.poll`; every member learns its share in SyncGroup.
+
+Threads. kafka-python runs one IO thread per client: heartbeats, and the JoinGroup/SyncGroup exchange
+including :meth:`_WorkerCoordinator.group_protocols` and ``_perform_assignment`` (the leader's
+assignor), run there. The herder's tick thread calls ``join`` / ``poll`` / ``leave``; ``poll`` drives
+rejoins (``ensure_active_group``) and hands finished assignments over. The two sides share a few
+fields under ``_state_lock``; the IO side never blocks on the herder.
+
+How a task never runs on two workers (the fencing argument)
+-----------------------------------------------------------
+* **Between live members: revoke, stop, then reassign.** A member reports what it owns in every
+  JoinGroup; the assignor never assigns an item that any member reports (invariant A of the
+  assignor). When an assignment revokes something, the member requests a rejoin, but the rejoin is
+  only sent from the *next* :meth:`poll`, and the herder calls ``poll`` again only after it has applied
+  the previous assignment (stopped what left it). The revoked item is therefore reported by nobody,
+  and assigned elsewhere, only after its old owner stopped it: KIP-415's two rounds.
+* **A member that left the group while still running work** (crash, partition, long GC pause,
+  ``poll`` not called within ``rebalance.timeout.ms``): the broker removes it at the earliest
+  ``session.timeout.ms`` after its last heartbeat *arrived*. The member itself counts from the *send*
+  time of its last successful heartbeat or SyncGroup (which is earlier), and :meth:`poll` revokes
+  everything (returns an empty assignment) once that is older than ``session.timeout.ms``, or as soon
+  as it learns that its generation is lost (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION): it stops before
+  the broker even drops it, and never rejoins while it still owns work (``_MustStopFirst``). Its work
+  is reassigned only after a rebalance plus ``scheduled.rebalance.max.delay.ms`` (or a rebalance
+  alone if leadership moved). While its own JoinGroup is in flight heartbeats pause; the broker keeps
+  a joining member alive, so the deadline is then extended to ``rebalance.timeout.ms`` +
+  ``session.timeout.ms`` after the JoinGroup was sent (JoinGroup held, then SyncGroup).
+* **The bounded window.** A zombie can overlap with the new owner only by: the herder's poll
+  interval plus the time its tasks take to stop, minus (rebalance time + delay) - zero with the
+  default 5-minute delay; and, when a JoinGroup is lost in a network partition, up to
+  ``rebalance.timeout.ms`` + ``session.timeout.ms`` minus the delay. Sinks that must never overlap
+  need transactional fencing on top (KIP-618), as in Java.
+
+Rolling restarts: a worker that stops (``leave``) or dies leaves its work unassigned for
+``scheduled.rebalance.max.delay.ms``; a worker that joins empty during that time gets it back when the
+delay expires, and nobody else's work moves (Java behaves the same; there is no "dead by session
+expiry" shortcut because the leader cannot tell a clean LeaveGroup from a crash).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafka import errors as kafka_errors
+from kafka.coordinator.base import BaseCoordinator
+from kafka.net.compat import KafkaNetClient
+
+from connect_runtime.api.errors import ConnectError
+from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
+from connect_runtime.runtime.coordination import protocol
+from connect_runtime.runtime.herder import ConnectorTaskId
+from connect_runtime.runtime.membership import Assignment
+from connect_runtime.storage.config_store import ClusterConfigState
+
+logger = logging.getLogger(__name__)
+
+#: librdkafka property -> kafka-python keyword, for the client settings the coordinator needs.
+_CLIENT_KEYS = {
+    "bootstrap.servers": "bootstrap_servers", "client.id": "client_id",
+    "request.timeout.ms": "request_timeout_ms", "retry.backoff.ms": "retry_backoff_ms",
+    "reconnect.backoff.ms": "reconnect_backoff_ms", "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
+    "connections.max.idle.ms": "connections_max_idle_ms", "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism", "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username", "sasl.password": "sasl_plain_password",
+    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
+    "ssl.ca.location": "ssl_cafile", "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile", "ssl.key.password": "ssl_password", "ssl.crl.location": "ssl_crlfile",
+}
+_INT_KEYS = frozenset({"request_timeout_ms", "retry_backoff_ms", "reconnect_backoff_ms",
+                       "reconnect_backoff_max_ms", "connections_max_idle_ms"})
+
+
+def kafka_python_config(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
+    """kafka-python client keywords from a librdkafka config (``DistributedWorkerConfig.admin_config()``).
+
+    Only connection and security settings matter to a group member; other keys are ignored.
+    """
+    out: dict[str, Any] = {}
+    for key, value in librdkafka.items():
+        name = _CLIENT_KEYS.get(key)
+        if name is None or value is None:
+            continue
+        text = str(value)
+        out[name] = int(text) if name in _INT_KEYS else text
+    if "security_protocol" in out:
+        out["security_protocol"] = str(out["security_protocol"]).upper()
+    if str(librdkafka.get("ssl.endpoint.identification.algorithm", "https")).lower() == "none":
+        out["ssl_check_hostname"] = False
+    return out
+
+
+class _MustStopFirst(Exception):
+    """Raised on the IO thread to abort a JoinGroup that would report work after losing membership."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Completed:
+    generation: int
+    member_id: str
+    data: bytes
+
+
+class _WorkerCoordinator(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
+    """The IO-thread half: group protocol callbacks. All state it shares lives in the membership."""
+
+    def __init__(self, owner: KafkaGroupMembership, client: KafkaNetClient, **configs: Any) -> None:
+        super().__init__(client, **configs)
+        self._owner = owner
+
+    def protocol_type(self) -> str:
+        return protocol.PROTOCOL_TYPE
+
+    def group_protocols(self) -> list[tuple[str, bytes]]:
+        owner = self._owner
+        with owner._state_lock:
+            owned, snapshot = owner._owned, owner._snapshot
+            owner._join_seq += 1
+            join_seq = owner._join_seq
+        if owned and self._generation.is_lost():
+            raise _MustStopFirst()
+        metadata = protocol.MemberMetadata(owner.advertised_url, snapshot.offset, owned, join_seq)
+        return [(protocol.PROTOCOL_NAME, protocol.encode_metadata(metadata))]
+
+    def _perform_assignment(self, leader_id: str, protocol_name: str, members: list[Any]) -> dict[str, bytes]:
+        return self._owner._leader_assign(leader_id, self._generation.generation_id,
+                                          {m.member_id: bytes(m.metadata) for m in members})
+
+    async def _on_join_complete_async(self, generation: int, member_id: str, protocol_name: str,
+                                      member_assignment_bytes: bytes) -> None:
+        with self._owner._state_lock:
+            self._owner._completed = _Completed(generation, member_id, bytes(member_assignment_bytes))
+            self._owner._last_completed_generation = generation
+        self._owner.wakeup()
+
+    async def _do_join_and_sync_async(self) -> Any:
+        self._owner._set_join_started(time.monotonic())
+        try:
+            return await super()._do_join_and_sync_async()
+        finally:
+            self._owner._set_join_started(None)
+
+    def _process_sync_group_response(self, response: Any, send_time: float) -> Any:
+        result = super()._process_sync_group_response(response, send_time)
+        self._owner._confirm(send_time)
+        return result
+
+    def _handle_heartbeat_response(self, response: Any, send_time: float) -> Any:
+        try:
+            result = super()._handle_heartbeat_response(response, send_time)
+        except kafka_errors.RebalanceInProgressError:
+            self._owner._confirm(send_time)  # still a member; it must rejoin
+            raise
+        self._owner._confirm(send_time)
+        return result
+
+    def request_rejoin(self) -> None:
+        super().request_rejoin()
+        self._owner.wakeup()
+
+    def reset_generation(self, member_id: str = "") -> None:
+        super().reset_generation(member_id)
+        self._owner.wakeup()
+
+
+class KafkaGroupMembership:
+    """This worker's membership of Connect group ``group_id`` on a Kafka cluster (see module doc).
+
+    ``client_config`` holds kafka-python client keywords (at least ``bootstrap_servers``; see
+    :func:`kafka_python_config`). Nothing connects before :meth:`join`.
+    """
+
+    def __init__(self, group_id: str, advertised_url: str | None, client_config: Mapping[str, Any], *,
+                 session_timeout_ms: int = 10_000, heartbeat_interval_ms: int = 3_000,
+                 rebalance_timeout_ms: int = 60_000, scheduled_rebalance_max_delay_ms: int = 300_000,
+                 bootstrap_timeout_s: float = 30.0) -> None:
+        self.group_id = group_id
+        self.advertised_url = advertised_url
+        self._client_config = dict(client_config)
+        self._session_s = session_timeout_ms / 1000
+        self._rebalance_s = rebalance_timeout_ms / 1000
+        self._heartbeat_s = heartbeat_interval_ms / 1000
+        self._coordinator_config = {
+            "group_id": group_id, "session_timeout_ms": session_timeout_ms,
+            "heartbeat_interval_ms": heartbeat_interval_ms, "max_poll_interval_ms": rebalance_timeout_ms,
+            "retry_backoff_ms": int(self._client_config.get("retry_backoff_ms", 100)),
+            "request_timeout_ms": int(self._client_config.get("request_timeout_ms", 30_000)),
+        }
+        self._bootstrap_timeout_s = bootstrap_timeout_s
+        self._assignor = IncrementalCooperativeAssignor(scheduled_rebalance_max_delay_ms)
+        self._client: KafkaNetClient | None = None
+        self._coordinator: _WorkerCoordinator | None = None
+        self._wakeup = threading.Event()
+        self._state_lock = threading.Lock()
+        # Shared with the IO thread (under _state_lock):
+        self._snapshot = ClusterConfigState()
+        self._owned: ConnectorsAndTasks = EMPTY
+        self._completed: _Completed | None = None
+        self._last_completed_generation: int | None = None
+        self._confirmed_at = 0.0
+        self._join_started_at: float | None = None
+        self._join_seq = 0
+        # Herder thread only:
+        self._rejoin_at: float | None = None
+        self._current: Assignment | None = None
+
+    @classmethod
+    def from_worker_config(cls, config: Any, advertised_url: str | None) -> KafkaGroupMembership:
+        """From a ``DistributedWorkerConfig`` (group.id, session/heartbeat/rebalance timeouts, delay)."""
+        from connect_runtime.runtime import worker_config as wc
+
+        client = kafka_python_config(config.admin_config("coordinator"))
+        return cls(config.group_id, advertised_url, client,
+                   session_timeout_ms=int(config[wc.SESSION_TIMEOUT_MS]),
+                   heartbeat_interval_ms=int(config[wc.HEARTBEAT_INTERVAL_MS]),
+                   rebalance_timeout_ms=int(config[wc.REBALANCE_TIMEOUT_MS]),
+                   scheduled_rebalance_max_delay_ms=int(config[wc.SCHEDULED_REBALANCE_MAX_DELAY_MS]))
+
+    # -- what the herder and REST read ---------------------------------------------------------------
+
+    @property
+    def assignment(self) -> Assignment | None:
+        """The last assignment handed to the herder (None before the first)."""
+        return self._current
+
+    @property
+    def member_id(self) -> str | None:
+        return None if self._coordinator is None else str(self._coordinator._generation.member_id)
+
+    @property
+    def generation(self) -> int:
+        return -1 if self._current is None else self._current.generation
+
+    @property
+    def is_leader(self) -> bool:
+        return self._current is not None and self._current.leader
+
+    @property
+    def leader_url(self) -> str | None:
+        return None if self._current is None else self._current.leader_url
+
+    # -- GroupMembership -----------------------------------------------------------------------------
+
+    def join(self, snapshot: ClusterConfigState, timeout_s: float) -> Assignment:
+        """Connect, join and return the first assignment; ConnectError after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        self._start(min(timeout_s, self._bootstrap_timeout_s))
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ConnectError(f"worker did not join Connect group {self.group_id} within {timeout_s} s")
+            result = self.poll(snapshot, remaining)
+            if result is not None and self._coordinator is not None and self._coordinator.stable():
+                return result
+
+    def poll(self, snapshot: ClusterConfigState, timeout_s: float) -> Assignment | None:
+        """Heartbeat bookkeeping, rejoin when needed; the new full assignment after a rebalance, else None.
+
+        Calling ``poll`` again acknowledges the previous assignment: everything it no longer contains
+        has been stopped. Blocks up to ``timeout_s`` when nothing happens.
+        """
+        if self._coordinator is None:
+            return self.join(snapshot, timeout_s)
+        coordinator = self._coordinator
+        with self._state_lock:
+            self._snapshot = snapshot
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                coordinator.poll_heartbeat()
+            except kafka_errors.KafkaError as exc:
+                logger.warning("Group %s: heartbeat loop failed (%r); it restarts on the next join",
+                               self.group_id, exc)
+            fenced = self._fence_if_lost()
+            if fenced is not None:
+                return fenced
+            now = time.monotonic()
+            if self._rejoin_at is not None and now >= self._rejoin_at:
+                self._rejoin_at = None
+                coordinator.request_rejoin()
+            if coordinator.need_rejoin():
+                result = self._join_once(deadline - now)
+                if result is not None:
+                    return result
+            wait_until = deadline if self._rejoin_at is None else min(deadline, self._rejoin_at)
+            remaining = wait_until - time.monotonic()
+            if deadline - time.monotonic() <= 0:
+                return None
+            if not coordinator.need_rejoin():
+                self._wakeup.wait(max(0.0, min(remaining, self._heartbeat_s)))
+                self._wakeup.clear()
+
+    def request_rebalance(self) -> None:
+        if self._coordinator is not None:
+            self._coordinator.request_rejoin()
+
+    def wakeup(self) -> None:
+        self._wakeup.set()
+
+    def leave(self) -> None:
+        """LeaveGroup and close the client. Call after stopping all owned work: the group reassigns it
+        (after ``scheduled.rebalance.max.delay.ms``) without waiting for this worker's session to expire."""
+        coordinator, client = self._coordinator, self._client
+        self._coordinator = self._client = None
+        if coordinator is not None:
+            try:
+                coordinator.close(timeout_ms=self._coordinator_config["request_timeout_ms"])
+            except (kafka_errors.KafkaError, RuntimeError) as exc:
+                logger.warning("Group %s: LeaveGroup failed: %r", self.group_id, exc)
+        if client is not None:
+            client.close()
+        with self._state_lock:
+            self._owned = EMPTY
+            self._completed = None
+        self._current = None
+        self._rejoin_at = None
+
+    # -- internals -----------------------------------------------------------------------------------
+
+    def _start(self, timeout_s: float) -> None:
+        if self._coordinator is not None:
+            return
+        config = {"client_id": f"connect-{self.group_id}", **self._client_config}
+        client = KafkaNetClient(**config)
+        client._net.start()
+        try:
+            client._manager.bootstrap(int(timeout_s * 1000))
+        except kafka_errors.KafkaError as exc:
+            client.close()
+            raise ConnectError(
+                f"cannot reach the Kafka cluster of Connect group {self.group_id}: {exc!r}") from exc
+        version = client._manager.broker_version
+        if version is None:
+            client.close()
+            raise ConnectError(f"cannot reach the Kafka cluster of Connect group {self.group_id}")
+        self._client = client
+        self._coordinator = _WorkerCoordinator(self, client, api_version=version, **self._coordinator_config)
+        logger.info("Group %s: member client started (broker version %s), advertised URL %s",
+                    self.group_id, version, self.advertised_url)
+
+    def _join_once(self, timeout_s: float) -> Assignment | None:
+        assert self._coordinator is not None
+        try:
+            joined = self._coordinator.ensure_active_group(timeout_ms=max(1, int(timeout_s * 1000)))
+        except _MustStopFirst:
+            return self._fence("its membership was lost during a rejoin")
+        except kafka_errors.KafkaError as exc:
+            raise ConnectError(f"worker cannot join Connect group {self.group_id}: {exc!r}") from exc
+        with self._state_lock:
+            completed, self._completed = self._completed, None
+        if not joined or completed is None:
+            return None
+        return self._apply(completed)
+
+    def _apply(self, completed: _Completed) -> Assignment | None:
+        assert self._coordinator is not None
+        try:
+            wire = protocol.decode_assignment(completed.data)
+        except protocol.ProtocolError as exc:
+            logger.error("Group %s generation %d: %s; rejoining", self.group_id, completed.generation, exc)
+            self._rejoin_at = time.monotonic() + self._heartbeat_s
+            return None
+        if wire.error == protocol.CONFIG_MISMATCH:
+            logger.info("Group %s generation %d: leader is behind on the config topic (members read up to "
+                        "offset %d); rejoining once it has caught up", self.group_id, completed.generation,
+                        wire.config_offset)
+            self._rejoin_at = time.monotonic() + self._heartbeat_s
+            return None
+        with self._state_lock:
+            owned = (self._owned - wire.revoked) | wire.assigned
+            self._owned = owned
+        if wire.revoked:
+            # Revocation before assignment: rejoin from the next poll, after the herder stopped them.
+            self._coordinator.request_rejoin()
+        if wire.delay_ms > 0:
+            self._rejoin_at = time.monotonic() + wire.delay_ms / 1000
+        leader = wire.leader == completed.member_id
+        self._current = Assignment.of(completed.generation, leader, wire.leader_url, owned.connectors,
+                                      owned.tasks, wire.config_offset)
+        logger.info("Group %s generation %d%s: %d connector(s), %d task(s); +%d/-%d since last; leader %s%s",
+                    self.group_id, completed.generation, " (leader)" if leader else "", len(owned.connectors),
+                    len(owned.tasks), len(wire.assigned), len(wire.revoked), wire.leader_url,
+                    f"; lost work held for {wire.delay_ms} ms" if wire.delay_ms else "")
+        return self._current
+
+    def _fence_if_lost(self) -> Assignment | None:
+        assert self._coordinator is not None
+        with self._state_lock:
+            if not self._owned:
+                return None
+            deadline = self._confirmed_at + self._session_s
+            if self._join_started_at is not None:
+                # The broker keeps a joining member for up to rebalance.timeout.ms, then it has a
+                # session to sync; heartbeats pause meanwhile.
+                deadline = max(deadline, self._join_started_at + self._rebalance_s + self._session_s)
+        if self._coordinator._generation.is_lost():
+            return self._fence("its membership was lost")
+        if time.monotonic() > deadline:
+            return self._fence(f"no heartbeat was acknowledged for {self._session_s} s")
+        return None
+
+    def _fence(self, why: str) -> Assignment:
+        with self._state_lock:
+            dropped, self._owned = self._owned, EMPTY
+        logger.warning("Group %s: stopping all %d connector(s) and %d task(s) of this worker because %s; "
+                       "the group may already have reassigned them", self.group_id, len(dropped.connectors),
+                       len(dropped.tasks), why)
+        generation = self._current.generation if self._current is not None else -1
+        self._current = Assignment.of(generation, False, None, (), (), -1)
+        return self._current
+
+    def _leader_assign(self, leader_id: str, generation: int,
+                       metadata: Mapping[str, bytes]) -> dict[str, bytes]:
+        """IO thread, leader only: decode members, check config offsets, run the assignor, encode."""
+        members: dict[str, protocol.MemberMetadata] = {}
+        for member_id, data in metadata.items():
+            try:
+                members[member_id] = protocol.decode_metadata(data)
+            except protocol.ProtocolError as exc:
+                logger.error("Group %s: member %s: %s; treating it as owning nothing", self.group_id,
+                             member_id, exc)
+                members[member_id] = protocol.MemberMetadata(None, -1)
+        with self._state_lock:
+            snapshot, last_completed = self._snapshot, self._last_completed_generation
+        max_offset = max(m.config_offset for m in members.values())
+
+        def wire(plan_member: Any = None, *, error: int = protocol.NO_ERROR, delay_ms: int = 0) -> bytes:
+            return protocol.encode_assignment(protocol.WireAssignment(
+                error, leader_id, self.advertised_url, snapshot.offset if not error else max_offset,
+                plan_member.assigned if plan_member else EMPTY, plan_member.revoked if plan_member else EMPTY,
+                delay_ms))
+
+        if snapshot.offset < max_offset:
+            logger.info("Group %s generation %d: leader is behind (config topic read to offset %d, a member "
+                        "to %d); everyone rejoins", self.group_id, generation, snapshot.offset, max_offset)
+            self._assignor.note_generation(generation)
+            return {member_id: wire(error=protocol.CONFIG_MISMATCH) for member_id in members}
+        configured = ConnectorsAndTasks.of(snapshot.connectors(),
+                                           (ConnectorTaskId(c, t) for c, t in snapshot.all_tasks()))
+        plan = self._assignor.assign(configured, {m: s.owned for m, s in members.items()},
+                                     generation=generation, last_completed_generation=last_completed,
+                                     now_ms=time.monotonic() * 1000)
+        return {member_id: wire(plan.members[member_id], delay_ms=plan.delay_ms) for member_id in members}
+
+    def _confirm(self, send_time: float) -> None:
+        with self._state_lock:
+            self._confirmed_at = max(self._confirmed_at, send_time)
+
+    def _set_join_started(self, when: float | None) -> None:
+        with self._state_lock:
+            self._join_started_at = when

@@ -1,0 +1,66 @@
+"""One Connect group member in its own process, for tests/integration/test_kafka_membership.py.
+
+    python -m tests.integration.support.group_member BOOTSTRAP GROUP URL WORK_JSON SESSION_MS DELAY_MS
+
+``WORK_JSON`` is ``{"connector": task count}``: the config snapshot every member is given. The member
+plays a herder that applies assignments instantly and prints one JSON line per assignment on stdout:
+``{"url", "member", "generation", "leader", "leader_url", "connectors", "tasks": [[c, i]...]}``.
+SIGTERM: stop everything, LeaveGroup, exit 0 (a graceful worker shutdown). SIGKILL is the crash.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+
+from connect_runtime.runtime.coordination import KafkaGroupMembership
+from connect_runtime.runtime.membership import Assignment
+from connect_runtime.storage.config_store import ClusterConfigState
+
+
+def snapshot(work: dict[str, int], offset: int = 7) -> ClusterConfigState:
+    return ClusterConfigState(
+        offset=offset, connector_configs={c: {"name": c} for c in work}, task_counts=dict(work),
+        task_configs={(c, i): {"task": str(i)} for c, n in work.items() for i in range(n)})
+
+
+def emit(membership: KafkaGroupMembership, url: str, assignment: Assignment) -> None:
+    line = {"url": url, "member": membership.member_id, "generation": assignment.generation,
+            "leader": assignment.leader, "leader_url": assignment.leader_url,
+            "connectors": sorted(assignment.connectors),
+            "tasks": [[t.connector, t.task] for t in sorted(assignment.tasks)]}
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+
+
+def main(argv: list[str]) -> int:
+    bootstrap, group, url, work_json, session_ms, delay_ms = argv
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
+    stop = threading.Event()
+
+    def on_term(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_term)
+    config = snapshot(json.loads(work_json))
+    # Tansu holds every JoinGroup for session.timeout.ms / 2 (tansu.md §3.1): short sessions in tests.
+    membership = KafkaGroupMembership(group, url, {"bootstrap_servers": bootstrap, "client_id": url},
+                                      session_timeout_ms=int(session_ms), heartbeat_interval_ms=1000,
+                                      rebalance_timeout_ms=int(session_ms),
+                                      scheduled_rebalance_max_delay_ms=int(delay_ms))
+    emit(membership, url, membership.join(config, timeout_s=60))
+    while not stop.is_set():
+        assignment = membership.poll(config, timeout_s=0.5)
+        if assignment is not None:
+            emit(membership, url, assignment)
+    membership.leave()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
