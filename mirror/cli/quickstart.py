@@ -105,8 +105,9 @@ B.offset.flush.interval.ms = 1000
 
 def _seed_source(bootstrap: str, records: int) -> dict[int, int]:
     """Create the demo topic with data and commit a consumer group two thirds of the way in."""
-    from confluent_kafka import Consumer, NewTopic, Producer, TopicPartition
+    from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False})
     admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITIONS, replication_factor=1)])[TOPIC].result(15)
