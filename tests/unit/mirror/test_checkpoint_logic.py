@@ -108,7 +108,9 @@ def test_connector_without_groups_or_disabled_has_no_tasks() -> None:
 
 def test_connector_asks_to_retry_until_groups_are_loaded() -> None:
     connector = MirrorCheckpointConnector()
-    connector._config = MirrorCheckpointConfig(flow_config("src", "tgt", "a:1", "b:1", name="MirrorCheckpointConnector"))
+    # started, but the initial group listing has not finished (or failed)
+    connector._config = MirrorCheckpointConfig(flow_config("src", "tgt", "a:1", "b:1",
+                                                           name="MirrorCheckpointConnector"))
     with pytest.raises(RetriableError):
         connector.task_configs(1)
 
