@@ -1,0 +1,125 @@
+"""The MM2 scheduler (Kafka ``Scheduler`` semantics) and the Prometheus metrics of §9."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+from prometheus_client import REGISTRY, CollectorRegistry
+
+from mirror.metrics import MirrorCheckpointMetrics, MirrorSourceMetrics, registry_for, set_registry_provider
+from mirror.scheduler import Scheduler
+from tests.support.kafka import wait_until
+
+
+def test_repeating_job_runs_now_and_again() -> None:
+    runs: list[int] = []
+    scheduler = Scheduler("test", timeout_s=5)
+    try:
+        scheduler.schedule_repeating(lambda: runs.append(1), 0.05, "ticking")
+        wait_until(lambda: len(runs) >= 3, 5, "three runs")
+    finally:
+        scheduler.close()
+
+
+def test_delayed_job_waits_one_interval_and_negative_interval_means_never() -> None:
+    runs: list[str] = []
+    scheduler = Scheduler("test", timeout_s=5)
+    try:
+        scheduler.schedule_repeating_delayed(lambda: runs.append("delayed"), 3600, "hourly")
+        scheduler.schedule_repeating(lambda: runs.append("never"), -1, "disabled")
+        scheduler.execute(lambda: runs.append("now"), "once")  # runs after anything already due
+        assert runs == ["now"]
+    finally:
+        scheduler.close()
+
+
+def test_failing_job_is_logged_and_keeps_its_schedule(caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[int] = []
+
+    def failing() -> None:
+        calls.append(1)
+        raise RuntimeError("boom")
+
+    scheduler = Scheduler("test", timeout_s=5)
+    try:
+        with caplog.at_level(logging.ERROR):
+            scheduler.schedule_repeating(failing, 0.05, "failing job")
+            wait_until(lambda: len(calls) >= 2, 5, "a second run after a failure")
+    finally:
+        scheduler.close()
+    assert any("failing job" in r.getMessage() for r in caplog.records)
+
+
+def test_execute_gives_up_waiting_after_the_timeout(caplog: pytest.LogCaptureFixture) -> None:
+    release = threading.Event()
+    scheduler = Scheduler("test", timeout_s=0.1)
+    try:
+        with caplog.at_level(logging.ERROR):
+            scheduler.execute(lambda: release.wait(5), "slow job")
+        assert any("timed out running slow job" in r.getMessage() for r in caplog.records)
+    finally:
+        release.set()
+        scheduler.close()
+
+
+def test_nothing_runs_after_close() -> None:
+    runs: list[int] = []
+    scheduler = Scheduler("test", timeout_s=1)
+    scheduler.close()
+    scheduler.execute(lambda: runs.append(1), "late")
+    assert runs == []
+
+
+def sample(registry: CollectorRegistry, name: str, **labels: str) -> float | None:
+    return registry.get_sample_value(name, labels)
+
+
+def test_source_metrics_per_partition() -> None:
+    registry = CollectorRegistry()
+    metrics = MirrorSourceMetrics(registry, "a", "b")
+    metrics.register("a.t", 0)
+    labels = {"source": "a", "target": "b", "topic": "a.t", "partition": "0"}
+    assert sample(registry, "mirror_source_record_count_total", **labels) == 0
+    metrics.record_polled("a.t", 0, 100, 1500)
+    metrics.record_polled("a.t", 0, 0, 500)  # a null value counts 0 bytes
+    metrics.record_committed("a.t", 0, 2000)
+    assert sample(registry, "mirror_source_byte_count_total", **labels) == 100
+    assert sample(registry, "mirror_source_record_count_total", **labels) == 1
+    assert sample(registry, "mirror_source_record_age_ms", **labels) == 500
+    assert sample(registry, "mirror_source_record_age_seconds_count", **labels) == 2
+    assert sample(registry, "mirror_source_replication_latency_ms", **labels) == 2000
+    assert sample(registry, "mirror_source_replication_latency_seconds_sum", **labels) == 2.0
+    # a second task in the same registry shares the families
+    MirrorSourceMetrics(registry, "a", "b").record_committed("a.t", 1, 10)
+    metrics.close()
+    assert sample(registry, "mirror_source_record_count_total", **labels) is None
+
+
+def test_checkpoint_metrics_are_per_group_and_partition() -> None:
+    """MM2 shares one sensor across all groups (a bug); here each series moves on its own."""
+    registry = CollectorRegistry()
+    metrics = MirrorCheckpointMetrics(registry, "a", "b")
+    metrics.checkpoint_latency("g1", "a.t", 0, 100)
+    metrics.checkpoint_latency("g2", "a.t", 0, 300)
+    g1 = {"source": "a", "target": "b", "group": "g1", "topic": "a.t", "partition": "0"}
+    g2 = dict(g1, group="g2")
+    assert sample(registry, "mirror_checkpoint_latency_ms", **g1) == 100
+    assert sample(registry, "mirror_checkpoint_latency_ms", **g2) == 300
+    assert sample(registry, "mirror_checkpoint_latency_seconds_count", **g1) == 1
+
+
+def test_registry_comes_from_context_then_provider_then_default() -> None:
+    class Context:
+        metrics_registry = CollectorRegistry()
+
+    assert registry_for(Context()) is Context.metrics_registry
+    provided = CollectorRegistry()
+    set_registry_provider(lambda: provided)
+    try:
+        assert registry_for(object()) is provided
+    finally:
+        set_registry_provider(None)
+    default = registry_for(None)
+    assert default is registry_for(None) and default is not REGISTRY  # never the process-global one
