@@ -1,0 +1,253 @@
+"""Source and heartbeat tasks and the connectors' KIP-875 / exactly-once answers, without a broker.
+
+The consumer and the offset-syncs producer are replaced by fakes at their factories, so the seek
+rules (§5.8), record conversion (§5.7) and offset-sync sending (§5.6: partition 0, at most 10 in flight)
+are checked exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import pytest
+from confluent_kafka import OFFSET_INVALID, Message, TopicPartition
+
+from connect_runtime.api.connector import ExactlyOnceSupport
+from connect_runtime.api.errors import BadRequestError
+from connect_runtime.api.records import RecordMetadata, SourceMap
+from mirror.checkpoint.connector import MirrorCheckpointConnector
+from mirror.client.models import Heartbeat, OffsetSync
+from mirror.heartbeat.connector import MirrorHeartbeatConnector
+from mirror.heartbeat.task import MirrorHeartbeatTask
+from mirror.source.connector import MirrorSourceConnector
+from mirror.source.offset_sync_producer import OffsetSyncProducer
+from mirror.source.task import MirrorSourceTask
+from tests.support.mm2 import flow_config
+
+
+class FakeConsumer:
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = dict(config)
+        self.assigned: list[TopicPartition] = []
+        self.batches: list[list[Message]] = []
+        self.closed = False
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.assigned = list(partitions)
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        return self.batches.pop(0) if self.batches else []
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeProducer:
+    """Holds delivery callbacks until ``deliver`` is called, to observe the in-flight limit."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = dict(config)
+        self.sent: list[tuple[str, bytes, bytes, int]] = []
+        self.callbacks: list[Callable[[Any, Any], None]] = []
+
+    def produce(self, topic: str, key: bytes, value: bytes, partition: int,
+                on_delivery: Callable[[Any, Any], None]) -> None:
+        self.sent.append((topic, key, value, partition))
+        self.callbacks.append(on_delivery)
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+    def deliver(self) -> None:
+        callbacks, self.callbacks = self.callbacks, []
+        for callback in callbacks:
+            callback(None, None)
+
+    def flush(self, timeout: float) -> int:
+        self.deliver()
+        return 0
+
+
+class Reader:
+    def __init__(self, stored: dict[int, int]) -> None:
+        self.stored = stored
+
+    def offset(self, partition: SourceMap) -> Mapping[str, Any] | None:
+        value = self.stored.get(partition["partition"])
+        return None if value is None else {"offset": value}
+
+    def offsets(self, partitions: Iterable[SourceMap]) -> list[tuple[SourceMap, Mapping[str, Any] | None]]:
+        return [(p, self.offset(p)) for p in partitions]
+
+
+class Context:
+    def __init__(self, stored: dict[int, int]) -> None:
+        self.reader = Reader(stored)
+
+    @property
+    def task_id(self) -> int:
+        return 0
+
+    @property
+    def worker_id(self) -> str:
+        return "w"
+
+    def offset_storage_reader(self) -> Reader:
+        return self.reader
+
+
+def started_task(stored: dict[int, int], **overrides: str) -> tuple[MirrorSourceTask, FakeConsumer, FakeProducer]:
+    consumers: list[FakeConsumer] = []
+    producers: list[FakeProducer] = []
+
+    def consumer_factory(config: Mapping[str, Any]) -> Any:
+        consumers.append(FakeConsumer(config))
+        return consumers[-1]
+
+    def sync_factory(topic: str, config: Mapping[str, Any], writer: Any) -> OffsetSyncProducer:
+        def producer_factory(c: Mapping[str, Any]) -> Any:
+            producers.append(FakeProducer(c))
+            return producers[-1]
+        return OffsetSyncProducer(topic, config, writer, producer_factory=producer_factory)
+
+    task = MirrorSourceTask(consumer_factory=consumer_factory, offset_sync_factory=sync_factory,
+                            clock_ms=lambda: 10_000)
+    task.initialize(Context(stored))
+    config = flow_config("src", "tgt", "a:1", "b:1", overrides={
+        "task.assigned.partitions": "my-topic-0,my-topic-1,my-topic-2", "task.index": "0", "offset.lag.max": "0",
+        **overrides})
+    task.start(config)
+    return task, consumers[0], producers[0] if producers else FakeProducer({})
+
+
+def test_task_seeks_after_stored_offsets_and_leaves_the_rest_to_auto_offset_reset() -> None:
+    task, consumer, _ = started_task({0: 4, 2: 0})
+    assert [(tp.topic, tp.partition, tp.offset) for tp in consumer.assigned] == [
+        ("my-topic", 0, 5), ("my-topic", 1, OFFSET_INVALID), ("my-topic", 2, 1)]
+    assert consumer.config["enable.auto.commit"] == "false"
+    assert consumer.config["auto.offset.reset"] == "earliest"
+    assert consumer.config["isolation.level"] == "read_uncommitted"  # Java's default, not librdkafka's
+    assert consumer.config["client.id"] == "src->tgt|MirrorSourceConnector-0|replication-consumer"
+    task.stop()
+    assert consumer.closed
+
+
+def test_records_keep_key_value_headers_timestamp_and_partition() -> None:
+    task, consumer, _ = started_task({})
+    consumer.batches.append([
+        Message(topic="my-topic", partition=2, offset=7, key=b"k", value=None, headers=[("h", b"1"), ("n", None)],
+                timestamp=(1, 1_600_000_000_000)),
+        Message(topic="my-topic", partition=1, offset=0, key=None, value=b"v", timestamp=(0, -1)),
+    ])
+    records = task.poll()
+    assert records is not None and len(records) == 2
+    first, second = records
+    assert (first.topic, first.partition, first.key, first.value, list(first.headers or []), first.timestamp) == (
+        "src.my-topic", 2, b"k", None, [("h", b"1"), ("n", None)], 1_600_000_000_000)
+    assert list(first.source_partition.items()) == [("cluster", "src"), ("partition", 2), ("topic", "my-topic")]
+    assert first.source_offset == {"offset": 7}
+    assert second.timestamp is None  # no timestamp available upstream: the producer stamps it
+    assert task.poll() is None  # nothing more
+    task.stop()
+
+
+def test_commit_record_sends_offset_syncs_to_partition_0_at_most_10_in_flight() -> None:
+    task, consumer, producer = started_task({})
+    batch = [Message(topic="my-topic", partition=p, offset=o, key=None, value=b"x", timestamp=(1, 1))
+             for p in range(3) for o in range(5)]
+    consumer.batches.append(batch)
+    records = task.poll() or []
+    for index, record in enumerate(records):  # offset.lag.max=0: every record is due
+        task.commit_record(record, RecordMetadata(record.topic, record.partition or 0, 100 + index))
+    assert len(producer.sent) == 10  # the limit; the rest stays pending
+    assert {(topic, partition) for topic, _, _, partition in producer.sent} == {("mm2-offset-syncs.tgt.internal", 0)}
+    producer.deliver()
+    task.commit()  # frees the slots: the latest pending sync per partition goes out
+    syncs = [OffsetSync.from_record(key, value) for _, key, value, _ in producer.sent]
+    assert syncs[0].as_tuple() == ("my-topic", 0, 0, 100)
+    assert max(s.upstream_offset for s in syncs if s.topic_partition.partition == 2) == 4
+    task.commit_record(records[0], None)  # filtered record: no sync, no error
+    task.stop()
+
+
+def test_offset_syncs_can_be_disabled() -> None:
+    task, consumer, producer = started_task({}, **{"emit.offset-syncs.enabled": "false"})
+    consumer.batches.append([Message(topic="my-topic", partition=0, offset=0, value=b"x", timestamp=(1, 1))])
+    [record] = task.poll() or []
+    task.commit_record(record, RecordMetadata(record.topic, 0, 0))
+    task.commit()
+    assert producer.sent == []
+    task.stop()
+
+
+def test_heartbeat_task_emits_one_record_per_poll() -> None:
+    task = MirrorHeartbeatTask(clock_ms=lambda: 1_700_000_000_000)
+    task.start(flow_config("primary", "backup", "a:1", "b:1", name="MirrorHeartbeatConnector",
+                           overrides={"emit.heartbeats.interval.seconds": "0"}))
+    [record] = task.poll() or []
+    assert (record.topic, record.partition, record.timestamp) == ("heartbeats", 0, 1_700_000_000_000)
+    assert record.key == bytes.fromhex("0007 7072696d617279 0006 6261636b7570")
+    assert record.value == bytes.fromhex("0000 0000018bcfe56800")
+    assert list(record.source_partition) == ["sourceClusterAlias", "targetClusterAlias"]
+    assert record.source_offset == {"offset": 0}
+    assert Heartbeat.from_record(record.key, record.value).timestamp == 1_700_000_000_000
+    task.stop()
+    assert task.poll() is None
+
+
+# ---- KIP-875 offsets validation (§3.7) and exactly-once ---------------------------------------------
+
+
+def offsets(*pairs: tuple[dict[str, Any], dict[str, Any] | None]) -> dict[str, tuple[SourceMap, Any]]:
+    return {str(i): pair for i, pair in enumerate(pairs)}
+
+
+def test_source_offsets_validation() -> None:
+    connector = MirrorSourceConnector()
+    good = {"cluster": "a", "topic": "t", "partition": 3}
+    assert connector.alter_offsets({}, offsets((good, {"offset": 0}), ({"garbage": 1}, None)))
+    for partition, offset in [
+        ({"topic": "t", "partition": 0}, {"offset": 1}),  # no cluster
+        ({"cluster": 1, "topic": "t", "partition": 0}, {"offset": 1}),
+        ({"cluster": "a", "topic": "t", "partition": -1}, {"offset": 1}),
+        ({"cluster": "a", "topic": "t", "partition": 2**31}, {"offset": 1}),
+        ({"cluster": "a", "topic": "t", "partition": "0"}, {"offset": 1}),
+        (good, {"offset": -1}),
+        (good, {"offset": "5"}),
+        (good, {"offset": True}),
+        (good, {}),
+    ]:
+        with pytest.raises(BadRequestError):
+            connector.alter_offsets({}, offsets((partition, offset)))
+
+
+def test_checkpoint_and_heartbeat_offsets_must_be_zero() -> None:
+    checkpoint = {"group": "g", "topic": "t", "partition": 0}
+    assert MirrorCheckpointConnector().alter_offsets({}, offsets((checkpoint, {"offset": 0})))
+    with pytest.raises(BadRequestError):
+        MirrorCheckpointConnector().alter_offsets({}, offsets((checkpoint, {"offset": 1})))
+    heartbeat = {"sourceClusterAlias": "a", "targetClusterAlias": "b"}
+    assert MirrorHeartbeatConnector().alter_offsets({}, offsets((heartbeat, {"offset": 0}), (heartbeat, None)))
+    with pytest.raises(BadRequestError):
+        MirrorHeartbeatConnector().alter_offsets({}, offsets(({"sourceClusterAlias": "a"}, {"offset": 0})))
+
+
+def test_source_exactly_once_needs_read_committed() -> None:
+    base = flow_config("a", "b", "a:1", "b:1")
+    assert MirrorSourceConnector().exactly_once_support(base) is ExactlyOnceSupport.UNSUPPORTED
+    committed = {**base, "source.consumer.isolation.level": "read_committed"}
+    assert MirrorSourceConnector().exactly_once_support(committed) is ExactlyOnceSupport.SUPPORTED
+    errors = MirrorSourceConnector().validate({**base, "exactly.once.support": "required"})
+    assert errors["exactly.once.support"].errors
+    assert not MirrorSourceConnector().validate({**committed, "exactly.once.support": "required"})[
+        "exactly.once.support"].errors
+
+
+def test_source_validation_rejects_offset_sync_keys_without_offset_syncs() -> None:
+    base = flow_config("a", "b", "a:1", "b:1")
+    base.pop("offset-syncs.topic.replication.factor")
+    assert not MirrorSourceConnector().validate({**base, "emit.offset-syncs.enabled": "false"})[
+        "emit.offset-syncs.enabled"].errors
+    invalid = {**base, "emit.offset-syncs.enabled": "false", "offset-syncs.topic.replication.factor": "1"}
+    assert MirrorSourceConnector().validate(invalid)["emit.offset-syncs.enabled"].errors
