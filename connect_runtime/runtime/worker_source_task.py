@@ -152,6 +152,7 @@ class WorkerSourceTask:
         self._state_lock = threading.Lock()
         self._stopping = threading.Event()
         self._task_stop_called = False
+        self._task_started = False
         self._cancelled = False
         self._commit_requested = False
         self._thread: threading.Thread | None = None
@@ -176,9 +177,17 @@ class WorkerSourceTask:
         self._thread.start()
 
     def stop(self) -> None:
-        """Ask the task to finish; never blocks (calls ``SourceTask.stop`` to interrupt ``poll``)."""
+        """Ask the task to finish; never blocks.
+
+        Calls ``SourceTask.stop`` to interrupt a blocking ``poll`` if the task has started; a stop that
+        arrives while ``start`` is still running is applied by the task thread right after it, so
+        whatever ``start`` opened is always released (Java's ``startedShutdownBeforeStartCompleted``).
+        """
         self._stopping.set()
-        self._stop_task()
+        with self._state_lock:
+            started = self._task_started
+        if started:
+            self._stop_task()
 
     def cancel(self) -> None:
         """Give up on a task that did not stop in time: it reports no further state changes."""
@@ -230,6 +239,8 @@ class WorkerSourceTask:
             self._task.initialize(_TaskContext(self.id.task, self._worker_id, reader))
             self._task.start(self._config)
             started = True
+            with self._state_lock:
+                self._task_started = True
             self._metrics.task_starts.inc()
             logger.info("%s started (worker %s)", self.id, self._worker_id)
             self._report("RUNNING")
