@@ -48,13 +48,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka import errors as kafka_errors
-from kafka.coordinator.base import BaseCoordinator
-from kafka.net.compat import KafkaNetClient
+with warnings.catch_warnings():
+    # kafka-python 3.0 loads its protocol schemas with importlib.resources.read_text, deprecated since
+    # Python 3.11: keep that import-time DeprecationWarning out of our users' logs and strict test runs.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka import errors as kafka_errors
+    from kafka.coordinator.base import BaseCoordinator
+    from kafka.net.compat import KafkaNetClient
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor

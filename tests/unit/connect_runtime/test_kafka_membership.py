@@ -1,0 +1,130 @@
+"""Connect group protocol wire format, the leader's assignment step and self-fencing, without a broker.
+
+The broker round trips (join, leave, kill) are in tests/integration/test_kafka_membership.py.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks
+from connect_runtime.runtime.coordination import KafkaGroupMembership, kafka_python_config, protocol
+from connect_runtime.runtime.herder import ConnectorTaskId
+from connect_runtime.storage.config_store import ClusterConfigState
+
+WORK = {"a": 3, "b": 1}
+
+
+def snapshot(offset: int) -> ClusterConfigState:
+    return ClusterConfigState(offset=offset, connector_configs={c: {} for c in WORK}, task_counts=dict(WORK),
+                              task_configs={(c, i): {} for c, n in WORK.items() for i in range(n)})
+
+
+def membership(session_timeout_ms: int = 6000) -> KafkaGroupMembership:
+    return KafkaGroupMembership("g", "http://leader:8083/", {"bootstrap_servers": "127.0.0.1:1"},
+                                session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=1000,
+                                rebalance_timeout_ms=6000, scheduled_rebalance_max_delay_ms=1000)
+
+
+def test_member_metadata_round_trips() -> None:
+    owned = ConnectorsAndTasks.of({"a"}, {ConnectorTaskId("a", 0), ConnectorTaskId("b", 2)})
+    metadata = protocol.MemberMetadata("http://w:8083/", 12, owned, join_seq=4)
+    assert protocol.decode_metadata(protocol.encode_metadata(metadata)) == metadata
+
+
+def test_assignment_round_trips() -> None:
+    assignment = protocol.WireAssignment(
+        protocol.NO_ERROR, "member-1", "http://l/", 9, ConnectorsAndTasks.of({"a"}, {ConnectorTaskId("a", 1)}),
+        ConnectorsAndTasks.of((), {ConnectorTaskId("b", 0)}), 2500)
+    assert protocol.decode_assignment(protocol.encode_assignment(assignment)) == assignment
+
+
+def test_unknown_keys_from_a_newer_member_are_ignored() -> None:
+    data = b'{"version": 2, "url": null, "config_offset": 3, "connectors": [], "tasks": [], "new": 1}'
+    assert protocol.decode_metadata(data) == protocol.MemberMetadata(None, 3)
+
+
+@pytest.mark.parametrize("data", [b"\x00\x01\x00\x00", b"[]", b'{"version": 1}', b'{"url": "x"}'])
+def test_unreadable_payloads_raise_protocol_error(data: bytes) -> None:
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode_metadata(data)
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode_assignment(data)
+
+
+def test_kafka_python_config_maps_connection_and_security_settings() -> None:
+    config = kafka_python_config({"bootstrap.servers": "h:9092", "security.protocol": "sasl_ssl",
+                                  "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "p",
+                                  "ssl.ca.location": "/ca.pem", "request.timeout.ms": "20000",
+                                  "ssl.endpoint.identification.algorithm": "none", "linger.ms": "5"})
+    assert config == {"bootstrap_servers": "h:9092", "security_protocol": "SASL_SSL",
+                      "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "u",
+                      "sasl_plain_password": "p", "ssl_cafile": "/ca.pem", "request_timeout_ms": 20000,
+                      "ssl_check_hostname": False}
+
+
+def metadata(offset: int, owned: ConnectorsAndTasks = EMPTY) -> bytes:
+    return protocol.encode_metadata(protocol.MemberMetadata("http://m/", offset, owned))
+
+
+def test_leader_assigns_all_work_once_from_its_snapshot() -> None:
+    member = membership()
+    member._snapshot = snapshot(offset=5)
+    out = member._leader_assign("m1", 1, {"m1": metadata(5), "m2": metadata(4), "m3": metadata(5)})
+    decoded = {m: protocol.decode_assignment(data) for m, data in out.items()}
+    assert all(a.error == protocol.NO_ERROR and a.leader == "m1" and a.config_offset == 5 for a in decoded.values())
+    assert all(a.leader_url == "http://leader:8083/" for a in decoded.values())
+    assigned = [a.assigned for a in decoded.values()]
+    assert sum(len(a) for a in assigned) == 2 + 4
+    everything = ConnectorsAndTasks.of(WORK, (ConnectorTaskId(c, i) for c, n in WORK.items() for i in range(n)))
+    assert assigned[0] | assigned[1] | assigned[2] == everything
+
+
+def test_a_leader_behind_a_member_on_the_config_topic_assigns_nothing() -> None:
+    member = membership()
+    member._snapshot = snapshot(offset=5)
+    owned = ConnectorsAndTasks.of({"a"})
+    out = member._leader_assign("m1", 1, {"m1": metadata(5), "m2": metadata(8, owned)})
+    decoded = [protocol.decode_assignment(data) for data in out.values()]
+    assert all(a.error == protocol.CONFIG_MISMATCH for a in decoded)
+    assert all(not a.assigned and not a.revoked for a in decoded)
+
+
+def _owning(member: KafkaGroupMembership, generation_lost: bool) -> None:
+    """A joined member owning work; only its coordinator's generation matters to the fencing check."""
+    generation = SimpleNamespace(is_lost=lambda: generation_lost)
+    member._coordinator = SimpleNamespace(_generation=generation)  # type: ignore[assignment]
+    member._owned = ConnectorsAndTasks.of({"a"}, {ConnectorTaskId("a", 0)})
+
+
+def test_a_member_without_acknowledged_heartbeats_for_a_session_stops_everything() -> None:
+    member = membership(session_timeout_ms=6000)
+    _owning(member, generation_lost=False)
+    member._confirmed_at = time.monotonic() - 2
+    assert member._fence_if_lost() is None
+    member._confirmed_at = time.monotonic() - 7
+    fenced = member._fence_if_lost()
+    assert fenced is not None
+    assert not fenced.connectors and not fenced.tasks and not fenced.leader
+    assert not member._owned
+
+
+def test_a_join_in_flight_extends_the_deadline_to_rebalance_plus_session_timeout() -> None:
+    member = membership(session_timeout_ms=6000)
+    _owning(member, generation_lost=False)
+    member._confirmed_at = time.monotonic() - 7
+    member._join_started_at = time.monotonic() - 11
+    assert member._fence_if_lost() is None
+    member._join_started_at = time.monotonic() - 13
+    assert member._fence_if_lost() is not None
+
+
+def test_a_member_whose_generation_is_lost_stops_everything_before_rejoining() -> None:
+    member = membership()
+    _owning(member, generation_lost=True)
+    member._confirmed_at = time.monotonic()
+    fenced = member._fence_if_lost()
+    assert fenced is not None and not fenced.tasks
