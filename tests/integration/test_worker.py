@@ -14,6 +14,7 @@ from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker import Worker
+from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore
 from connect_runtime.testing.harness import InMemoryOffsetStore
 from connect_runtime.testing.sequence_source import SequenceSourceConnector, SequenceSourceTask
 from tests.conftest import Cluster
@@ -115,3 +116,31 @@ def test_failed_task_reports_its_trace_and_restarts_where_it_left_off(
     wait_until(lambda: worker.offset_store.get("flaky", {"task": 0}) == {"seq": 499}, 60, "seq 499 committed")
     assert listener.state(task_id) == "RUNNING"
     assert seqs_by_task(cluster_a.bootstrap, topic, 500) == {0: list(range(500))}
+
+
+def test_offsets_survive_a_worker_restart_through_the_offsets_topic(cluster_a: Cluster) -> None:
+    topic = create_topic(cluster_a.bootstrap, unique("worker-restart"))
+    offsets_topic = unique("connect-offsets")
+    base = {"bootstrap.servers": cluster_a.bootstrap}
+    config = {"name": "seq", "connector.class": "SequenceSourceConnector", "tasks.max": "1", "topic": topic}
+    task_id = ConnectorTaskId("seq", 0)
+
+    def run_worker(max_records: int) -> None:
+        store = KafkaOffsetStore(offsets_topic, producer_config=base, consumer_config=base, admin_config=base,
+                                 partitions=5, replication_factor=1)
+        worker = Worker("worker-1", store, Plugins(), ConnectMetrics.create(CollectorRegistry()),
+                        RecordingStatusListener(), base, offset_flush_interval_ms=500)
+        worker.start()  # loads the offsets topic
+        try:
+            connector_config = {**config, "max.records": str(max_records)}
+            assert worker.start_connector("seq", connector_config, TargetState.STARTED, lambda name: None)
+            [task_config] = worker.connector_task_configs("seq", 1)
+            assert worker.start_task(task_id, connector_config, task_config, TargetState.STARTED)
+            wait_until(lambda: store.get("seq", {"task": 0}) == {"seq": max_records - 1}, 60,
+                       f"seq {max_records - 1} committed")
+        finally:
+            worker.stop()
+
+    run_worker(2000)
+    run_worker(3000)  # a new process: only the offsets topic says where the first one stopped
+    assert seqs_by_task(cluster_a.bootstrap, topic, 3000) == {0: list(range(3000))}
