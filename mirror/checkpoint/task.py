@@ -244,5 +244,6 @@ class MirrorCheckpointTask(SourceTask):
             self._scheduler.close()
         if self._reader is not None:
             self._reader.stop()
-        if self._metrics is not None:
-            self._metrics.close()
+        metrics, self._metrics = self._metrics, None
+        if metrics is not None:
+            metrics.close()

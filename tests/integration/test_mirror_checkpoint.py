@@ -164,6 +164,39 @@ def test_checkpoints_translated_monotonic_and_synced(cluster_a: Cluster, cluster
     assert ours[-1].downstream_offset == 100
 
 
+@pytest.mark.slow
+def test_restarted_task_keeps_syncing_from_loaded_checkpoints(cluster_a: Cluster, cluster_b: Cluster) -> None:
+    """KAFKA-15905 / §12 testRestartReplication: checkpoints read back at start feed sync.group.offsets.
+
+    The first task emits a checkpoint with group-offset sync off. The restarted task sees the same source
+    offset (a repeat, so no new checkpoint), yet writes the loaded checkpoint into the target group.
+    """
+    src, tgt = unique("src"), unique("tgt")
+    topic = create_topic(cluster_a.bootstrap, unique("ck-restart"), 1)
+    produce(cluster_a.bootstrap, topic, 30)
+    replicate(cluster_a, cluster_b, src, tgt, topic, 30)
+    group = unique("ck-restart-group")
+    commit_group_offsets(cluster_a.bootstrap, group, {(topic, 0): 30})
+    config = checkpoint_config(cluster_a, cluster_b, src, tgt, topic, group)
+    connector = MirrorCheckpointConnector()
+    with started(connector, config):
+        [task_config] = connector.task_configs(1)
+        with run_source_task(MirrorCheckpointTask, task_config, bootstrap_servers=cluster_b.bootstrap,
+                             connector="MirrorCheckpointConnector"):
+            wait_until(lambda: any(c.consumer_group_id == group for c in checkpoints(cluster_b, src)), 30,
+                       "a checkpoint")
+    [emitted] = [c for c in checkpoints(cluster_b, src) if c.consumer_group_id == group]
+    assert emitted.downstream_offset == 30
+    remote = f"{src}.{topic}"
+    assert committed_on(cluster_b.bootstrap, group, remote) < 0  # sync was off: nothing on the target yet
+    task_config = {**task_config, "sync.group.offsets.enabled": "true", "sync.group.offsets.interval.seconds": "1"}
+    with run_source_task(MirrorCheckpointTask, task_config, bootstrap_servers=cluster_b.bootstrap,
+                         connector="MirrorCheckpointConnector"):
+        wait_until(lambda: committed_on(cluster_b.bootstrap, group, remote) == 30, 30,
+                   "the loaded checkpoint synced into the target group")
+    assert [c for c in checkpoints(cluster_b, src) if c.consumer_group_id == group] == [emitted]  # no repeat
+
+
 def test_heartbeats_every_interval(cluster_b: Cluster) -> None:
     src, tgt = unique("hb-src"), unique("hb-tgt")
     config = flow_config(src, tgt, "unused:9092", cluster_b.bootstrap, name="MirrorHeartbeatConnector",

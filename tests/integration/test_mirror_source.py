@@ -17,6 +17,7 @@ from confluent_kafka.admin import ConfigResource, ResourceType
 
 from connect_runtime.testing.harness import InMemoryOffsetStore, run_source_task
 from mirror.client.models import OffsetSync
+from mirror.metrics import registry_for
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster
@@ -144,6 +145,8 @@ def test_resumes_after_stored_offset(cluster_a: Cluster, cluster_b: Cluster) -> 
                              connector="MirrorSourceConnector", offset_store=store) as run:
             wait_until(lambda: run.records_written() >= 5, 30, "5 records written")
             run.commit_now()
+            labels = {"source": src, "target": tgt, "topic": remote, "partition": "0"}
+            assert registry_for(None).get_sample_value("mirror_source_record_count_total", labels) == 5
         assert store.get("MirrorSourceConnector", partition) == {"offset": 9}
         produce(cluster_a.bootstrap, topic, [(b"late", b"late")])
         with run_source_task(MirrorSourceTask, task_config, bootstrap_servers=cluster_b.bootstrap,
