@@ -25,8 +25,10 @@ Guarantees, and how they are kept:
   retriable ones, so a report with an error is final for that record, and skipping it would commit
   past a hole.
 * **Bounded memory.** At most ``max_outstanding_records`` records are tracked; at the cap the loop
-  stops calling ``task.poll()`` and only serves delivery reports. ``BufferError`` (librdkafka's queue
-  full) is answered by ``producer.poll()`` until there is room. Nothing here queues without a bound.
+  stops calling ``task.poll()`` and only serves delivery reports. Bytes are bounded by librdkafka's
+  queue (``queue.buffering.max.kbytes``, 128 MiB by default here instead of librdkafka's 1 GiB; Java's
+  ``buffer.memory`` is 32 MiB): ``BufferError`` (queue full) is answered by ``producer.poll()`` until
+  there is room, and the tracked records are the ones in that queue. Nothing queues without a bound.
 * **Threading.** Delivery callbacks run inside ``producer.poll()``/``flush()``, which only the task
   thread calls, so ``commit_record`` runs on the task thread as the API promises and the tracking
   needs no lock. ``stop()``, ``transition_to()`` and ``request_commit()`` are the only calls from other
@@ -68,6 +70,8 @@ PRODUCER_DEFAULTS: Mapping[str, str] = {
     "acks": "all",
     "linger.ms": "10",
     "message.timeout.ms": "0",
+    # librdkafka's default is 1 GiB per producer; a record count cap alone does not bound bytes.
+    "queue.buffering.max.kbytes": "131072",
 }
 
 _IDLE_POLL_S = 0.05

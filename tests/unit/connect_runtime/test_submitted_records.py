@@ -152,6 +152,7 @@ def test_producer_config_defaults_to_idempotent_acks_all_with_a_task_client_id()
     assert config["enable.idempotence"] == "true"
     assert config["client.id"] == "connector-producer-c-3"
     assert config["message.timeout.ms"] == "0"
+    assert config["queue.buffering.max.kbytes"] == "131072"
     assert "max.in.flight.requests.per.connection" not in config
 
 
