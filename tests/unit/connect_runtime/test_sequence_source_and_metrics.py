@@ -69,6 +69,7 @@ def test_task_writes_numbered_json_records_keyed_by_task() -> None:
     assert {r.key for r in records} == {b"2"}
     assert [r.source_offset for r in records] == [{"seq": 0}, {"seq": 1}, {"seq": 2}]
     assert all(r.source_partition == {"task": 2} for r in records)
+    assert records[1].value == json.dumps(values[1], separators=(",", ":")).encode()
 
 
 def test_task_resumes_after_the_stored_seq_and_stops_at_max_records() -> None:
