@@ -42,6 +42,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -146,6 +147,18 @@ def _checkpoint_families_of(registry: CollectorRegistry) -> _CheckpointFamilies:
         return families
 
 
+@dataclass(frozen=True)
+class _SourceChildren:
+    """The labelled children of one partition, resolved once (``labels()`` is the costly part)."""
+
+    records: Any
+    bytes: Any
+    record_age_s: Any
+    record_age_ms: Any
+    latency_s: Any
+    latency_ms: Any
+
+
 class MirrorSourceMetrics:
     """Per-task source metrics; label sets are pre-registered for the assigned partitions, as MM2 does."""
 
@@ -153,43 +166,46 @@ class MirrorSourceMetrics:
         self._families = _source_families_of(registry)
         self._source = source
         self._target = target
-        self._labels: set[tuple[str, str, str, str]] = set()
+        self._children: dict[tuple[str, int], _SourceChildren] = {}
 
-    def _key(self, topic: str, partition: int) -> tuple[str, str, str, str]:
-        key = (self._source, self._target, topic, str(partition))
-        if key not in self._labels:
-            self._labels.add(key)
+    def _of(self, topic: str, partition: int) -> _SourceChildren:
+        children = self._children.get((topic, partition))
+        if children is None:
+            key = (self._source, self._target, topic, str(partition))
             f = self._families
-            f.records.labels(*key)
-            f.bytes.labels(*key)
-        return key
+            children = _SourceChildren(f.records.labels(*key), f.bytes.labels(*key), f.record_age_s.labels(*key),
+                                       f.record_age_ms.labels(*key), f.latency_s.labels(*key),
+                                       f.latency_ms.labels(*key))
+            self._children[(topic, partition)] = children
+        return children
 
     def register(self, remote_topic: str, partition: int) -> None:
         """Create the series of one assigned partition (so it exports 0 before the first record)."""
-        self._key(remote_topic, partition)
+        self._of(remote_topic, partition)
 
     def record_polled(self, remote_topic: str, partition: int, value_bytes: int, age_ms: int) -> None:
-        key = self._key(remote_topic, partition)
-        self._families.bytes.labels(*key).inc(value_bytes)
-        self._families.record_age_ms.labels(*key).set(age_ms)
-        self._families.record_age_s.labels(*key).observe(max(age_ms, 0) / 1000.0)
+        children = self._of(remote_topic, partition)
+        children.bytes.inc(value_bytes)
+        children.record_age_ms.set(age_ms)
+        children.record_age_s.observe(max(age_ms, 0) / 1000.0)
 
     def record_committed(self, remote_topic: str, partition: int, latency_ms: int) -> None:
-        key = self._key(remote_topic, partition)
-        self._families.records.labels(*key).inc()
-        self._families.latency_ms.labels(*key).set(latency_ms)
-        self._families.latency_s.labels(*key).observe(max(latency_ms, 0) / 1000.0)
+        children = self._of(remote_topic, partition)
+        children.records.inc()
+        children.latency_ms.set(latency_ms)
+        children.latency_s.observe(max(latency_ms, 0) / 1000.0)
 
     def close(self) -> None:
         """Remove this task's series so a stopped task does not keep exporting stale values."""
         f = self._families
-        for key in self._labels:
+        for topic, partition in self._children:
+            key = (self._source, self._target, topic, str(partition))
             for family in (f.records, f.bytes, f.record_age_s, f.record_age_ms, f.latency_s, f.latency_ms):
                 try:
                     family.remove(*key)
                 except KeyError:
                     pass
-        self._labels.clear()
+        self._children.clear()
 
 
 class MirrorCheckpointMetrics:

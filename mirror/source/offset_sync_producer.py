@@ -33,6 +33,7 @@ class OffsetSyncProducer:
         self._writer = writer
         self._producer = producer_factory(producer_config)
         self._in_flight = 0
+        self._backlog = False
         self._lock = threading.Lock()
         self._closed = False
 
@@ -48,8 +49,9 @@ class OffsetSyncProducer:
         """A replicated record was acknowledged: update the writer and send whatever became due."""
         if self._closed:
             return
-        self._writer.update(tp, upstream, downstream)
-        self.send_pending()
+        # Only touch the producer when a sync became due or some are still waiting for a free slot.
+        if self._writer.update(tp, upstream, downstream) or self._backlog:
+            self.send_pending()
 
     def promote_delayed_and_send(self) -> None:
         """On task commit: every partition's latest sync becomes due (KAFKA-15906), then send."""
@@ -64,6 +66,8 @@ class OffsetSyncProducer:
             free = MAX_OUTSTANDING_OFFSET_SYNCS - self._in_flight
             syncs = self._writer.take_pending(free) if free > 0 else []
             self._in_flight += len(syncs)
+            # all slots used: more may be pending, so retry on the next record even if none becomes due
+            self._backlog = len(syncs) >= free
         for sync in syncs:
             self._send(sync)
 
