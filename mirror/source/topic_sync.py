@@ -209,6 +209,8 @@ class TopicSync:
         self._known_source: tuple[TopicPartitionT, ...] = ()
         self._known_target: tuple[TopicPartitionT, ...] = ()
         self._no_acl_authorizer_logged = False
+        # (remote topic, partition count) growths the target refused (e.g. Tansu: no CreatePartitions)
+        self._refused_growth: set[tuple[str, int]] = set()
 
     @property
     def known_source_topic_partitions(self) -> tuple[TopicPartitionT, ...]:
@@ -255,7 +257,7 @@ class TopicSync:
             upstream = self._policy.upstream_topic(topic)
             if upstream is not None:
                 upstream_of_target.add((upstream, partition))
-        missing_in_target = set(source) - upstream_of_target
+        missing_in_target = {tp for tp in set(source) - upstream_of_target if not self._growth_refused(tp)}
         self._known_target = tuple(target)
         known = set(self._known_source)
         if known == set(source) and not missing_in_target:
@@ -284,9 +286,18 @@ class TopicSync:
                 grow[remote] = count
         if new_topics:
             self._create_new_topics(new_topics)
+        grow = {topic: count for topic, count in grow.items() if (topic, count) not in self._refused_growth}
         if grow:
-            # TopicAdmin logs one warning per topic when the target cannot add partitions (Tansu).
-            self._target_admin.create_partitions(grow)
+            # TopicAdmin logs one warning per topic when the target cannot add partitions (Tansu). That
+            # answer is remembered: retrying the same growth on every refresh would repeat the warning
+            # and request a pointless task reconfiguration each time.
+            grown = self._target_admin.create_partitions(grow)
+            self._refused_growth.update((topic, count) for topic, count in grow.items() if topic not in grown)
+
+    def _growth_refused(self, tp: TopicPartitionT) -> bool:
+        """Whether ``tp`` is missing on the target only because the target refused to add it."""
+        remote = self.formatted_remote(tp[0])
+        return any(topic == remote and count > tp[1] for topic, count in self._refused_growth)
 
     def _create_new_topics(self, partition_counts: Mapping[str, int]) -> None:
         try:

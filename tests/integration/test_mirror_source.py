@@ -66,6 +66,10 @@ def alter_topic_configs(bootstrap: str, topic: str, values: dict[str, str]) -> N
         future.result(timeout=10)
 
 
+def partitions_of(cluster: Cluster, topic: str) -> int:
+    return len(admin(cluster.bootstrap).list_topics(topic, timeout=10).topics[topic].partitions)
+
+
 def test_one_way_replication_keeps_records_exactly(cluster_a: Cluster, cluster_b: Cluster) -> None:
     src, tgt = aliases()
     topic = create_topic(cluster_a.bootstrap, unique("orders"), partitions=3)
@@ -257,8 +261,11 @@ def test_partition_growth_unsupported_is_one_warning(cluster_a: Cluster, cluster
     config = flow_config(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, overrides={"topics": topic})
     with caplog.at_level(logging.INFO), source_connector(config) as (connector, _):
         assert len(connector.task_configs(1)[0]["task.assigned.partitions"].split(",")) == 3
-    partitions = len(admin(cluster_b.bootstrap).list_topics(f"{src}.{topic}", timeout=10)
-                     .topics[f"{src}.{topic}"].partitions)
+        sync = connector.topic_sync
+        assert sync is not None
+        for _ in range(2):  # later refreshes neither retry a refused growth nor ask for reconfiguration
+            assert not sync.refresh_topic_partitions() or partitions_of(cluster_b, f"{src}.{topic}") == 3
+    partitions = partitions_of(cluster_b, f"{src}.{topic}")
     if partitions == 1:  # the broker cannot add partitions (Tansu)
         warnings = [r for r in caplog.records
                     if r.levelno == logging.WARNING and f"{src}.{topic}" in r.getMessage()]

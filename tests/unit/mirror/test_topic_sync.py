@@ -245,6 +245,9 @@ def test_refresh_reconfigures_on_source_changes_but_not_on_target_only_partition
     target.topics["source.orders"] = 2
     assert sync.refresh_topic_partitions()
     assert target.called("create_partitions") == [{"source.orders": 3}]
+    target.topics["source.orders"] = 2  # the fake target refused to grow it (like Tansu)
+    assert not sync.refresh_topic_partitions()  # refused once: not retried, no reconfiguration loop
+    assert len(target.called("create_partitions")) == 1
     source.topics["payments"] = 1
     assert sync.refresh_topic_partitions()
     assert [c[0] for c in target.called("create_topic")] == ["source.payments"]
