@@ -164,6 +164,28 @@ def test_checkpoints_translated_monotonic_and_synced(cluster_a: Cluster, cluster
     assert ours[-1].downstream_offset == 100
 
 
+def test_checkpoints_with_offset_syncs_on_target(cluster_a: Cluster, cluster_b: Cluster) -> None:
+    """§12 testOffsetSyncsTopicsOnTarget: the checkpoint task reads the syncs from the target cluster."""
+    src, tgt = unique("src"), unique("tgt")
+    topic = create_topic(cluster_a.bootstrap, unique("ck-on-target"), 1)
+    produce(cluster_a.bootstrap, topic, 20)
+    replicate(cluster_a, cluster_b, src, tgt, topic, 20, **{"offset-syncs.topic.location": "target"})
+    assert f"mm2-offset-syncs.{src}.internal" in topics(cluster_b.bootstrap)
+    assert f"mm2-offset-syncs.{tgt}.internal" not in topics(cluster_a.bootstrap)
+    group = unique("ck-on-target-group")
+    commit_group_offsets(cluster_a.bootstrap, group, {(topic, 0): 20})
+    config = checkpoint_config(cluster_a, cluster_b, src, tgt, topic, group,
+                               **{"offset-syncs.topic.location": "target"})
+    connector = MirrorCheckpointConnector()
+    with started(connector, config):
+        [task_config] = connector.task_configs(1)
+        with run_source_task(MirrorCheckpointTask, task_config, bootstrap_servers=cluster_b.bootstrap,
+                             connector="MirrorCheckpointConnector"):
+            [checkpoint] = wait_until(
+                lambda: [c for c in checkpoints(cluster_b, src) if c.consumer_group_id == group], 30, "a checkpoint")
+    assert (checkpoint.topic, checkpoint.upstream_offset, checkpoint.downstream_offset) == (f"{src}.{topic}", 20, 20)
+
+
 @pytest.mark.slow
 def test_restarted_task_keeps_syncing_from_loaded_checkpoints(cluster_a: Cluster, cluster_b: Cluster) -> None:
     """KAFKA-15905 / §12 testRestartReplication: checkpoints read back at start feed sync.group.offsets.
