@@ -1,0 +1,101 @@
+"""CheckpointStore and OffsetSyncReader over a scripted fake consumer (§6.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, Message
+
+from mirror.checkpoint.checkpoint_store import CheckpointStore
+from mirror.checkpoint.offset_sync_reader import OffsetSyncReader
+from mirror.checkpoint.offset_sync_store import OffsetSyncStore
+from mirror.client.models import Checkpoint, OffsetSync, TopicPartition
+from tests.support.kafka import wait_until
+
+
+def eof() -> Message:
+    return Message(topic="t", partition=0, error=KafkaError(KafkaError._PARTITION_EOF))
+
+
+class ScriptedConsumer:
+    def __init__(self, script: list[Message | None]) -> None:
+        self.script = list(script)
+        self.config: dict[str, Any] = {}
+        self.assigned: list[Any] = []
+        self.closed = False
+
+    def assign(self, partitions: list[Any]) -> None:
+        self.assigned = partitions
+
+    def poll(self, timeout: float) -> Message | None:
+        return self.script.pop(0) if self.script else None
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def factory(consumer: ScriptedConsumer) -> Any:
+    def make(config: Mapping[str, Any]) -> ScriptedConsumer:
+        consumer.config = dict(config)
+        return consumer
+    return make
+
+
+def record(checkpoint: Checkpoint) -> Message:
+    return Message(topic="t", partition=0, offset=0, key=checkpoint.key_bytes(), value=checkpoint.value_bytes())
+
+
+def test_checkpoint_store_keeps_the_last_checkpoint_of_assigned_groups() -> None:
+    tp = TopicPartition("a.t", 0)
+    consumer = ScriptedConsumer([
+        record(Checkpoint("g", tp, 10, 9)),
+        Message(topic="t", partition=0, offset=1, key=b"junk", value=b"junk"),  # undecodable: skipped
+        record(Checkpoint("other", tp, 5, 5)),  # not assigned to this task
+        None,
+        record(Checkpoint("g", tp, 20, 19)),
+        eof(),
+        record(Checkpoint("g", tp, 99, 99)),  # after the end: not read
+    ])
+    store = CheckpointStore("a.checkpoints.internal", {"bootstrap.servers": "x"}, ["g"],
+                            consumer_factory=factory(consumer))
+    assert not store.initialized
+    assert store.start()
+    assert store.initialized and consumer.closed
+    assert consumer.config["enable.partition.eof"] == "true" and consumer.config["enable.auto.commit"] == "false"
+    assert store.get("g", tp) == Checkpoint("g", tp, 20, 19)
+    assert store.get("other", tp) is None
+    store.update("g", {TopicPartition("a.t", 1): Checkpoint("g", TopicPartition("a.t", 1), 3, 3)})
+    assert store.converted_upstream_offsets() == {"g": {tp: (19, ""), TopicPartition("a.t", 1): (3, "")}}
+
+
+def test_checkpoint_store_that_cannot_read_starts_empty_and_says_so() -> None:
+    denied = Message(topic="t", partition=0, error=KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
+    store = CheckpointStore("a.checkpoints.internal", {}, ["g"], consumer_factory=factory(ScriptedConsumer([denied])))
+    assert not store.start()
+    assert store.initialized and store.converted_upstream_offsets() == {}
+    silent = CheckpointStore("a.checkpoints.internal", {}, ["g"], consumer_factory=factory(ScriptedConsumer([])),
+                             timeout_s=0.3)
+    assert not silent.start()  # never reached the end in time
+
+
+def sync_record(upstream: int, downstream: int) -> Message:
+    sync = OffsetSync(TopicPartition("t", 0), upstream, downstream)
+    return Message(topic="s", partition=0, offset=0, key=sync.key_bytes(), value=sync.value_bytes())
+
+
+def test_offset_sync_reader_makes_translation_available_after_the_first_end() -> None:
+    consumer = ScriptedConsumer([sync_record(0, 0), sync_record(10, 10), eof(), sync_record(20, 20)])
+    store = OffsetSyncStore()
+    reader = OffsetSyncReader("mm2-offset-syncs.b.internal", {}, store, consumer_factory=factory(consumer))
+    reader.start(initialization_must_read_to_end=True)
+    try:
+        wait_until(lambda: reader.records_read == 3, 5, "the live sync read")
+        assert store.ready
+        # must-read-to-end: only the last historical sync (10) survives, then live syncs build history
+        assert store.translate_downstream("g", TopicPartition("t", 0), 5) == -1
+        assert store.translate_downstream("g", TopicPartition("t", 0), 15) == 11
+        assert store.translate_downstream("g", TopicPartition("t", 0), 20) == 20
+    finally:
+        reader.stop()
+    assert consumer.closed
