@@ -49,7 +49,7 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,6 +122,7 @@ class _WorkerCoordinator(BaseCoordinator):  # type: ignore[misc]  # kafka-python
     def __init__(self, owner: KafkaGroupMembership, client: KafkaNetClient, **configs: Any) -> None:
         super().__init__(client, **configs)
         self._owner = owner
+        self._unclaimed: bytes | None = None  # IO thread only
 
     def protocol_type(self) -> str:
         return protocol.PROTOCOL_TYPE
@@ -143,17 +144,31 @@ class _WorkerCoordinator(BaseCoordinator):  # type: ignore[misc]  # kafka-python
 
     async def _on_join_complete_async(self, generation: int, member_id: str, protocol_name: str,
                                       member_assignment_bytes: bytes) -> None:
+        self._unclaimed = None
         with self._owner._state_lock:
             self._owner._completed = _Completed(generation, member_id, bytes(member_assignment_bytes))
             self._owner._last_completed_generation = generation
-        self._owner.wakeup()
+        self._owner._notify()
 
     async def _do_join_and_sync_async(self) -> Any:
+        """One JoinGroup + SyncGroup, unless the previous one finished while nobody was waiting.
+
+        kafka-python 3.0 keeps the join task across ``ensure_active_group`` calls, but when the task
+        completes between two calls, the next call sees it done and starts a new one: the assignment
+        is dropped and a fresh JoinGroup sent. With a herder polling at a zero timeout that happens on
+        nearly every rebalance (each JoinGroup of the leader starting yet another rebalance). So a
+        finished exchange is kept here until ``_on_join_complete_async`` has consumed it.
+        """
+        if self._unclaimed is not None:
+            claimed, self._unclaimed = self._unclaimed, None
+            return claimed
         self._owner._set_join_started(time.monotonic())
         try:
-            return await super()._do_join_and_sync_async()
+            self._unclaimed = await super()._do_join_and_sync_async()
+            return self._unclaimed
         finally:
             self._owner._set_join_started(None)
+            self._owner._notify()  # the herder's next poll completes the join
 
     def _process_sync_group_response(self, response: Any, send_time: float) -> Any:
         result = super()._process_sync_group_response(response, send_time)
@@ -171,24 +186,27 @@ class _WorkerCoordinator(BaseCoordinator):  # type: ignore[misc]  # kafka-python
 
     def request_rejoin(self) -> None:
         super().request_rejoin()
-        self._owner.wakeup()
+        self._owner._notify()
 
     def reset_generation(self, member_id: str = "") -> None:
         super().reset_generation(member_id)
-        self._owner.wakeup()
+        self._owner._notify()
 
 
 class KafkaGroupMembership:
     """This worker's membership of Connect group ``group_id`` on a Kafka cluster (see module doc).
 
     ``client_config`` holds kafka-python client keywords (at least ``bootstrap_servers``; see
-    :func:`kafka_python_config`). Nothing connects before :meth:`join`.
+    :func:`kafka_python_config`). Nothing connects before :meth:`join`. ``notify`` is called from the
+    client's IO thread whenever :meth:`poll` has work to do (a rebalance began, a JoinGroup/SyncGroup
+    finished, membership was lost); a herder that polls with a zero timeout and idles on its own
+    condition passes a callback that wakes it. It must not block.
     """
 
     def __init__(self, group_id: str, advertised_url: str | None, client_config: Mapping[str, Any], *,
                  session_timeout_ms: int = 10_000, heartbeat_interval_ms: int = 3_000,
                  rebalance_timeout_ms: int = 60_000, scheduled_rebalance_max_delay_ms: int = 300_000,
-                 bootstrap_timeout_s: float = 30.0) -> None:
+                 bootstrap_timeout_s: float = 30.0, notify: Callable[[], None] | None = None) -> None:
         self.group_id = group_id
         self.advertised_url = advertised_url
         self._client_config = dict(client_config)
@@ -202,6 +220,7 @@ class KafkaGroupMembership:
             "request_timeout_ms": int(self._client_config.get("request_timeout_ms", 30_000)),
         }
         self._bootstrap_timeout_s = bootstrap_timeout_s
+        self._notify_herder = notify
         self._assignor = IncrementalCooperativeAssignor(scheduled_rebalance_max_delay_ms)
         self._client: KafkaNetClient | None = None
         self._coordinator: _WorkerCoordinator | None = None
@@ -220,7 +239,8 @@ class KafkaGroupMembership:
         self._current: Assignment | None = None
 
     @classmethod
-    def from_worker_config(cls, config: Any, advertised_url: str | None) -> KafkaGroupMembership:
+    def from_worker_config(cls, config: Any, advertised_url: str | None,
+                           notify: Callable[[], None] | None = None) -> KafkaGroupMembership:
         """From a ``DistributedWorkerConfig`` (group.id, session/heartbeat/rebalance timeouts, delay)."""
         from connect_runtime.runtime import worker_config as wc
 
@@ -229,7 +249,8 @@ class KafkaGroupMembership:
                    session_timeout_ms=int(config[wc.SESSION_TIMEOUT_MS]),
                    heartbeat_interval_ms=int(config[wc.HEARTBEAT_INTERVAL_MS]),
                    rebalance_timeout_ms=int(config[wc.REBALANCE_TIMEOUT_MS]),
-                   scheduled_rebalance_max_delay_ms=int(config[wc.SCHEDULED_REBALANCE_MAX_DELAY_MS]))
+                   scheduled_rebalance_max_delay_ms=int(config[wc.SCHEDULED_REBALANCE_MAX_DELAY_MS]),
+                   notify=notify)
 
     # -- what the herder and REST read ---------------------------------------------------------------
 
@@ -311,6 +332,12 @@ class KafkaGroupMembership:
 
     def wakeup(self) -> None:
         self._wakeup.set()
+
+    def _notify(self) -> None:
+        """IO thread: something for :meth:`poll` to do (rebalance started, join finished, membership lost)."""
+        self._wakeup.set()
+        if self._notify_herder is not None:
+            self._notify_herder()
 
     def leave(self) -> None:
         """LeaveGroup and close the client. Call after stopping all owned work: the group reassigns it

@@ -42,9 +42,11 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
     stop = threading.Event()
+    wake = threading.Event()
 
     def on_term(_signum: int, _frame: FrameType | None) -> None:
         stop.set()
+        wake.set()
 
     signal.signal(signal.SIGTERM, on_term)
     config = snapshot(json.loads(work_json))
@@ -52,12 +54,15 @@ def main(argv: list[str]) -> int:
     membership = KafkaGroupMembership(group, url, {"bootstrap_servers": bootstrap, "client_id": url},
                                       session_timeout_ms=int(session_ms), heartbeat_interval_ms=1000,
                                       rebalance_timeout_ms=int(session_ms),
-                                      scheduled_rebalance_max_delay_ms=int(delay_ms))
+                                      scheduled_rebalance_max_delay_ms=int(delay_ms), notify=wake.set)
     emit(membership, url, membership.join(config, timeout_s=60))
     while not stop.is_set():
-        assignment = membership.poll(config, timeout_s=0.5)
+        # As DistributedHerder does: poll without blocking, then idle up to 1 s unless notified.
+        assignment = membership.poll(config, timeout_s=0.0)
         if assignment is not None:
             emit(membership, url, assignment)
+        wake.wait(1.0)
+        wake.clear()
     membership.leave()
     return 0
 
