@@ -59,9 +59,14 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka import errors as kafka_errors
     from kafka.coordinator.base import BaseCoordinator
-    from kafka.net.compat import KafkaNetClient
+
+    try:
+        from kafka.net.compat import KafkaNetClient
+    except ImportError as exc:  # kafka-python 2.x: another coordinator API altogether
+        raise ImportError("Connect group membership needs kafka-python >= 3.0") from exc
 
 from connect_runtime.api.errors import ConnectError
+from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
 from connect_runtime.runtime.coordination import protocol
 from connect_runtime.runtime.herder import ConnectorTaskId
@@ -239,11 +244,10 @@ class KafkaGroupMembership:
         self._current: Assignment | None = None
 
     @classmethod
-    def from_worker_config(cls, config: Any, advertised_url: str | None,
+    def from_worker_config(cls, config: wc.DistributedWorkerConfig, advertised_url: str | None,
                            notify: Callable[[], None] | None = None) -> KafkaGroupMembership:
-        """From a ``DistributedWorkerConfig`` (group.id, session/heartbeat/rebalance timeouts, delay)."""
-        from connect_runtime.runtime import worker_config as wc
-
+        """From the worker config: group.id, the session / heartbeat / rebalance timeouts, the delay,
+        and the connection and security settings (``admin.``-prefixed overrides included)."""
         client = kafka_python_config(config.admin_config("coordinator"))
         return cls(config.group_id, advertised_url, client,
                    session_timeout_ms=int(config[wc.SESSION_TIMEOUT_MS]),

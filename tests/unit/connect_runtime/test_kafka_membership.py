@@ -13,6 +13,7 @@ import pytest
 from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks
 from connect_runtime.runtime.coordination import KafkaGroupMembership, kafka_python_config, protocol
 from connect_runtime.runtime.herder import ConnectorTaskId
+from connect_runtime.runtime.worker_config import DistributedWorkerConfig
 from connect_runtime.storage.config_store import ClusterConfigState
 
 WORK = {"a": 3, "b": 1}
@@ -128,3 +129,24 @@ def test_a_member_whose_generation_is_lost_stops_everything_before_rejoining() -
     member._confirmed_at = time.monotonic()
     fenced = member._fence_if_lost()
     assert fenced is not None and not fenced.tasks
+
+
+def test_from_worker_config_takes_group_timeouts_and_client_security_settings() -> None:
+    config = DistributedWorkerConfig({
+        "bootstrap.servers": "h:9092", "group.id": "connect-cluster", "config.storage.topic": "c",
+        "offset.storage.topic": "o", "status.storage.topic": "s", "session.timeout.ms": "7000",
+        "heartbeat.interval.ms": "2000", "rebalance.timeout.ms": "30000",
+        "scheduled.rebalance.max.delay.ms": "12345", "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                            'username="u" password="p";'})
+    member = KafkaGroupMembership.from_worker_config(config, "http://w:8083/")
+    assert member.group_id == "connect-cluster"
+    assert member.advertised_url == "http://w:8083/"
+    assert member._client_config == {"bootstrap_servers": "h:9092", "security_protocol": "SASL_PLAINTEXT",
+                                     "sasl_mechanism": "PLAIN", "client_id": "connect-connect-cluster-coordinator",
+                                     "sasl_plain_username": "u", "sasl_plain_password": "p"}
+    assert member._coordinator_config["session_timeout_ms"] == 7000
+    assert member._coordinator_config["heartbeat_interval_ms"] == 2000
+    assert member._coordinator_config["max_poll_interval_ms"] == 30000
+    assert member._assignor.max_delay_ms == 12345
