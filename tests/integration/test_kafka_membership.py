@@ -164,7 +164,7 @@ def test_a_joining_member_takes_only_its_share(group: Group) -> None:
         for line in member.lines:
             if line["generation"] >= first_with_work["generation"]:
                 assert not (items(line) & items(first_with_work)), "work held by two members at once"
-    print(f"\n[membership] join of a 3rd member -> settled (2 rebalances): {elapsed:.2f} s")
+    print(f"\n[membership] join of a 3rd member -> settled (revoke round, then assign round): {elapsed:.2f} s")
 
 
 def _held_then_moved(group: Group, victim: Member, how: str, timeout_s: float) -> None:
