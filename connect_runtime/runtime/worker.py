@@ -20,9 +20,10 @@ every method is blocking, thread-safe, and called from the herder thread unless 
     stop_connector(name) -> None         # Connector.stop(), UNASSIGNED reported (not if FAILED)
     start_task(ConnectorTaskId, connector_config, task_config, target_state) -> bool
         # False: FAILED with its trace went to the listener. The task then runs on its own thread.
-    stop_tasks(ids, timeout_s) -> None   # stop all in parallel, wait up to timeout_s in total; each
-                                         # flushes and commits. Tasks still running then are cancelled
-                                         # (they report nothing more) and forgotten.
+    stop_tasks(ids, timeout_s) -> None   # stop all in parallel, wait up to timeout_s (+ the offset flush
+                                         # timeout for the final commit) in total; each flushes and
+                                         # commits. Tasks still running then are cancelled (they report
+                                         # nothing more) and forgotten.
     set_target_state(name, TargetState)  # pause/resume/stop the connector and pause/resume its tasks
     connector_names() -> list[str]; task_ids() -> list[ConnectorTaskId]; is_running(name) -> bool
 
@@ -194,12 +195,17 @@ class Worker:
         return True
 
     def stop_tasks(self, ids: Iterable[ConnectorTaskId], timeout_s: float) -> None:
-        """Signal every task at once, then wait for all within one shared deadline."""
+        """Signal every task at once, then wait for all within one shared deadline.
+
+        Each task flushes within ``task_shutdown_timeout_ms`` of the stop request and then commits; the
+        deadline adds ``offset_flush_timeout_ms`` to ``timeout_s`` for that final commit, so a task that
+        merely had records to flush is not cancelled while storing its offsets.
+        """
         with self._lock:
             stopping = [(tid, self._tasks[tid]) for tid in ids if tid in self._tasks]
         for _, task in stopping:
             task.stop()
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + timeout_s + self._flush_timeout_ms / 1000
         for task_id, task in stopping:
             if not task.join(max(0.0, deadline - time.monotonic())):
                 logger.error("task %s did not stop within %.1fs; cancelling it (no further status reports, "

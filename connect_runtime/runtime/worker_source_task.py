@@ -155,6 +155,7 @@ class WorkerSourceTask:
         self._target = target_state
         self._state_lock = threading.Lock()
         self._stopping = threading.Event()
+        self._stop_requested_at: float | None = None
         self._task_stop_called = False
         self._task_started = False
         self._cancelled = False
@@ -187,7 +188,9 @@ class WorkerSourceTask:
         arrives while ``start`` is still running is applied by the task thread right after it, so
         whatever ``start`` opened is always released (Java's ``startedShutdownBeforeStartCompleted``).
         """
-        self._stopping.set()
+        if not self._stopping.is_set():
+            self._stop_requested_at = time.monotonic()
+            self._stopping.set()
         with self._state_lock:
             started = self._task_started
         if started:
@@ -401,7 +404,13 @@ class WorkerSourceTask:
         producer = self._producer
         if producer is not None:
             try:
-                remaining = producer.flush(self._shutdown_timeout_s)
+                # The graceful-shutdown budget runs from the stop request, so that flushing and the final
+                # commit fit in the time the worker waits for this task (stop_tasks' timeout).
+                requested = self._stop_requested_at
+                budget = self._shutdown_timeout_s
+                if requested is not None:
+                    budget = max(0.0, budget - (time.monotonic() - requested))
+                remaining = producer.flush(budget)
                 if remaining:
                     logger.warning("%s: %d records not acknowledged within %.1fs of stopping; their offsets "
                                    "are not committed, so they will be sent again after a restart",
