@@ -4,6 +4,8 @@ Two tasks are measured, each from the first poll until the target acknowledged e
 
 * ``prebuilt``: the task hands out ready-made SourceRecords, so the figure is the runtime's own cost
   (submit tracking, produce, delivery report, commit_record, offset commit) plus librdkafka and broker;
+* ``prebuilt-commit-record``: the same, with ``commit_record`` overridden (as MirrorSourceTask does),
+  so the runtime also builds a RecordMetadata per acknowledged record;
 * ``sequence``: the test SequenceSourceTask, which also builds a JSON value per record.
 
 Usage::
@@ -26,7 +28,7 @@ from collections.abc import Mapping
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connect_runtime.api.records import SourceRecord
+from connect_runtime.api.records import RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.testing.harness import run_source_task
 from connect_runtime.testing.sequence_source import SequenceSourceTask
@@ -57,6 +59,18 @@ class PrebuiltTask(SourceTask):
         pass
 
 
+class PrebuiltCommitRecordTask(PrebuiltTask):
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        pass
+
+
+TASKS: dict[str, type[SourceTask]] = {
+    "prebuilt": PrebuiltTask,
+    "prebuilt-commit-record": PrebuiltCommitRecordTask,
+    "sequence": SequenceSourceTask,
+}
+
+
 def create_topic(bootstrap: str, name: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False})
     admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])[name].result(timeout=30)
@@ -65,7 +79,7 @@ def create_topic(bootstrap: str, name: str) -> None:
 def run_once(kind: str, bootstrap: str, records: int, value_bytes: int) -> dict[str, object]:
     topic = f"bench-worker-loop-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic)
-    task: type[SourceTask] = PrebuiltTask if kind == "prebuilt" else SequenceSourceTask
+    task = TASKS[kind]
     config = {"topic": topic, "max.records": str(records), "batch.size": "1000",
               "value.bytes": str(value_bytes)}
     with run_source_task(task, config, bootstrap_servers=bootstrap, connector=f"bench-{kind}",
@@ -104,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         broker = LocalBroker(name="bench").start()
         bootstrap = broker.bootstrap_servers
     try:
-        for kind in ("prebuilt", "sequence"):
+        for kind in TASKS:
             rates = []
             for _ in range(args.runs):
                 result = run_once(kind, bootstrap, args.records, args.value_bytes)
