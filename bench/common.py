@@ -1,0 +1,271 @@
+"""Shared pieces of the replication benchmarks: brokers, topics, pre-loading, exact end offsets, processes.
+
+Everything here is measurement plumbing, not product code. Two rules it follows because the test broker
+is Tansu (shared/reference/tansu.md):
+
+* ListOffsets "latest" is wrong on Tansu when a batch holds more than one record (§2.1): it answers the
+  base offset of the newest batch + 1. :class:`EndOffsets` therefore uses it only as a *lower bound* and
+  reads the exact high watermark from a fetch (``enable.partition.eof``) starting one record below it,
+  which transfers only the tail of each partition instead of the whole topic.
+* Admin metadata lookups auto-create topics unless ``allow.auto.create.topics=false``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import confluent_kafka
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka.cimpl import NewTopic
+
+BENCH_DIR = Path(__file__).resolve().parent
+MB = 1_000_000  # MB/s figures count payload bytes (key + value), 10^6 bytes, as tansu.md §10
+
+#: The consumer tuning of tansu.md §10 (librdkafka 2.16): without queued.min.messages raised and
+#: fetch.queue.backoff.ms lowered, a consumer pauses ~1 s whenever 100k messages are queued.
+FAST_CONSUMER: dict[str, Any] = {
+    "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760, "fetch.wait.max.ms": 100,
+    "queued.min.messages": 1000000, "fetch.queue.backoff.ms": 10,
+}
+#: The producer tuning of tansu.md §10.
+FAST_PRODUCER: dict[str, Any] = {
+    "linger.ms": 20, "batch.size": 1000000, "batch.num.messages": 100000, "acks": "all",
+}
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+# -- machine ------------------------------------------------------------------------------------------
+def machine_facts() -> dict[str, str]:
+    """What the figures depend on: cores, CPU model, memory, Python and client versions."""
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                      if line.startswith("MemTotal"))
+        memory = f"{mem_kb / 1024 / 1024:.1f} GiB"
+    except (OSError, StopIteration, ValueError):
+        memory = "?"
+    return {
+        "cores": str(os.cpu_count()), "cpu": cpu, "memory": memory,
+        "python": platform.python_version(), "os": f"{platform.system()} {platform.release()}",
+        "confluent-kafka": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0],
+        "load average at start": " ".join(f"{v:.2f}" for v in os.getloadavg()),
+    }
+
+
+# -- brokers and topics -------------------------------------------------------------------------------
+@dataclass
+class Clusters:
+    """Source cluster A and target cluster B (bootstrap strings)."""
+
+    a: str
+    b: str
+
+
+@contextmanager
+def local_brokers(names: tuple[str, ...] = ("bench-a", "bench-b")) -> Iterator[list[str]]:
+    """Fresh embedded Tansu brokers (in-memory), stopped on exit; yields their bootstrap strings."""
+    from mirror.local.broker import LocalBroker
+
+    brokers: list[Any] = []
+    try:
+        for name in names:
+            brokers.append(LocalBroker(name=name).start())
+        yield [b.bootstrap_servers for b in brokers]
+    finally:
+        for broker in brokers:
+            broker.stop()
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False})
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    client = admin(bootstrap)  # keep a reference: a destroyed client fails its futures
+    client.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(timeout=30)
+
+
+def preload(bootstrap: str, topic: str, records: int, value_bytes: int, partitions: int) -> float:
+    """Write ``records`` records of ``value_bytes`` (no key) round-robin over the partitions; seconds taken."""
+    producer = Producer({"bootstrap.servers": bootstrap, **FAST_PRODUCER,
+                         "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_000_000})
+    value = os.urandom(value_bytes)
+    failed: list[str] = []
+
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            failed.append(str(err))
+
+    began = time.monotonic()
+    produce = producer.produce
+    for i in range(records):
+        while True:
+            try:
+                produce(topic, value=value, partition=i % partitions, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 10000 == 0:
+            producer.poll(0)
+    if producer.flush(300) or failed:
+        raise SystemExit(f"pre-load of {topic} failed: {failed[:3]}")
+    return time.monotonic() - began
+
+
+class EndOffsets:
+    """Exact end offsets (high watermarks) of a topic's partitions, cheaply, on Tansu and Kafka alike."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.topic = topic
+        self.partitions = partitions
+        self._admin = admin(bootstrap)
+        self._consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": unique("bench-end-offsets"),
+            "enable.auto.commit": False, "enable.partition.eof": True, "fetch.wait.max.ms": 10,
+            "allow.auto.create.topics": False, "auto.offset.reset": "earliest",
+        })
+
+    def lower_bounds(self) -> list[int]:
+        """ListOffsets latest per partition: exact on Kafka, a lower bound on Tansu (§2.1)."""
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        request = {TopicPartition(self.topic, p): latest for p in range(self.partitions)}
+        result = self._admin.list_offsets(request, request_timeout=10)
+        return [max(0, result[tp].result(timeout=15).offset) for tp in request]
+
+    def any_written(self) -> bool:
+        try:
+            return sum(self.lower_bounds()) > 0
+        except Exception:  # topic not created yet
+            return False
+
+    def exact(self, timeout_s: float = 15.0) -> list[int]:
+        """The fetch high watermark of every partition (reads each partition's tail only)."""
+        lows = self.lower_bounds()
+        ends = [0] * self.partitions
+        wanted = {p for p in range(self.partitions) if lows[p] > 0}
+        if not wanted:
+            return ends
+        self._consumer.assign([TopicPartition(self.topic, p, lows[p] - 1) for p in sorted(wanted)])
+        deadline = time.monotonic() + timeout_s
+        while wanted and time.monotonic() < deadline:
+            for msg in self._consumer.consume(10000, 0.2):
+                err = msg.error()
+                if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                    p = msg.partition()
+                    if p in wanted:
+                        ends[p] = msg.offset() or 0
+                        wanted.discard(p)
+        if wanted:
+            raise TimeoutError(f"no end of partition(s) {sorted(wanted)} of {self.topic} within {timeout_s}s")
+        self._consumer.unassign()
+        return ends
+
+    def total(self) -> int:
+        return sum(self.exact())
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+@dataclass
+class Completion:
+    """When the records appeared on the target: first batch seen, all seen, and the count."""
+
+    first_at: float
+    done_at: float
+    records: int
+
+    @property
+    def seconds(self) -> float:
+        return self.done_at - self.first_at
+
+
+def wait_for_records(ends: EndOffsets, expected: int, timeout_s: float, *, alive: Callable[[], bool],
+                     on_first: Callable[[], None] | None = None, interval_s: float = 0.05) -> Completion:
+    """Poll the target until ``expected`` records are there; times the first and the last appearance.
+
+    The start is the first time ListOffsets shows a record (so process start-up, group joins and topic
+    creation are not part of the throughput); the end is the first exact count reaching ``expected``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not ends.any_written():
+        if not alive():
+            raise SystemExit("the replicating process exited before writing anything")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"nothing reached {ends.topic} within {timeout_s}s")
+        time.sleep(0.01)
+    first = time.monotonic()
+    if on_first is not None:
+        on_first()
+    while True:
+        lows = sum(ends.lower_bounds())
+        if lows >= expected - ends.partitions * 200_000 or lows >= expected:
+            total = ends.total()
+            if total >= expected:
+                return Completion(first, time.monotonic(), total)
+        if not alive():
+            raise SystemExit(f"the replicating process exited with {lows} records on the target")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"only ~{lows} of {expected} records reached {ends.topic} within {timeout_s}s")
+        time.sleep(interval_s)
+
+
+# -- processes ----------------------------------------------------------------------------------------
+def rss_kb(pid: int) -> int:
+    """Resident set size of a process (kB), from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process used so far (its children excluded)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def python_child(args: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start ``python <args>`` with its output in ``log_path``."""
+    log = log_path.open("wb")
+    try:
+        return subprocess.Popen([sys.executable, *args], stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    finally:
+        log.close()
+
+
+def stop_child(process: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+    """SIGTERM, then SIGKILL if it does not exit in time."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
+def fmt_rate(records: int, seconds: float, value_bytes: int) -> tuple[float, float]:
+    """(records/s, MB/s of payload)."""
+    rate = records / seconds if seconds > 0 else 0.0
+    return rate, rate * value_bytes / MB

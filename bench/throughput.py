@@ -1,0 +1,247 @@
+"""Replication throughput against the raw-client limit, measured side by side on the same brokers.
+
+For each record size (100 B and 1 KB values, no key) ``--records`` records are pre-loaded round-robin on
+an 8-partition topic of a fresh embedded cluster A. Then, each against a fresh embedded cluster B:
+
+* ``pipe``: the raw pipe baseline (bench/pipe.py: one Python process, batched consume, async produce);
+* ``mm2 x1``: our replication, MirrorSourceConnector with tasks.max=1 in one worker process;
+* ``mm2 x2``: tasks.max=2 across two worker processes (skipped while the runtime cannot share tasks
+  between processes).
+
+Each copier runs as its own process. The clock starts when the first record is visible on B (so process
+start-up, group joins and topic creation are excluded; they are reported as "start-up") and stops when
+the exact high watermarks of the target topic add up to ``--records``. Records/s, MB/s (payload bytes,
+10^6) and the ratio to the pipe measured in the same run; CPU is the copier processes' user+system time
+while copying.
+
+Usage::
+
+    python bench/throughput.py [--records 1000000] [--sizes 100,1000] [--modes pipe,mm2-1,mm2-2]
+                               [--runs 1] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from subprocess import DEVNULL, Popen, TimeoutExpired
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import replication
+from bench.common import (
+    EndOffsets,
+    cpu_seconds,
+    create_topic,
+    fmt_rate,
+    local_brokers,
+    preload,
+    python_child,
+    stop_child,
+    unique,
+    wait_for_records,
+)
+
+PARTITIONS = 8
+MODES = ("pipe", "mm2-1", "mm2-2")
+LABELS = {"pipe": "(a) raw pipe", "mm2-1": "(b) mm2 tasks.max=1", "mm2-2": "(c) mm2 tasks.max=2, 2 workers"}
+
+
+@dataclass
+class Result:
+    mode: str
+    value_bytes: int
+    records: int
+    seconds: float = 0.0
+    records_per_s: float = 0.0
+    mb_per_s: float = 0.0
+    startup_s: float = 0.0
+    cpu_s: float = 0.0
+    skipped: str | None = None
+
+
+def start_profiler(pid: int, output: Path) -> Popen[bytes]:
+    """py-spy recording ``pid`` (all threads, native frames off) until :func:`stop_profiler`."""
+    fmt = {".json": "speedscope", ".txt": "raw"}.get(output.suffix, "flamegraph")
+    return Popen([shutil.which("py-spy") or "py-spy", "record", "--pid", str(pid), "--rate", "200",
+                  "--format", fmt, "--output", str(output)], stdout=DEVNULL, stderr=DEVNULL)
+
+
+def stop_profiler(profiler: Popen[bytes]) -> None:
+    profiler.send_signal(signal.SIGINT)
+    try:
+        profiler.wait(60)
+    except TimeoutExpired:
+        profiler.kill()
+
+
+def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int, workdir: Path,
+             extra: dict[str, str] | None = None, profile: Path | None = None) -> Result:
+    """One copier run against a fresh cluster B; ``profile``: py-spy the replication while it copies."""
+    result = Result(mode, value_bytes, records)
+    if mode == "mm2-2":
+        why = replication.multi_worker_support()
+        if why is not None:
+            result.skipped = why
+            return result
+    with local_brokers(("bench-b",)) as (target,):
+        began = time.monotonic()
+        if mode == "pipe":
+            target_topic = unique("pipe")
+            create_topic(target, target_topic, PARTITIONS)
+            process = python_child([str(Path(__file__).with_name("pipe.py")), source, target, topic,
+                                    target_topic, str(PARTITIONS), str(records)],
+                                   workdir / f"{target_topic}.log")
+            processes = [process]
+            stop: Callable[[], None] = lambda: stop_child(process)  # noqa: E731
+            alive: Callable[[], bool] = lambda: process.poll() in (None, 0)  # noqa: E731
+        else:
+            alias = f"A{unique('')[1:6]}"
+            tasks = 1 if mode == "mm2-1" else 2
+            repl = replication.start(workdir, source, target, topic=topic, tasks=tasks, workers=tasks,
+                                     source_alias=alias, extra=extra)
+            target_topic = f"{alias}.{topic}"
+            processes = repl.processes
+            stop = repl.stop
+            alive = repl.alive
+        ends = EndOffsets(target, target_topic, PARTITIONS)
+        cpu_at_first: list[float] = []
+        profiler: Popen[bytes] | None = None
+
+        def first() -> None:
+            nonlocal profiler
+            cpu_at_first.extend(cpu_seconds(p.pid) for p in processes)
+            if profile is not None and mode != "pipe":
+                profiler = start_profiler(processes[0].pid, profile)
+
+        try:
+            done = wait_for_records(ends, records, max(180.0, records / 2000), alive=alive, on_first=first)
+            result.cpu_s = sum(cpu_seconds(p.pid) for p in processes) - sum(cpu_at_first)
+            if profiler is not None:
+                stop_profiler(profiler)
+            if mode != "pipe":
+                check_tasks(repl, tasks)
+        finally:
+            if profiler is not None and profiler.poll() is None:
+                profiler.kill()
+            ends.close()
+            stop()
+        result.seconds = done.seconds
+        result.startup_s = done.first_at - began
+        result.records_per_s, result.mb_per_s = fmt_rate(records, done.seconds, value_bytes)
+    return result
+
+
+def check_tasks(repl: replication.Replication, tasks: int) -> None:
+    """mm2 x2 only counts if the two tasks ran in two different processes."""
+    states = repl.task_states()
+    workers = {w for w, s in states if s == "RUNNING"}
+    if tasks > 1 and len(workers) < 2:
+        raise SystemExit(f"expected {tasks} tasks on 2 workers, got {states}")
+
+
+def run(records: int, sizes: list[int], modes: list[str], runs: int = 1,
+        extra: dict[str, str] | None = None, profile_dir: Path | None = None,
+        profile_format: str = "svg") -> list[Result]:
+    """All runs; one result per (size, mode, run)."""
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
+        workdir = Path(tmp)
+        for size in sizes:
+            with local_brokers(("bench-a",)) as (source,):
+                topic = unique(f"bench-{size}b")
+                create_topic(source, topic, PARTITIONS)
+                took = preload(source, topic, records, size, PARTITIONS)
+                print(f"pre-loaded {records:,} x {size} B on {topic} in {took:.1f}s", flush=True)
+                for _ in range(runs):
+                    for mode in modes:
+                        profile = (None if profile_dir is None
+                                   else profile_dir / f"profile-{mode}-{size}b.{profile_format}")
+                        result = run_mode(mode, source, topic, records, size, workdir, extra, profile)
+                        results.append(result)
+                        print(json.dumps(asdict(result)), flush=True)
+    return results
+
+
+def summarize(results: list[Result]) -> list[dict[str, Any]]:
+    """Median per (size, mode), with the ratio to the pipe of the same size."""
+    rows: list[dict[str, Any]] = []
+    sizes = sorted({r.value_bytes for r in results})
+    for size in sizes:
+        pipe_rate = None
+        for mode in MODES:
+            runs = [r for r in results if r.value_bytes == size and r.mode == mode]
+            if not runs:
+                continue
+            done = [r for r in runs if r.skipped is None]
+            if not done:
+                rows.append({"mode": mode, "size": size, "skipped": runs[0].skipped})
+                continue
+            rate = statistics.median(r.records_per_s for r in done)
+            if mode == "pipe":
+                pipe_rate = rate
+            rows.append({
+                "mode": mode, "size": size, "runs": len(done), "records": done[0].records,
+                "records_per_s": rate, "mb_per_s": rate * size / 1e6,
+                "ratio": rate / pipe_rate if pipe_rate else None,
+                "startup_s": statistics.median(r.startup_s for r in done),
+                "cpu_s": statistics.median(r.cpu_s for r in done),
+                "seconds": statistics.median(r.seconds for r in done),
+            })
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| copier | value | records | records/s | MB/s | ratio to (a) | copy time (s) | start-up (s) "
+             "| copier CPU (s) |", "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        label = LABELS[row["mode"]]
+        size = f"{row['size']} B"
+        if "skipped" in row:
+            lines.append(f"| {label} | {size} | | skipped: {row['skipped']} | | | | | |")
+            continue
+        ratio = f"{row['ratio']:.2f}x" if row["ratio"] is not None else "-"
+        lines.append(f"| {label} | {size} | {row['records']:,} | {row['records_per_s']:,.0f} "
+                     f"| {row['mb_per_s']:.1f} | {ratio} | {row['seconds']:.2f} | {row['startup_s']:.1f} "
+                     f"| {row['cpu_s']:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--sizes", default="100,1000", help="value sizes in bytes, comma-separated")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra mm2.properties entry for the replication runs (repeatable)")
+    parser.add_argument("--json", help="also write the summary rows to this file")
+    parser.add_argument("--profile-dir", type=Path,
+                        help="py-spy the replication process while it copies; profiles go here")
+    parser.add_argument("--profile-format", default="svg", choices=("svg", "txt", "json"),
+                        help="flame graph (svg), collapsed stacks (txt) or speedscope (json)")
+    args = parser.parse_args(argv)
+    extra = dict(item.split("=", 1) for item in args.set)
+    results = run(args.records, [int(s) for s in args.sizes.split(",")], args.modes.split(","), args.runs,
+                  extra, args.profile_dir, args.profile_format)
+    rows = summarize(results)
+    print()
+    print(table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
