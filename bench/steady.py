@@ -1,0 +1,78 @@
+"""A replication under steady load, shared by the latency and memory benchmarks.
+
+Fresh embedded clusters A and B; an 8-partition topic on A; our replication A -> B (tasks.max=1) started
+and warmed up (one record per partition copied, so the task runs and the remote topic exists); then
+bench/load.py produces to A at a fixed rate in its own process while the caller observes B or the
+replication process.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from subprocess import Popen
+
+from confluent_kafka import Producer
+
+from bench import replication
+from bench.common import EndOffsets, create_topic, local_brokers, python_child, stop_child, unique
+
+PARTITIONS = 8
+
+
+@dataclass
+class Steady:
+    source: str
+    target: str
+    topic: str
+    remote_topic: str
+    replication: replication.Replication
+    workdir: Path
+
+    def start_load(self, rate: float, seconds: float, value_bytes: int = 100) -> Popen[bytes]:
+        """bench/load.py at ``rate`` records/s for ``seconds``, in its own process."""
+        return python_child([str(Path(__file__).with_name("load.py")), self.source, self.topic, str(PARTITIONS),
+                             str(rate), str(seconds), "--value-bytes", str(value_bytes)],
+                            self.workdir / "load.log")
+
+    def load_report(self) -> str:
+        return (self.workdir / "load.log").read_text(errors="replace").strip()
+
+
+@contextmanager
+def steady_replication(extra: dict[str, str] | None = None, warmup_timeout_s: float = 120.0) -> Iterator[Steady]:
+    with tempfile.TemporaryDirectory(prefix="bench-steady-") as tmp, \
+            local_brokers(("bench-a", "bench-b")) as (source, target):
+        workdir = Path(tmp)
+        topic = unique("bench-steady")
+        create_topic(source, topic, PARTITIONS)
+        producer = Producer({"bootstrap.servers": source, "linger.ms": 0})
+        for p in range(PARTITIONS):
+            producer.produce(topic, value=b"warm-up", partition=p)
+        producer.flush(30)
+        repl = replication.start(workdir, source, target, topic=topic, tasks=1, source_alias="A", extra=extra)
+        remote = f"A.{topic}"
+        try:
+            ends = EndOffsets(target, remote, PARTITIONS)
+            deadline = time.monotonic() + warmup_timeout_s
+            while not (ends.any_written() and ends.total() >= PARTITIONS):
+                if not repl.alive() or time.monotonic() > deadline:
+                    raise SystemExit(f"replication did not warm up:\n{repl.tail()}")
+                time.sleep(0.2)
+            ends.close()
+            yield Steady(source, target, topic, remote, repl, workdir)
+        finally:
+            repl.stop()
+
+
+def stop_load(load: Popen[bytes]) -> None:
+    stop_child(load, 10)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
