@@ -1,0 +1,113 @@
+"""Run every benchmark, print a table per benchmark and write bench/results.md.
+
+Order: throughput (the raw pipe baseline and our replication, side by side), then latency at 10% and
+memory at 50% of the replication's measured 100 B rate (tasks.max=1), then start-up (bench/startup.py)
+and backfill (bench/backfill.py, if present). Each benchmark starts its own embedded brokers.
+
+Usage::
+
+    python bench/run.py            # full: 1M records per size, 30 s latency, 10 min memory, 1M-record start-up
+    python bench/run.py --quick    # a few minutes: 100k records, 10 s latency, 60 s memory, 100k start-up
+
+``--only throughput,latency`` runs a subset; ``--output`` changes where the results go.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import latency, memory, throughput
+from bench.common import BENCH_DIR, machine_facts
+
+ALL = ("throughput", "latency", "memory", "startup", "backfill")
+
+
+def script_table(script: str, args: list[str], timeout_s: float) -> str:
+    """Run a bench script in its own process; its markdown table (or its last lines) as text."""
+    path = BENCH_DIR / script
+    if not path.exists():
+        return "skipped: not available"
+    try:
+        done = subprocess.run([sys.executable, str(path), *args], check=False, capture_output=True, text=True,
+                              timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return f"skipped: {script} did not finish within {timeout_s:.0f}s"
+    if done.returncode != 0:
+        return f"failed (exit {done.returncode}):\n\n```\n{done.stderr.strip()[-2000:]}\n```"
+    lines = done.stdout.strip().splitlines()
+    table = [line for line in lines if line.startswith("|")]
+    return "\n".join(table) if table else "\n".join(lines[-15:])
+
+
+def backfill_args(quick: bool) -> list[str]:
+    """Pass --quick to bench/backfill.py when it has that flag."""
+    path = BENCH_DIR / "backfill.py"
+    if not quick or not path.exists():
+        return []
+    helped = subprocess.run([sys.executable, str(path), "--help"], check=False, capture_output=True,
+                            text=True, timeout=120)
+    return ["--quick"] if "--quick" in helped.stdout else []
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small run that finishes in a few minutes")
+    parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of " + ", ".join(ALL))
+    parser.add_argument("--records", type=int, help="throughput records per size (default 1M, quick 100k)")
+    parser.add_argument("--output", type=Path, default=BENCH_DIR / "results.md")
+    args = parser.parse_args(argv)
+    only = set(args.only.split(","))
+    records = args.records or (100_000 if args.quick else 1_000_000)
+    facts = machine_facts()
+    began = time.monotonic()
+    started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    sections: list[tuple[str, str]] = []
+
+    def show(title: str, body: str) -> None:
+        sections.append((title, body))
+        print(f"\n## {title}\n\n{body}\n", flush=True)
+
+    mm2_rate: float | None = None
+    if "throughput" in only:
+        results = throughput.run(records, [100, 1000], list(throughput.MODES))
+        rows = throughput.summarize(results)
+        mm2_rate = next((r["records_per_s"] for r in rows if r["mode"] == "mm2-1" and r["size"] == 100
+                         and "skipped" not in r), None)
+        show(f"throughput ({records:,} records per size, 8 partitions)", throughput.table(rows))
+    base_rate = mm2_rate or 75_000.0  # without a throughput run: the last measured order of magnitude
+    if "latency" in only:
+        result = latency.run(round(base_rate * 0.10), 10.0 if args.quick else 30.0)
+        show("latency (10% of (b)'s 100 B rate, source CreateTime -> consumer on B)", latency.table(result))
+    if "memory" in only:
+        result = memory.run(round(base_rate * 0.50), 60.0 if args.quick else 600.0)
+        show("memory (RSS of the replication process at 50% of (b)'s 100 B rate)", memory.table(result))
+    if "startup" in only:
+        startup_args = ["--records", "100000", "--runs", "1"] if args.quick else ["--runs", "3"]
+        show("start-up (bench/startup.py " + " ".join(startup_args) + ")",
+             script_table("startup.py", startup_args, 1800))
+    if "backfill" in only:
+        show("backfill (bench/backfill.py)", script_table("backfill.py", backfill_args(args.quick), 3600))
+
+    lines = [
+        "# Benchmark results", "",
+        f"Written by `python bench/run.py{' --quick' if args.quick else ''}` on {started}, "
+        f"took {time.monotonic() - began:.0f} s. See bench/README.md for what each figure means.", "",
+        "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in facts.items()), "",
+    ]
+    for title, body in sections:
+        lines += [f"## {title}", "", body, ""]
+    args.output.write_text("\n".join(lines))
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
