@@ -243,12 +243,19 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def python_child(args: list[str], log_path: Path) -> subprocess.Popen[bytes]:
-    """Start ``python <args>`` with its output in ``log_path``."""
+def python_child(args: list[str], log_path: Path, code: Path | None = None) -> subprocess.Popen[bytes]:
+    """Start ``python <args>`` with its output in ``log_path``.
+
+    ``code``: a directory holding another version of the packages (e.g. ``git archive`` of an older
+    commit); it goes first on PYTHONPATH, ahead of the editable install, so before/after figures of a
+    change come from the same brokers and the same run.
+    """
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH")]))
     log = log_path.open("wb")
     try:
-        return subprocess.Popen([sys.executable, *args], stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        return subprocess.Popen([sys.executable, *args], stdout=log, stderr=subprocess.STDOUT, env=env)
     finally:
         log.close()
 

@@ -131,8 +131,12 @@ def _wait_healthy(url: str, process: Popen[bytes], timeout_s: float) -> None:
 
 def start(workdir: Path, source: str, target: str, *, topic: str, tasks: int = 1, workers: int = 1,
           source_alias: str = "A", extra: dict[str, str] | None = None,
-          worker_extra: dict[str, str] | None = None, launcher: str | None = None) -> Replication:
-    """Start the replication of ``topic`` from ``source`` to ``target`` (remote topic ``<alias>.<topic>``)."""
+          worker_extra: dict[str, str] | None = None, launcher: str | None = None,
+          code: Path | None = None) -> Replication:
+    """Start the replication of ``topic`` from ``source`` to ``target`` (remote topic ``<alias>.<topic>``).
+
+    ``code``: run the processes on another version of the packages (see ``common.python_child``).
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     props = mm2_properties(source, target, source_alias=source_alias, topic=topic, tasks=tasks, extra=extra)
     launcher = launcher or ("driver" if driver_available() and workers == 1 else "distributed")
@@ -141,7 +145,7 @@ def start(workdir: Path, source: str, target: str, *, topic: str, tasks: int = 1
         props.update({f"B.{k}": v for k, v in (worker_extra or {}).items()})
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         log = workdir / f"mm2-{source_alias}.log"
-        process = python_child(["-m", "mirror.cli.connect_mirror_maker", str(path)], log)
+        process = python_child(["-m", "mirror.cli.connect_mirror_maker", str(path)], log, code)
         return Replication([process], [log])
 
     group = unique("bench-connect")
@@ -160,7 +164,7 @@ def start(workdir: Path, source: str, target: str, *, topic: str, tasks: int = 1
     urls: list[str] = []
     for i in range(workers):
         log = workdir / f"{group}-worker-{i}.log"
-        process = python_child(["-m", "connect_runtime.cli.connect_distributed", str(path)], log)
+        process = python_child(["-m", "connect_runtime.cli.connect_distributed", str(path)], log, code)
         processes.append(process)
         logs.append(log)
     replication = Replication(processes, logs, urls)

@@ -55,7 +55,9 @@ from bench.common import (
 
 PARTITIONS = 8
 MODES = ("pipe", "mm2-1", "mm2-2")
-LABELS = {"pipe": "(a) raw pipe", "mm2-1": "(b) mm2 tasks.max=1", "mm2-2": "(c) mm2 tasks.max=2, 2 workers"}
+#: ``mm2-1-base``: (b) on the code given by ``--compare-code`` (before a change), run next to (b).
+LABELS = {"pipe": "(a) raw pipe", "mm2-1-base": "(b) before: --compare-code", "mm2-1": "(b) mm2 tasks.max=1",
+          "mm2-2": "(c) mm2 tasks.max=2, 2 workers"}
 
 
 @dataclass
@@ -87,7 +89,8 @@ def stop_profiler(profiler: Popen[bytes]) -> None:
 
 
 def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int, workdir: Path,
-             extra: dict[str, str] | None = None, profile: Path | None = None) -> Result:
+             extra: dict[str, str] | None = None, profile: Path | None = None,
+             code: Path | None = None) -> Result:
     """One copier run against a fresh cluster B; ``profile``: py-spy the replication while it copies."""
     result = Result(mode, value_bytes, records)
     if mode == "mm2-2":
@@ -108,9 +111,10 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
             alive: Callable[[], bool] = lambda: process.poll() in (None, 0)  # noqa: E731
         else:
             alias = f"A{unique('')[1:6]}"
-            tasks = 1 if mode == "mm2-1" else 2
+            tasks = 2 if mode == "mm2-2" else 1
             repl = replication.start(workdir, source, target, topic=topic, tasks=tasks, workers=tasks,
-                                     source_alias=alias, extra=extra)
+                                     source_alias=alias, extra=extra,
+                                     code=code if mode == "mm2-1-base" else None)
             target_topic = f"{alias}.{topic}"
             processes = repl.processes
             stop = repl.stop
@@ -157,7 +161,7 @@ def check_tasks(repl: replication.Replication, tasks: int) -> None:
 
 def run(records: int, sizes: list[int], modes: list[str], runs: int = 1,
         extra: dict[str, str] | None = None, profile_dir: Path | None = None,
-        profile_format: str = "svg") -> list[Result]:
+        profile_format: str = "svg", compare_code: Path | None = None) -> list[Result]:
     """All runs; one result per (size, mode, run)."""
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
@@ -172,7 +176,8 @@ def run(records: int, sizes: list[int], modes: list[str], runs: int = 1,
                     for mode in modes:
                         profile = (None if profile_dir is None
                                    else profile_dir / f"profile-{mode}-{size}b.{profile_format}")
-                        result = run_mode(mode, source, topic, records, size, workdir, extra, profile)
+                        result = run_mode(mode, source, topic, records, size, workdir, extra, profile,
+                                          compare_code)
                         results.append(result)
                         print(json.dumps(asdict(result)), flush=True)
     return results
@@ -184,7 +189,7 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
     sizes = sorted({r.value_bytes for r in results})
     for size in sizes:
         pipe_rate = None
-        for mode in MODES:
+        for mode in ("pipe", "mm2-1-base", "mm2-1", "mm2-2"):
             runs = [r for r in results if r.value_bytes == size and r.mode == mode]
             if not runs:
                 continue
@@ -231,14 +236,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="extra mm2.properties entry for the replication runs (repeatable)")
     parser.add_argument("--json", help="also write the summary rows to this file")
+    parser.add_argument("--compare-code", type=Path, metavar="DIR",
+                        help="also run (b) on the packages in DIR (e.g. `git archive HEAD~1 | tar -x -C DIR`), "
+                             "interleaved with (b) on the current code: before/after figures of a change")
     parser.add_argument("--profile-dir", type=Path,
                         help="py-spy the replication process while it copies; profiles go here")
     parser.add_argument("--profile-format", default="svg", choices=("svg", "txt", "json"),
                         help="flame graph (svg), collapsed stacks (txt) or speedscope (json)")
     args = parser.parse_args(argv)
     extra = dict(item.split("=", 1) for item in args.set)
-    results = run(args.records, [int(s) for s in args.sizes.split(",")], args.modes.split(","), args.runs,
-                  extra, args.profile_dir, args.profile_format)
+    modes = args.modes.split(",")
+    if args.compare_code is not None and "mm2-1-base" not in modes:
+        modes.insert(modes.index("mm2-1") if "mm2-1" in modes else len(modes), "mm2-1-base")
+    results = run(args.records, [int(s) for s in args.sizes.split(",")], modes, args.runs,
+                  extra, args.profile_dir, args.profile_format, args.compare_code)
     rows = summarize(results)
     print()
     print(table(rows))
