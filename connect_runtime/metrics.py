@@ -10,9 +10,11 @@ that the hot path pays one lock acquisition per ``poll()`` rather than per recor
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics_core import Metric
 
 #: Task states reported by the status gauge (Connect's ``AbstractStatus.State`` minus DESTROYED).
 TASK_STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "RESTARTING")
@@ -95,3 +97,36 @@ class TaskMetrics:
     def set_state(self, state: str) -> None:
         for name, gauge in self.status.items():
             gauge.set(1 if name == state else 0)
+
+
+class LabelledRegistries:
+    """One scrape over several registries, each adding its own constant labels to every sample.
+
+    The MM2 driver runs one herder per source->target pair in one process; each herder's Worker and
+    tasks register on their own registry (so that ``MirrorSourceConnector`` task 0 of ``A->B`` and of
+    ``B->A`` never collide), and this collector serves them all on ``/metrics`` with ``source`` and
+    ``target`` labels. Families of the same name are merged into one, as the exposition format needs.
+    """
+
+    def __init__(self) -> None:
+        self._parts: list[tuple[dict[str, str], CollectorRegistry]] = []
+
+    def add(self, labels: dict[str, str], registry: CollectorRegistry) -> None:
+        self._parts.append((dict(labels), registry))
+
+    def collect(self) -> Iterator[Metric]:
+        merged: dict[str, Metric] = {}
+        for labels, registry in self._parts:
+            for family in registry.collect():
+                target = merged.get(family.name)
+                if target is None:
+                    target = merged[family.name] = Metric(family.name, family.documentation, family.type,
+                                                          family.unit)
+                for sample in family.samples:
+                    target.add_sample(sample.name, {**labels, **sample.labels}, sample.value, sample.timestamp,
+                                      sample.exemplar)
+        yield from merged.values()
+
+    def describe(self) -> list[Metric]:
+        """Nothing up front: the set of families depends on what the herders run."""
+        return []

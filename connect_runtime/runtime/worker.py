@@ -43,6 +43,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import Producer
 
@@ -77,7 +78,8 @@ class Worker:
                  offset_flush_interval_ms: int = 60_000, task_shutdown_timeout_ms: int = 5_000,
                  config_transformer: ConfigTransformer | None = None, *,
                  max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
-                 offset_flush_timeout_ms: int = 5_000, producer_factory: ProducerFactory = Producer) -> None:
+                 offset_flush_timeout_ms: int = 5_000, producer_factory: ProducerFactory = Producer,
+                 metrics_registry: Any = None, log_flow: str | None = None) -> None:
         self.worker_id = worker_id
         self.offset_store = offset_store
         self.plugins = plugins
@@ -90,6 +92,10 @@ class Worker:
         self._transform = config_transformer
         self._max_outstanding = max_outstanding_records
         self._producer_factory = producer_factory
+        #: Given to every connector and task context (see WorkerSourceTask), with the flow name that
+        #: task threads put in their log lines: what lets several herders share one process.
+        self.metrics_registry = metrics_registry
+        self.log_flow = log_flow
         self._lock = threading.RLock()
         self._connectors: dict[str, WorkerConnector] = {}
         self._tasks: dict[ConnectorTaskId, WorkerSourceTask] = {}
@@ -117,7 +123,8 @@ class Worker:
             resolved = self._resolve(config)
             connector = self.plugins.new_connector(resolved.get(CONNECTOR_CLASS, ""))
             worker_connector = WorkerConnector(name, connector, resolved, self._listener, on_reconfigure,
-                                               OffsetStoreReader(self.offset_store, name))
+                                               OffsetStoreReader(self.offset_store, name),
+                                               metrics_registry=self.metrics_registry)
         except Exception as exc:
             logger.error("connector %s could not be created: %s", name, exc)
             self._listener.on_connector_failure(name, trace_of(exc))
@@ -182,7 +189,8 @@ class Worker:
                 producer_config=self._producer_config, status_listener=self._listener, metrics=metrics,
                 target_state=target_state, offset_flush_interval_ms=self._flush_interval_ms,
                 offset_flush_timeout_ms=self._flush_timeout_ms, shutdown_timeout_ms=self._shutdown_timeout_ms,
-                max_outstanding_records=self._max_outstanding, producer_factory=self._producer_factory)
+                max_outstanding_records=self._max_outstanding, producer_factory=self._producer_factory,
+                metrics_registry=self.metrics_registry, log_flow=self.log_flow)
         except Exception as exc:
             logger.error("task %s could not be created: %s", task_id, exc)
             metrics.set_state("FAILED")

@@ -14,6 +14,7 @@ import enum
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from connect_runtime.api.config import redact
 from connect_runtime.api.connector import Connector
@@ -40,10 +41,12 @@ class ConnectorContextImpl:
     """The ConnectorContext handed to a connector."""
 
     def __init__(self, owner: WorkerConnector, on_reconfigure: Callable[[str], None],
-                 reader: OffsetStorageReader) -> None:
+                 reader: OffsetStorageReader, metrics_registry: Any = None) -> None:
         self._owner = owner
         self._on_reconfigure = on_reconfigure
         self._reader = reader
+        #: Where the connector registers its own metrics (None: its choice).
+        self.metrics_registry = metrics_registry
 
     def request_task_reconfiguration(self) -> None:
         self._on_reconfigure(self._owner.name)
@@ -59,14 +62,15 @@ class WorkerConnector:
     """A connector instance and its state; every method is blocking and thread-safe."""
 
     def __init__(self, name: str, connector: Connector, config: Mapping[str, str], listener: StatusListener,
-                 on_reconfigure: Callable[[str], None], reader: OffsetStorageReader) -> None:
+                 on_reconfigure: Callable[[str], None], reader: OffsetStorageReader,
+                 metrics_registry: Any = None) -> None:
         self.name = name
         self.connector = connector
         self.config = dict(config)
         self._listener = listener
         self._lock = threading.RLock()
         self.state = ConnectorState.INIT
-        connector.initialize(ConnectorContextImpl(self, on_reconfigure, reader))
+        connector.initialize(ConnectorContextImpl(self, on_reconfigure, reader, metrics_registry))
 
     def is_running(self) -> bool:
         return self.state is ConnectorState.STARTED

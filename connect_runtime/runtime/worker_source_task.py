@@ -52,6 +52,7 @@ from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.api.records import RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask
+from connect_runtime.logging_context import set_context as set_log_context
 from connect_runtime.metrics import TaskMetrics
 from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
 from connect_runtime.runtime.status import StatusListener, trace_of
@@ -100,12 +101,16 @@ def task_producer_config(base: Mapping[str, str], task: ConnectorTaskId) -> dict
 class _TaskContext:
     """The SourceTaskContext a task receives."""
 
-    __slots__ = ("_reader", "_task_id", "_worker_id")
+    __slots__ = ("_reader", "_task_id", "_worker_id", "metrics_registry")
 
-    def __init__(self, task_id: int, worker_id: str, reader: OffsetStorageReader) -> None:
+    def __init__(self, task_id: int, worker_id: str, reader: OffsetStorageReader,
+                 metrics_registry: Any = None) -> None:
         self._task_id = task_id
         self._worker_id = worker_id
         self._reader = reader
+        #: Where the task registers its own metrics (e.g. MM2's), so that several herders in one
+        #: process keep theirs apart; None lets the task choose.
+        self.metrics_registry = metrics_registry
 
     @property
     def task_id(self) -> int:
@@ -135,7 +140,8 @@ class WorkerSourceTask:
                  offset_flush_interval_ms: int = 60_000, offset_flush_timeout_ms: int = 5_000,
                  shutdown_timeout_ms: int = 5_000,
                  max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
-                 producer_factory: ProducerFactory = Producer) -> None:
+                 producer_factory: ProducerFactory = Producer, metrics_registry: Any = None,
+                 log_flow: str | None = None) -> None:
         if max_outstanding_records < 1:
             raise ConnectError(f"max outstanding records must be >= 1, got {max_outstanding_records}")
         self.id = task_id
@@ -151,6 +157,8 @@ class WorkerSourceTask:
         self._shutdown_timeout_s = shutdown_timeout_ms / 1000
         self._cap = max_outstanding_records
         self._producer_factory = producer_factory
+        self._metrics_registry = metrics_registry
+        self._log_flow = log_flow
 
         self._target = target_state
         self._state_lock = threading.Lock()
@@ -232,6 +240,7 @@ class WorkerSourceTask:
 
     # -- task thread ---------------------------------------------------------------------------------
     def _run(self) -> None:
+        set_log_context(flow=self._log_flow, connector_task=str(self.id))
         started = False
         try:
             if self._paused():
@@ -243,7 +252,7 @@ class WorkerSourceTask:
                     return
             self._producer = self._producer_factory(self._producer_config)
             reader = OffsetStoreReader(self._store, self.id.connector)
-            self._task.initialize(_TaskContext(self.id.task, self._worker_id, reader))
+            self._task.initialize(_TaskContext(self.id.task, self._worker_id, reader, self._metrics_registry))
             self._task.start(self._config)
             started = True
             with self._state_lock:
