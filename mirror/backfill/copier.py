@@ -1,0 +1,276 @@
+"""The executor side: copy one chunk of one source partition to its remote partition.
+
+Runs inside a Spark Python worker. Everything it needs arrives in a :class:`ChunkSpec` (plain strings
+and numbers, so it pickles); the Kafka clients are created here and closed before returning, so no
+client ever crosses the pickling boundary.
+
+Per chunk: read the marker topic to find the partition's progress (a retried task or a re-run resumes
+right after the last acknowledged batch), assign the source partition at that offset (no consumer
+group), and copy records ``[resume, end)`` in batches of ``batch_records``: produce each record to the
+same partition of the remote topic with its key, value, headers and timestamp; ``flush`` (every record
+of the batch acknowledged, in order: the producer is idempotent), then write and flush the progress
+marker with the remote offset of the next record. A crash can leave at most the batch in flight written
+without progress; on resume the records between the recorded remote offset and the remote partition's
+end are exactly that batch's first records (this copy is the partition's only writer, in order), so
+they are skipped instead of written twice. Acknowledged records feed the same
+:class:`~mirror.source.offset_sync_writer.OffsetSyncWriter` rules and offset-syncs topic as the
+streaming task (through :class:`~mirror.source.offset_sync_producer.OffsetSyncProducer`), so
+checkpoints translate group offsets across the backfilled range.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from mirror.backfill.marker_log import MarkerLog
+from mirror.backfill.markers import BACKFILLING, PartitionMarker
+from mirror.backfill.watermarks import snapshot_watermarks
+from mirror.client.models import TopicPartition
+from mirror.source.offset_sync_producer import OffsetSyncProducer
+from mirror.source.offset_sync_writer import OffsetSyncWriter
+
+logger = logging.getLogger(__name__)
+
+#: Throughput settings for a bulk copy; user settings from mm2.properties win.
+CONSUMER_DEFAULTS = {"fetch.max.bytes": "52428800", "max.partition.fetch.bytes": "10485760",
+                     "fetch.wait.max.ms": "100", "queued.min.messages": "1000000",
+                     "fetch.queue.backoff.ms": "10"}
+PRODUCER_DEFAULTS = {"linger.ms": "20", "batch.size": "1000000", "batch.num.messages": "100000",
+                     "queue.buffering.max.messages": "1000000", "queue.buffering.max.kbytes": "1048576"}
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    """Everything one Spark task needs; plain data only (it is pickled to the executor)."""
+
+    topic: str
+    partition: int
+    remote_topic: str
+    start: int
+    end: int
+    range_start: int
+    range_end: int
+    source_consumer_config: dict[str, str]
+    target_producer_config: dict[str, str]
+    target_consumer_config: dict[str, str]
+    marker_topic: str
+    batch_records: int = 20_000
+    offset_syncs_topic: str | None = None
+    offset_syncs_producer_config: dict[str, str] = field(default_factory=dict)
+    offset_lag_max: int = 100
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    topic: str
+    partition: int
+    start: int
+    end: int
+    copied: int
+    resumed_from: int
+    seconds: float
+    #: ``host:pid`` of the Python worker that ran the chunk.
+    worker: str = ""
+
+
+class CopyError(Exception):
+    """A record of the chunk could not be written; the Spark task fails and is retried."""
+
+
+def _consumer_config(spec: ChunkSpec) -> dict[str, Any]:
+    config: dict[str, Any] = {**CONSUMER_DEFAULTS, **spec.source_consumer_config}
+    config.setdefault("group.id", f"mm2-backfill-{spec.topic}-{spec.partition}")
+    config.update({"enable.auto.commit": False, "enable.partition.eof": False,
+                   "allow.auto.create.topics": False})
+    config.setdefault("isolation.level", "read_uncommitted")  # Java's default, as the streaming task
+    return config
+
+
+def _producer_config(spec: ChunkSpec) -> dict[str, Any]:
+    config: dict[str, Any] = {**PRODUCER_DEFAULTS, **spec.target_producer_config}
+    # Order and at-most-one-batch duplication rest on an idempotent producer (no reordering on retry).
+    config.update({"enable.idempotence": True, "acks": "all", "allow.auto.create.topics": False})
+    return config
+
+
+def resume_point(spec: ChunkSpec, marker: PartitionMarker | None) -> tuple[int, int]:
+    """(first source offset to read, remote offset its copy goes to; -1 if unknown) from the marker."""
+    if marker is None or marker.state != BACKFILLING or marker.end != spec.range_end:
+        return spec.start, -1
+    return min(spec.end, max(spec.start, marker.progress + 1)), marker.next
+
+
+def records_to_skip(next_remote: int, remote_end: int) -> int:
+    """Records already on the remote partition past the recorded progress (a batch lost its marker)."""
+    if next_remote < 0:
+        return 0
+    if remote_end < next_remote:
+        raise CopyError(f"the remote partition ends at {remote_end}, before the recorded offset {next_remote}: "
+                        "it was truncated or recreated during the backfill")
+    return remote_end - next_remote
+
+
+def copy_chunk(spec: ChunkSpec) -> ChunkResult:
+    """Copy ``[start, end)`` of one partition (resuming after recorded progress); the Spark task body."""
+    began = time.monotonic()
+    markers = MarkerLog(spec.marker_topic, spec.target_consumer_config, spec.target_producer_config)
+    state = markers.read_to_end()
+    resume, next_remote = resume_point(spec, state.partitions.get((spec.topic, spec.partition)))
+    if resume >= spec.end:
+        markers.close()
+        return ChunkResult(spec.topic, spec.partition, spec.start, spec.end, 0, resume, 0.0, _worker())
+    remote_tp = (spec.remote_topic, spec.partition)
+    skip = records_to_skip(next_remote, snapshot_watermarks(spec.target_consumer_config, [remote_tp])[remote_tp][1])
+    if skip:
+        logger.info("%s-%d: skipping %d records a previous attempt wrote after its last progress marker",
+                    spec.topic, spec.partition, skip)
+    syncs = None
+    writer = OffsetSyncWriter(spec.offset_lag_max)
+    if spec.offset_syncs_topic:
+        syncs = OffsetSyncProducer(spec.offset_syncs_topic, spec.offset_syncs_producer_config, writer)
+    consumer = Consumer(_consumer_config(spec))
+    producer = Producer(_producer_config(spec))
+    try:
+        copied = _copy(spec, resume, skip, next_remote, consumer, producer, markers, syncs)
+    finally:
+        consumer.close()
+        if syncs is not None:
+            _last_syncs(syncs, writer)
+        markers.close()
+    return ChunkResult(spec.topic, spec.partition, spec.start, spec.end, copied, resume,
+                       time.monotonic() - began, _worker())
+
+
+def _last_syncs(syncs: OffsetSyncProducer, writer: OffsetSyncWriter, timeout_s: float = 30.0) -> None:
+    """The task's final commit(): every partition's latest sync, sent even when all 10 slots were busy."""
+    deadline = time.monotonic() + timeout_s
+    syncs.promote_delayed_and_send()
+    while writer.pending and time.monotonic() < deadline:
+        syncs.flush(1.0)  # frees in-flight slots
+        syncs.send_pending()
+    syncs.close()
+
+
+def _worker() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _copy(spec: ChunkSpec, resume: int, skip: int, next_remote: int, consumer: Consumer, producer: Producer,
+          markers: MarkerLog, syncs: OffsetSyncProducer | None) -> int:
+    """Copy ``[resume, end)``, skipping the first ``skip`` records; returns the number written."""
+    topic, partition, end = spec.topic, spec.partition, spec.end
+    source_tp = TopicPartition(topic, partition)
+    upstream: deque[int] = deque()
+    errors: list[KafkaError] = []
+    record_sync = syncs.record if syncs is not None else None
+    # next remote offset, in a cell for the callback: the recorded one plus what a lost batch already wrote
+    remote_next = [next_remote + skip if next_remote >= 0 else -1]
+
+    def delivered(error: KafkaError | None, msg: Any) -> None:
+        up = upstream.popleft()  # reports of one partition arrive in produce order
+        if error is not None:
+            errors.append(error)
+            return
+        down = msg.offset()
+        remote_next[0] = down + 1
+        if record_sync is not None:
+            record_sync(source_tp, up, down)
+
+    consumer.assign([KafkaTopicPartition(topic, partition, resume)])
+    copied = in_batch = 0
+    last = resume - 1
+    batch = max(1, spec.batch_records)
+    while last < end - 1:
+        messages = consumer.consume(min(10_000, batch), 1.0)
+        if not messages:
+            position = consumer.position([KafkaTopicPartition(topic, partition)])[0].offset
+            if position >= end:  # the rest of the range holds no records (compaction, txn markers)
+                break
+            continue
+        if skip:
+            messages, skip, last = _skip(messages, skip, last)
+        last, written = _produce_all(messages, end, spec.remote_topic, partition, producer, upstream, delivered,
+                                     last)
+        copied += written
+        in_batch += written
+        producer.poll(0)
+        if in_batch >= batch or last >= end - 1:
+            _commit_batch(spec, producer, markers, errors, min(last, end - 1), remote_next)
+            in_batch = 0
+    if in_batch or last < end - 1:
+        _commit_batch(spec, producer, markers, errors, end - 1, remote_next)
+    return copied
+
+
+def _skip(messages: list[Any], skip: int, last: int) -> tuple[list[Any], int, int]:
+    """Drop the first ``skip`` records (already on the remote partition)."""
+    dropped = messages[:skip]
+    for msg in dropped:
+        if msg.error() is not None:
+            raise KafkaException(msg.error())
+        last = msg.offset()
+    return messages[skip:], skip - len(dropped), last
+
+
+def _produce_all(messages: list[Any], end: int, remote: str, partition: int, producer: Producer,
+                 upstream: deque[int], delivered: Any, last: int) -> tuple[int, int]:
+    """Produce the records below ``end``; returns (last upstream offset seen, records produced)."""
+    produce = producer.produce
+    written = 0
+    for msg in messages:
+        error = msg.error()
+        if error is not None:
+            raise KafkaException(error)
+        offset = msg.offset()
+        if offset >= end:
+            return end - 1, written
+        ts_type, ts = msg.timestamp()
+        headers = msg.headers()
+        upstream.append(offset)
+        kwargs: dict[str, Any] = {"partition": partition, "on_delivery": delivered}
+        if ts_type != TIMESTAMP_NOT_AVAILABLE:
+            kwargs["timestamp"] = ts
+        if headers:
+            kwargs["headers"] = headers
+        try:
+            produce(remote, msg.value(), msg.key(), **kwargs)
+        except BufferError:
+            _produce_when_room(producer, remote, msg.value(), msg.key(), kwargs)
+        last = offset
+        written += 1
+    return last, written
+
+
+def _produce_when_room(producer: Producer, topic: str, value: bytes | None, key: bytes | None,
+                       kwargs: dict[str, Any]) -> None:
+    """The local queue is full: serve delivery reports until the record fits."""
+    while True:
+        producer.poll(0.05)
+        try:
+            producer.produce(topic, value, key, **kwargs)
+            return
+        except BufferError:
+            continue
+
+
+def _commit_batch(spec: ChunkSpec, producer: Producer, markers: MarkerLog, errors: list[KafkaError],
+                  progress: int, remote_next: list[int]) -> None:
+    """Wait until the batch is acknowledged, then make the progress durable (at most this batch repeats)."""
+    remaining = producer.flush(120.0)
+    if errors:
+        raise CopyError(f"writing {spec.remote_topic}-{spec.partition} failed: {errors[0]}")
+    if remaining:
+        raise CopyError(f"{remaining} records to {spec.remote_topic}-{spec.partition} not acknowledged")
+    markers.write_partition(spec.topic, spec.partition,
+                            PartitionMarker(BACKFILLING, spec.range_start, spec.range_end, progress,
+                                            remote_next[0]))
+    markers.flush()

@@ -1,0 +1,116 @@
+"""Reading and writing the backfill marker topic (see :mod:`mirror.backfill.markers` for the format).
+
+Used by the backfill command (driver), the Spark executors (progress), the progress display and the
+source connector/task. Every read starts a short-lived consumer at the next unread offset and stops at
+the fetch response's end of partition (``enable.partition.eof``), which is exact on Kafka and on Tansu
+(ListOffsets "latest" is not on Tansu). The topic is tiny, so this costs a connection, not a scan.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from mirror.backfill.markers import MarkerState, PartitionMarker, TaskEvent, partition_key, task_key
+
+logger = logging.getLogger(__name__)
+
+
+class MarkerLog:
+    """The folded state of one marker topic plus a producer to append to it.
+
+    ``consumer_config`` / ``producer_config`` are librdkafka configs of the target cluster.
+    """
+
+    def __init__(self, topic: str, consumer_config: Mapping[str, Any],
+                 producer_config: Mapping[str, Any] | None = None) -> None:
+        self.topic = topic
+        self.state = MarkerState()
+        self._next = OFFSET_BEGINNING
+        self._consumer_config = {
+            **consumer_config, "group.id": str(consumer_config.get("group.id", f"mm2-backfill-{uuid.uuid4()}")),
+            "enable.auto.commit": False, "enable.partition.eof": True, "allow.auto.create.topics": False,
+            "isolation.level": "read_uncommitted"}
+        self._producer_config = None if producer_config is None else {
+            **producer_config, "allow.auto.create.topics": False, "linger.ms": 0}
+        self._producer: Producer | None = None
+        self._errors: list[KafkaError] = []
+
+    def exists(self, timeout_s: float = 10.0) -> bool:
+        consumer = Consumer(self._consumer_config)
+        try:
+            topic = consumer.list_topics(self.topic, timeout=timeout_s).topics.get(self.topic)
+            return topic is not None and topic.error is None and bool(topic.partitions)
+        finally:
+            consumer.close()
+
+    def read_to_end(self, timeout_s: float = 30.0) -> MarkerState:
+        """Fold in every record written so far; TimeoutError if the end is not reached in time."""
+        consumer = Consumer(self._consumer_config)
+        try:
+            consumer.assign([TopicPartition(self.topic, 0, self._next)])
+            deadline = time.monotonic() + timeout_s
+            while True:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"could not read {self.topic} to its end within {timeout_s}s")
+                messages = consumer.consume(10_000, 0.2)
+                at_end = False
+                for msg in messages:
+                    error = msg.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            at_end = True
+                            continue
+                        raise KafkaException(error)
+                    self.state.apply(msg.key(), msg.value())
+                    self._next = (msg.offset() or 0) + 1
+                if at_end:
+                    return self.state
+        finally:
+            consumer.close()
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def _producer_or_fail(self) -> Producer:
+        if self._producer is None:
+            if self._producer_config is None:
+                raise ValueError("this MarkerLog was opened read-only")
+            self._producer = Producer(self._producer_config)
+        return self._producer
+
+    def _send(self, key: bytes, value: bytes) -> None:
+        def delivered(error: KafkaError | None, _msg: Any) -> None:
+            if error is not None:
+                self._errors.append(error)
+
+        self._producer_or_fail().produce(self.topic, key=key, value=value, partition=0, on_delivery=delivered)
+
+    def write_partition(self, topic: str, partition: int, marker: PartitionMarker) -> None:
+        self._send(partition_key(topic, partition), marker.value())
+        self.state.partitions[(topic, partition)] = marker
+
+    def write_task(self, instance: str, event: TaskEvent) -> None:
+        self._send(task_key(instance), event.value())
+        self.state.tasks[instance] = event
+
+    def flush(self, timeout_s: float = 30.0) -> None:
+        """Wait for every write; raise if one failed (a marker that is not durable must not be trusted)."""
+        if self._producer is None:
+            return
+        remaining = self._producer.flush(timeout_s)
+        errors, self._errors = self._errors, []
+        if remaining or errors:
+            raise KafkaException(errors[0] if errors else KafkaError(KafkaError._TIMED_OUT,
+                                                                     f"{remaining} marker writes pending"))
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            remaining = producer.flush(timeout_s)
+            if remaining:
+                logger.warning("%d writes to %s not delivered before close", remaining, self.topic)
