@@ -7,7 +7,10 @@ partitions, refresh the target view. Then it schedules the ACL and config syncs 
 topic refresh (first run after one interval), which asks the runtime for a task reconfiguration when the
 set of source partitions changes.
 
-Tasks get the known source partitions round-robin (``task.assigned.partitions``, ``task.index``).
+Tasks get the known source partitions round-robin (``task.assigned.partitions``, ``task.index``), except
+partitions a ``mirror backfill`` is copying: the connector creates the flow's backfill marker topic
+(``mm2-backfill.<source>.internal``), reads it at start and every :data:`BACKFILL_MARKER_POLL_S`, leaves
+``backfilling`` partitions out and tells tasks where finished backfills ended (docs/backfill.md).
 A disabled connector (``enabled=false``, the driver's default for unconfigured flows) does nothing and
 has zero tasks.
 """
@@ -24,6 +27,13 @@ from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import Task
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.factory import translate
+from mirror.backfill.marker_log import MarkerLog
+from mirror.backfill.markers import (
+    TASK_DONE_OFFSETS,
+    TASK_MARKER_TOPIC,
+    encode_done_offsets,
+    marker_topic,
+)
 from mirror.client.replication_policy import policy_from_config
 from mirror.filters import load_config_property_filter, load_topic_filter
 from mirror.mirror_utils import SOURCE_CLUSTER_KEY, TOPIC_KEY, validate_offsets
@@ -44,6 +54,9 @@ logger = logging.getLogger(__name__)
 #: Builds a TopicAdmin from a librdkafka config; tests pass a factory returning fakes.
 AdminFactory = Callable[..., Any]
 
+#: How often the backfill marker topic is re-read (a backfill waits for the tasks to let go).
+BACKFILL_MARKER_POLL_S = 2.0
+
 
 def _isolation_level(cfg: MirrorSourceConfig) -> str:
     return cfg.source_consumer_config().get("isolation.level", "read_uncommitted").strip().lower()
@@ -58,6 +71,9 @@ class MirrorSourceConnector(SourceConnector):
         self._sync: TopicSync | None = None
         self._scheduler: Scheduler | None = None
         self._admins: list[Any] = []
+        self._markers: MarkerLog | None = None
+        self._backfill_view: tuple[frozenset[tuple[str, int]], tuple[tuple[tuple[str, int], int], ...]] = (
+            frozenset(), ())
 
     @classmethod
     def config_def(cls) -> ConfigDef:
@@ -93,6 +109,9 @@ class MirrorSourceConnector(SourceConnector):
         scheduler.execute(sync.load_topic_partitions, "loading initial set of topic-partitions")
         scheduler.execute(sync.compute_and_create_topic_partitions, "creating downstream topic-partitions")
         scheduler.execute(sync.refresh_known_target_topics, "refreshing known target topics")
+        scheduler.execute(self._open_backfill_markers, "reading backfill markers")
+        scheduler.schedule_repeating_delayed(self._poll_backfill_markers, BACKFILL_MARKER_POLL_S,
+                                             "reading backfill markers")
         scheduler.schedule_repeating(sync.sync_topic_acls, cfg.sync_topic_acls_interval_s,
                                      "syncing topic ACLs")
         scheduler.schedule_repeating(sync.sync_topic_configs, cfg.sync_topic_configs_interval_s,
@@ -118,6 +137,38 @@ class MirrorSourceConnector(SourceConnector):
             cfg.target_alias if cfg.offset_syncs_topic_location == "source" else cfg.source_alias)
         admin.create_topic(topic, 1, cfg.offset_syncs_topic_replication_factor, compacted=True)
 
+    def _open_backfill_markers(self) -> None:
+        """Create the marker topic (tasks report start/stop there) and read it before the first assignment."""
+        cfg = self._config
+        if cfg is None or len(self._admins) < 2:
+            return
+        topic = marker_topic(cfg.source_alias)
+        self._admins[1].create_topic(topic, 1, cfg.replication_factor, compacted=True)
+        markers = MarkerLog(topic, translate(cfg.target_consumer_config("backfill-marker-consumer"), "consumer"))
+        self._backfill_view = self._view(markers)
+        self._markers = markers
+
+    @staticmethod
+    def _view(markers: MarkerLog) -> tuple[frozenset[tuple[str, int]], tuple[tuple[tuple[str, int], int], ...]]:
+        state = markers.read_to_end(timeout_s=10.0)
+        return state.backfilling(), tuple(sorted(state.done_ends().items()))
+
+    def _poll_backfill_markers(self) -> None:
+        """A backfill claimed or handed back partitions: reassign the tasks."""
+        if self._markers is None:
+            self._open_backfill_markers()
+            changed = self._markers is not None
+        else:
+            view = self._view(self._markers)
+            changed = view != self._backfill_view
+            self._backfill_view = view
+        if changed:
+            logger.info("backfill markers changed: %d partitions being backfilled; reconfiguring tasks",
+                        len(self._backfill_view[0]))
+            context = getattr(self, "context", None)
+            if context is not None:
+                context.request_task_reconfiguration()
+
     def _refresh_topic_partitions(self) -> None:
         if self._sync is not None and self._sync.refresh_topic_partitions():
             context = getattr(self, "context", None)
@@ -128,12 +179,20 @@ class MirrorSourceConnector(SourceConnector):
         cfg, sync = self._config, self._sync
         if cfg is None or sync is None or not cfg.enabled:
             return []
-        chunks = assign_round_robin(sync.known_source_topic_partitions, max_tasks)
+        backfilling, done = self._backfill_view
+        partitions = [tp for tp in sync.known_source_topic_partitions if tp not in backfilling]
+        done_ends = dict(done)
+        chunks = assign_round_robin(partitions, max_tasks)
         configs = []
         for index, chunk in enumerate(chunks):
             task_config = cfg.originals()
             task_config[TASK_TOPIC_PARTITIONS] = ",".join(encode_topic_partition(t, p) for t, p in chunk)
             task_config[TASK_INDEX] = str(index)
+            if self._markers is not None:
+                task_config[TASK_MARKER_TOPIC] = self._markers.topic
+                ends = {tp: done_ends[tp] for tp in chunk if tp in done_ends}
+                if ends:
+                    task_config[TASK_DONE_OFFSETS] = encode_done_offsets(ends)
             configs.append(task_config)
         return configs
 
@@ -143,6 +202,7 @@ class MirrorSourceConnector(SourceConnector):
             self._scheduler = None
         self._sync = None
         self._admins = []
+        self._markers = None
 
     def validate(self, config: Mapping[str, str]) -> dict[str, ConfigValue]:
         """ConfigDef checks plus MM2's two cross-key rules (§5.1)."""

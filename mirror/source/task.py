@@ -13,6 +13,12 @@ Java ``HashMap`` order, so keys in a shared offsets topic are byte-identical) an
 Once the target acknowledged a record (``commit_record``) the offset-sync writer learns the
 (upstream, downstream) pair; syncs due now are sent at once, the others on the next ``commit`` (§5.6).
 
+Backfill handover (docs/backfill.md): a partition whose backfill is done starts at
+``max(stored offset + 1, backfill end)`` (``backfill.done.offsets`` in the task config). When the connector
+passes the marker topic, the task records ``started`` (its partitions) when it starts and ``stopped``
+(with its consumer's closing positions) at the first ``commit`` after ``stop``, so a backfill knows when
+streaming let go of a partition. None of this touches the per-record path.
+
 Threading: ``stop`` comes from another thread and must not block. The consumer is guarded by a lock:
 ``stop`` closes it at once if no poll is running, otherwise the running poll closes it on its way out.
 The runtime still delivers acknowledgements and calls ``commit`` after ``stop`` (its final flush), so
@@ -24,6 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -33,6 +40,16 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from connect_runtime.api.records import RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.clients.factory import new_consumer, translate
+from mirror.backfill.marker_log import MarkerLog
+from mirror.backfill.markers import (
+    STARTED,
+    STOPPED,
+    TASK_DONE_OFFSETS,
+    TASK_MARKER_TOPIC,
+    TaskEvent,
+    decode_done_offsets,
+    streaming_start,
+)
 from mirror.client.models import TopicPartition
 from mirror.client.replication_policy import policy_from_config
 from mirror.metrics import MirrorSourceMetrics, registry_for
@@ -71,6 +88,11 @@ class MirrorSourceTask(SourceTask):
         self._poll_timeout_s = 1.0
         self._max_records = MAX_POLL_RECORDS_DEFAULT
         self._label = ""
+        self._done_ends: dict[tuple[str, int], int] = {}
+        self._events: MarkerLog | None = None
+        self._instance = ""
+        self._partitions: tuple[tuple[str, int], ...] = ()
+        self._closing_positions: dict[tuple[str, int], int] = {}
 
     def start(self, config: Mapping[str, str]) -> None:
         cfg = MirrorSourceTaskConfig(config)
@@ -98,10 +120,19 @@ class MirrorSourceTask(SourceTask):
             self._offset_syncs = self._offset_sync_factory(
                 policy.offset_syncs_topic(other), translate(cfg.offset_syncs_producer_config(), "producer"),
                 OffsetSyncWriter(cfg.offset_lag_max))
+        self._done_ends = decode_done_offsets(config.get(TASK_DONE_OFFSETS))
+        self._partitions = tuple(partitions)
         assignment = self._initial_assignment(partitions)
         consumer = self._consumer_factory(consumer_config)
         consumer.assign(assignment)
         self._consumer = consumer
+        if config.get(TASK_MARKER_TOPIC):
+            self._events = MarkerLog(
+                config[TASK_MARKER_TOPIC], translate(cfg.target_consumer_config("backfill-marker-consumer"),
+                                                     "consumer"),
+                translate(cfg.target_producer_config("backfill-marker-producer"), "producer"))
+            self._instance = uuid.uuid4().hex
+            self._report_event(TaskEvent(STARTED, self._label, self._partitions))
         resumed = sum(1 for tp in assignment if tp.offset >= 0)
         logger.info("%s replicating %d topic-partitions %s->%s (%d resuming after stored offsets): %s",
                     self._label, len(partitions), self._source, self._target, resumed,
@@ -117,7 +148,21 @@ class MirrorSourceTask(SourceTask):
             if isinstance(value, int) and value >= 0:
                 offsets[(str(partition_map[TOPIC_KEY]), int(partition_map[PARTITION_KEY]))] = value + 1
         # OFFSET_INVALID: no seek, the consumer applies auto.offset.reset.
-        return [KafkaTopicPartition(t, p, offsets.get((t, p), OFFSET_INVALID)) for t, p in partitions]
+        result = []
+        for t, p in partitions:
+            start = streaming_start(offsets.get((t, p)), self._done_ends.get((t, p)))
+            result.append(KafkaTopicPartition(t, p, OFFSET_INVALID if start is None else start))
+        return result
+
+    def _report_event(self, event: TaskEvent) -> None:
+        """Record a lifecycle event in the backfill marker topic (bounded; a failure is only logged)."""
+        if self._events is None:
+            return
+        try:
+            self._events.write_task(self._instance, event)
+            self._events.flush(10.0)
+        except Exception as exc:  # a backfill then waits for this task until its timeout
+            logger.warning("%s could not record %s in %s: %s", self._label, event.state, self._events.topic, exc)
 
     def poll(self) -> list[SourceRecord] | None:
         if not self._consumer_lock.acquire(blocking=False):
@@ -199,6 +244,11 @@ class MirrorSourceTask(SourceTask):
         if self._stopping and self._metrics is not None:
             self._metrics.close()
             self._metrics = None
+        if self._stopping and self._events is not None:
+            positions = tuple(sorted(self._closing_positions.items()))
+            self._report_event(TaskEvent(STOPPED, self._label, self._partitions, positions))
+            self._events.close()
+            self._events = None
 
     def stop(self) -> None:
         self._stopping = True
@@ -213,6 +263,9 @@ class MirrorSourceTask(SourceTask):
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             try:
+                if self._events is not None:  # a backfill waits until the final commit reaches these
+                    self._closing_positions = {(tp.topic, tp.partition): tp.offset
+                                               for tp in consumer.position(consumer.assignment())}
                 consumer.close()
             except (KafkaException, RuntimeError) as exc:
                 logger.warning("%s error closing the source consumer: %s", self._label, exc)
