@@ -25,14 +25,12 @@ from __future__ import annotations
 import concurrent.futures
 import heapq
 import itertools
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.errors import (
     AlreadyExistsError,
     BadRequestError,
@@ -44,20 +42,21 @@ from connect_runtime.api.errors import (
 )
 from connect_runtime.api.records import SourceMap
 from connect_runtime.runtime import connector_validation as validation
+from connect_runtime.runtime.abstract_herder import AbstractHerder
 from connect_runtime.runtime.herder import (
-    ConfigInfos,
     ConnectorInfo,
     ConnectorOffset,
     ConnectorStateInfo,
     ConnectorTaskId,
     Created,
-    Herder,
-    PluginInfo,
-    State,
     TargetState,
-    TaskInfo,
-    TaskStateInfo,
     WorkerHealth,
+)
+from connect_runtime.runtime.herder_support import (
+    WorkerRuntime,
+    check_offsets_with_connector,
+    restart_plan,
+    restarting_view,
 )
 from connect_runtime.runtime.membership import Assignment, GroupMembership
 from connect_runtime.runtime.plugins import Plugins
@@ -79,38 +78,7 @@ _RECONFIGURE_BACKOFF_MAX_S = 60.0
 _IDLE_WAIT_S = 1.0
 
 
-class WorkerRuntime(Protocol):
-    """What the herder needs from :class:`connect_runtime.runtime.worker.Worker`."""
-
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-    def start_connector(self, name: str, config: Mapping[str, str], target_state: TargetState,
-                        on_reconfigure: Callable[[str], None]) -> bool: ...
-
-    def connector_task_configs(self, name: str, max_tasks: int) -> list[dict[str, str]]: ...
-
-    def stop_connector(self, name: str) -> None: ...
-
-    def start_task(self, task: ConnectorTaskId, connector_config: Mapping[str, str],
-                   task_config: Mapping[str, str], target_state: TargetState) -> bool: ...
-
-    def stop_tasks(self, ids: Sequence[ConnectorTaskId], timeout_s: float) -> None: ...
-
-    def set_target_state(self, name: str, state: TargetState) -> None: ...
-
-
-def _tid(key: TaskKey) -> ConnectorTaskId:
-    return ConnectorTaskId(key[0], key[1])
-
-
-def _partition_key(partition: SourceMap) -> str:
-    """Canonical JSON of a source partition: how ``SourceConnector.alter_offsets`` keys its argument."""
-    return json.dumps(dict(partition), sort_keys=True, separators=(",", ":"))
-
-
-class DistributedHerder(Herder):
+class DistributedHerder(AbstractHerder):
     """A Connect cluster member; see the module docstring for the threading design."""
 
     def __init__(self, *, worker_id: str, worker: WorkerRuntime, plugins: Plugins,
@@ -119,12 +87,9 @@ class DistributedHerder(Herder):
                  kafka_cluster_id: str | None = None, request_timeout_s: float = 90.0,
                  task_shutdown_timeout_s: float = 5.0, start_timeout_s: float = 120.0,
                  start_offset_store: bool = False) -> None:
+        super().__init__(plugins, config_store, status_store, offset_store)
         self._worker_id = worker_id
         self._worker = worker
-        self._plugins = plugins
-        self._config_store = config_store
-        self._status_store = status_store
-        self._offset_store = offset_store
         self._membership = membership
         self._status = status_writer
         self._cluster_id = kafka_cluster_id
@@ -508,24 +473,11 @@ class DistributedHerder(Herder):
         self._forget_deleted(previous)
 
     # ================================================================================ restarts ===
-    def _restart_plan(self, request: RestartRequest) -> tuple[bool, list[ConnectorTaskId]]:
-        """Which of the connector and its tasks a request restarts (Java's ``RestartPlan``)."""
-        status = self._status_store.get(request.connector)
-        failed = State.FAILED.value
-        restart_connector = not request.only_failed or (status is not None and status.state == failed)
-        tasks: list[ConnectorTaskId] = []
-        if request.include_tasks:
-            for key in self._snapshot.tasks(request.connector):
-                task_status = self._status_store.get_task(*key)
-                if not request.only_failed or (task_status is not None and task_status.state == failed):
-                    tasks.append(_tid(key))
-        return restart_connector, tasks
-
     def _process_restart(self, request: RestartRequest) -> None:
         """Apply a restart request (read from the config topic) to what this worker runs."""
         if not self._snapshot.contains(request.connector):
             return
-        restart_connector, tasks = self._restart_plan(request)
+        restart_connector, tasks = restart_plan(self._status_store, self._snapshot, request)
         restart_connector = restart_connector and request.connector in self._running_connectors
         local_tasks = [t for t in tasks if t in self._running_tasks]
         if not restart_connector and not local_tasks:
@@ -560,37 +512,9 @@ class DistributedHerder(Herder):
         return self._status.generation
 
     # ===================================================================== Herder: connectors ===
-    def _current(self) -> ClusterConfigState:
-        return self._config_store.snapshot()
-
-    def _require(self, snap: ClusterConfigState, name: str) -> Mapping[str, str]:
-        config = snap.connector_config(name)
-        if config is None:
-            raise NotFoundError(f"Connector {name} not found")
-        return config
-
     def _require_leader(self, what: str) -> None:
         if not self._is_leader():
             raise NotLeaderError(f"Cannot {what}: only the leader can do this.", self._leader_url())
-
-    def connectors(self) -> list[str]:
-        return self._current().connectors()
-
-    def _connector_type(self, config: Mapping[str, str]) -> str:
-        try:
-            cls = self._plugins.connector_class(config.get(validation.CONNECTOR_CLASS, ""))
-        except ConnectError:
-            return "unknown"
-        return "source" if issubclass(cls, SourceConnector) else "unknown"
-
-    def connector_info(self, name: str) -> ConnectorInfo:
-        snap = self._current()
-        config = self._require(snap, name)
-        tasks = [_tid(t) for t in snap.tasks(name)]
-        return ConnectorInfo(name, dict(config), tasks, self._connector_type(config))
-
-    def connector_config(self, name: str) -> dict[str, str]:
-        return dict(self._require(self._current(), name))
 
     def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,
                              initial_state: TargetState | None = None) -> Created:
@@ -628,32 +552,6 @@ class DistributedHerder(Herder):
 
         self._submit(delete)
 
-    def connector_status(self, name: str) -> ConnectorStateInfo:
-        snap = self._current()
-        config = self._require(snap, name)
-        status = self._status_store.get(name)
-        if status is None:
-            raise NotFoundError(f"No status found for connector {name}")
-        tasks = []
-        for key in snap.tasks(name):
-            task_status = self._status_store.get_task(*key)
-            if task_status is not None:
-                tasks.append(TaskStateInfo(key[1], task_status.state, task_status.worker_id,
-                                           task_status.trace))
-        return ConnectorStateInfo(name, status.state, status.worker_id, tasks, self._connector_type(config),
-                                  status.trace)
-
-    def task_status(self, task: ConnectorTaskId) -> TaskStateInfo:
-        status = self._status_store.get_task(task.connector, task.task)
-        if status is None:
-            raise NotFoundError(f"No status found for task {task}")
-        return TaskStateInfo(task.task, status.state, status.worker_id, status.trace)
-
-    def task_configs(self, name: str) -> list[TaskInfo]:
-        snap = self._current()
-        self._require(snap, name)
-        return [TaskInfo(_tid(t), dict(snap.task_configs[t])) for t in snap.tasks(name)]
-
     def restart_connector(self, name: str, include_tasks: bool,
                           only_failed: bool) -> ConnectorStateInfo | None:
         if not include_tasks and not only_failed:
@@ -673,15 +571,9 @@ class DistributedHerder(Herder):
             self._require_leader("restart a connector")
             current = self.connector_status(name)
             request = RestartRequest(name, include_tasks, only_failed)
-            restart_connector, tasks = self._restart_plan(request)
+            restart_connector, tasks = restart_plan(self._status_store, self._snapshot, request)
             self._config_store.put_restart_request(request)
-            restarting = {t.task for t in tasks}
-            return ConnectorStateInfo(
-                name, State.RESTARTING.value if restart_connector else current.connector_state,
-                current.connector_worker_id,
-                [TaskStateInfo(t.id, State.RESTARTING.value if t.id in restarting else t.state, t.worker_id,
-                               None if t.id in restarting else t.trace) for t in current.tasks],
-                current.type, None if restart_connector else current.connector_trace)
+            return restarting_view(current, restart_connector, tasks)
 
         return self._submit(restart)
 
@@ -721,11 +613,6 @@ class DistributedHerder(Herder):
         self._set_target_state(name, TargetState.STOPPED)
 
     # ======================================================================== Herder: offsets ===
-    def connector_offsets(self, name: str) -> list[ConnectorOffset]:
-        self._require(self._current(), name)
-        self._offset_store.refresh()
-        return [ConnectorOffset(p, o) for p, o in self._offset_store.connector_offsets(name)]
-
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> None:
         if not offsets:
             raise BadRequestError("Partitions / offsets need to be provided for an alter offsets request")
@@ -749,33 +636,7 @@ class DistributedHerder(Herder):
             self._offset_store.refresh()
             offsets = [(p, None) for p, _ in self._offset_store.connector_offsets(name)]
         connector = self._plugins.new_connector(config.get(validation.CONNECTOR_CLASS, ""))
-        if isinstance(connector, SourceConnector):
-            keyed = {_partition_key(p): (p, o) for p, o in offsets}
-            try:
-                connector.alter_offsets(dict(config), keyed)
-            except ConnectError:
-                raise
-            except Exception as exc:
-                raise ConnectError(f"Failed to alter the offsets for connector {name}: {exc}") from exc
+        check_offsets_with_connector(connector, name, config, offsets)
         if offsets:
             self._offset_store.put(name, offsets)
         logger.info("Connector %s: %d offset(s) %s", name, len(offsets), "altered" if offsets else "reset")
-
-    # ======================================================================== Herder: plugins ===
-    def connector_plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
-        return self._plugins.connector_plugins()
-
-    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
-        cls = self._plugins.connector_class(plugin)
-        keys = cls.config_def().keys()
-        return [validation.config_key_info(k) for k in keys]
-
-    def validate_connector_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
-        class_name = config.get(validation.CONNECTOR_CLASS)
-        if not class_name:
-            raise BadRequestError("Connector config contains no connector type (connector.class)")
-        try:
-            connector = self._plugins.new_connector(class_name)
-        except NotFoundError as exc:
-            raise BadRequestError(str(exc)) from exc
-        return validation.validate(connector, config)

@@ -1,0 +1,122 @@
+"""What every herder answers the same way from the stores (Java's ``AbstractHerder``).
+
+Reads never go through the tick thread: connector configs come from the config store's latest
+snapshot, statuses from the status store and offsets from the offset store, all thread-safe and all
+fed by topics every worker reads in full, so any worker can answer them (reference §11.3). Validation
+and plugin listings need only the plugin registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from connect_runtime.api.connector import SourceConnector
+from connect_runtime.api.errors import BadRequestError, ConnectError, NotFoundError
+from connect_runtime.runtime import connector_validation as validation
+from connect_runtime.runtime.herder import (
+    ConfigInfos,
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorStateInfo,
+    ConnectorTaskId,
+    Herder,
+    PluginInfo,
+    TaskInfo,
+    TaskStateInfo,
+)
+from connect_runtime.runtime.herder_support import task_id
+from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
+from connect_runtime.storage.offset_store import OffsetStore
+from connect_runtime.storage.status_store import KafkaStatusStore
+
+
+class AbstractHerder(Herder):
+    """The store-backed half of a herder; subclasses add the state-changing half."""
+
+    def __init__(self, plugins: Plugins, config_store: KafkaConfigStore, status_store: KafkaStatusStore,
+                 offset_store: OffsetStore) -> None:
+        self._plugins = plugins
+        self._config_store = config_store
+        self._status_store = status_store
+        self._offset_store = offset_store
+
+    def _current(self) -> ClusterConfigState:
+        return self._config_store.snapshot()
+
+    def _require(self, snap: ClusterConfigState, name: str) -> Mapping[str, str]:
+        config = snap.connector_config(name)
+        if config is None:
+            raise NotFoundError(f"Connector {name} not found")
+        return config
+
+    def connectors(self) -> list[str]:
+        return self._current().connectors()
+
+    def _connector_type(self, config: Mapping[str, str]) -> str:
+        try:
+            cls = self._plugins.connector_class(config.get(validation.CONNECTOR_CLASS, ""))
+        except ConnectError:
+            return "unknown"
+        return "source" if issubclass(cls, SourceConnector) else "unknown"
+
+    def connector_info(self, name: str) -> ConnectorInfo:
+        snap = self._current()
+        config = self._require(snap, name)
+        tasks = [task_id(t) for t in snap.tasks(name)]
+        return ConnectorInfo(name, dict(config), tasks, self._connector_type(config))
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return dict(self._require(self._current(), name))
+
+    def connector_status(self, name: str) -> ConnectorStateInfo:
+        snap = self._current()
+        config = self._require(snap, name)
+        status = self._status_store.get(name)
+        if status is None:
+            raise NotFoundError(f"No status found for connector {name}")
+        tasks = []
+        for key in snap.tasks(name):
+            task_status = self._status_store.get_task(*key)
+            if task_status is not None:
+                tasks.append(TaskStateInfo(key[1], task_status.state, task_status.worker_id,
+                                           task_status.trace))
+        return ConnectorStateInfo(name, status.state, status.worker_id, tasks, self._connector_type(config),
+                                  status.trace)
+
+    def task_status(self, task: ConnectorTaskId) -> TaskStateInfo:
+        status = self._status_store.get_task(task.connector, task.task)
+        if status is None:
+            raise NotFoundError(f"No status found for task {task}")
+        return TaskStateInfo(task.task, status.state, status.worker_id, status.trace)
+
+    def task_configs(self, name: str) -> list[TaskInfo]:
+        snap = self._current()
+        self._require(snap, name)
+        return [TaskInfo(task_id(t), dict(snap.task_configs[t])) for t in snap.tasks(name)]
+
+    def connector_offsets(self, name: str) -> list[ConnectorOffset]:
+        self._require(self._current(), name)
+        self._offset_store.refresh()
+        return [ConnectorOffset(p, o) for p, o in self._offset_store.connector_offsets(name)]
+
+
+    # ======================================================================== Herder: plugins ===
+    def connector_plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
+        return self._plugins.connector_plugins()
+
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        cls = self._plugins.connector_class(plugin)
+        keys = cls.config_def().keys()
+        return [validation.config_key_info(k) for k in keys]
+
+    def validate_connector_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
+        class_name = config.get(validation.CONNECTOR_CLASS)
+        if not class_name:
+            raise BadRequestError("Connector config contains no connector type (connector.class)")
+        try:
+            connector = self._plugins.new_connector(class_name)
+        except NotFoundError as exc:
+            raise BadRequestError(str(exc)) from exc
+        return validation.validate(connector, config)

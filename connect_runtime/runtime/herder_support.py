@@ -1,0 +1,100 @@
+"""Pieces of the distributed herder that need none of its state: the Worker seam, restart plans and
+KIP-875 offset validation. Kept apart so that :mod:`distributed_herder` holds only the tick-thread logic.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from connect_runtime.api.connector import Connector, SourceConnector
+from connect_runtime.api.errors import ConnectError
+from connect_runtime.api.records import SourceMap
+from connect_runtime.runtime.herder import (
+    ConnectorStateInfo,
+    ConnectorTaskId,
+    State,
+    TargetState,
+    TaskStateInfo,
+)
+from connect_runtime.storage.config_store import ClusterConfigState, RestartRequest, TaskKey
+from connect_runtime.storage.status_store import KafkaStatusStore
+
+
+class WorkerRuntime(Protocol):
+    """What the herder needs from :class:`connect_runtime.runtime.worker.Worker`."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def start_connector(self, name: str, config: Mapping[str, str], target_state: TargetState,
+                        on_reconfigure: Callable[[str], None]) -> bool: ...
+
+    def connector_task_configs(self, name: str, max_tasks: int) -> list[dict[str, str]]: ...
+
+    def stop_connector(self, name: str) -> None: ...
+
+    def start_task(self, task: ConnectorTaskId, connector_config: Mapping[str, str],
+                   task_config: Mapping[str, str], target_state: TargetState) -> bool: ...
+
+    def stop_tasks(self, ids: Sequence[ConnectorTaskId], timeout_s: float) -> None: ...
+
+    def set_target_state(self, name: str, state: TargetState) -> None: ...
+
+
+def task_id(key: TaskKey) -> ConnectorTaskId:
+    return ConnectorTaskId(key[0], key[1])
+
+
+def partition_key(partition: SourceMap) -> str:
+    """Canonical JSON of a source partition: how ``SourceConnector.alter_offsets`` keys its argument."""
+    return json.dumps(dict(partition), sort_keys=True, separators=(",", ":"))
+
+
+
+def restart_plan(statuses: KafkaStatusStore, snapshot: ClusterConfigState,
+                 request: RestartRequest) -> tuple[bool, list[ConnectorTaskId]]:
+    """Which of the connector and its tasks a request restarts (Java's ``RestartPlan``): all of them,
+    or with ``only_failed`` those whose current status is FAILED; tasks only with ``include_tasks``."""
+    failed = State.FAILED.value
+    status = statuses.get(request.connector)
+    restart_connector = not request.only_failed or (status is not None and status.state == failed)
+    tasks: list[ConnectorTaskId] = []
+    if request.include_tasks:
+        for key in snapshot.tasks(request.connector):
+            task_status = statuses.get_task(*key)
+            if not request.only_failed or (task_status is not None and task_status.state == failed):
+                tasks.append(task_id(key))
+    return restart_connector, tasks
+
+
+def restarting_view(current: ConnectorStateInfo, restart_connector: bool,
+                    tasks: Sequence[ConnectorTaskId]) -> ConnectorStateInfo:
+    """The 202 body of a restart: what will restart is shown as RESTARTING, the rest as it is."""
+    restarting = {t.task for t in tasks}
+    return ConnectorStateInfo(
+        current.name, State.RESTARTING.value if restart_connector else current.connector_state,
+        current.connector_worker_id,
+        [TaskStateInfo(t.id, State.RESTARTING.value if t.id in restarting else t.state, t.worker_id,
+                       None if t.id in restarting else t.trace) for t in current.tasks],
+        current.type, None if restart_connector else current.connector_trace)
+
+
+def check_offsets_with_connector(connector: Connector, name: str, config: Mapping[str, str],
+                                 offsets: Sequence[tuple[SourceMap, Mapping[str, Any] | None]]) -> None:
+    """Let a source connector validate KIP-875 offsets before they are written (it raises to refuse).
+
+    A connector's own ConnectError (BadRequestError: 400) passes through; anything else is its bug and
+    becomes a ConnectError (500), as Java's ``ConnectUtils.maybeWrap`` does.
+    """
+    if not isinstance(connector, SourceConnector):
+        return
+    keyed = {partition_key(p): (p, o) for p, o in offsets}
+    try:
+        connector.alter_offsets(dict(config), keyed)
+    except ConnectError:
+        raise
+    except Exception as exc:
+        raise ConnectError(f"Failed to alter the offsets for connector {name}: {exc}") from exc
