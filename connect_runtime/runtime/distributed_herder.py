@@ -106,6 +106,7 @@ class DistributedHerder(AbstractHerder):
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._failure: BaseException | None = None
+        self._stops: list[Callable[[], None]] = []
 
         # Tick-thread state.
         self._snapshot = ClusterConfigState()
@@ -161,12 +162,17 @@ class DistributedHerder(AbstractHerder):
             self._halt()
 
     def _start_services(self) -> None:
+        """Start in dependency order, remembering each stop so a failed start undoes only what began."""
         if self._start_offset_store:
             self._offset_store.start()
+            self._stops.append(self._offset_store.stop)
         self._status_store.start(self._start_timeout_s)
+        self._stops += [self._status_store.stop, self._status_store.flush]
         self._config_store.set_update_listener(self)
         self._config_store.start(self._start_timeout_s)
+        self._stops.append(self._config_store.stop)
         self._worker.start()
+        self._stops += [self._worker.stop]
 
     def _halt(self) -> None:
         """Stop what runs here, then the services (offsets are flushed by the worker's task stops)."""
@@ -177,10 +183,9 @@ class DistributedHerder(AbstractHerder):
                 self._stop_connector(name)
         except Exception:
             logger.exception("Error while stopping connectors and tasks")
-        steps = [self._worker.stop, self._membership.leave, self._status_store.flush, self._status_store.stop,
-                 self._config_store.stop]
-        if self._start_offset_store:
-            steps.append(self._offset_store.stop)
+        steps = list(reversed(self._stops))  # worker first, the stores it writes to last
+        if self._ready.is_set():
+            steps.insert(0, self._membership.leave)  # our work is stopped: others may take it at once
         for step in steps:
             try:
                 step()
