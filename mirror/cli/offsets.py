@@ -2,7 +2,13 @@
 
 ``mirror offsets translate --group G --source A --target B mm2.properties`` reads the checkpoints that the
 ``A->B`` flow wrote to ``A.checkpoints.internal`` on cluster B and prints, per target-side
-topic-partition, the offset group G should use on B. It only reads; it never commits anything.
+topic-partition, the group's current offset on B, the offset G should use on B and an upper bound of
+the records a consumer resuming there would replay (see ``docs/failover.md``). By default it only
+reads (a dry run).
+
+With ``--apply`` it commits the translated offsets into group G on B, only when G has no active members
+there (state EMPTY, or DEAD/UNKNOWN for a group that does not exist yet); otherwise it refuses and exits 1.
+Partitions where G is already ahead on B are left alone unless ``--allow-rewind``.
 
 Python users have no other way to get this: Kafka's ``RemoteClusterUtils.translateOffsets`` is Java-only.
 """
@@ -20,7 +26,6 @@ from mirror.client.mirror_client import (
     ADMIN_CLIENT_PREFIX,
     CONSUMER_CLIENT_PREFIX,
     DEFAULT_TIMEOUT_S,
-    MirrorClient,
     is_connection_key,
 )
 from mirror.client.models import OffsetAndMetadata, TopicPartition
@@ -52,10 +57,14 @@ def add_parser(subparsers: Any) -> None:
         help=f"how long to read the checkpoints topic (default {DEFAULT_TIMEOUT_S:g})",
     )
     translate.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    translate.add_argument("--apply", action="store_true",
+                           help="commit the translated offsets into the group on the target (default: dry run)")
+    translate.add_argument("--allow-rewind", action="store_true",
+                           help="also move partitions where the group is already ahead on the target")
     translate.set_defaults(func=run)
 
 
-def _client_config(path: str, source: str, target: str) -> dict[str, str]:
+def _load(path: str, source: str, target: str) -> Any:
     # Imported here: mirror.maker pulls in the whole config machinery, which `offsets` only needs once.
     from mirror.maker.config import MirrorMakerConfig
 
@@ -69,7 +78,11 @@ def _client_config(path: str, source: str, target: str) -> dict[str, str]:
             )
     if source == target:
         raise ConfigError("--source and --target must be different clusters")
-    return mirror_client_config(config.client_config(target))
+    return config
+
+
+def _client_config(path: str, source: str, target: str) -> dict[str, str]:
+    return mirror_client_config(_load(path, source, target).client_config(target))
 
 
 def mirror_client_config(raw: dict[str, str]) -> dict[str, str]:
@@ -115,19 +128,37 @@ def render_table(data: list[dict[str, Any]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Read the checkpoints on the target and print the group's translated offsets."""
-    client_config = _client_config(args.config, args.source, args.target)
-    with MirrorClient(client_config) as client:
-        offsets = client.remote_consumer_offsets(args.group, args.source, args.timeout)
-    data = rows(offsets)
+    """Plan (and with --apply, commit) the group's translated offsets on the target."""
+    from mirror.client.failover import GroupActiveError, apply_failover, plan_failover
+    from mirror.connector_config import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
+    from mirror.maker.config import SOURCE_CONNECTOR_CLASS, SourceAndTarget
+
+    config = _load(args.config, args.source, args.target)
+    location = config.connector_base_config(SourceAndTarget(args.source, args.target), SOURCE_CONNECTOR_CLASS).get(
+        OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT).strip().lower()
+    plan = plan_failover(mirror_client_config(config.client_config(args.target)), args.source, args.group,
+                         source_config=mirror_client_config(config.client_config(args.source)),
+                         offset_syncs_location=location, target_alias=args.target,
+                         allow_rewind=args.allow_rewind, timeout_s=args.timeout)
     if args.json:
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        sys.stdout.write(json.dumps({**plan.to_dict(), "applied": False}, indent=2) + "\n")
     else:
-        sys.stdout.write(render_table(data))
-    if not data:
+        sys.stdout.write(plan.render())
+    if not plan.partitions:
         print(
             f"note: no checkpoints for group {args.group!r} from {args.source} on {args.target} "
             f"(is the {args.source}->{args.target} flow running, and has the group committed offsets?)",
             file=sys.stderr,
         )
+    if not args.apply:
+        if plan.changes:
+            print(f"dry run: {len(plan.changes)} partition(s) would change; add --apply to commit them",
+                  file=sys.stderr)
+        return 0
+    try:
+        written = apply_failover(plan, timeout_s=args.timeout)
+    except GroupActiveError as exc:
+        print(f"error: refused: {exc}", file=sys.stderr)
+        return 1
+    print(f"applied: committed {len(written)} offset(s) for group {args.group} on {args.target}", file=sys.stderr)
     return 0

@@ -162,16 +162,18 @@ def test_cli_offsets_translate(cluster_a, tmp_path: Path, capsys: pytest.Capture
         "backup",
     ]
 
-    assert main([*args, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == [
-        {"topic": f"{source}.orders", "partition": 0, "offset": 0, "metadata": ""},
-        {"topic": f"{source}.orders", "partition": 1, "offset": 5, "metadata": ""},
+    assert main([*args, "--json"]) == 0  # a dry run: the source is unreachable, bounds from checkpoints
+    plan = json.loads(capsys.readouterr().out)
+    assert [(p["topic"], p["partition"], p["new_offset"], p["action"]) for p in plan["partitions"]] == [
+        (f"{source}.orders", 0, 0, "commit"),
+        (f"{source}.orders", 1, 5, "commit"),
     ]
+    assert plan["applied"] is False and plan["active"] is False
     assert main(args) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split() == ["TOPIC", "PARTITION", "OFFSET", "METADATA"]
-    assert table[1].split() == [f"{source}.orders", "0", "0"]
-    assert table[2].split() == [f"{source}.orders", "1", "5"]
+    assert table[0].split() == ["TOPIC", "PARTITION", "CURRENT", "NEW", "REPLAY<=", "ACTION"]
+    assert table[1].split()[:4] == [f"{source}.orders", "0", "-", "0"]
+    assert table[2].split()[:4] == [f"{source}.orders", "1", "-", "5"]
 
     assert main([*args[:-1], "nowhere"]) == 2
     assert "--target 'nowhere' is not one of the clusters" in capsys.readouterr().err

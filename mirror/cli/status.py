@@ -1,0 +1,138 @@
+"""``mirror status mm2.properties [--clusters B] [--json]``: is replication healthy? Exit 0, 1 or 2.
+
+For every flow (those a ``connect-mirror-maker`` with the same ``--clusters`` would run), measured from
+the clusters alone, so it works from any machine and whether or not replication runs there: heartbeat
+age, end-to-end latency from heartbeats, lag per remote partition in records and seconds, checkpoint
+freshness and translatability per consumer group, and an estimated RPO (see ``docs/metrics.md``).
+
+Exit codes: 0 healthy, 1 degraded, 2 down (also 2 for a bad config, as every ``mirror`` command), so
+cron jobs and Kubernetes probes can use it. Thresholds come from the ``health.*`` keys of
+mm2.properties (top level or ``A->B.health.*``) and are overridden by the flags below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from connect_runtime.api.errors import ConfigError
+from mirror.cli._common import split_clusters
+from mirror.health.model import FlowHealth, HealthReport, ThresholdError
+
+#: flag dest -> Thresholds field
+_THRESHOLD_FLAGS: dict[str, tuple[str, str]] = {
+    "max_heartbeat_age_ms": ("heartbeat_max_age_ms", "degraded when the newest heartbeat is older (ms)"),
+    "down_heartbeat_age_ms": ("heartbeat_down_age_ms", "down when the newest heartbeat is older (ms)"),
+    "max_lag_ms": ("lag_max_ms", "degraded when the oldest unreplicated record is older (ms)"),
+    "max_lag_records": ("lag_max_records", "degraded when a partition lags by more records"),
+    "max_rpo_ms": ("rpo_max_ms", "down when the estimated RPO is larger (ms)"),
+    "max_checkpoint_age_ms": ("checkpoint_max_age_ms", "degraded when a group's newest checkpoint is older (ms)"),
+}
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``mirror status``."""
+    parser = subparsers.add_parser("status", help="health of every replication flow (exit 0/1/2)",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config", metavar="mm2.properties", help="MirrorMaker 2 configuration file")
+    parser.add_argument("--clusters", nargs="+", metavar="ALIAS",
+                        help="only flows whose target is one of these aliases (default: all)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="timeout of each cluster request (default 10)")
+    parser.add_argument("--latency-window", type=float, default=None, metavar="SECONDS",
+                        help="how long to watch for new heartbeats to measure latency "
+                             "(default: 2 heartbeat intervals, at most 5 s; 0 to skip)")
+    for dest, (_, help_text) in _THRESHOLD_FLAGS.items():
+        parser.add_argument("--" + dest.replace("_", "-"), dest=dest, type=int, metavar="N", help=help_text)
+    parser.add_argument("--require-translatable", action="store_true", default=None,
+                        help="degraded when a consumer group could not be translated on failover")
+    parser.set_defaults(func=run)
+
+
+def overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """Threshold overrides given on the command line."""
+    result: dict[str, Any] = {field: getattr(args, dest, None) for dest, (field, _) in _THRESHOLD_FLAGS.items()}
+    result["require_translatable"] = getattr(args, "require_translatable", None)
+    return result
+
+
+def _fmt(value: float | int | None, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}{unit}"
+    return f"{value}{unit}"
+
+
+def render(report: HealthReport) -> str:
+    """The human-readable report: one block per flow."""
+    out: list[str] = [f"overall: {report.state.label.upper()}"]
+    for flow in report.flows:
+        out.append("")
+        out.append(f"{flow.name}  {flow.state.label.upper()}")
+        out.append(f"  heartbeat age  {_fmt(flow.heartbeat_age_seconds, 's')} ({flow.heartbeat_basis}, "
+                   f"interval {flow.heartbeat_interval_seconds:g}s)")
+        out.append(f"  latency        {_fmt(flow.latency_seconds, 's')} ({flow.latency_basis})")
+        out.append(f"  lag            {_fmt(flow.lag_records)} records, max {_fmt(flow.max_lag_seconds, 's')}")
+        out.append(f"  RPO estimate   {_fmt(flow.rpo_seconds, 's')} ({flow.rpo_basis})")
+        for reason in flow.reasons:
+            out.append(f"  ! {reason}")
+        out.extend(_partition_table(flow))
+        out.extend(_group_table(flow))
+    return "\n".join(out) + "\n"
+
+
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
+
+
+def _partition_table(flow: FlowHealth) -> list[str]:
+    if not flow.partitions:
+        return []
+    rows = [(p.remote_topic, str(p.partition), _fmt(p.source_end_offset), _fmt(p.replicated_offset),
+             _fmt(p.lag_records), _fmt(p.lag_seconds, "s"), p.basis) for p in flow.partitions]
+    return ["", *_table(("REMOTE TOPIC", "PART", "SOURCE END", "REPLICATED", "LAG", "LAG AGE", "BASIS"), rows)]
+
+
+def _group_table(flow: FlowHealth) -> list[str]:
+    if not flow.groups:
+        return []
+    rows = [(g.group, "yes" if g.translatable else "no", f"{g.checkpointed_partitions}/{g.committed_partitions}",
+             str(g.behind), _fmt(g.checkpoint_age_seconds, "s")) for g in flow.groups]
+    return ["", *_table(("GROUP", "TRANSLATABLE", "CHECKPOINTED", "BEHIND", "CHECKPOINT AGE"), rows)]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Probe every flow once and print the report; the exit code is the overall state."""
+    from mirror.health.probe import HealthProbe
+    from mirror.maker.config import MirrorMakerConfig
+
+    config = MirrorMakerConfig.from_file(args.config)
+    clusters = split_clusters(args.clusters)
+    pairs = config.herder_pairs(clusters)
+    try:
+        probe = HealthProbe.from_config(config, pairs, overrides(args), timeout_s=args.timeout)
+    except ThresholdError as exc:
+        raise ConfigError(f"{config.location(exc.key)}: {exc}", exc.key) from exc
+    try:
+        window = args.latency_window
+        if window is None:
+            window = min(5.0, 2 * max(s.heartbeat_interval_s for s in probe.specs))
+        if window > 0:
+            try:
+                probe.watch_latency(window)
+            except Exception:  # an unreachable cluster is reported by check() below
+                pass
+        report = probe.check()
+    finally:
+        probe.close()
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+    else:
+        sys.stdout.write(render(report))
+    return int(report.state)

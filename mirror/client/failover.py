@@ -1,0 +1,337 @@
+"""Move a consumer group from a source cluster to its replica on the target (a failover), from Python.
+
+Kafka's ``RemoteClusterUtils.translateOffsets`` is Java-only and only *reads*. Here::
+
+    plan = plan_failover(target_config, source_alias="A", group="billing", source_config=a_config)
+    print(plan.render())           # what would change, and how many records each partition may replay
+    apply_failover(plan)           # commit the translated offsets into the group on the target
+
+:func:`plan_failover` reads the group's newest checkpoints from ``A.checkpoints.internal`` on the target
+(via the replication policy), the group's current offsets on the target and, when the source is still
+reachable, the group's committed offsets there. :func:`apply_failover` commits the translated offsets,
+only when the group has no active members on the target (state EMPTY, DEAD or UNKNOWN): rewriting the
+offsets under running consumers would be overwritten by their next commit, or rewind them.
+
+**Replay bound.** A checkpoint translates the group's upstream commit ``U`` to a downstream offset
+``D`` that is never *after* the true position (MM2 rounds down to the previous offset sync), so a
+consumer that resumes at ``D`` re-reads some records it already processed on the source. The bound
+printed per partition is ``E - D`` where ``E`` is the downstream position equivalent to the group's
+committed upstream offset ``C`` (``C`` from the source when reachable, else the checkpoint's ``U``):
+``E = Ds + (C - Us)`` for the newest offset sync ``(Us, Ds)`` with ``Us <= C``, capped at the remote
+partition's end. Upstream offset gaps (compaction, transaction markers) only make the true ``E``
+smaller, so this is an upper bound. Without offset syncs ``E`` is the remote partition's end
+(``basis = "remote-end"``), i.e. "everything after D".
+
+Configs are MirrorClient configs (librdkafka connection keys, ``replication.policy.*``, ``consumer.*``
+and ``admin.*`` overrides); see :mod:`mirror.client.mirror_client`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Message,
+)
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient
+
+from mirror.client.mirror_client import (
+    ADMIN_CLIENT_PREFIX,
+    CONSUMER_CLIENT_PREFIX,
+    DEFAULT_TIMEOUT_S,
+    client_config,
+)
+from mirror.client.models import Checkpoint, MalformedRecordError, OffsetSync
+from mirror.client.replication_policy import policy_from_config
+
+logger = logging.getLogger(__name__)
+
+#: How long to wait for the source cluster, which is often unreachable during a failover.
+SOURCE_TIMEOUT_S = 5.0
+#: Group states in which nobody consumes, so offsets may be rewritten.
+INACTIVE_STATES = frozenset({ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN})
+_EOF = KafkaError._PARTITION_EOF
+_UNKNOWN = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION})
+
+
+class GroupActiveError(RuntimeError):
+    """The group has active members on the target: its offsets were not changed."""
+
+
+@dataclass(frozen=True)
+class PartitionMove:
+    """One partition of a failover plan (``topic`` is the target-side, renamed topic)."""
+
+    topic: str
+    partition: int
+    current_offset: int | None
+    new_offset: int
+    checkpoint_upstream: int
+    committed_upstream: int | None
+    equivalent_offset: int | None
+    replay_bound: int | None
+    basis: str
+    action: str  # "commit", "unchanged" or "skip (would rewind)"
+
+
+@dataclass
+class FailoverPlan:
+    """What :func:`apply_failover` will write; ``group_state`` is the group's state on the target."""
+
+    group: str
+    source_alias: str
+    target_config: dict[str, str]
+    group_state: str
+    partitions: list[PartitionMove] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def active(self) -> bool:
+        return self.group_state not in {s.name for s in INACTIVE_STATES}
+
+    @property
+    def changes(self) -> list[PartitionMove]:
+        return [p for p in self.partitions if p.action == "commit"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"group": self.group, "source": self.source_alias, "group_state": self.group_state,
+                "active": self.active, "partitions": [asdict(p) for p in self.partitions], "notes": self.notes}
+
+    def render(self) -> str:
+        """A fixed-width table of the plan."""
+        header = ("TOPIC", "PARTITION", "CURRENT", "NEW", "REPLAY<=", "ACTION")
+        rows = [(p.topic, str(p.partition), "-" if p.current_offset is None else str(p.current_offset),
+                 str(p.new_offset), "-" if p.replay_bound is None else str(p.replay_bound), p.action)
+                for p in self.partitions]
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
+        lines.append(f"group {self.group} on the target: {self.group_state}"
+                     + (" (active members: offsets cannot be applied)" if self.active else ""))
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines) + "\n"
+
+
+def replay_bound(checkpoint_downstream: int, committed_upstream: int, syncs: list[tuple[int, int]],
+                 remote_end: int | None) -> tuple[int | None, int | None, str]:
+    """``(E, E - D, basis)`` for one partition (module docstring); ``syncs`` sorted by upstream offset."""
+    equivalent: int | None = None
+    basis = "remote-end"
+    index = bisect.bisect_right(syncs, (committed_upstream, float("inf"))) - 1
+    if index >= 0:
+        upstream, downstream = syncs[index]
+        equivalent = downstream + (committed_upstream - upstream)
+        basis = "offset-sync"
+    if remote_end is not None:
+        equivalent = remote_end if equivalent is None else min(equivalent, remote_end)
+    if equivalent is None:
+        return None, None, "unknown"
+    return equivalent, max(0, equivalent - checkpoint_downstream), basis
+
+
+def plan_failover(target_config: Mapping[str, str], source_alias: str, group: str, *,
+                  source_config: Mapping[str, str] | None = None, offset_syncs_location: str = "source",
+                  target_alias: str | None = None, allow_rewind: bool = False,
+                  timeout_s: float = DEFAULT_TIMEOUT_S) -> FailoverPlan:
+    """Plan moving ``group`` of ``source_alias`` onto the cluster of ``target_config`` (reads only).
+
+    ``source_config`` (optional: the source may be gone) gives the group's committed offsets and, with
+    ``offset_syncs_location="source"`` (MM2's default) and ``target_alias``, the offset syncs that make
+    the replay bound tight. Partitions whose current target offset is already ahead are skipped unless
+    ``allow_rewind``.
+    """
+    policy = policy_from_config(target_config)
+    target_consumer = client_config(target_config, CONSUMER_CLIENT_PREFIX)
+    target_admin = AdminClient(_admin_config(target_config, ADMIN_CLIENT_PREFIX))
+    plan = FailoverPlan(group, source_alias, dict(target_config), _group_state(target_admin, group, timeout_s))
+    checkpoints: dict[tuple[str, int], Checkpoint] = {}
+    for msg in _read_topic(target_consumer, policy.checkpoints_topic(source_alias), timeout_s):
+        try:
+            cp = Checkpoint.from_record(msg.key(), msg.value())
+        except MalformedRecordError:
+            continue
+        if cp.consumer_group_id == group:
+            checkpoints[(cp.topic, cp.partition)] = cp
+    if not checkpoints:
+        plan.notes.append(f"no checkpoints for group {group!r} in {policy.checkpoints_topic(source_alias)}")
+        return plan
+    current = _committed(target_admin, group, list(checkpoints), timeout_s)
+    committed: dict[tuple[str, int], int] = {}
+    syncs: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    source_timeout_s = min(timeout_s, SOURCE_TIMEOUT_S)  # in a real failover the source is often gone
+    if source_config is not None:
+        source_admin = AdminClient(_admin_config(source_config, ADMIN_CLIENT_PREFIX))
+        upstream_tps = [(policy.upstream_topic(t) or t, p) for t, p in checkpoints]
+        try:
+            committed = _committed(source_admin, group, upstream_tps, source_timeout_s)
+        except (KafkaException, TimeoutError) as exc:
+            plan.notes.append(f"source cluster unreachable ({exc}); replay bounds use the checkpoints' "
+                              f"upstream offsets")
+            source_config = None
+    syncs_config = source_config if offset_syncs_location == "source" else target_config
+    syncs_alias = target_alias if offset_syncs_location == "source" else source_alias
+    if syncs_config is not None and syncs_alias is not None:
+        syncs_topic = policy.offset_syncs_topic(syncs_alias)
+        try:
+            for msg in _read_topic(client_config(syncs_config, CONSUMER_CLIENT_PREFIX), syncs_topic,
+                                   source_timeout_s if syncs_config is source_config else timeout_s):
+                try:
+                    sync = OffsetSync.from_record(msg.key(), msg.value())
+                except MalformedRecordError:
+                    continue
+                syncs.setdefault(sync.topic_partition, []).append((sync.upstream_offset, sync.downstream_offset))
+        except (KafkaException, TimeoutError) as exc:
+            plan.notes.append(f"offset syncs unreadable ({exc}); replay bounds run to the partition ends")
+    ends = _ends(target_consumer, {tp: cp.downstream_offset for tp, cp in checkpoints.items()}, timeout_s)
+    for (topic, partition), cp in sorted(checkpoints.items()):
+        upstream_topic = policy.upstream_topic(topic) or topic
+        c = committed.get((upstream_topic, partition), cp.upstream_offset)
+        equivalent, bound, basis = replay_bound(cp.downstream_offset, c,
+                                                sorted(syncs.get((upstream_topic, partition), [])),
+                                                ends.get((topic, partition)))
+        now = current.get((topic, partition))
+        if now == cp.downstream_offset:
+            action = "unchanged"
+        elif now is not None and now > cp.downstream_offset and not allow_rewind:
+            action = "skip (would rewind)"
+        else:
+            action = "commit"
+        plan.partitions.append(PartitionMove(topic, partition, now, cp.downstream_offset, cp.upstream_offset,
+                                             committed.get((upstream_topic, partition)), equivalent, bound,
+                                             basis, action))
+    return plan
+
+
+def apply_failover(plan: FailoverPlan, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[PartitionMove]:
+    """Commit the plan's changes into the group on the target; returns what was written.
+
+    Raises :class:`GroupActiveError` when the group has active members (checked again right before
+    writing, and reported by the broker too), leaving its offsets untouched.
+    """
+    admin = AdminClient(_admin_config(plan.target_config, ADMIN_CLIENT_PREFIX))
+    state = _group_state(admin, plan.group, timeout_s)
+    if state not in {s.name for s in INACTIVE_STATES}:
+        raise GroupActiveError(f"group {plan.group!r} is {state} on the target: stop its consumers first")
+    changes = plan.changes
+    if not changes:
+        return []
+    request = ConsumerGroupTopicPartitions(
+        plan.group, [KafkaTopicPartition(p.topic, p.partition, p.new_offset) for p in changes])
+    try:
+        result = admin.alter_consumer_group_offsets([request], request_timeout=timeout_s)[plan.group].result(
+            timeout=timeout_s)
+    except KafkaException as exc:
+        code = exc.args[0].code() if exc.args and hasattr(exc.args[0], "code") else None
+        if code in (KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS):
+            raise GroupActiveError(f"group {plan.group!r} has active members on the target: {exc}") from exc
+        raise
+    failed = [tp for tp in result.topic_partitions if tp.error is not None]
+    if failed:
+        raise KafkaException(failed[0].error)
+    logger.info("Committed %d translated offsets for group %s", len(changes), plan.group)
+    return changes
+
+
+# ---- reads ------------------------------------------------------------------------------------------------
+
+
+def _group_state(admin: AdminClient, group: str, timeout_s: float) -> str:
+    future = admin.describe_consumer_groups([group], request_timeout=timeout_s)[group]
+    try:
+        description = future.result(timeout=timeout_s)
+    except KafkaException as exc:
+        if exc.args and getattr(exc.args[0], "code", lambda: None)() == KafkaError.GROUP_ID_NOT_FOUND:
+            return ConsumerGroupState.DEAD.name
+        raise
+    return str(description.state.name)
+
+
+def _committed(admin: AdminClient, group: str, tps: list[tuple[str, int]],
+               timeout_s: float) -> dict[tuple[str, int], int]:
+    request = ConsumerGroupTopicPartitions(group, [KafkaTopicPartition(t, p) for t, p in tps])
+    answer = admin.list_consumer_group_offsets([request], request_timeout=timeout_s)[group].result(timeout=timeout_s)
+    return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions
+            if tp.error is None and tp.offset >= 0}
+
+
+def _admin_config(config: Mapping[str, str], prefix: str) -> dict[str, str | int | float | bool]:
+    return dict(client_config(config, prefix))
+
+
+def _consumer(config: Mapping[str, str]) -> Consumer:
+    conf = dict(config)
+    conf.setdefault("group.id", "mirror-failover-reader")  # never joined: assign() only, no commits
+    conf.update({"enable.auto.commit": "false", "enable.partition.eof": "true",
+                 "auto.offset.reset": "earliest", "fetch.wait.max.ms": "50"})
+    return Consumer(conf)
+
+
+def _read_topic(config: Mapping[str, str], topic: str, timeout_s: float) -> list[Message]:
+    """Every record of ``topic`` up to its end (fetch high watermark); [] when it does not exist."""
+    consumer = _consumer(config)
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return []
+        parts = list(metadata.partitions)
+        consumer.assign([KafkaTopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        pending, records = set(parts), []
+        deadline = time.monotonic() + timeout_s
+        while pending and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is None:
+                records.append(msg)
+            elif err.code() in (_EOF, *_UNKNOWN):
+                pending.discard(msg.partition())
+            elif err.fatal():
+                raise KafkaException(err)
+        if pending:
+            logger.warning("Timed out reading %s; using what was read", topic)
+        return records
+    finally:
+        consumer.close()
+
+
+def _ends(config: Mapping[str, str], positions: Mapping[tuple[str, int], int],
+          timeout_s: float) -> dict[tuple[str, int], int]:
+    """Each partition's end from a fetch at the given position (never ListOffsets)."""
+    if not positions:
+        return {}
+    consumer = _consumer({**config, "max.partition.fetch.bytes": "65536"})
+    ends: dict[tuple[str, int], int] = {}
+    try:
+        metadata = consumer.list_topics(timeout=timeout_s).topics
+        positions = {(t, p): o for (t, p), o in positions.items()
+                     if t in metadata and metadata[t].error is None and p in metadata[t].partitions}
+        consumer.assign([KafkaTopicPartition(t, p, o) for (t, p), o in positions.items()])
+        deadline = time.monotonic() + timeout_s
+        while len(ends) < len(positions) and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            key = (msg.topic() or "", msg.partition() or 0)
+            err = msg.error()
+            if err is not None:
+                if err.code() == _EOF:
+                    ends[key] = msg.offset() or 0
+                continue
+            _, high = consumer.get_watermark_offsets(KafkaTopicPartition(*key), cached=True)
+            ends[key] = max(high, (msg.offset() or 0) + 1)
+            consumer.pause([KafkaTopicPartition(*key)])
+        return ends
+    finally:
+        consumer.close()

@@ -1,0 +1,417 @@
+"""Measure every flow's health from the clusters alone (works whether or not replication runs here).
+
+Per flow ``A->B`` (all topic names through the configured replication policy):
+
+* **Heartbeat age**: now minus the newest timestamp in ``A.heartbeats`` on B. Those heartbeats were
+  emitted into A (by the ``X->A`` heartbeat connectors) and copied by this flow, so a fresh one proves
+  that data flows A->B. When that topic has none, B's own ``heartbeats`` records keyed ``(A, B)`` are
+  used: they prove the A->B herder is alive, not that data flows (``heartbeat_basis = "emitted"``).
+* **End-to-end latency**: when a read finds *new* records in ``A.heartbeats`` on B, their arrival is
+  bounded by the read time, so ``read time - heartbeat timestamp`` of the newest new record is an upper
+  bound of the latency from emit on A to visibility on B; its resolution is the time since the
+  previous read (samples with a resolution above :data:`LATENCY_RESOLUTION_S` are dropped). The first
+  read only sets the baseline. ``mirror status`` watches for a short window to get a sample.
+* **Lag per remote partition**: ``source end offset - replicated offset`` where the replicated offset
+  (next upstream offset to copy) is the larger of (1) the flow's Connect offsets topic
+  (``mm2-offsets.A.internal`` on B: last replicated upstream offset + 1; it trails by up to
+  ``offset.flush.interval.ms``) and (2) the newest offset sync ``(U, D)`` plus the remote partition's
+  end ``R``: ``U + (R - D)``, a lower bound of the progress that is exact when the source partition
+  has no offset gaps. Lag in seconds is the age of the oldest source record not yet replicated (its
+  timestamp is read). Ends are fetch high watermarks (see :mod:`mirror.health.kafka_io`).
+* **Checkpoints per group** (groups on A that pass the group filter and committed on topics the flow
+  replicates): age of the newest checkpoint in ``A.checkpoints.internal`` on B, and whether every
+  committed partition has a checkpoint (``translatable``).
+* **RPO estimate**: see :func:`mirror.health.model.estimate_rpo`.
+
+Reads are incremental: a :class:`HealthProbe` keeps its positions in the internal topics, so the
+background monitor only reads what is new at each refresh.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message
+
+from connect_runtime.clients.factory import translate
+from mirror.client.mirror_client import is_connection_key
+from mirror.client.models import Checkpoint, Heartbeat, MalformedRecordError, OffsetSync
+from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
+from mirror.connector_config import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
+from mirror.filters import GroupFilter, TopicFilter, load_group_filter, load_topic_filter
+from mirror.health.kafka_io import TP, ClusterIO
+from mirror.health.model import (
+    FlowHealth,
+    GroupCheckpointHealth,
+    HealthReport,
+    PartitionLag,
+    Thresholds,
+    estimate_rpo,
+    evaluate,
+    lag_of,
+)
+from mirror.heartbeat.config import EMIT_HEARTBEATS_INTERVAL_SECONDS, EMIT_HEARTBEATS_INTERVAL_SECONDS_DEFAULT
+from mirror.maker.config import (
+    CHECKPOINT_CONNECTOR_CLASS,
+    HEARTBEAT_CONNECTOR_CLASS,
+    SOURCE_CONNECTOR_CLASS,
+    MirrorMakerConfig,
+    SourceAndTarget,
+)
+
+logger = logging.getLogger(__name__)
+
+#: Latency samples whose arrival time is known less precisely than this are dropped.
+LATENCY_RESOLUTION_S = 2.5
+DEFAULT_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """What the probe needs to know about one flow, taken from mm2.properties."""
+
+    source: str
+    target: str
+    policy: ReplicationPolicy
+    topic_filter: TopicFilter
+    group_filter: GroupFilter
+    offsets_topic: str
+    offset_syncs_on_source: bool
+    heartbeat_interval_s: float
+    thresholds: Thresholds
+
+    @property
+    def name(self) -> str:
+        return f"{self.source}->{self.target}"
+
+
+def cluster_io(config: MirrorMakerConfig, alias: str) -> ClusterIO:
+    """A read-only client pair for ``alias``: its Java client keys from mm2.properties made librdkafka's."""
+    raw = config.client_config(alias)
+    connection = {k: v for k, v in raw.items() if is_connection_key(k)}
+    configs = {}
+    for kind in ("consumer", "admin"):
+        prefix = f"{kind}."
+        java = dict(connection)
+        java.update({k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix) and len(k) > len(prefix)})
+        java.pop("client.id", None)
+        configs[kind] = translate(java, "consumer" if kind == "consumer" else "admin")
+    return ClusterIO(alias, configs["consumer"], configs["admin"])
+
+
+def flow_specs(config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
+               overrides: Mapping[str, Any] | None = None) -> list[FlowSpec]:
+    """One :class:`FlowSpec` per pair; thresholds from ``health.*`` keys, then ``overrides`` (flags)."""
+    raw = config.raw_properties()
+    specs = []
+    for pair in pairs:
+        source_cfg = config.connector_base_config(pair, SOURCE_CONNECTOR_CLASS)
+        checkpoint_cfg = config.connector_base_config(pair, CHECKPOINT_CONNECTOR_CLASS)
+        heartbeat_cfg = config.connector_base_config(pair, HEARTBEAT_CONNECTOR_CLASS)
+        policy = policy_from_config(source_cfg)
+        interval = float(heartbeat_cfg.get(EMIT_HEARTBEATS_INTERVAL_SECONDS,
+                                           EMIT_HEARTBEATS_INTERVAL_SECONDS_DEFAULT))
+        location = source_cfg.get(OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT)
+        thresholds = Thresholds.from_properties(raw, str(pair)).with_overrides(overrides or {})
+        specs.append(FlowSpec(
+            source=pair.source, target=pair.target, policy=policy,
+            topic_filter=load_topic_filter(source_cfg), group_filter=load_group_filter(checkpoint_cfg),
+            offsets_topic=config.worker_config(pair)["offset.storage.topic"],
+            offset_syncs_on_source=location.strip().lower() != "target",
+            heartbeat_interval_s=interval, thresholds=thresholds))
+    return specs
+
+
+@dataclass
+class _FlowState:
+    """What the probe has read so far for one flow (positions and the newest facts)."""
+
+    target_positions: dict[TP, int] = field(default_factory=dict)
+    source_positions: dict[TP, int] = field(default_factory=dict)
+    primed: bool = False
+    last_heartbeat_read: float | None = None
+    newest_replicated_ms: int | None = None
+    newest_emitted_ms: int | None = None
+    latency_s: float | None = None
+    #: (group, remote topic, partition) -> (upstream offset, downstream offset, record timestamp ms)
+    checkpoints: dict[tuple[str, str, int], tuple[int, int, int | None]] = field(default_factory=dict)
+    #: (source topic, partition) -> last replicated upstream offset, from the Connect offsets topic
+    connect_offsets: dict[TP, int] = field(default_factory=dict)
+    #: (source topic, partition) -> newest offset sync (upstream, downstream)
+    syncs: dict[TP, tuple[int, int]] = field(default_factory=dict)
+
+
+class HealthProbe:
+    """Measures :class:`FlowHealth` for a set of flows; keeps read positions between calls. Not thread-safe."""
+
+    def __init__(self, specs: list[FlowSpec], clusters: Mapping[str, ClusterIO], *,
+                 clock: Callable[[], float] = time.time, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.specs = specs
+        self._clusters = dict(clusters)
+        self._clock = clock
+        self._timeout_s = timeout_s
+        self._state = {spec.name: _FlowState() for spec in specs}
+
+    @classmethod
+    def from_config(cls, config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
+                    overrides: Mapping[str, Any] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> HealthProbe:
+        specs = flow_specs(config, pairs, overrides)
+        aliases = dict.fromkeys(a for s in specs for a in (s.source, s.target))
+        return cls(specs, {a: cluster_io(config, a) for a in aliases}, timeout_s=timeout_s)
+
+    def close(self) -> None:
+        for io in self._clusters.values():
+            io.close()
+
+    # ---- public passes ----
+
+    def check(self) -> HealthReport:
+        """One full pass over every flow."""
+        flows = [self._check_flow(spec) for spec in self.specs]
+        return HealthReport(self._clock(), flows)
+
+    def watch_latency(self, window_s: float, interval_s: float = 0.2) -> None:
+        """Read only the replicated heartbeats, quickly, until each flow got a latency sample or time is up."""
+        deadline = time.monotonic() + window_s
+        waiting = {s.name for s in self.specs}
+        for spec in self.specs:  # the first read of a flow is the baseline
+            if not self._state[spec.name].primed:
+                self._read_target(spec, heartbeats_only=True)
+                self._state[spec.name].primed = True
+        while waiting and time.monotonic() < deadline:
+            time.sleep(interval_s)
+            for spec in self.specs:
+                if spec.name not in waiting:
+                    continue
+                state = self._state[spec.name]
+                before = state.latency_s
+                state.latency_s = None
+                self._read_target(spec, heartbeats_only=True)
+                if state.latency_s is not None:
+                    waiting.discard(spec.name)
+                else:
+                    state.latency_s = before
+
+    # ---- one flow ----
+
+    def _check_flow(self, spec: FlowSpec) -> FlowHealth:
+        now = self._clock()
+        state = self._state[spec.name]
+        flow = FlowHealth(spec.source, spec.target, now, heartbeat_interval_seconds=spec.heartbeat_interval_s)
+        try:
+            target_topics = self._read_target(spec)
+        except KafkaException as exc:
+            flow.errors.append(f"target cluster {spec.target} unreachable: {exc}")
+            return self._finish(flow, spec, source_readable=False)
+        state.primed = True
+        if state.newest_replicated_ms is not None:
+            flow.heartbeat_age_seconds = max(0.0, now - state.newest_replicated_ms / 1000)
+            flow.heartbeat_basis = "replicated"
+            flow.latency_seconds = state.latency_s
+            flow.latency_basis = "heartbeats" if state.latency_s is not None else "none"
+        elif state.newest_emitted_ms is not None:
+            flow.heartbeat_age_seconds = max(0.0, now - state.newest_emitted_ms / 1000)
+            flow.heartbeat_basis = "emitted"
+        try:
+            source_topics = self._clusters[spec.source].topics(self._timeout_s)
+            if spec.offset_syncs_on_source:
+                self._read_syncs(spec, self._clusters[spec.source], source_topics,
+                                 spec.policy.offset_syncs_topic(spec.target), state.source_positions)
+            flow.partitions = self._lags(spec, state, source_topics, target_topics, now)
+            flow.groups = self._groups(spec, state, {p.source_topic: p.remote_topic for p in flow.partitions}, now)
+        except KafkaException as exc:
+            flow.errors.append(f"source cluster {spec.source} unreachable: {exc}")
+            return self._finish(flow, spec, source_readable=False)
+        return self._finish(flow, spec, source_readable=True)
+
+    def _finish(self, flow: FlowHealth, spec: FlowSpec, source_readable: bool) -> FlowHealth:
+        flow.rpo_seconds, flow.rpo_basis = estimate_rpo(flow.partitions, flow.heartbeat_age_seconds,
+                                                        source_readable)
+        flow.state, flow.reasons = evaluate(flow, spec.thresholds)
+        return flow
+
+    def _read_target(self, spec: FlowSpec, heartbeats_only: bool = False) -> dict[str, int]:
+        """Read what is new in the flow's internal topics on the target; returns the target's topics."""
+        io = self._clusters[spec.target]
+        state = self._state[spec.name]
+        topics = io.topics(self._timeout_s)
+        policy = spec.policy
+        replicated_hb = policy.format_remote_topic(spec.source, policy.heartbeats_topic())
+        wanted = [replicated_hb, policy.heartbeats_topic()]
+        if not heartbeats_only:
+            wanted += [policy.checkpoints_topic(spec.source), spec.offsets_topic]
+            if not spec.offset_syncs_on_source:
+                wanted.append(policy.offset_syncs_topic(spec.source))
+        positions = {tp: o for tp, o in state.target_positions.items() if tp[0] in wanted}
+        for topic in wanted:
+            for p in range(topics.get(topic, 0)):
+                positions.setdefault((topic, p), OFFSET_BEGINNING)
+        records, _ = io.read(positions, self._timeout_s)
+        state.target_positions.update(positions)
+        read_at = self._clock()
+        newest_new: int | None = None
+        for msg in records:
+            name = msg.topic()
+            if name == replicated_hb:
+                ts = _heartbeat_ts(msg)
+                if ts is not None:
+                    newest_new = ts if newest_new is None else max(newest_new, ts)
+            elif name == policy.heartbeats_topic():
+                ts = _heartbeat_ts(msg, spec.source, spec.target)
+                if ts is not None:
+                    state.newest_emitted_ms = max(state.newest_emitted_ms or ts, ts)
+            elif name == spec.offsets_topic:
+                _apply_connect_offset(msg, spec.source, state.connect_offsets)
+            elif name == policy.checkpoints_topic(spec.source):
+                _apply_checkpoint(msg, state.checkpoints)
+            else:
+                _apply_sync(msg, state.syncs)
+        if newest_new is not None:
+            previous = state.last_heartbeat_read
+            if state.primed and previous is not None and read_at - previous <= LATENCY_RESOLUTION_S:
+                state.latency_s = max(0.0, read_at - newest_new / 1000)
+            state.newest_replicated_ms = max(state.newest_replicated_ms or newest_new, newest_new)
+        state.last_heartbeat_read = read_at
+        return topics
+
+    def _read_syncs(self, spec: FlowSpec, io: ClusterIO, topics: Mapping[str, int], topic: str,
+                    store: dict[TP, int]) -> None:
+        positions = {tp: o for tp, o in store.items() if tp[0] == topic}
+        for p in range(topics.get(topic, 0)):
+            positions.setdefault((topic, p), OFFSET_BEGINNING)
+        records, _ = io.read(positions, self._timeout_s)
+        store.update(positions)
+        for msg in records:
+            _apply_sync(msg, self._state[spec.name].syncs)
+
+    def _lags(self, spec: FlowSpec, state: _FlowState, source_topics: Mapping[str, int],
+              target_topics: Mapping[str, int], now: float) -> list[PartitionLag]:
+        policy = spec.policy
+        remote: dict[str, str] = {}  # source topic -> remote topic
+        for topic in target_topics:
+            if policy.is_internal_topic(topic) or policy.topic_source(topic) != spec.source:
+                continue
+            upstream = policy.upstream_topic(topic)
+            if (upstream is None or upstream not in source_topics or policy.is_heartbeats_topic(upstream)
+                    or not spec.topic_filter.should_replicate_topic(upstream)):
+                continue
+            remote[upstream] = topic
+        # remote partition ends, fetched at the newest sync's downstream offset
+        sync_positions = {(remote[t], p): state.syncs[(t, p)][1]
+                          for t in remote for p in range(source_topics[t]) if (t, p) in state.syncs}
+        remote_ends = self._clusters[spec.target].probe(sync_positions, self._timeout_s)
+        replicated: dict[TP, tuple[int, str]] = {}
+        for t in remote:
+            for p in range(source_topics[t]):
+                candidates: list[tuple[int, str]] = []
+                if (t, p) in state.connect_offsets:
+                    candidates.append((state.connect_offsets[(t, p)] + 1, "connect-offsets"))
+                end = remote_ends.get((remote[t], p))
+                if (t, p) in state.syncs and end is not None:
+                    sync_up, sync_down = state.syncs[(t, p)]
+                    if end.end_offset > sync_down:
+                        candidates.append((sync_up + end.end_offset - sync_down, "offset-sync"))
+                if candidates:
+                    replicated[(t, p)] = max(candidates)
+        positions = {(t, p): replicated.get((t, p), (OFFSET_BEGINNING, ""))[0]
+                     for t in remote for p in range(source_topics[t])}
+        probes = self._clusters[spec.source].probe(positions, self._timeout_s)
+        result = []
+        for (t, p) in sorted(positions):
+            probe = probes.get((t, p))
+            known = replicated.get((t, p))
+            source_end = probe.end_offset if probe is not None else None
+            lag_records = lag_of(source_end, known[0]) if known else None
+            lag_seconds: float | None = None
+            if probe is not None and known is not None:
+                if probe.first_timestamp_ms is not None and lag_records:
+                    lag_seconds = max(0.0, now - probe.first_timestamp_ms / 1000)
+                else:
+                    lag_seconds = 0.0
+            result.append(PartitionLag(t, remote[t], p, source_end, known[0] if known else None,
+                                       known[1] if known else "unknown", lag_records, lag_seconds))
+        return result
+
+    def _groups(self, spec: FlowSpec, state: _FlowState, remote: Mapping[str, str],
+                now: float) -> list[GroupCheckpointHealth]:
+        committed = self._clusters[spec.source].committed_offsets(self._timeout_s)
+        by_group: dict[str, list[tuple[str, int, int, int | None]]] = {}
+        for (group, topic, partition), (upstream, _, ts) in state.checkpoints.items():
+            by_group.setdefault(group, []).append((topic, partition, upstream, ts))
+        result = []
+        for group in sorted(committed):
+            if not spec.group_filter.should_replicate_group(group):
+                continue
+            in_scope = {tp: o for tp, o in committed[group].items() if tp[0] in remote}
+            if not in_scope:
+                continue
+            checkpoints = {(t, p): (u, ts) for t, p, u, ts in by_group.get(group, [])}
+            missing, behind, have = [], 0, 0
+            for (topic, partition), offset in sorted(in_scope.items()):
+                cp = checkpoints.get((remote[topic], partition))
+                if cp is None:
+                    missing.append(f"{topic}-{partition}")
+                    continue
+                have += 1
+                if cp[0] < offset:
+                    behind += 1
+            stamps = [ts for _, ts in checkpoints.values() if ts is not None]
+            age = max(0.0, now - max(stamps) / 1000) if stamps else None
+            result.append(GroupCheckpointHealth(group, len(in_scope), have, missing, behind, age))
+        return result
+
+
+# ---- record decoding (bad records are skipped: a status tool must not die on one) ----
+
+def _heartbeat_ts(msg: Message, source: str | None = None, target: str | None = None) -> int | None:
+    try:
+        heartbeat = Heartbeat.from_record(msg.key(), msg.value())
+    except MalformedRecordError:
+        return None
+    if source is not None and (heartbeat.source_cluster_alias, heartbeat.target_cluster_alias) != (source, target):
+        return None
+    return heartbeat.timestamp
+
+
+def _apply_checkpoint(msg: Message, store: dict[tuple[str, str, int], tuple[int, int, int | None]]) -> None:
+    try:
+        cp = Checkpoint.from_record(msg.key(), msg.value())
+    except MalformedRecordError:
+        return
+    kind, ts = msg.timestamp()
+    store[(cp.consumer_group_id, cp.topic, cp.partition)] = (
+        cp.upstream_offset, cp.downstream_offset, ts if kind and ts >= 0 else None)
+
+
+def _apply_sync(msg: Message, store: dict[TP, tuple[int, int]]) -> None:
+    try:
+        sync = OffsetSync.from_record(msg.key(), msg.value())
+    except MalformedRecordError:
+        return
+    store[(sync.topic_partition.topic, sync.topic_partition.partition)] = (sync.upstream_offset,
+                                                                          sync.downstream_offset)
+
+
+def _apply_connect_offset(msg: Message, source: str, store: dict[TP, int]) -> None:
+    """A MirrorSourceConnector offset: key ``[name, {cluster, partition, topic}]``, value ``{offset: N}``."""
+    try:
+        key = json.loads(msg.key() or b"")
+        raw = msg.value()
+        value = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return
+    if not (isinstance(key, list) and len(key) == 2 and isinstance(key[1], dict)):
+        return
+    partition = key[1]
+    if partition.get("cluster") != source or "topic" not in partition or "partition" not in partition:
+        return
+    tp = (str(partition["topic"]), int(partition["partition"]))
+    if value is None:
+        store.pop(tp, None)
+    elif isinstance(value, dict) and isinstance(value.get("offset"), int):
+        store[tp] = value["offset"]
