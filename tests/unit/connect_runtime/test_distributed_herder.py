@@ -215,3 +215,31 @@ def test_initial_state_and_stop_shutdown(cluster: Cluster) -> None:
     cluster.herder.stop(10)
     assert ("stop",) in cluster.worker.calls
     assert not cluster.offsets.started  # stopped by the worker, as Java's Worker.stop does
+
+
+def test_fewer_tasks_stop_the_dropped_ones_and_forget_their_statuses(cluster: Cluster) -> None:
+    cluster.worker.task_configs["demo"] = [{"task": "0"}, {"task": "1"}]
+    cluster.herder.put_connector_config("demo", config(), allow_replace=False)
+    wait_until(lambda: len(cluster.herder.connector_status("demo").tasks) == 2, 5, "2 task statuses")
+    cluster.worker.task_configs["demo"] = [{"task": "0"}]
+    cluster.worker.reconfigure["demo"]()
+    wait_until(lambda: running_tasks(cluster) == {ConnectorTaskId("demo", 0)}, 5, "task 1 stopped")
+    wait_until(lambda: cluster.status_store.get_task("demo", 1) is None, 5, "task 1 status tombstoned")
+    assert [t.id for t in cluster.herder.connector_status("demo").tasks] == [0]
+    assert cluster.worker.started("start_task").count(ConnectorTaskId("demo", 0)) == 1
+
+
+def test_sole_member_assigns_everything_and_starts_above_existing_generations() -> None:
+    from connect_runtime.storage.config_store import ClusterConfigState
+
+    member = SoleMember("http://w:1", generation_floor=lambda: 41)
+    empty = ClusterConfigState()
+    first = member.join(empty, 1.0)
+    assert (first.generation, first.leader, first.leader_url, first.connectors) == (42, True, "http://w:1",
+                                                                                   frozenset())
+    assert member.poll(empty, 0.0) is None  # nothing changed: no rebalance
+    snap = ClusterConfigState(offset=3, connector_configs={"c": {}}, task_configs={("c", 0): {}},
+                              task_counts={"c": 1})
+    second = member.poll(snap, 0.0)
+    assert second is not None and second.generation == 43
+    assert second.connectors == {"c"} and second.tasks == {ConnectorTaskId("c", 0)}
