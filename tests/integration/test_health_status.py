@@ -1,0 +1,149 @@
+"""``mirror status`` and ``mirror offsets translate --apply`` as subprocesses, against a running replication.
+
+The replication is the stand-in process of ``tests/integration/support/replicate.py`` (MirrorSource,
+heartbeat and checkpoint tasks through the real WorkerSourceTask), so it can be SIGSTOPped. Every test
+uses its own aliases and topics on the shared session brokers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupState
+from confluent_kafka.admin import AdminClient
+
+from tests.conftest import Cluster
+from tests.integration.support.replication import mirror, replication, status, write_properties
+from tests.support.kafka import commit_group_offsets, create_topic, produce, unique, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FLAGS = ("--max-heartbeat-age-ms", "4000", "--down-heartbeat-age-ms", "15000", "--max-lag-ms", "600000")
+
+
+def flow(report: dict[str, Any]) -> dict[str, Any]:
+    [only] = report["flows"]
+    return only
+
+
+def lag_of(report: dict[str, Any], remote_topic: str) -> int | None:
+    lags = [p["lag_records"] for p in flow(report)["partitions"] if p["remote_topic"] == remote_topic]
+    return None if not lags or None in lags else sum(lags)
+
+
+def test_status_healthy_degraded_down_and_back(cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
+    src, tgt = unique("hs"), unique("ht")
+    topic = create_topic(cluster_a.bootstrap, unique("health"), partitions=2)
+    remote = f"{src}.{topic}"
+    produce(cluster_a.bootstrap, topic, 40)
+    props = write_properties(tmp_path / "mm2.properties", src, tgt, cluster_a.bootstrap, cluster_b.bootstrap,
+                             topic)
+    with replication(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic) as proc:
+        def healthy_and_caught_up() -> dict[str, Any] | None:
+            code, report = status(props, tgt, *FLAGS)
+            return report if code == 0 and lag_of(report, remote) == 0 else None
+
+        report = wait_until(healthy_and_caught_up, 90, "healthy and caught up", interval_s=1)
+        f = flow(report)
+        assert f["state"] == "healthy" and f["heartbeat_basis"] == "replicated"
+        assert f["heartbeat_age_seconds"] < 3 * f["heartbeat_interval_seconds"]
+        assert f["rpo_seconds"] == 0 and sum(p["source_end_offset"] for p in f["partitions"]) == 40
+        assert f["latency_seconds"] is not None and 0 <= f["latency_seconds"] < 3
+
+        os.kill(proc.pid, signal.SIGSTOP)
+        stopped_at = time.time()
+        produce(cluster_a.bootstrap, topic, 25, partition=1)  # produced while nothing replicates
+        _, report = wait_until(lambda: (r := status(props, tgt, *FLAGS, "--latency-window", "0"))[0] == 1 and r,
+                                  30, "degraded", interval_s=0.5)
+        assert lag_of(report, remote) == 25
+        lagging = [p for p in flow(report)["partitions"] if p["lag_records"]]
+        assert [(p["partition"], p["lag_records"]) for p in lagging] == [(1, 25)]
+        assert 0 < lagging[0]["lag_seconds"] <= time.time() - stopped_at + 1
+        assert flow(report)["rpo_seconds"] == pytest.approx(lagging[0]["lag_seconds"], abs=5)
+        assert any("heartbeat age" in r for r in flow(report)["reasons"])
+        _, report = wait_until(lambda: (r := status(props, tgt, *FLAGS, "--latency-window", "0"))[0] == 2 and r,
+                                  60, "down", interval_s=1)
+        assert flow(report)["state"] == "down" and report["state"] == "down"
+
+        os.kill(proc.pid, signal.SIGCONT)
+        report = wait_until(healthy_and_caught_up, 90, "healthy again after SIGCONT", interval_s=1)
+        assert flow(report)["heartbeat_age_seconds"] < 3 * flow(report)["heartbeat_interval_seconds"]
+        text = mirror("status", str(props), "--clusters", tgt, *FLAGS)
+        assert text.returncode == 0 and "HEALTHY" in text.stdout and remote in text.stdout
+
+
+def group_state(bootstrap: str, group: str) -> ConsumerGroupState:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    state: ConsumerGroupState = admin.describe_consumer_groups([group])[group].result(timeout=10).state
+    return state
+
+
+def consumer(bootstrap: str, group: str, topic: str) -> Consumer:
+    # session.timeout.ms 6000: Tansu joins take session.timeout.ms / 2 (tansu.md)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest", "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
+    c.subscribe([topic])
+    return c
+
+
+def test_failover_moves_group_within_replay_bound(cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
+    src, tgt = unique("fs"), unique("ft")
+    topic = create_topic(cluster_a.bootstrap, unique("orders"), partitions=1)
+    remote = f"{src}.{topic}"
+    group = unique("billing")
+    produce(cluster_a.bootstrap, topic, [(f"k{i}".encode(), f"{i}".encode()) for i in range(100)])
+    committed = 63
+    commit_group_offsets(cluster_a.bootstrap, group, {(topic, 0): committed})  # consumed 0..62 on A
+    props = write_properties(tmp_path / "mm2.properties", src, tgt, cluster_a.bootstrap, cluster_b.bootstrap,
+                             topic)
+    args = ["offsets", "translate", str(props), "--group", group, "--source", src, "--target", tgt]
+    with replication(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic, groups=group):
+        def translatable() -> bool:
+            _, report = status(props, tgt, "--latency-window", "0")
+            groups = {g["group"]: g for g in flow(report)["groups"]}
+            return group in groups and groups[group]["translatable"]
+
+        wait_until(translatable, 90, "group translatable in mirror status", interval_s=1)
+    # the replication is stopped: B holds the data and the checkpoints, as after losing A
+
+    dry = mirror(*args, "--json")
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    [move] = plan["partitions"]
+    assert (move["topic"], move["partition"], move["action"], move["current_offset"]) == (remote, 0, "commit", None)
+    assert move["committed_upstream"] == committed and move["basis"] == "offset-sync"
+    assert 0 <= move["new_offset"] <= committed and move["replay_bound"] == committed - move["new_offset"]
+    assert "add --apply" in dry.stderr
+
+    active = consumer(cluster_b.bootstrap, group, remote)  # a member on B: --apply must refuse
+    try:
+        wait_until(lambda: active.poll(0.5) is not None or active.assignment(), 30, "member assigned")
+        wait_until(lambda: group_state(cluster_b.bootstrap, group) == ConsumerGroupState.STABLE, 30, "stable")
+        refused = mirror(*args, "--apply")
+        assert refused.returncode == 1 and "refused" in refused.stderr and "STABLE" in refused.stderr
+    finally:
+        active.close()
+    wait_until(lambda: group_state(cluster_b.bootstrap, group) != ConsumerGroupState.STABLE, 30, "group empty")
+
+    applied = mirror(*args, "--apply")
+    assert applied.returncode == 0, applied.stderr
+    assert "committed 1 offset" in applied.stderr
+
+    resumed = consumer(cluster_b.bootstrap, group, remote)
+    try:
+        first = wait_until(lambda: (m := resumed.poll(0.5)) is not None and m.error() is None and m, 60,
+                           "first record on B")
+    finally:
+        resumed.close()
+    assert first.offset() == move["new_offset"]
+    replayed = committed - int(first.value())  # records 0..committed-1 were already processed on A
+    assert 0 <= replayed <= move["replay_bound"]
+    assert mirror(*args, "--json").returncode == 0  # now unchanged
+    again = json.loads(mirror(*args, "--json").stdout)
+    assert again["partitions"][0]["action"] == "unchanged"
