@@ -196,6 +196,8 @@ def run_backfill(connector_props: dict[str, str], worker_props: dict[str, str], 
                 watermarks[tp] = (low, m.end)
             elif early.get(tp, low - 1) + 1 < high:  # streaming has not copied up to the snapshot yet
                 claim[tp] = (low, high, low - 1, -1)
+        logger.info("claiming %d of %d partitions (watermarks %s, stored before the claim %s)", len(claim),
+                    len(partitions), _short(watermarks), _short(early))
         # 2. claim, wait until streaming let go, then the stored offsets are final
         mark_backfilling(markers, claim)
         if options.assume_stopped:
@@ -223,6 +225,8 @@ def run_backfill(connector_props: dict[str, str], worker_props: dict[str, str], 
             else:
                 final_claim[r.tp] = (r.start, r.end, r.start - 1, remote_ends[(flow.remote(r.topic), r.partition)][1])
         mark_backfilling(markers, final_claim)
+        logger.info("streaming released %d partitions; copying %d records", len(final_claim),
+                    sum(r.records for r in ranges))
         # 3. copy
         plan = [[flow.spec(c.topic, c.partition, c.start, c.end, _range_of(ranges, c.topic, c.partition),
                            options.batch_records) for c in wave]
@@ -231,12 +235,19 @@ def run_backfill(connector_props: dict[str, str], worker_props: dict[str, str], 
         job = run_job or (lambda p: _spark_job(options, p))
         with ProgressDisplay(flow.marker_log(), tracked, enabled=options.progress):
             results = job(plan) if plan else []
+        logger.info("copied %d records in %d Spark tasks", sum(r.copied for r in results), len(results))
         # 4. hand over every planned partition (also the empty ranges: they were claimed)
         hand_over(store, markers, flow.connector, src, {r.tp: (r.start, r.end) for r in ranges})
     finally:
         store.stop()
         markers.close()
     return BackfillSummary(ranges, results, time.monotonic() - began, truncated)
+
+
+def _short(values: dict[TopicPartitionT, Any], limit: int = 8) -> str:
+    items = sorted(values.items())
+    shown = ", ".join(f"{t}-{p}: {v}" for (t, p), v in items[:limit])
+    return "{" + shown + (", ..." if len(items) > limit else "") + "}"
 
 
 def _range_of(ranges: list[PartitionRange], topic: str, partition: int) -> PartitionRange:

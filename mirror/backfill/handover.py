@@ -58,24 +58,28 @@ def wait_released(markers: MarkerLog, partitions: Iterable[TopicPartitionT], tim
 
 def final_stored_offsets(store: KafkaOffsetStore, connector: str, source_alias: str,
                          partitions: Iterable[TopicPartitionT], positions: Mapping[TopicPartitionT, int],
-                         timeout_s: float, poll_s: float = 0.5) -> dict[TopicPartitionT, int]:
-    """Stored offsets once each reached the closing position its last task reported (its final commit).
+                         timeout_s: float, settle_s: float = 3.0, poll_s: float = 0.25) -> dict[TopicPartitionT, int]:
+    """The stored offsets once the released tasks' final offset commits landed.
 
-    A task reports ``stopped`` from the first ``commit()`` after its stop, which may precede the final
-    commit by one flush; waiting for ``stored + 1 >= position`` closes that window. Records the task
-    could not deliver never reach it: after ``timeout_s`` the stored offsets are used as they are.
+    A task reports ``stopped`` from the first ``commit()`` after its stop; the runtime may still run its
+    final flush and commit after that one. Done when every partition's stored offset reached the closing
+    position its task reported (the quiet case), or when the stored offsets have not changed for
+    ``settle_s`` (records polled but never sent at stop, or undelivered, never reach the position).
     """
     wanted = list(partitions)
     deadline = time.monotonic() + timeout_s
+    previous: dict[TopicPartitionT, int] | None = None
+    changed_at = time.monotonic()
     while True:
         stored = stored_offsets(store, connector, source_alias, wanted)
-        behind = {tp: (stored.get(tp, -1), pos) for tp, pos in positions.items()
-                  if stored.get(tp, -1) + 1 < pos}
-        if not behind:
+        if stored != previous:
+            previous, changed_at = stored, time.monotonic()
+        behind = {tp: (stored.get(tp, -1), pos) for tp, pos in positions.items() if stored.get(tp, -1) + 1 < pos}
+        now = time.monotonic()
+        if not behind or now - changed_at >= settle_s:
             return stored
-        if time.monotonic() > deadline:
-            logger.warning("%d partitions' stored offsets stayed below their task's closing position "
-                           "(undelivered records?); using the stored offsets: %s", len(behind),
+        if now > deadline:
+            logger.warning("stored offsets of %d partitions still moving after %.0fs: %s", len(behind), timeout_s,
                            sorted(behind.items())[:5])
             return stored
         time.sleep(poll_s)

@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -67,7 +68,9 @@ def spark_context(master: str, *, app_name: str = "mirror-backfill", verbose: bo
         conf.set("spark.driver.extraJavaOptions", option).set("spark.executor.extraJavaOptions", option)
     for key, value in (extra_conf or {}).items():
         conf.set(key, value)
+    began = time.monotonic()
     context = SparkContext.getOrCreate(conf)
+    logger.info("Spark context on %s started in %.1fs", master, time.monotonic() - began)
     if not verbose:
         context.setLogLevel("ERROR")
     try:

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from mirror.backfill.markers import MarkerState, PartitionMarker, TaskEvent, partition_key, task_key
 
@@ -31,11 +31,16 @@ class MarkerLog:
                  producer_config: Mapping[str, Any] | None = None) -> None:
         self.topic = topic
         self.state = MarkerState()
-        self._next = OFFSET_BEGINNING
+        # An explicit 0 (with auto.offset.reset=earliest for a compacted-away start) instead of
+        # OFFSET_BEGINNING: that costs a ListOffsets round that some brokers answer slowly (0.5 s on Tansu).
+        self._next = 0
         self._consumer_config = {
             **consumer_config, "group.id": str(consumer_config.get("group.id", f"mm2-backfill-{uuid.uuid4()}")),
             "enable.auto.commit": False, "enable.partition.eof": True, "allow.auto.create.topics": False,
-            "isolation.level": "read_uncommitted"}
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_uncommitted",
+            # at the end of the topic the broker holds a fetch this long: reads here stop at the end
+            "fetch.wait.max.ms": 10}
         self._producer_config = None if producer_config is None else {
             **producer_config, "allow.auto.create.topics": False, "linger.ms": 0}
         self._producer: Producer | None = None
@@ -58,7 +63,7 @@ class MarkerLog:
             while True:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"could not read {self.topic} to its end within {timeout_s}s")
-                messages = consumer.consume(10_000, 0.2)
+                messages = consumer.consume(10_000, 0.05)
                 at_end = False
                 for msg in messages:
                     error = msg.error()

@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 TopicPartitionT = tuple[str, int]
@@ -24,17 +24,19 @@ def snapshot_watermarks(consumer_config: Mapping[str, Any], partitions: Iterable
     if not wanted:
         return {}
     consumer = Consumer({**consumer_config, "group.id": consumer_config.get("group.id", "mm2-backfill-plan"),
-                         "enable.auto.commit": False, "enable.partition.eof": True,
+                         "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest",
                          "allow.auto.create.topics": False, "queued.min.messages": 1,
-                         "fetch.max.bytes": 1_048_576, "max.partition.fetch.bytes": 65_536})
+                         "fetch.max.bytes": 1_048_576, "max.partition.fetch.bytes": 65_536,
+                         "fetch.wait.max.ms": 10})
     try:
-        consumer.assign([KafkaTopicPartition(t, p, OFFSET_BEGINNING) for t, p in wanted])
+        # offset 0 + auto.offset.reset=earliest reaches the log start without a ListOffsets round trip
+        consumer.assign([KafkaTopicPartition(t, p, 0) for t, p in wanted])
         pending = set(wanted)
         deadline = time.monotonic() + timeout_s
         while pending:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no fetch response within {timeout_s}s for {sorted(pending)[:5]}")
-            for msg in consumer.consume(1000, 0.2):
+            for msg in consumer.consume(1000, 0.05):
                 error = msg.error()
                 if error is not None and error.code() != KafkaError._PARTITION_EOF:
                     raise KafkaException(error)
