@@ -65,7 +65,7 @@ def machine_facts() -> dict[str, str]:
     return {
         "cores": str(os.cpu_count()), "cpu": cpu, "memory": memory,
         "python": platform.python_version(), "os": f"{platform.system()} {platform.release()}",
-        "confluent-kafka": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0],
+        "confluent-kafka": str(confluent_kafka.__version__), "librdkafka": confluent_kafka.libversion()[0],
         "load average at start": " ".join(f"{v:.2f}" for v in os.getloadavg()),
     }
 

@@ -42,9 +42,9 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, str] | None = None
-        ) -> dict[str, Any]:
-    with steady_replication({**TANSU_FETCH_WAIT, **(extra or {})}) as steady:
+def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, str] | None = None,
+        code: Path | None = None) -> dict[str, Any]:
+    with steady_replication({**TANSU_FETCH_WAIT, **(extra or {})}, code=code) as steady:
         ends = EndOffsets(steady.target, steady.remote_topic, PARTITIONS).exact()
         consumer = Consumer({"bootstrap.servers": steady.target, "group.id": unique("bench-latency"),
                              "enable.auto.commit": False, "fetch.wait.max.ms": 10, "fetch.min.bytes": 1})
@@ -92,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="extra mm2.properties entry (repeatable)")
+    parser.add_argument("--code", type=Path, metavar="DIR",
+                        help="run the replication on the packages in DIR (e.g. an older `git archive`)")
     args = parser.parse_args(argv)
-    result = run(args.rate, args.duration, args.value_bytes, dict(s.split("=", 1) for s in args.set))
+    result = run(args.rate, args.duration, args.value_bytes, dict(s.split("=", 1) for s in args.set), args.code)
     print(json.dumps(result))
     print()
     print(table(result))

@@ -32,8 +32,8 @@ DEFAULT_RATE = 37_500
 
 
 def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, str] | None = None,
-        samples_path: Path | None = None) -> dict[str, Any]:
-    with steady_replication(extra) as steady:
+        samples_path: Path | None = None, code: Path | None = None) -> dict[str, Any]:
+    with steady_replication(extra, code=code) as steady:
         pid = steady.replication.pids[0]
         samples: list[tuple[float, int]] = []
         load = steady.start_load(rate, duration, value_bytes)
@@ -88,8 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=Path, help="write every (seconds, rss_kb) sample to this CSV")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="extra mm2.properties entry (repeatable)")
+    parser.add_argument("--code", type=Path, metavar="DIR",
+                        help="run the replication on the packages in DIR (e.g. an older `git archive`)")
     args = parser.parse_args(argv)
-    result = run(args.rate, args.duration, args.value_bytes, dict(s.split("=", 1) for s in args.set), args.samples)
+    result = run(args.rate, args.duration, args.value_bytes, dict(s.split("=", 1) for s in args.set), args.samples,
+                 args.code)
     print(json.dumps(result))
     print()
     print(table(result))

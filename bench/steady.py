@@ -45,7 +45,9 @@ class Steady:
 
 
 @contextmanager
-def steady_replication(extra: dict[str, str] | None = None, warmup_timeout_s: float = 120.0) -> Iterator[Steady]:
+def steady_replication(extra: dict[str, str] | None = None, warmup_timeout_s: float = 120.0,
+                       code: Path | None = None) -> Iterator[Steady]:
+    """``code``: run the replication on another version of the packages (``common.python_child``)."""
     with tempfile.TemporaryDirectory(prefix="bench-steady-") as tmp, \
             local_brokers(("bench-a", "bench-b")) as (source, target):
         workdir = Path(tmp)
@@ -55,7 +57,8 @@ def steady_replication(extra: dict[str, str] | None = None, warmup_timeout_s: fl
         for p in range(PARTITIONS):
             producer.produce(topic, value=b"warm-up", partition=p)
         producer.flush(30)
-        repl = replication.start(workdir, source, target, topic=topic, tasks=1, source_alias="A", extra=extra)
+        repl = replication.start(workdir, source, target, topic=topic, tasks=1, source_alias="A", extra=extra,
+                                 code=code)
         remote = f"A.{topic}"
         try:
             ends = EndOffsets(target, remote, PARTITIONS)
