@@ -154,7 +154,14 @@ class DistributedHerder(AbstractHerder):
             self._ready.set()
             logger.info("Herder %s started", self._worker_id)
             while not self._stopping:
-                self._tick()
+                try:
+                    self._tick()
+                except ConnectError:
+                    # Java's tick loop: an error in one tick (e.g. the config topic briefly unwritable)
+                    # is logged and the next tick tries again; the herder does not die of it.
+                    logger.exception("Unexpected error during tick of herder %s", self._worker_id)
+                    with self._wake:
+                        self._wake.wait(_IDLE_WAIT_S)
         except BaseException as exc:
             self._failure = exc
             logger.exception("Herder %s failed", self._worker_id)
@@ -461,7 +468,12 @@ class DistributedHerder(AbstractHerder):
                          name)
             return
         logger.info("Connector %s: writing %d task config(s)", name, len(configs))
-        self._config_store.put_task_configs(name, configs)
+        try:
+            self._config_store.put_task_configs(name, configs)
+        except ConnectError as exc:
+            logger.error("Connector %s: writing task configs failed (%s); retrying", name, exc)
+            self._schedule_reconfiguration(name, _RECONFIGURE_BACKOFF_INITIAL_S * 4)
+            return
         self._refresh_snapshot()
 
     def _refresh_snapshot(self) -> None:

@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from connect_runtime.api.errors import ConnectError
 from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
 
 logger = logging.getLogger(__name__)
@@ -252,9 +253,18 @@ class KafkaConfigStore:
     def put_task_configs(self, name: str, configs: Sequence[Mapping[str, str]],
                          timeout_s: float = 30.0) -> None:
         """Write a new task generation: every task record, then the commit that makes them visible."""
+        errors: list[Exception] = []
+
+        def sent(error: Exception | None, _record: LogRecord | None) -> None:
+            if error is not None:
+                errors.append(error)
+
         for i, config in enumerate(configs):
-            self._log.send(task_key(name, i), dumps({"properties": dict(config)}))
+            self._log.send(task_key(name, i), dumps({"properties": dict(config)}), sent)
         self._log.flush(timeout_s)
+        if errors:
+            # No commit without every task record: readers keep the previous generation (invariant "commit").
+            raise ConnectError(f"Failed to write the task configs of connector {name}: {errors[0]}") from errors[0]
         self._log.send_sync(commit_key(name), dumps({"tasks": len(configs)}), timeout_s)
         self._log.read_to_end(timeout_s)
 

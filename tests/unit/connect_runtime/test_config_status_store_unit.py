@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
+from connect_runtime.api.errors import ConnectError
 from connect_runtime.storage.config_store import KafkaConfigStore, RestartRequest, TaskKey, parse_task_key
 from connect_runtime.storage.status_store import KafkaStatusStore, Status, can_write_safely, parse_status_key
 from tests.unit.connect_runtime.herder_fakes import FakeBroker
@@ -165,3 +167,22 @@ def test_status_keys() -> None:
     assert parse_status_key("status-task-a-b-3") == ("a-b", 3)
     assert parse_status_key("status-connector-a-b") == ("a-b", None)
     assert parse_status_key("status-topic-t:connector-c") is None
+
+
+def test_no_commit_is_written_when_a_task_record_fails() -> None:
+    broker = FakeBroker()
+    store = config_store(broker)
+    store.start()
+    store.put_connector_config("c", {"connector.class": "X"})
+    store.put_task_configs("c", [{"gen": "1"}])
+    log = broker.logs["configs"][0]
+
+    def failing_send(key: bytes | None, value: bytes | None, callback: Any = None,
+                     partition: int | None = None) -> None:
+        callback(ConnectError("broker down"), None)
+
+    log.send = failing_send  # type: ignore[method-assign]
+    with pytest.raises(ConnectError, match="task configs of connector c"):
+        store.put_task_configs("c", [{"gen": "2"}, {"gen": "2"}])
+    assert [r.key for r in broker.topics["configs"]].count(b"commit-c") == 1
+    assert store.snapshot().task_config_list("c") == [{"gen": "1"}]
