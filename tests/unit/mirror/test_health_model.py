@@ -1,0 +1,159 @@
+"""Pure health rules: thresholds from mm2.properties and flags, state evaluation, RPO, lag, replay bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from mirror.client.failover import replay_bound
+from mirror.health.collector import HealthCollector, HealthMonitor
+from mirror.health.model import (
+    FlowHealth,
+    GroupCheckpointHealth,
+    HealthReport,
+    PartitionLag,
+    State,
+    ThresholdError,
+    Thresholds,
+    estimate_rpo,
+    evaluate,
+    lag_of,
+    overall_state,
+)
+
+
+def part(lag_records: int | None = 0, lag_seconds: float | None = 0.0, partition: int = 0) -> PartitionLag:
+    return PartitionLag("t", "A.t", partition, 100, None if lag_records is None else 100 - lag_records,
+                        "offset-sync", lag_records, lag_seconds)
+
+
+def flow(**fields: Any) -> FlowHealth:
+    values: dict[str, Any] = {"heartbeat_age_seconds": 1.0, "heartbeat_basis": "replicated"}
+    values.update(fields)
+    return FlowHealth("A", "B", 1000.0, **values)
+
+
+def test_thresholds_top_level_then_flow_then_flags() -> None:
+    props = {"health.heartbeat.max.age.ms": "5000", "A->B.health.heartbeat.max.age.ms": "7000",
+             "health.lag.max.records": "10", "health.groups.require.translatable": "TRUE"}
+    assert Thresholds.from_properties(props).heartbeat_max_age_ms == 5000
+    per_flow = Thresholds.from_properties(props, "A->B")
+    assert (per_flow.heartbeat_max_age_ms, per_flow.lag_max_records, per_flow.require_translatable) == (7000, 10, True)
+    assert Thresholds.from_properties(props, "C->B").heartbeat_max_age_ms == 5000
+    flagged = per_flow.with_overrides({"heartbeat_max_age_ms": 100, "lag_max_ms": None, "unknown": 1})
+    assert (flagged.heartbeat_max_age_ms, flagged.lag_max_ms) == (100, Thresholds().lag_max_ms)
+
+
+@pytest.mark.parametrize("key,value", [("health.rpo.max.ms", "soon"), ("health.groups.require.translatable", "yes")])
+def test_bad_threshold_names_its_key(key: str, value: str) -> None:
+    with pytest.raises(ThresholdError) as info:
+        Thresholds.from_properties({key: value})
+    assert info.value.key == key
+
+
+@pytest.mark.parametrize("age,expected", [(None, State.DOWN), (1.0, State.HEALTHY), (30.0, State.HEALTHY),
+                                          (30.001, State.DEGRADED), (120.0, State.DEGRADED),
+                                          (120.5, State.DOWN)])
+def test_heartbeat_age_rules(age: float | None, expected: State) -> None:
+    state, reasons = evaluate(flow(heartbeat_age_seconds=age), Thresholds())
+    assert state is expected
+    assert bool(reasons) == (expected is not State.HEALTHY)
+
+
+def test_lag_rules_and_disabled_rules() -> None:
+    lagging = flow(partitions=[part(5, 61.0), part(0, 0.0, 1)])
+    state, reasons = evaluate(lagging, Thresholds())
+    assert state is State.DEGRADED and "A.t-0" in reasons[0]
+    assert evaluate(lagging, Thresholds(lag_max_ms=-1))[0] is State.HEALTHY
+    assert evaluate(flow(partitions=[part(11, 1.0)]), Thresholds(lag_max_records=10))[0] is State.DEGRADED
+    assert evaluate(flow(partitions=[part(10, 1.0)]), Thresholds(lag_max_records=10))[0] is State.HEALTHY
+    assert evaluate(flow(rpo_seconds=301.0), Thresholds(rpo_max_ms=300_000))[0] is State.DOWN
+    assert evaluate(flow(errors=["source cluster A unreachable"]), Thresholds())[0] is State.DOWN
+
+
+def test_group_rules() -> None:
+    ok = GroupCheckpointHealth("g1", 2, 2, [], 0, 5.0)
+    missing = GroupCheckpointHealth("g2", 2, 1, ["t-1"], 0, 90.0)
+    assert ok.translatable and not missing.translatable
+    assert not GroupCheckpointHealth("g3", 0, 0, [], 0, None).translatable
+    f = flow(groups=[ok, missing])
+    assert evaluate(f, Thresholds())[0] is State.HEALTHY
+    assert evaluate(f, Thresholds(require_translatable=True)) == (State.DEGRADED, ["group(s) not translatable: g2"])
+    assert evaluate(f, Thresholds(checkpoint_max_age_ms=60_000))[0] is State.DEGRADED
+
+
+def test_rpo_is_the_oldest_unreplicated_record_or_the_heartbeat_age() -> None:
+    parts = [part(3, 12.5), part(0, 0.0, 1), part(None, None, 2)]
+    assert estimate_rpo(parts, 1.0, source_readable=True) == (12.5, "lag")
+    assert estimate_rpo([], 1.0, source_readable=True) == (0.0, "lag")
+    assert estimate_rpo(parts, 42.0, source_readable=False) == (42.0, "heartbeat")
+    assert estimate_rpo([part(None, None)], 42.0, source_readable=True) == (42.0, "heartbeat")
+    assert estimate_rpo([], None, source_readable=False) == (None, "none")
+
+
+def test_lag_never_negative_and_unknown_when_progress_unknown() -> None:
+    assert lag_of(100, 75) == 25
+    assert lag_of(100, 120) == 0
+    assert lag_of(100, None) is None and lag_of(None, 5) is None
+
+
+def test_report_state_and_json() -> None:
+    healthy, degraded = flow(), flow(heartbeat_age_seconds=40.0)
+    for f in (healthy, degraded):
+        f.state, f.reasons = evaluate(f, Thresholds())
+    report = HealthReport(1000.0, [healthy, degraded])
+    assert report.state is State.DEGRADED and overall_state([]) is State.HEALTHY
+    data = report.to_dict()
+    assert data["state"] == "degraded" and data["flows"][1]["flow"] == "A->B"
+    assert data["flows"][0]["lag_records"] == 0
+
+
+def test_replay_bound_from_offset_sync_and_remote_end() -> None:
+    syncs = [(0, 1000), (50, 1050), (90, 1090)]
+    # committed upstream 63: newest sync at or below is (50, 1050): E = 1063; checkpoint says 1050
+    assert replay_bound(1050, 63, syncs, remote_end=1100) == (1063, 13, "offset-sync")
+    assert replay_bound(1050, 63, syncs, remote_end=1060) == (1060, 10, "offset-sync")  # capped at the end
+    assert replay_bound(1050, 63, [], remote_end=1100) == (1100, 50, "remote-end")
+    assert replay_bound(1050, 63, [], remote_end=None) == (None, None, "unknown")
+    assert replay_bound(1090, 90, syncs, remote_end=None) == (1090, 0, "offset-sync")
+
+
+class _FakeProbe:
+    def __init__(self, report: HealthReport) -> None:
+        self.report = report
+        self.closed = False
+
+    def check(self) -> HealthReport:
+        return self.report
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_collector_exposes_the_latest_report() -> None:
+    f = flow(partitions=[part(7, 3.5)], groups=[GroupCheckpointHealth("g", 1, 1, [], 0, 2.0)], rpo_seconds=3.5,
+             latency_seconds=0.4)
+    f.state, f.reasons = evaluate(f, Thresholds())
+    probe = _FakeProbe(HealthReport(1000.0, [f]))
+    monitor = HealthMonitor(probe)  # type: ignore[arg-type]
+    registry = CollectorRegistry()
+    registry.register(HealthCollector(monitor))
+    assert registry.get_sample_value("mirror_heartbeat_age_seconds", {"source": "A", "target": "B"}) is None
+    monitor.refresh()
+    labels = {"source": "A", "target": "B"}
+    assert registry.get_sample_value("mirror_heartbeat_age_seconds", labels) == 1.0
+    assert registry.get_sample_value("mirror_replication_latency_seconds", labels) == 0.4
+    assert registry.get_sample_value("mirror_flow_rpo_seconds", labels) == 3.5
+    tp = {**labels, "topic": "A.t", "partition": "0"}
+    assert registry.get_sample_value("mirror_replication_lag_records", tp) == 7
+    assert registry.get_sample_value("mirror_replication_lag_seconds", tp) == 3.5
+    assert registry.get_sample_value("mirror_group_translatable", {**labels, "group": "g"}) == 1
+    assert registry.get_sample_value("mirror_checkpoint_age_seconds", {**labels, "group": "g"}) == 2.0
+    assert registry.get_sample_value("mirror_flow_health", {**labels, "state": "healthy"}) == 1
+    assert registry.get_sample_value("mirror_flow_health", {**labels, "state": "down"}) == 0
+    assert monitor.history()[0]["flows"]["A->B"]["lag_records"] == 7
+    monitor.start()
+    monitor.stop()
+    assert probe.closed

@@ -1,0 +1,62 @@
+"""Status page routes and the ``mirror status`` table, without sockets (Starlette's test client)."""
+
+from __future__ import annotations
+
+import warnings
+
+from starlette.applications import Starlette
+from starlette.exceptions import StarletteDeprecationWarning
+
+with warnings.catch_warnings():
+    # Starlette 1.x nudges towards the httpx2 package for its TestClient; httpx is what we ship with.
+    warnings.simplefilter("ignore", StarletteDeprecationWarning)
+    from starlette.testclient import TestClient
+
+from mirror.cli.status import render
+from mirror.health.collector import HealthMonitor
+from mirror.health.model import FlowHealth, GroupCheckpointHealth, HealthReport, PartitionLag, Thresholds, evaluate
+from mirror.health.ui_routes import ui_routes
+
+
+class _Probe:
+    def __init__(self, report: HealthReport) -> None:
+        self.report = report
+
+    def check(self) -> HealthReport:
+        return self.report
+
+    def close(self) -> None:
+        pass
+
+
+def report() -> HealthReport:
+    flow = FlowHealth("A", "B", 1000.0, heartbeat_age_seconds=45.0, heartbeat_basis="replicated",
+                      partitions=[PartitionLag("t", "A.t", 0, 10, 4, "connect-offsets", 6, 2.5)],
+                      groups=[GroupCheckpointHealth("g", 2, 1, ["t-1"], 0, 3.0)], rpo_seconds=2.5, rpo_basis="lag")
+    flow.state, flow.reasons = evaluate(flow, Thresholds())
+    return HealthReport(1000.0, [flow])
+
+
+def test_page_assets_and_json() -> None:
+    monitor = HealthMonitor(_Probe(report()))  # type: ignore[arg-type]
+    client = TestClient(Starlette(routes=ui_routes(monitor)))
+    page = client.get("/ui")
+    assert page.status_code == 200 and "/ui/static/app.js" in page.text and "http" not in page.text.split("<body>")[1]
+    assert "text/javascript" in client.get("/ui/static/app.js").headers["content-type"]
+    assert client.get("/ui/static/style.css").status_code == 200
+    assert client.get("/ui/static/secret.py").status_code == 404
+    assert client.get("/ui/api/status").json()["report"] is None
+    monitor.refresh()
+    body = client.get("/ui/api/status").json()
+    assert body["report"]["flows"][0]["state"] == "degraded"
+    assert body["history"][0]["flows"]["A->B"]["heartbeat_age"] == 45.0
+
+
+def test_status_table() -> None:
+    text = render(report())
+    assert text.startswith("overall: DEGRADED")
+    assert "heartbeat age  45.0s (replicated" in text
+    assert "! heartbeat age 45.0s > 30000 ms" in text
+    rows = [line.split() for line in text.splitlines()]
+    assert ["A.t", "0", "10", "4", "6", "2.5s", "connect-offsets"] in rows
+    assert ["g", "no", "1/2", "0", "3.0s"] in rows
