@@ -91,6 +91,9 @@ class KafkaStatusStore:
         self._tasks: dict[TaskKey, Status] = {}
         # Per key, a counter of local writes: a failed write is retried only if no newer one was made.
         self._sequence: dict[bytes, int] = {}
+        # Java's partitioner (murmur2): a key must land in the partition Java workers use for it, or a
+        # reader could see an older status in one partition after a newer one in another.
+        producer_config = {**producer_config, "partitioner": "murmur2_random"}
         self._log = log_factory(topic, producer_config=producer_config, consumer_config=consumer_config,
                                 admin_config=admin_config, consumed=self._consume, partitions=partitions,
                                 replication_factor=replication_factor,

@@ -14,6 +14,26 @@ from tests.support.kafka import consume_all, unique, wait_until
 pytestmark = pytest.mark.integration
 
 
+def java_partition(key: bytes, partitions: int) -> int:
+    """Kafka's Java default partitioner: ``toPositive(murmur2(key)) % partitions``."""
+    m, r, length = 0x5BD1E995, 24, len(key)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(key[i:i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = length % 4
+    if tail:
+        h ^= int.from_bytes(key[length - tail:], "little")
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return (h & 0x7FFFFFFF) % partitions
+
+
 def clients(bootstrap: str) -> dict[str, dict[str, str]]:
     base = {"bootstrap.servers": bootstrap}
     return {"producer_config": base, "consumer_config": base, "admin_config": base}
@@ -106,6 +126,9 @@ def test_status_records_tombstones_and_generation_rule(cluster_a: Cluster, store
         (b"status-task-c-2", b""),
     ])
     assert [r.value for r in records if r.key == b"status-task-c-2"] == [None]
+    # Same partition as a Java worker would use for each key, so both can share the topic.
+    assert all(r.partition == java_partition(r.key or b"", 3) for r in records)
+    assert len({r.partition for r in records}) > 1
 
     reloaded = status_store(cluster_a.bootstrap, topic, stores)
     assert reloaded.get_task("c", 0) == Status("c", "RUNNING", "w2:8083", 6, task=0)
