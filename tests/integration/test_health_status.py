@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupState
+from confluent_kafka import Consumer, ConsumerGroupState, Message
 from confluent_kafka.admin import AdminClient
 
 from tests.conftest import Cluster
@@ -27,12 +27,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 FLAGS = ("--max-heartbeat-age-ms", "4000", "--down-heartbeat-age-ms", "15000", "--max-lag-ms", "600000")
 
 
-def flow(report: dict[str, Any]) -> dict[str, Any]:
+def flow(report: dict[str, Any] | None) -> dict[str, Any]:
+    assert report is not None
     [only] = report["flows"]
-    return only
+    result: dict[str, Any] = only
+    return result
 
 
-def lag_of(report: dict[str, Any], remote_topic: str) -> int | None:
+def lag_of(report: dict[str, Any] | None, remote_topic: str) -> int | None:
     lags = [p["lag_records"] for p in flow(report)["partitions"] if p["remote_topic"] == remote_topic]
     return None if not lags or None in lags else sum(lags)
 
@@ -59,17 +61,19 @@ def test_status_healthy_degraded_down_and_back(cluster_a: Cluster, cluster_b: Cl
         os.kill(proc.pid, signal.SIGSTOP)
         stopped_at = time.time()
         produce(cluster_a.bootstrap, topic, 25, partition=1)  # produced while nothing replicates
-        _, report = wait_until(lambda: (r := status(props, tgt, *FLAGS, "--latency-window", "0"))[0] == 1 and r,
-                                  30, "degraded", interval_s=0.5)
+        def with_exit_code(expected: int) -> dict[str, Any] | None:
+            code, result = status(props, tgt, *FLAGS, "--latency-window", "0")
+            return result if code == expected else None
+
+        report = wait_until(lambda: with_exit_code(1), 30, "degraded", interval_s=0.5)
         assert lag_of(report, remote) == 25
         lagging = [p for p in flow(report)["partitions"] if p["lag_records"]]
         assert [(p["partition"], p["lag_records"]) for p in lagging] == [(1, 25)]
         assert 0 < lagging[0]["lag_seconds"] <= time.time() - stopped_at + 1
         assert flow(report)["rpo_seconds"] == pytest.approx(lagging[0]["lag_seconds"], abs=5)
         assert any("heartbeat age" in r for r in flow(report)["reasons"])
-        _, report = wait_until(lambda: (r := status(props, tgt, *FLAGS, "--latency-window", "0"))[0] == 2 and r,
-                                  60, "down", interval_s=1)
-        assert flow(report)["state"] == "down" and report["state"] == "down"
+        report = wait_until(lambda: with_exit_code(2), 60, "down", interval_s=1)
+        assert flow(report)["state"] == "down" and report is not None and report["state"] == "down"
 
         os.kill(proc.pid, signal.SIGCONT)
         report = wait_until(healthy_and_caught_up, 90, "healthy again after SIGCONT", interval_s=1)
@@ -137,12 +141,15 @@ def test_failover_moves_group_within_replay_bound(cluster_a: Cluster, cluster_b:
 
     resumed = consumer(cluster_b.bootstrap, group, remote)
     try:
-        first = wait_until(lambda: (m := resumed.poll(0.5)) is not None and m.error() is None and m, 60,
-                           "first record on B")
+        def next_record() -> Message | None:
+            msg = resumed.poll(0.5)
+            return msg if msg is not None and msg.error() is None else None
+
+        first: Message = wait_until(next_record, 60, "first record on B")
     finally:
         resumed.close()
     assert first.offset() == move["new_offset"]
-    replayed = committed - int(first.value())  # records 0..committed-1 were already processed on A
+    replayed = committed - int(first.value() or b"-1")  # records 0..committed-1 were already processed on A
     assert 0 <= replayed <= move["replay_bound"]
     assert mirror(*args, "--json").returncode == 0  # now unchanged
     again = json.loads(mirror(*args, "--json").stdout)

@@ -20,6 +20,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from connect_runtime.api.connector import SourceConnector
+from connect_runtime.api.task import SourceTask
 from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore
 from connect_runtime.testing.harness import run_source_task
 from mirror.checkpoint.connector import MirrorCheckpointConnector
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                                  partitions=1, replication_factor=1)
         store.start()
         stack.callback(store.stop)
-        runs = []
+        runs: list[tuple[type[SourceTask], dict[str, str], str, str, KafkaOffsetStore | None]] = []
         # the reverse heartbeat connector first: it creates A's heartbeats topic, which the source
         # connector must see when it lists topics at start (no topic refresh during a test)
         reverse = flow_config(args.target, args.source, args.target_bootstrap, args.source_bootstrap,
