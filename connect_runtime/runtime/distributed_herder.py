@@ -55,6 +55,8 @@ from connect_runtime.runtime.herder import (
 from connect_runtime.runtime.herder_support import (
     WorkerRuntime,
     check_offsets_with_connector,
+    forward_task_configs,
+    new_session_key,
     restart_plan,
     restarting_view,
 )
@@ -86,7 +88,7 @@ class DistributedHerder(AbstractHerder):
                  membership: GroupMembership, status_writer: StatusWriter,
                  kafka_cluster_id: str | None = None, request_timeout_s: float = 90.0,
                  task_shutdown_timeout_s: float = 5.0, start_timeout_s: float = 120.0,
-                 start_offset_store: bool = False) -> None:
+                 start_offset_store: bool = False, session_key_ttl_s: float = 3600.0) -> None:
         super().__init__(plugins, config_store, status_store, offset_store)
         self._worker_id = worker_id
         self._worker = worker
@@ -97,6 +99,7 @@ class DistributedHerder(AbstractHerder):
         self._task_timeout_s = task_shutdown_timeout_s
         self._start_timeout_s = start_timeout_s
         self._start_offset_store = start_offset_store
+        self._session_key_ttl_s = session_key_ttl_s
 
         self._wake = threading.Condition()
         self._requests: list[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] = []
@@ -245,6 +248,7 @@ class DistributedHerder(AbstractHerder):
             self._forget_deleted(previous)
         for request in restarts:
             self._process_restart(request)
+        self._maybe_rotate_session_key()
         self._run_due_reconfigurations()
         self._run_requests()
         self._idle()
@@ -462,10 +466,7 @@ class DistributedHerder(AbstractHerder):
             logger.debug("Connector %s: task configs unchanged (%d task(s))", name, len(configs))
             return
         if not self._is_leader():
-            # Forwarding task configs to the leader (POST /connectors/<c>/tasks) arrives with the Kafka
-            # group membership; until then only a sole member (always the leader) exists.
-            logger.error("Connector %s: new task configs cannot be written: this worker is not the leader",
-                         name)
+            self._forward_task_configs(name, configs)
             return
         logger.info("Connector %s: writing %d task config(s)", name, len(configs))
         try:
@@ -488,6 +489,41 @@ class DistributedHerder(AbstractHerder):
         else:
             self._reconcile()
         self._forget_deleted(previous)
+
+    def _forward_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """A follower hands new task configs to the leader, off the tick thread; retried on failure."""
+        leader_url, key = self._leader_url(), self._snapshot.session_key
+        if leader_url is None or key is None:
+            logger.info("Connector %s: no leader URL or session key yet; retrying task configs later", name)
+            self._schedule_reconfiguration(name, _RECONFIGURE_BACKOFF_INITIAL_S * 4)
+            return
+
+        def send() -> None:
+            try:
+                forward_task_configs(leader_url, name, configs, key, self._request_timeout_s)
+                logger.info("Connector %s: sent %d task config(s) to the leader", name, len(configs))
+            except ConnectError as exc:
+                logger.warning("Connector %s: %s; retrying", name, exc)
+                self.request_task_reconfiguration_after(name, _RECONFIGURE_BACKOFF_INITIAL_S * 4)
+
+        threading.Thread(target=send, name=f"forward-tasks-{name}", daemon=True).start()
+
+    def request_task_reconfiguration_after(self, name: str, delay_s: float) -> None:
+        with self._wake:
+            self._schedule_reconfiguration(name, delay_s)
+            self._wake.notify_all()
+
+    def _maybe_rotate_session_key(self) -> None:
+        """The leader writes a session key when there is none or it is older than its TTL (KIP-507)."""
+        if not self._is_leader():
+            return
+        now_ms = int(time.time() * 1000)
+        current = self._snapshot.session_key
+        if current is not None and now_ms - current.creation_timestamp_ms < self._session_key_ttl_s * 1000:
+            return
+        logger.info("Writing a new session key (the previous one %s)", "expired" if current else "was missing")
+        self._config_store.put_session_key(new_session_key(now_ms))
+        self._refresh_snapshot()
 
     # ================================================================================ restarts ===
     def _process_restart(self, request: RestartRequest) -> None:
@@ -628,6 +664,29 @@ class DistributedHerder(AbstractHerder):
 
     def stop_connector(self, name: str) -> None:
         self._set_target_state(name, TargetState.STOPPED)
+
+    # ============================================================ internal endpoints (KIP-507) ===
+    def session_key(self) -> bytes | None:
+        key = self._config_store.snapshot().session_key
+        return None if key is None else key.key
+
+    def put_task_configs(self, connector: str, configs: list[dict[str, str]]) -> None:
+        """Task configs a follower computed for a connector it runs (leader only)."""
+        def write() -> None:
+            self._require(self._snapshot, connector)
+            self._require_leader("write task configs")
+            if configs == [dict(c) for c in self._snapshot.task_config_list(connector)] and (
+                    self._snapshot.task_count(connector) == len(configs)):
+                return
+            logger.info("Connector %s: writing %d task config(s) sent by a follower", connector, len(configs))
+            self._config_store.put_task_configs(connector, configs)
+            self._refresh_snapshot()
+
+        self._submit(write)
+
+    def fence_zombies(self, connector: str) -> None:
+        raise ConnectError("Zombie fencing needs exactly.once.source.support=enabled, which this runtime does "
+                           "not implement yet")
 
     # ======================================================================== Herder: offsets ===
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> None:

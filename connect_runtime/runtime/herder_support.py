@@ -4,9 +4,15 @@ KIP-875 offset validation. Kept apart so that :mod:`distributed_herder` holds on
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
+from urllib.parse import quote
+
+import httpx
 
 from connect_runtime.api.connector import Connector, SourceConnector
 from connect_runtime.api.errors import ConnectError
@@ -18,7 +24,7 @@ from connect_runtime.runtime.herder import (
     TargetState,
     TaskStateInfo,
 )
-from connect_runtime.storage.config_store import ClusterConfigState, RestartRequest, TaskKey
+from connect_runtime.storage.config_store import ClusterConfigState, RestartRequest, SessionKey, TaskKey
 from connect_runtime.storage.status_store import KafkaStatusStore
 
 
@@ -98,3 +104,36 @@ def check_offsets_with_connector(connector: Connector, name: str, config: Mappin
         raise
     except Exception as exc:
         raise ConnectError(f"Failed to alter the offsets for connector {name}: {exc}") from exc
+
+
+#: The signature algorithm workers use for internal requests (Connect's ``inter.worker.signature.algorithm``).
+SIGNATURE_ALGORITHM = "HmacSHA256"
+
+
+def new_session_key(now_ms: int) -> SessionKey:
+    """A fresh 256-bit HmacSHA256 key (Java's KeyGenerator default for that algorithm)."""
+    import secrets
+
+    return SessionKey(secrets.token_bytes(32), "HmacSHA256", now_ms)
+
+
+def forward_task_configs(leader_url: str, connector: str, configs: Sequence[Mapping[str, str]],
+                         session_key: SessionKey, timeout_s: float = 30.0) -> None:
+    """A follower's ``POST /connectors/<c>/tasks`` to the leader, signed with the session key (KIP-507).
+
+    Raises ConnectError if the leader cannot be reached or refuses; the caller retries later.
+    """
+    body = json.dumps([dict(c) for c in configs], separators=(",", ":")).encode()
+    signature = hmac.new(session_key.key, body, hashlib.sha256).digest()
+    headers = {"Content-Type": "application/json",
+               "X-Connect-Authorization": base64.b64encode(signature).decode("ascii"),
+               "X-Connect-Request-Signature-Algorithm": SIGNATURE_ALGORITHM}
+    url = f"{leader_url.rstrip('/')}/connectors/{quote(connector, safe='')}/tasks?forward=true"
+    try:
+        response = httpx.post(url, content=body, headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise ConnectError(f"Cannot send the task configs of {connector} to the leader at {leader_url}: "
+                           f"{exc}") from exc
+    if response.status_code >= 400:
+        raise ConnectError(f"The leader at {leader_url} refused the task configs of {connector}: "
+                           f"HTTP {response.status_code}")

@@ -12,6 +12,7 @@ key                            value
 ``target-state-<name>``        ``{"state":"STARTED"|"PAUSED","state.v2":"STARTED"|"PAUSED"|"STOPPED"}``
 ``restart-connector-<name>``   ``{"include-tasks":bool,"only-failed":bool}``
 ``tasks-fencing-<name>``       ``{"task-count":N}``
+``session-key``                ``{"key":"<base64>","algorithm":"HmacSHA256","creation-timestamp":ms}``
 =============================  ==========================================================
 
 Invariant "commit": task configs become visible only when the ``commit-<name>`` record that follows
@@ -32,6 +33,7 @@ Only the leader's herder calls the write methods.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import threading
@@ -55,6 +57,7 @@ COMMIT_PREFIX = "commit-"
 TARGET_STATE_PREFIX = "target-state-"
 RESTART_PREFIX = "restart-connector-"
 FENCING_PREFIX = "tasks-fencing-"
+SESSION_KEY = "session-key"
 
 #: A task id as the storage layer sees it: ``(connector, task number)``.
 TaskKey = tuple[str, int]
@@ -113,6 +116,18 @@ class RestartRequest:
     only_failed: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class SessionKey:
+    """The cluster's shared secret for signing worker-to-worker requests (KIP-507); the leader rotates it."""
+
+    key: bytes
+    algorithm: str
+    creation_timestamp_ms: int
+
+    def __repr__(self) -> str:  # never print the key
+        return f"SessionKey(algorithm={self.algorithm}, creation_timestamp_ms={self.creation_timestamp_ms})"
+
+
 @dataclass(frozen=True)
 class ClusterConfigState:
     """An immutable view of the config topic up to ``offset`` (Java's ClusterConfigState)."""
@@ -124,6 +139,7 @@ class ClusterConfigState:
     target_states: Mapping[str, str] = field(default_factory=dict)
     task_count_records: Mapping[str, int] = field(default_factory=dict)
     inconsistent: frozenset[str] = frozenset()
+    session_key: SessionKey | None = None
 
     def connectors(self) -> list[str]:
         return sorted(self.connector_configs)
@@ -195,6 +211,7 @@ class KafkaConfigStore:
         self._fencing: dict[str, int] = {}
         self._deferred: dict[str, dict[int, dict[str, str]]] = {}
         self._inconsistent: set[str] = set()
+        self._session_key: SessionKey | None = None
         # Java forces a single partition and compaction on the config topic: ordering of task records
         # and their commit record is what invariant "commit" rests on.
         self._log = log_factory(topic, producer_config=producer_config, consumer_config=consumer_config,
@@ -232,6 +249,7 @@ class KafkaConfigStore:
                 target_states=dict(self._target_states),
                 task_count_records=dict(self._fencing),
                 inconsistent=frozenset(self._inconsistent),
+                session_key=self._session_key,
             )
 
     # -- writes (leader only) ----------------------------------------------------------------------
@@ -280,6 +298,13 @@ class KafkaConfigStore:
     def put_task_count_record(self, name: str, task_count: int, timeout_s: float = 30.0) -> None:
         """The zombie-fencing record of §10.3 (exactly-once source support)."""
         self._log.send_sync(fencing_key(name), dumps({"task-count": task_count}), timeout_s)
+        self._log.read_to_end(timeout_s)
+
+    def put_session_key(self, session_key: SessionKey, timeout_s: float = 30.0) -> None:
+        value = dumps({"key": base64.b64encode(session_key.key).decode("ascii"),
+                       "algorithm": session_key.algorithm,
+                       "creation-timestamp": session_key.creation_timestamp_ms})
+        self._log.send_sync(SESSION_KEY.encode(), value, timeout_s)
         self._log.read_to_end(timeout_s)
 
     # -- reading ------------------------------------------------------------------------------------
@@ -351,7 +376,12 @@ class KafkaConfigStore:
             else:
                 self._fencing[name] = int(value["task-count"])
             return None
-        # session-key, logger-cluster-*: not used by this runtime yet; kept by compaction for Java peers.
+        if key == SESSION_KEY:
+            if value is not None:
+                self._session_key = SessionKey(base64.b64decode(value["key"]), str(value["algorithm"]),
+                                               int(value["creation-timestamp"]))
+            return None
+        # logger-cluster-*: not used by this runtime yet; kept by compaction for Java peers.
         return None
 
     def _apply_connector(self, name: str, value: Any,

@@ -8,6 +8,9 @@ its own group and internal topics on cluster A, and drives SequenceSourceConnect
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -334,3 +337,34 @@ def test_restart_reloads_connectors_from_the_config_topic(worker_factory: Any, c
     assert worker.rest("GET", f"/connectors/{CONNECTOR}/config").json() == {**config, "name": CONNECTOR}
     wait_until(lambda: worker.states() == ("PAUSED", ["PAUSED"]) and
                worker.status()["connector"]["worker_id"] != first_id, 30, "paused, reported by the new worker")
+
+
+def test_signed_task_configs_from_a_follower_are_applied(worker_factory: Any, cluster_a: Cluster) -> None:
+    topic = create_topic(cluster_a.bootstrap, unique("cd-internal"), partitions=1)
+    worker = worker_factory().start()
+    config = sequence_config(topic, 1, **{"records.per.second": "20"})
+    assert worker.rest("PUT", f"/connectors/{CONNECTOR}/config", json=config).status_code == 201
+    wait_until(lambda: worker.states() == ("RUNNING", ["RUNNING"]), 30, "running")
+
+    # The session key the leader wrote to the config topic (KIP-507), as another worker would read it.
+    latest = {r.key: r.value for r in consume_all(cluster_a.bootstrap, worker.props["config.storage.topic"])}
+    session = json.loads(latest[b"session-key"] or b"{}")
+    key = base64.b64decode(session["key"])
+    assert session["algorithm"] == "HmacSHA256" and len(key) == 32
+
+    posted = [{**config, "name": CONNECTOR, "task.id": "7",
+               "task.class": "connect_runtime.testing.sequence_source.SequenceSourceTask"}]
+    body = json.dumps(posted).encode()
+    path = f"/connectors/{CONNECTOR}/tasks"
+    assert worker.rest("POST", path, content=body).status_code == 400  # unsigned
+    forged = {"X-Connect-Authorization": base64.b64encode(b"x" * 32).decode(),
+              "X-Connect-Request-Signature-Algorithm": "HmacSHA256"}
+    assert worker.rest("POST", path, content=body, headers=forged).status_code == 403
+    signature = base64.b64encode(hmac.new(key, body, hashlib.sha256).digest()).decode()
+    signed = {"X-Connect-Authorization": signature, "X-Connect-Request-Signature-Algorithm": "HmacSHA256",
+              "Content-Type": "application/json"}
+    accepted = worker.rest("POST", path, content=body, headers=signed)
+    assert accepted.status_code == 204, accepted.text
+    assert [t["config"]["task.id"] for t in worker.rest("GET", path).json()] == ["7"]
+    # The task was restarted with the new config: it now writes as task 7.
+    wait_until(lambda: 7 in worker.offsets(), 30, "task 7 committing offsets")

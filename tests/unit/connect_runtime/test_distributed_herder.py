@@ -9,7 +9,7 @@ import pytest
 
 from connect_runtime.api.config import ConfigDef, Importance, Type
 from connect_runtime.api.connector import SourceConnector
-from connect_runtime.api.errors import AlreadyExistsError, BadRequestError, NotFoundError
+from connect_runtime.api.errors import AlreadyExistsError, BadRequestError, NotFoundError, NotLeaderError
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import Task
 from connect_runtime.runtime.distributed_herder import DistributedHerder
@@ -52,7 +52,7 @@ class DemoConnector(SourceConnector):
 
 
 class Cluster:
-    def __init__(self) -> None:
+    def __init__(self, membership: Any = None) -> None:
         self.broker = FakeBroker()
         clients: dict[str, Any] = {"producer_config": {}, "consumer_config": {}, "admin_config": {},
                                    "log_factory": self.broker.log_factory}
@@ -66,7 +66,7 @@ class Cluster:
         self.herder = DistributedHerder(
             worker_id="w1:8083", worker=self.worker, plugins=plugins, config_store=self.config_store,
             status_store=self.status_store, offset_store=self.offsets,
-            membership=SoleMember("http://w1:8083", self.status_store.max_generation),
+            membership=membership or SoleMember("http://w1:8083", self.status_store.max_generation),
             status_writer=self.status_writer, request_timeout_s=10)
 
 
@@ -243,3 +243,61 @@ def test_sole_member_assigns_everything_and_starts_above_existing_generations() 
     second = member.poll(snap, 0.0)
     assert second is not None and second.generation == 43
     assert second.connectors == {"c"} and second.tasks == {ConnectorTaskId("c", 0)}
+
+
+def test_leader_writes_a_session_key_and_takes_task_configs_from_followers(cluster: Cluster) -> None:
+    key = wait_until(lambda: cluster.config_store.snapshot().session_key, 5, "session key written")
+    assert len(key.key) == 32 and key.algorithm == "HmacSHA256"
+    assert cluster.herder.session_key() == key.key
+    cluster.herder.put_connector_config("demo", config(), allow_replace=False)
+    cluster.herder.put_task_configs("demo", [{"from": "follower"}])
+    wait_until(lambda: cluster.worker.tasks.get(ConnectorTaskId("demo", 0)) == {"from": "follower"}, 5,
+               "follower's task config running")
+    with pytest.raises(NotFoundError):
+        cluster.herder.put_task_configs("nope", [])
+
+
+class FollowerMember:
+    """A group member that is not the leader and is assigned everything (for forwarding tests)."""
+
+    def join(self, snapshot: Any, timeout_s: float) -> Any:
+        from connect_runtime.runtime.membership import Assignment
+
+        tasks = [ConnectorTaskId(c, t) for c, t in snapshot.all_tasks()]
+        return Assignment.of(1, False, "http://leader:8083", snapshot.connectors(), tasks)
+
+    def poll(self, snapshot: Any, timeout_s: float) -> Any:
+        return self.join(snapshot, timeout_s)
+
+    def request_rebalance(self) -> None: ...
+
+    def wakeup(self) -> None: ...
+
+    def leave(self) -> None: ...
+
+
+def test_follower_forwards_new_task_configs_to_the_leader(monkeypatch: pytest.MonkeyPatch) -> None:
+    from connect_runtime.runtime import distributed_herder
+    from connect_runtime.storage.config_store import SessionKey
+
+    sent: list[tuple[str, str, list[dict[str, str]], bytes]] = []
+    def capture(url: str, name: str, configs: list[dict[str, str]], key: SessionKey, timeout_s: float) -> None:
+        sent.append((url, name, list(configs), key.key))
+
+    monkeypatch.setattr(distributed_herder, "forward_task_configs", capture)
+    c = Cluster(FollowerMember())
+    c.config_store.start()
+    c.config_store.put_session_key(SessionKey(b"k" * 32, "HmacSHA256", 1))
+    c.config_store.put_connector_config("demo", config())
+    c.worker.task_configs["demo"] = [{"task": "0"}]
+    c.herder.start()
+    try:
+        assert c.herder.wait_until_ready(10)
+        wait_until(lambda: sent, 5, "task configs forwarded")
+        assert sent[0] == ("http://leader:8083", "demo", [{"task": "0"}], b"k" * 32)
+        assert b"commit-demo" not in [r.key for r in c.broker.topics["configs"]]  # a follower never writes
+        with pytest.raises(NotLeaderError) as err:
+            c.herder.put_connector_config("other", config(), allow_replace=False)
+        assert err.value.target_url == "http://leader:8083"
+    finally:
+        c.herder.stop(10)
