@@ -232,7 +232,7 @@ def run_backfill(connector_props: dict[str, str], worker_props: dict[str, str], 
                            options.batch_records) for c in wave]
                 for wave in waves(ranges, options.max_records_per_task)]
         tracked = {r.tp: Tracked(r.start, r.end) for r in ranges}
-        job = run_job or (lambda p: _spark_job(options, p))
+        job = run_job or (lambda p: spark_job(options, p))
         with ProgressDisplay(flow.marker_log(), tracked, enabled=options.progress):
             results = job(plan) if plan else []
         logger.info("copied %d records in %d Spark tasks", sum(r.copied for r in results), len(results))
@@ -254,7 +254,8 @@ def _range_of(ranges: list[PartitionRange], topic: str, partition: int) -> Parti
     return next(r for r in ranges if r.topic == topic and r.partition == partition)
 
 
-def _spark_job(options: BackfillOptions, plan: list[list[ChunkSpec]]) -> list[ChunkResult]:
+def spark_job(options: BackfillOptions, plan: list[list[ChunkSpec]]) -> list[ChunkResult]:
+    """The default ``run_job``: the waves on a Spark context for ``options.master``."""
     from mirror.backfill.job import run_waves, spark_context
 
     with spark_context(options.master, verbose=options.verbose, extra_conf=options.spark_conf) as context:

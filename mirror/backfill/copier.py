@@ -24,7 +24,7 @@ import logging
 import os
 import socket
 import time
-from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,7 +129,8 @@ def copy_chunk(spec: ChunkSpec) -> ChunkResult:
         markers.close()
         return ChunkResult(spec.topic, spec.partition, spec.start, spec.end, 0, resume, 0.0, _worker())
     remote_tp = (spec.remote_topic, spec.partition)
-    skip = records_to_skip(next_remote, snapshot_watermarks(spec.target_consumer_config, [remote_tp])[remote_tp][1])
+    remote_end = snapshot_watermarks(spec.target_consumer_config, [remote_tp])[remote_tp][1]
+    skip = records_to_skip(next_remote, remote_end)
     if skip:
         logger.info("%s-%d: skipping %d records a previous attempt wrote after its last progress marker",
                     spec.topic, spec.partition, skip)
@@ -137,10 +138,13 @@ def copy_chunk(spec: ChunkSpec) -> ChunkResult:
     writer = OffsetSyncWriter(spec.offset_lag_max)
     if spec.offset_syncs_topic:
         syncs = OffsetSyncProducer(spec.offset_syncs_topic, spec.offset_syncs_producer_config, writer)
+    errors: list[KafkaError] = []
     consumer = Consumer(_consumer_config(spec))
-    producer = Producer(_producer_config(spec))
+    producer = Producer({**_producer_config(spec), "delivery.report.only.error": True,
+                         "on_delivery": lambda error, _msg: errors.append(error)})
     try:
-        copied = _copy(spec, resume, skip, next_remote, consumer, producer, markers, syncs)
+        copied = _copy(spec, resume, skip, remote_end, consumer, producer, markers,
+                       writer if syncs is not None else None, syncs, errors)
     finally:
         consumer.close()
         if syncs is not None:
@@ -164,29 +168,22 @@ def _worker() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _copy(spec: ChunkSpec, resume: int, skip: int, next_remote: int, consumer: Consumer, producer: Producer,
-          markers: MarkerLog, syncs: OffsetSyncProducer | None) -> int:
-    """Copy ``[resume, end)``, skipping the first ``skip`` records; returns the number written."""
+def _copy(spec: ChunkSpec, resume: int, skip: int, base: int, consumer: Consumer, producer: Producer,
+          markers: MarkerLog, writer: OffsetSyncWriter | None, syncs: OffsetSyncProducer | None,
+          errors: list[KafkaError]) -> int:
+    """Copy ``[resume, end)``, skipping the first ``skip`` records; returns the number written.
+
+    The copy is the remote partition's only writer and its producer is idempotent, so the i-th record
+    produced lands at remote offset ``base + i`` and, as delivery is in order, the first
+    ``produced - len(producer)`` records are acknowledged. No per-record delivery callback is needed
+    (only errors are reported); the end is verified against the remote partition's high watermark.
+    Every ``batch_records`` acknowledged records the (upstream, remote next) pair goes to the marker topic
+    asynchronously, and the acknowledged records feed the offset-sync rules.
+    """
     topic, partition, end = spec.topic, spec.partition, spec.end
-    source_tp = TopicPartition(topic, partition)
-    upstream: deque[int] = deque()
-    errors: list[KafkaError] = []
-    record_sync = syncs.record if syncs is not None else None
-    # next remote offset, in a cell for the callback: the recorded one plus what a lost batch already wrote
-    remote_next = [next_remote + skip if next_remote >= 0 else -1]
-
-    def delivered(error: KafkaError | None, msg: Any) -> None:
-        up = upstream.popleft()  # reports of one partition arrive in produce order
-        if error is not None:
-            errors.append(error)
-            return
-        down = msg.offset()
-        remote_next[0] = down + 1
-        if record_sync is not None:
-            record_sync(source_tp, up, down)
-
+    feed = _SyncFeed(writer, syncs, TopicPartition(topic, partition), base)
     consumer.assign([KafkaTopicPartition(topic, partition, resume)])
-    copied = in_batch = 0
+    produced = marked = 0
     last = resume - 1
     batch = max(1, spec.batch_records)
     while last < end - 1:
@@ -198,17 +195,102 @@ def _copy(spec: ChunkSpec, resume: int, skip: int, next_remote: int, consumer: C
             continue
         if skip:
             messages, skip, last = _skip(messages, skip, last)
-        last, written = _produce_all(messages, end, spec.remote_topic, partition, producer, upstream, delivered,
-                                     last)
-        copied += written
-        in_batch += written
+        last, written = _produce_all(messages, end, spec.remote_topic, partition, producer, feed.upstream, last)
+        produced += written
         producer.poll(0)
-        if in_batch >= batch or last >= end - 1:
-            _commit_batch(spec, producer, markers, errors, min(last, end - 1), remote_next)
-            in_batch = 0
-    if in_batch or last < end - 1:
-        _commit_batch(spec, producer, markers, errors, end - 1, remote_next)
-    return copied
+        if errors:
+            raise CopyError(f"writing {spec.remote_topic}-{partition} failed: {errors[0]}")
+        acked = produced - len(producer)
+        if acked - marked >= batch:
+            marked = acked
+            feed.acknowledged(acked)
+            _record_progress(spec, markers, feed.last_upstream(resume - 1), base + acked, durable=False)
+    remaining = producer.flush(120.0)
+    if errors or remaining:
+        raise CopyError(f"writing {spec.remote_topic}-{partition} failed: "
+                        f"{errors[0] if errors else f'{remaining} records not acknowledged'}")
+    feed.acknowledged(produced)
+    remote_tp = (spec.remote_topic, partition)
+    remote_end = snapshot_watermarks(spec.target_consumer_config, [remote_tp])[remote_tp][1]
+    if remote_end != base + produced:
+        raise CopyError(f"{spec.remote_topic}-{partition} ends at {remote_end}, expected {base + produced}: "
+                        "another producer wrote to it during the backfill")
+    _record_progress(spec, markers, end - 1, base + produced, durable=True)
+    return produced
+
+
+class _SyncFeed:
+    """Feeds acknowledged (upstream, downstream) pairs to the :class:`OffsetSyncWriter`, cheaply.
+
+    Within a run of consecutive upstream offsets (downstream offsets are always consecutive here) a sync
+    can only fire on the run's first record or where ``offset.lag.max`` is reached, so only those records
+    and the run's last one go through ``OffsetSyncWriter.update``; for the others only the state's
+    previous offsets move, which is exactly what ``update`` would have done for them.
+    """
+
+    def __init__(self, writer: OffsetSyncWriter | None, syncs: OffsetSyncProducer | None, tp: TopicPartition,
+                 base: int) -> None:
+        self._writer, self._syncs, self._tp = writer, syncs, tp
+        self.upstream: list[int] = []
+        self._first = 0  # produce index of upstream[0]
+        self._base = base
+        self._last_upstream: int | None = None
+
+    def last_upstream(self, default: int) -> int:
+        return default if self._last_upstream is None else self._last_upstream
+
+    def acknowledged(self, count: int) -> None:
+        """The first ``count`` produced records are acknowledged."""
+        n = count - self._first
+        if n <= 0:
+            return
+        ups = self.upstream[:n]
+        del self.upstream[:n]
+        first_down = self._base + self._first
+        self._first = count
+        self._last_upstream = ups[-1]
+        if self._writer is not None and self._syncs is not None:
+            feed_syncs(self._writer, self._tp, ups, first_down, self._syncs.send_pending)
+
+
+def feed_syncs(writer: OffsetSyncWriter, tp: TopicPartition, ups: list[int], first_down: int,
+               on_fire: Callable[[], None]) -> None:
+    """``writer.update`` for every pair, skipping the calls that cannot fire; ``on_fire`` after each fired
+    sync (it sends the pending sync at once, as the streaming task does)."""
+    i, n = 0, len(ups)
+    while i < n:
+        # the run of consecutive upstream offsets starting at i
+        j = i
+        while j + 1 < n and ups[j + 1] - ups[j] == 1:
+            if ups[-1] - ups[j] == n - 1 - j:  # the rest is one run: jump to its end
+                j = n - 1
+                break
+            j += 1
+        if writer.update(tp, ups[i], first_down + i):
+            on_fire()
+        k = i
+        while k < j:
+            state = writer.partition_state(tp)
+            assert state is not None
+            due = state.last_sync_downstream + 1 + writer.max_offset_lag  # first downstream that is stale
+            target = min(j, max(k + 1, due - first_down))
+            if target - 1 > k:  # the records in between only move the previous offsets
+                state.previous_upstream = ups[target - 1]
+                state.previous_downstream = first_down + target - 1
+            if writer.update(tp, ups[target], first_down + target):
+                on_fire()
+            k = target
+        i = j + 1
+
+
+def _record_progress(spec: ChunkSpec, markers: MarkerLog, progress: int, next_remote: int, *,
+                     durable: bool) -> None:
+    markers.write_partition(spec.topic, spec.partition,
+                            PartitionMarker(BACKFILLING, spec.range_start, spec.range_end, progress, next_remote))
+    if durable:
+        markers.flush()
+    else:
+        markers.poll()
 
 
 def _skip(messages: list[Any], skip: int, last: int) -> tuple[list[Any], int, int]:
@@ -222,29 +304,26 @@ def _skip(messages: list[Any], skip: int, last: int) -> tuple[list[Any], int, in
 
 
 def _produce_all(messages: list[Any], end: int, remote: str, partition: int, producer: Producer,
-                 upstream: deque[int], delivered: Any, last: int) -> tuple[int, int]:
+                 upstream: list[int], last: int) -> tuple[int, int]:
     """Produce the records below ``end``; returns (last upstream offset seen, records produced)."""
     produce = producer.produce
+    append = upstream.append
     written = 0
     for msg in messages:
-        error = msg.error()
-        if error is not None:
-            raise KafkaException(error)
         offset = msg.offset()
+        if offset is None or msg.error() is not None:
+            raise KafkaException(msg.error())
         if offset >= end:
             return end - 1, written
         ts_type, ts = msg.timestamp()
-        headers = msg.headers()
-        upstream.append(offset)
-        kwargs: dict[str, Any] = {"partition": partition, "on_delivery": delivered}
-        if ts_type != TIMESTAMP_NOT_AVAILABLE:
-            kwargs["timestamp"] = ts
-        if headers:
-            kwargs["headers"] = headers
+        if ts_type == TIMESTAMP_NOT_AVAILABLE:
+            ts = 0  # the producer's "now", as Kafka's producer does for a record without one
         try:
-            produce(remote, msg.value(), msg.key(), **kwargs)
+            produce(remote, msg.value(), msg.key(), partition, timestamp=ts, headers=msg.headers())
         except BufferError:
-            _produce_when_room(producer, remote, msg.value(), msg.key(), kwargs)
+            _produce_when_room(producer, remote, msg.value(), msg.key(),
+                               {"partition": partition, "timestamp": ts, "headers": msg.headers()})
+        append(offset)
         last = offset
         written += 1
     return last, written
@@ -260,17 +339,3 @@ def _produce_when_room(producer: Producer, topic: str, value: bytes | None, key:
             return
         except BufferError:
             continue
-
-
-def _commit_batch(spec: ChunkSpec, producer: Producer, markers: MarkerLog, errors: list[KafkaError],
-                  progress: int, remote_next: list[int]) -> None:
-    """Wait until the batch is acknowledged, then make the progress durable (at most this batch repeats)."""
-    remaining = producer.flush(120.0)
-    if errors:
-        raise CopyError(f"writing {spec.remote_topic}-{spec.partition} failed: {errors[0]}")
-    if remaining:
-        raise CopyError(f"{remaining} records to {spec.remote_topic}-{spec.partition} not acknowledged")
-    markers.write_partition(spec.topic, spec.partition,
-                            PartitionMarker(BACKFILLING, spec.range_start, spec.range_end, progress,
-                                            remote_next[0]))
-    markers.flush()

@@ -41,8 +41,9 @@ class MarkerLog:
             "isolation.level": "read_uncommitted",
             # at the end of the topic the broker holds a fetch this long: reads here stop at the end
             "fetch.wait.max.ms": 10}
+        # idempotent: asynchronous progress markers must land in the order they were written
         self._producer_config = None if producer_config is None else {
-            **producer_config, "allow.auto.create.topics": False, "linger.ms": 0}
+            **producer_config, "allow.auto.create.topics": False, "linger.ms": 0, "enable.idempotence": True}
         self._producer: Producer | None = None
         self._errors: list[KafkaError] = []
 
@@ -102,6 +103,14 @@ class MarkerLog:
     def write_task(self, instance: str, event: TaskEvent) -> None:
         self._send(task_key(instance), event.value())
         self.state.tasks[instance] = event
+
+    def poll(self) -> None:
+        """Serve delivery reports of asynchronous writes; raise if one failed."""
+        if self._producer is not None:
+            self._producer.poll(0)
+        if self._errors:
+            errors, self._errors = self._errors, []
+            raise KafkaException(errors[0])
 
     def flush(self, timeout_s: float = 30.0) -> None:
         """Wait for every write; raise if one failed (a marker that is not durable must not be trusted)."""

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 import pickle
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from mirror.backfill.copier import ChunkSpec, CopyError, records_to_skip, resume_point
+from mirror.backfill.copier import ChunkSpec, CopyError, feed_syncs, records_to_skip, resume_point
 from mirror.backfill.markers import BACKFILLING, DONE, MarkerState, PartitionMarker, partition_key
 from mirror.backfill.progress import Tracked, copied_of
+from mirror.client.models import OffsetSync, TopicPartition
+from mirror.source.offset_sync_writer import OffsetSyncWriter
 
 
 def spec(start: int = 100, end: int = 200, range_end: int = 300) -> ChunkSpec:
@@ -46,3 +51,23 @@ def test_progress_counts_acknowledged_records_of_this_run() -> None:
     state.apply(partition_key("t", 2), PartitionMarker(BACKFILLING, 0, 70, 69, 70).value())  # older run
     tracked = {("t", 0): Tracked(20, 100), ("t", 1): Tracked(0, 10), ("t", 2): Tracked(0, 50), ("t", 3): Tracked(0, 5)}
     assert copied_of(state, tracked) == {("t", 0): 30, ("t", 1): 10, ("t", 2): 0, ("t", 3): 0}
+
+
+@given(st.lists(st.integers(min_value=1, max_value=4), min_size=1, max_size=400), st.integers(0, 20),
+       st.integers(1, 5))
+def test_feeding_syncs_in_runs_equals_updating_every_record(steps: list[int], lag: int, pieces: int) -> None:
+    """The copier skips update() calls that cannot fire: the syncs sent and the final state are the same."""
+    ups = list(itertools.accumulate(steps))
+    tp = TopicPartition("t", 0)
+    every, fast = OffsetSyncWriter(lag), OffsetSyncWriter(lag)
+    sent_every: list[OffsetSync] = []
+    sent_fast: list[OffsetSync] = []
+    for i, up in enumerate(ups):
+        if every.update(tp, up, 1000 + i):
+            sent_every += every.take_pending()
+    size = max(1, len(ups) // pieces)
+    for start in range(0, len(ups), size):  # acknowledged in pieces, as batches are
+        feed_syncs(fast, tp, ups[start:start + size], 1000 + start, lambda: sent_fast.extend(fast.take_pending()))
+    assert sent_fast == sent_every
+    assert fast.delayed == every.delayed
+    assert fast.partition_state(tp) == every.partition_state(tp)
