@@ -21,11 +21,18 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.server import RestServer
-from mirror.health.collector import HealthMonitor, start_health_monitor
+from mirror.health.collector import start_health_monitor
 from mirror.health.ui_routes import ui_routes
+from mirror.local.broker import free_port
 from mirror.maker.config import MirrorMakerConfig
 from tests.conftest import Cluster
-from tests.integration.support.replication import ROOT, replication, write_properties
+from tests.integration.support.replication import (
+    ROOT,
+    driver_available,
+    mirror_maker,
+    replication,
+    write_properties,
+)
 from tests.support.kafka import create_topic, produce, unique, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -50,13 +57,23 @@ def browser(profile: str) -> Any:
     return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
 
 
-@pytest.fixture
-def page_server(cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> Iterator[tuple[str, str, HealthMonitor]]:
+@pytest.fixture(params=["harness", "driver"])
+def page_server(request: pytest.FixtureRequest, cluster_a: Cluster, cluster_b: Cluster,
+                tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """(base URL, flow): the page served in this process over the stand-in replication, or by the real
+    connect-mirror-maker on its REST port."""
     src, tgt = unique("us"), unique("ut")
     topic = create_topic(cluster_a.bootstrap, unique("page"), partitions=1)
     produce(cluster_a.bootstrap, topic, 30)
     props = write_properties(tmp_path / "mm2.properties", src, tgt, cluster_a.bootstrap, cluster_b.bootstrap,
                              topic, extra="health.refresh.interval.ms = 1000\n")
+    if request.param == "driver":
+        if not driver_available():
+            pytest.skip("mirror.maker.driver is not in this build yet")
+        port = free_port()
+        with mirror_maker(props, "--rest-port", str(port)):
+            yield f"http://127.0.0.1:{port}", f"{src}->{tgt}"
+        return
     config = MirrorMakerConfig.from_file(str(props))
     registry = CollectorRegistry()
     with replication(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic):
@@ -64,18 +81,24 @@ def page_server(cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> Itera
         server = RestServer(create_app({}, registry, extra_routes=ui_routes(monitor)),
                             listeners="http://127.0.0.1:0").start()
         try:
-            yield server.url, f"{src}->{tgt}", monitor
+            yield server.url, f"{src}->{tgt}"
         finally:
             server.stop()
             monitor.stop()
 
 
-def test_status_page_shows_live_figures(page_server: tuple[str, str, HealthMonitor]) -> None:
-    url, flow, monitor = page_server
-    wait_until(lambda: (r := monitor.latest()) is not None and r.flows[0].heartbeat_basis == "replicated",
-               60, "a report with replicated heartbeats")
-    api = httpx.get(f"{url}/ui/api/status", timeout=10).json()
-    assert api["report"]["flows"][0]["flow"] == flow and api["history"]
+def flow_report(url: str, flow: str) -> dict[str, Any] | None:
+    report = httpx.get(f"{url}/ui/api/status", timeout=10).json()["report"]
+    flows = {f["flow"]: f for f in (report or {}).get("flows", [])}
+    found: dict[str, Any] | None = flows.get(flow)
+    return found
+
+
+def test_status_page_shows_live_figures(page_server: tuple[str, str]) -> None:
+    url, flow = page_server
+    wait_until(lambda: (f := flow_report(url, flow)) is not None and f["heartbeat_basis"] == "replicated"
+               and f["state"] == "healthy", 90, "a healthy report with replicated heartbeats", interval_s=1)
+    assert httpx.get(f"{url}/ui/api/status", timeout=10).json()["history"]
     metrics = httpx.get(f"{url}/metrics", timeout=10).text
     src, tgt = flow.split("->")
     assert f'mirror_heartbeat_age_seconds{{source="{src}",target="{tgt}"}}' in metrics
@@ -102,7 +125,6 @@ def test_status_page_shows_live_figures(page_server: tuple[str, str, HealthMonit
         wait_until(lambda: value("heartbeat_age").endswith(" s"), 30, "heartbeat age shown")
         first = checked_at()
         assert card().get_attribute("data-state") == "healthy"
-        assert driver.find_element(By.ID, "overall").get_attribute("data-state") == "healthy"
         assert value("lag_records") == "0"
         assert float(value("heartbeat_age").split()[0]) < 3
         # the page updates by itself: a newer report and a longer chart

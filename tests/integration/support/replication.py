@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -24,8 +25,49 @@ def write_properties(path: Path, src: str, tgt: str, src_bootstrap: str, tgt_boo
         f"{src}->{tgt}.enabled = true\n"
         f"topics = {topics}\n"
         "emit.heartbeats.interval.seconds = 1\n"
-        "replication.factor = 1\n" + extra)
+        "emit.checkpoints.interval.seconds = 1\n"
+        "refresh.groups.interval.seconds = 5\n"
+        "offset.lag.max = 10\n"
+        "sync.topic.acls.enabled = false\n"  # create_acls aborts Tansu (tansu.md)
+        f"{tgt}.offset.flush.interval.ms = 1000\n"
+        "replication.factor = 1\n"
+        "offset-syncs.topic.replication.factor = 1\n"
+        "checkpoints.topic.replication.factor = 1\n"
+        "heartbeats.topic.replication.factor = 1\n"
+        "config.storage.replication.factor = 1\n"
+        "offset.storage.replication.factor = 1\n"
+        "status.storage.replication.factor = 1\n" + extra)
     return path
+
+
+def driver_available() -> bool:
+    """Whether the real MM2 driver (``mirror.maker.driver``) is in this build."""
+    return importlib.util.find_spec("mirror.maker.driver") is not None
+
+
+@contextmanager
+def mirror_maker(properties: Path, *flags: str) -> Iterator[subprocess.Popen[str]]:
+    """The real ``connect-mirror-maker`` as a subprocess (every flow of the file, so that the reverse
+    heartbeat-only herder feeds the heartbeats that the forward flow replicates), stopped at the end."""
+    cmd = [sys.executable, "-m", "mirror.cli.connect_mirror_maker", str(properties), *flags]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+                            start_new_session=True)
+    try:
+        yield proc
+    finally:
+        _stop(proc)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.kill(proc.pid, signal.SIGCONT)  # a stopped process cannot handle SIGTERM
+        proc.terminate()
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    except ProcessLookupError:
+        pass
 
 
 @contextmanager
@@ -44,15 +86,7 @@ def replication(src: str, tgt: str, src_bootstrap: str, tgt_bootstrap: str, topi
         assert line.strip() == "READY", f"replication did not start (exit {proc.poll()})"
         yield proc
     finally:
-        try:
-            os.kill(proc.pid, signal.SIGCONT)  # a stopped process cannot handle SIGTERM
-            proc.terminate()
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        except ProcessLookupError:
-            pass
+        _stop(proc)
 
 
 def mirror(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
