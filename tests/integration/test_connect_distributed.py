@@ -314,6 +314,11 @@ def test_sigterm_exits_0_quickly_with_offsets_flushed(worker_factory: Any, clust
     assert worker.rest("POST", "/connectors", json={
         "name": CONNECTOR, "config": sequence_config(topic, 1, **{"records.per.second": "500"})}).status_code == 201
     wait_for_records(cluster_a.bootstrap, topic, 500)
+    metrics = worker.rest("GET", "/metrics")
+    assert metrics.status_code == 200
+    samples = [line for line in metrics.text.splitlines()
+               if line.startswith('connect_source_task_records_written_total{connector="seq",task="0"}')]
+    assert samples and float(samples[0].split()[-1]) > 0, "the worker's metrics are served on /metrics"
     code, took_s = worker.terminate(30)
     assert code == 0, worker.log()[-3000:]
     assert took_s < 30
