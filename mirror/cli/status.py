@@ -81,6 +81,8 @@ def render(report: HealthReport) -> str:
         out.append(f"  RPO estimate   {_fmt(flow.rpo_seconds, 's')} ({flow.rpo_basis})")
         for reason in flow.reasons:
             out.append(f"  ! {reason}")
+        for note in flow.notes:
+            out.append(f"  note: {note}")
         out.extend(_partition_table(flow))
         out.extend(_group_table(flow))
     return "\n".join(out) + "\n"
@@ -119,6 +121,10 @@ def run(args: argparse.Namespace) -> int:
         probe = HealthProbe.from_config(config, pairs, overrides(args), timeout_s=args.timeout)
     except ThresholdError as exc:
         raise ConfigError(f"{config.location(exc.key)}: {exc}", exc.key) from exc
+    if not probe.specs:
+        probe.close()
+        raise ConfigError(f"{config.location('clusters')}: no enabled replication flow to check "
+                          f"(only heartbeat-only pairs: {', '.join(str(p) for p in pairs)})")
     try:
         window = args.latency_window
         if window is None:

@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 REFRESH_INTERVAL = "health.refresh.interval.ms"
 REFRESH_INTERVAL_DEFAULT_MS = 2000
 HISTORY_POINTS = 300  # 10 minutes at the default refresh interval
+GROUPS_INTERVAL_S = 10.0  # consumer groups (one request per group) are re-listed at most this often
 
 
 class HealthMonitor:
@@ -163,6 +164,7 @@ def start_health_monitor(config: MirrorMakerConfig, pairs: Iterable[SourceAndTar
         logger.warning("%s=%r is not an integer; using %d", REFRESH_INTERVAL, raw.get(REFRESH_INTERVAL),
                        REFRESH_INTERVAL_DEFAULT_MS)
         interval_ms = REFRESH_INTERVAL_DEFAULT_MS
-    monitor = HealthMonitor(HealthProbe.from_config(config, list(pairs)), max(0.5, interval_ms / 1000))
+    probe = HealthProbe.from_config(config, list(pairs), groups_interval_s=GROUPS_INTERVAL_S)
+    monitor = HealthMonitor(probe, max(0.5, interval_ms / 1000))
     registry.register(HealthCollector(monitor))
     return monitor.start()

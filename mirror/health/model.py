@@ -184,6 +184,8 @@ class FlowHealth:
     rpo_seconds: float | None = None
     rpo_basis: str = "none"
     errors: list[str] = field(default_factory=list)
+    #: informational problems that do not change the state (e.g. groups unreadable)
+    notes: list[str] = field(default_factory=list)
     state: State = State.HEALTHY
     reasons: list[str] = field(default_factory=list)
 

@@ -62,6 +62,7 @@ from mirror.maker.config import (
     SOURCE_CONNECTOR_CLASS,
     MirrorMakerConfig,
     SourceAndTarget,
+    parse_boolean,
 )
 
 logger = logging.getLogger(__name__)
@@ -106,11 +107,14 @@ def cluster_io(config: MirrorMakerConfig, alias: str) -> ClusterIO:
 
 def flow_specs(config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
                overrides: Mapping[str, Any] | None = None) -> list[FlowSpec]:
-    """One :class:`FlowSpec` per pair; thresholds from ``health.*`` keys, then ``overrides`` (flags)."""
+    """One :class:`FlowSpec` per enabled flow among ``pairs`` (heartbeat-only pairs are left out);
+    thresholds from ``health.*`` keys, then ``overrides`` (flags)."""
     raw = config.raw_properties()
     specs = []
     for pair in pairs:
         source_cfg = config.connector_base_config(pair, SOURCE_CONNECTOR_CLASS)
+        if not parse_boolean(source_cfg.get("enabled")):
+            continue  # a heartbeat-only herder (§2.2): it replicates nothing, so it has no health to judge
         checkpoint_cfg = config.connector_base_config(pair, CHECKPOINT_CONNECTOR_CLASS)
         heartbeat_cfg = config.connector_base_config(pair, HEARTBEAT_CONNECTOR_CLASS)
         policy = policy_from_config(source_cfg)
@@ -150,19 +154,25 @@ class HealthProbe:
     """Measures :class:`FlowHealth` for a set of flows; keeps read positions between calls. Not thread-safe."""
 
     def __init__(self, specs: list[FlowSpec], clusters: Mapping[str, ClusterIO], *,
-                 clock: Callable[[], float] = time.time, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+                 clock: Callable[[], float] = time.time, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 groups_interval_s: float = 0.0) -> None:
         self.specs = specs
         self._clusters = dict(clusters)
         self._clock = clock
         self._timeout_s = timeout_s
+        #: listing every group's offsets is the costliest read: the monitor does it less often
+        self._groups_interval_s = groups_interval_s
+        self._group_cache: dict[str, tuple[float, dict[str, dict[TP, int]]]] = {}
         self._state = {spec.name: _FlowState() for spec in specs}
 
     @classmethod
     def from_config(cls, config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
-                    overrides: Mapping[str, Any] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> HealthProbe:
+                    overrides: Mapping[str, Any] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                    groups_interval_s: float = 0.0) -> HealthProbe:
         specs = flow_specs(config, pairs, overrides)
         aliases = dict.fromkeys(a for s in specs for a in (s.source, s.target))
-        return cls(specs, {a: cluster_io(config, a) for a in aliases}, timeout_s=timeout_s)
+        return cls(specs, {a: cluster_io(config, a) for a in aliases}, timeout_s=timeout_s,
+                   groups_interval_s=groups_interval_s)
 
     def close(self) -> None:
         for io in self._clusters.values():
@@ -223,10 +233,15 @@ class HealthProbe:
                 self._read_syncs(spec, self._clusters[spec.source], source_topics,
                                  spec.policy.offset_syncs_topic(spec.target), state.source_positions)
             flow.partitions = self._lags(spec, state, source_topics, target_topics, now)
-            flow.groups = self._groups(spec, state, {p.source_topic: p.remote_topic for p in flow.partitions}, now)
         except KafkaException as exc:
             flow.errors.append(f"source cluster {spec.source} unreachable: {exc}")
             return self._finish(flow, spec, source_readable=False)
+        try:
+            flow.groups = self._groups(spec, state, {p.source_topic: p.remote_topic for p in flow.partitions}, now)
+        except (KafkaException, TimeoutError) as exc:
+            # e.g. no Describe permission on groups: the data figures above still stand
+            logger.warning("%s: cannot read consumer groups on %s: %s", spec.name, spec.source, exc)
+            flow.notes.append(f"consumer groups on {spec.source} unreadable: {exc}")
         return self._finish(flow, spec, source_readable=True)
 
     def _finish(self, flow: FlowHealth, spec: FlowSpec, source_readable: bool) -> FlowHealth:
@@ -337,9 +352,18 @@ class HealthProbe:
                                        known[1] if known else "unknown", lag_records, lag_seconds))
         return result
 
+    def _committed(self, alias: str) -> dict[str, dict[TP, int]]:
+        """Every group's committed offsets on ``alias``, re-listed at most every ``groups_interval_s``."""
+        cached = self._group_cache.get(alias)
+        if cached is not None and time.monotonic() - cached[0] < self._groups_interval_s:
+            return cached[1]
+        committed = self._clusters[alias].committed_offsets(self._timeout_s)
+        self._group_cache[alias] = (time.monotonic(), committed)
+        return committed
+
     def _groups(self, spec: FlowSpec, state: _FlowState, remote: Mapping[str, str],
                 now: float) -> list[GroupCheckpointHealth]:
-        committed = self._clusters[spec.source].committed_offsets(self._timeout_s)
+        committed = self._committed(spec.source)
         by_group: dict[str, list[tuple[str, int, int, int | None]]] = {}
         for (group, topic, partition), (upstream, _, ts) in state.checkpoints.items():
             by_group.setdefault(group, []).append((topic, partition, upstream, ts))

@@ -157,3 +157,23 @@ def test_collector_exposes_the_latest_report() -> None:
     monitor.start()
     monitor.stop()
     assert probe.closed
+
+
+def test_flow_specs_from_mm2_properties() -> None:
+    from mirror.health.probe import flow_specs
+    from mirror.maker.config import MirrorMakerConfig
+
+    config = MirrorMakerConfig({
+        "clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092",
+        "A->B.enabled": "true", "A->B.emit.heartbeats.interval.seconds": "5",
+        "A->B.offset-syncs.topic.location": "target", "health.lag.max.ms": "1000",
+        "A->B.health.heartbeat.max.age.ms": "20000", "replication.policy.separator": "_",
+    })
+    pairs = config.cluster_pairs()
+    assert [str(p) for p in pairs] == ["A->B", "B->A"]  # B->A: the heartbeat-only herder
+    [spec] = flow_specs(config, pairs, {"lag_max_records": 5})
+    assert (spec.source, spec.target, spec.heartbeat_interval_s) == ("A", "B", 5.0)
+    assert not spec.offset_syncs_on_source and spec.offsets_topic == "mm2-offsets.A.internal"
+    assert spec.policy.format_remote_topic("A", "t") == "A_t"
+    assert (spec.thresholds.lag_max_ms, spec.thresholds.heartbeat_max_age_ms, spec.thresholds.lag_max_records) == (
+        1000, 20000, 5)
