@@ -410,10 +410,11 @@ class DistributedHerder(AbstractHerder):
                         self._status.on_task_deletion(ConnectorTaskId(name, status.task))
                 self._status.on_connector_deletion(name)
             else:
+                if name in self._snapshot.inconsistent:
+                    continue  # the previous generation still counts
                 kept = self._snapshot.task_count(name)
                 for status in self._status_store.get_all(name):
-                    dropped = status.task is not None and status.task >= kept
-                    if dropped and status.task is not None and name not in self._snapshot.inconsistent:
+                    if status.task is not None and status.task >= kept:
                         self._status.on_task_deletion(ConnectorTaskId(name, status.task))
 
     # ===================================================================== task reconfiguration ===
