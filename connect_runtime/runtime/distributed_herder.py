@@ -23,8 +23,6 @@ Config values are never logged: they may hold secrets or ``${provider:...}`` pla
 from __future__ import annotations
 
 import concurrent.futures
-import heapq
-import itertools
 import logging
 import threading
 import time
@@ -53,6 +51,7 @@ from connect_runtime.runtime.herder import (
     WorkerHealth,
 )
 from connect_runtime.runtime.herder_support import (
+    ReconfigurationSchedule,
     WorkerRuntime,
     check_offsets_with_connector,
     forward_task_configs,
@@ -118,9 +117,7 @@ class DistributedHerder(AbstractHerder):
         self._connector_states: dict[str, str] = {}
         self._running_tasks: dict[ConnectorTaskId, Mapping[str, str]] = {}
         self._task_states: dict[ConnectorTaskId, str] = {}
-        self._scheduled: list[tuple[float, int, str]] = []  # (due, seq, connector) reconfigurations
-        self._backoff: dict[str, float] = {}
-        self._seq = itertools.count()
+        self._reconfigurations = ReconfigurationSchedule(_RECONFIGURE_BACKOFF_INITIAL_S, _RECONFIGURE_BACKOFF_MAX_S)
 
     # ================================================================================ lifecycle ===
     def start(self) -> None:
@@ -258,8 +255,9 @@ class DistributedHerder(AbstractHerder):
             if self._stopping or self._requests or self._config_changed or self._restart_requests:
                 return
             timeout = _IDLE_WAIT_S
-            if self._scheduled:
-                timeout = max(0.0, min(timeout, self._scheduled[0][0] - time.monotonic()))
+            next_due = self._reconfigurations.seconds_to_next()
+            if next_due is not None:
+                timeout = min(timeout, next_due)
             self._wake.wait(timeout)
 
     def _run_requests(self) -> None:
@@ -360,7 +358,7 @@ class DistributedHerder(AbstractHerder):
         logger.info("Stopping connector %s", name)
         self._running_connectors.pop(name, None)
         self._connector_states.pop(name, None)
-        self._backoff.pop(name, None)
+        self._reconfigurations.succeeded(name)
         try:
             self._worker.stop_connector(name)
         except Exception:
@@ -426,16 +424,10 @@ class DistributedHerder(AbstractHerder):
         self._membership.wakeup()
 
     def _schedule_reconfiguration(self, name: str, delay_s: float) -> None:
-        with self._wake:
-            heapq.heappush(self._scheduled, (time.monotonic() + delay_s, next(self._seq), name))
+        self._reconfigurations.schedule(name, delay_s)
 
     def _run_due_reconfigurations(self) -> None:
-        now = time.monotonic()
-        due: list[str] = []
-        with self._wake:
-            while self._scheduled and self._scheduled[0][0] <= now:
-                due.append(heapq.heappop(self._scheduled)[2])
-        for name in dict.fromkeys(due):
+        for name in self._reconfigurations.due():
             self._reconfigure(name)
 
     def _reconfigure(self, name: str) -> None:
@@ -452,15 +444,12 @@ class DistributedHerder(AbstractHerder):
         try:
             configs = self._worker.connector_task_configs(name, validation.max_tasks(config))
         except Exception as exc:
-            previous = self._backoff.get(name, _RECONFIGURE_BACKOFF_INITIAL_S / 2)
-            delay = min(previous * 2, _RECONFIGURE_BACKOFF_MAX_S)
-            self._backoff[name] = delay
+            delay = self._reconfigurations.retry_later(name)
             level = logging.INFO if isinstance(exc, RetriableError) else logging.ERROR
             logger.log(level, "Connector %s: computing task configs failed (%s: %s); retrying in %.2fs", name,
                        type(exc).__name__, exc, delay)
-            self._schedule_reconfiguration(name, delay)
             return
-        self._backoff.pop(name, None)
+        self._reconfigurations.succeeded(name)
         current = [dict(c) for c in self._snapshot.task_config_list(name)]
         if configs == current and name not in self._snapshot.inconsistent and (
                 self._snapshot.task_count(name) == len(configs)):

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import heapq
 import hmac
+import itertools
 import json
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import quote
@@ -137,3 +141,45 @@ def forward_task_configs(leader_url: str, connector: str, configs: Sequence[Mapp
     if response.status_code >= 400:
         raise ConnectError(f"The leader at {leader_url} refused the task configs of {connector}: "
                            f"HTTP {response.status_code}")
+
+
+class ReconfigurationSchedule:
+    """When to recompute which connector's task configs: a thread-safe timer heap plus per-connector
+    exponential backoff (Java's ``reconfigureConnectorTasksWithExponentialBackoffRetries``)."""
+
+    def __init__(self, initial_backoff_s: float = 0.25, max_backoff_s: float = 60.0) -> None:
+        self._lock = threading.Lock()
+        self._heap: list[tuple[float, int, str]] = []
+        self._seq = itertools.count()
+        self._backoff: dict[str, float] = {}
+        self._initial_s = initial_backoff_s
+        self._max_s = max_backoff_s
+
+    def schedule(self, name: str, delay_s: float = 0.0) -> None:
+        with self._lock:
+            heapq.heappush(self._heap, (time.monotonic() + delay_s, next(self._seq), name))
+
+    def due(self) -> list[str]:
+        """Connectors whose time has come, each once, in due order."""
+        now = time.monotonic()
+        names: list[str] = []
+        with self._lock:
+            while self._heap and self._heap[0][0] <= now:
+                names.append(heapq.heappop(self._heap)[2])
+        return list(dict.fromkeys(names))
+
+    def seconds_to_next(self) -> float | None:
+        with self._lock:
+            return None if not self._heap else max(0.0, self._heap[0][0] - time.monotonic())
+
+    def retry_later(self, name: str) -> float:
+        """Schedule a retry after a doubled backoff; returns the delay."""
+        with self._lock:
+            delay = min(self._backoff.get(name, self._initial_s / 2) * 2, self._max_s)
+            self._backoff[name] = delay
+        self.schedule(name, delay)
+        return delay
+
+    def succeeded(self, name: str) -> None:
+        with self._lock:
+            self._backoff.pop(name, None)
