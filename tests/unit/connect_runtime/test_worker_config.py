@@ -73,3 +73,12 @@ def test_cli_bad_config_is_one_line_naming_file_and_key(tmp_path: Path,
     assert err.startswith(f"error: {path}:5: ") and "offset.storage.partitions" in err and "\n" not in err
     assert main([str(tmp_path / "missing.properties")]) == 2
     assert "file not found" in capsys.readouterr().err
+
+
+def test_the_example_worker_properties_is_valid() -> None:
+    from connect_runtime.cli.connect_distributed import load_worker_config
+
+    example = Path(__file__).resolve().parents[3] / "etc" / "connect-distributed.properties"
+    config, providers = load_worker_config(str(example))
+    assert config.group_id == "connect-cluster" and providers == {}
+    assert config[wc.CONFIG_TOPIC] == "connect-configs" and config.listeners == [wc.Listener("http", "", 8083)]
