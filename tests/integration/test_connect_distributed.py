@@ -373,3 +373,19 @@ def test_signed_task_configs_from_a_follower_are_applied(worker_factory: Any, cl
     assert [t["config"]["task.id"] for t in worker.rest("GET", path).json()] == ["7"]
     # The task was restarted with the new config: it now writes as task 7.
     wait_until(lambda: 7 in worker.offsets(), 30, "task 7 committing offsets")
+
+
+def test_config_provider_placeholders_resolve_at_start_and_are_stored_as_given(
+        worker_factory: Any, cluster_a: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    topic = create_topic(cluster_a.bootstrap, unique("cd-provided"), partitions=1)
+    monkeypatch.setenv("CD_TEST_BOOTSTRAP", cluster_a.bootstrap)  # inherited by the worker process
+    monkeypatch.setenv("CD_TEST_TOPIC", topic)
+    worker = worker_factory(**{
+        "bootstrap.servers": "${env:CD_TEST_BOOTSTRAP}", "config.providers": "env",
+        "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider"}).start()
+    config = sequence_config("${env:CD_TEST_TOPIC}", 1, **{"records.per.second": "50"})
+    assert worker.rest("PUT", f"/connectors/{CONNECTOR}/config", json=config).status_code == 201
+    wait_for_records(cluster_a.bootstrap, topic, 20)  # the task wrote to the resolved topic
+    # REST returns the config as stored, placeholder included (as Java does), so no secret leaks.
+    assert worker.rest("GET", f"/connectors/{CONNECTOR}/config").json()["topic"] == "${env:CD_TEST_TOPIC}"
+    assert topic not in worker.log()  # resolved values (possibly secrets) never reach the log
