@@ -219,6 +219,12 @@ class DistributedHerder(AbstractHerder):
             self._restart_requests.append(request)
         self._poke()
 
+    def wakeup(self) -> None:
+        """Make the tick thread run a tick now (thread-safe): e.g. the group membership's ``notify``
+        when a rebalance completed on its IO thread."""
+        with self._wake:
+            self._wake.notify_all()
+
     def _poke(self) -> None:
         with self._wake:
             self._config_changed = True
