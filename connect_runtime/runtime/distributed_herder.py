@@ -103,6 +103,7 @@ class DistributedHerder(AbstractHerder):
         self._wake = threading.Condition()
         self._requests: list[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] = []
         self._config_changed = True
+        self._woken = False
         self._restart_requests: list[RestartRequest] = []
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -223,6 +224,7 @@ class DistributedHerder(AbstractHerder):
         """Make the tick thread run a tick now (thread-safe): e.g. the group membership's ``notify``
         when a rebalance completed on its IO thread."""
         with self._wake:
+            self._woken = True
             self._wake.notify_all()
 
     def _poke(self) -> None:
@@ -258,7 +260,8 @@ class DistributedHerder(AbstractHerder):
 
     def _idle(self) -> None:
         with self._wake:
-            if self._stopping or self._requests or self._config_changed or self._restart_requests:
+            woken, self._woken = self._woken, False
+            if woken or self._stopping or self._requests or self._config_changed or self._restart_requests:
                 return
             timeout = _IDLE_WAIT_S
             next_due = self._reconfigurations.seconds_to_next()
