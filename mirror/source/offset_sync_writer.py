@@ -75,23 +75,28 @@ class OffsetSyncWriter:
         self._states: dict[TopicPartition, PartitionState] = {}
         # Insertion-ordered like Java's LinkedHashMap: re-putting a key keeps its place in the queue.
         self._pending: dict[TopicPartition, OffsetSync] = {}
-        self._delayed: dict[TopicPartition, OffsetSync] = {}
+        # (upstream, downstream) only: this is replaced on almost every record, so the OffsetSync is built
+        # when the entry is promoted or read, not per record.
+        self._delayed: dict[TopicPartition, tuple[int, int]] = {}
         self._lock = threading.Lock()
 
     def update(self, tp: TopicPartition, upstream: int, downstream: int) -> bool:
-        """Queue the sync for a record acknowledged by the target; True if it went to *pending*."""
-        tp = TopicPartition(*tp)
-        sync = OffsetSync(tp, upstream, downstream)
+        """Queue the sync for a record acknowledged by the target; True if it went to *pending*.
+
+        Called once per replicated record, so it allocates nothing unless a sync fires.
+        """
+        if type(tp) is not TopicPartition:
+            tp = TopicPartition(*tp)
         with self._lock:
             state = self._states.get(tp)
             if state is None:
                 state = self._states[tp] = PartitionState(self.max_offset_lag)
             if state.update(upstream, downstream):
                 self._delayed.pop(tp, None)
-                self._pending[tp] = sync
+                self._pending[tp] = OffsetSync(tp, upstream, downstream)
                 state.reset()
                 return True
-            self._delayed[tp] = sync
+            self._delayed[tp] = (upstream, downstream)
             return False
 
     def take_pending(self, limit: int | None = None) -> list[OffsetSync]:
@@ -108,7 +113,7 @@ class OffsetSyncWriter:
     def promote_delayed(self) -> None:
         """On task commit: every delayed sync becomes pending (the idle-partition flush of KAFKA-15906)."""
         with self._lock:
-            self._pending.update(self._delayed)
+            self._pending.update({tp: OffsetSync(tp, u, d) for tp, (u, d) in self._delayed.items()})
             self._delayed.clear()
 
     def forget(self, tp: TopicPartition) -> None:
@@ -129,7 +134,7 @@ class OffsetSyncWriter:
     def delayed(self) -> dict[TopicPartition, OffsetSync]:
         """A snapshot of the delayed syncs (for metrics and tests)."""
         with self._lock:
-            return dict(self._delayed)
+            return {tp: OffsetSync(tp, u, d) for tp, (u, d) in self._delayed.items()}
 
     def partition_state(self, tp: TopicPartition) -> PartitionState | None:
         """The emission state of ``tp``, if it has replicated anything yet."""

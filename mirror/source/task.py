@@ -88,6 +88,7 @@ class MirrorSourceTask(SourceTask):
         self._poll_timeout_s = 1.0
         self._max_records = MAX_POLL_RECORDS_DEFAULT
         self._label = ""
+        self._partition_maps: dict[tuple[str, int], dict[str, Any]] = {}
         self._done_ends: dict[tuple[str, int], int] = {}
         self._events: MarkerLog | None = None
         self._instance = ""
@@ -212,11 +213,16 @@ class MirrorSourceTask(SourceTask):
         remote = self._remote.get(topic)
         if remote is None:  # not expected: only assigned partitions are consumed
             remote = self._remote[topic] = topic
+        # One partition map per source partition, shared by its records: the runtime then recognises
+        # the partition by identity instead of hashing a new map per record. Nobody mutates it.
+        source_partition = self._partition_maps.get((topic, partition))
+        if source_partition is None:
+            source_partition = self._partition_maps[(topic, partition)] = wrap_partition(
+                self._source, topic, partition)
         return SourceRecord(
             topic=remote, partition=partition, key=message.key(), value=message.value(),
             headers=headers, timestamp=None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts,
-            source_partition=wrap_partition(self._source, topic, partition),
-            source_offset=wrap_offset(offset))
+            source_partition=source_partition, source_offset=wrap_offset(offset))
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         if metadata is None:
