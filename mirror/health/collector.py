@@ -86,6 +86,10 @@ class HealthMonitor:
             started = time.monotonic()
             try:
                 self.refresh()
+                # between passes, watch the replicated heartbeats closely: latency to ~0.2 s
+                remaining = self.interval_s - (time.monotonic() - started)
+                if remaining > 0.3:
+                    self._probe.watch_latency(remaining - 0.1, stop=self._stop.is_set)
             except Exception:  # one bad pass must not end monitoring
                 logger.warning("health probe pass failed", exc_info=True)
             self._stop.wait(max(0.1, self.interval_s - (time.monotonic() - started)))

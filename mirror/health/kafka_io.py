@@ -130,6 +130,7 @@ class ClusterIO:
         assignment = [KafkaTopicPartition(t, p, o if o >= 0 else OFFSET_BEGINNING) for (t, p), o in positions.items()]
         consumer.assign(assignment)
         result: dict[TP, PartitionProbe] = {}
+        paused: list[KafkaTopicPartition] = []
         deadline = time.monotonic() + timeout_s
         try:
             while len(result) < len(positions) and (remaining := deadline - time.monotonic()) > 0:
@@ -150,7 +151,10 @@ class ClusterIO:
                 offset = msg.offset() or 0
                 result[key] = PartitionProbe(max(high, offset + 1), offset, _timestamp(msg))
                 consumer.pause([KafkaTopicPartition(*key)])  # one record is all we need
+                paused.append(KafkaTopicPartition(*key))
         finally:
+            if paused:  # librdkafka keeps a partition paused across unassign/assign: undo it
+                consumer.resume(paused)
             consumer.unassign()
         return result
 

@@ -10,7 +10,8 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
   bounded by the read time, so ``read time - heartbeat timestamp`` of the newest new record is an upper
   bound of the latency from emit on A to visibility on B; its resolution is the time since the
   previous read (samples with a resolution above :data:`LATENCY_RESOLUTION_S` are dropped). The first
-  read only sets the baseline. ``mirror status`` watches for a short window to get a sample.
+  read only sets the baseline. :meth:`HealthProbe.watch_latency` reads every 0.2 s for a short window
+  to get samples (``mirror status`` once; the monitor between its passes). The last sample is kept.
 * **Lag per remote partition**: ``source end offset - replicated offset`` where the replicated offset
   (next upstream offset to copy) is the larger of (1) the flow's Connect offsets topic
   (``mm2-offsets.A.internal`` on B: last replicated upstream offset + 1; it trails by up to
@@ -68,7 +69,7 @@ from mirror.maker.config import (
 logger = logging.getLogger(__name__)
 
 #: Latency samples whose arrival time is known less precisely than this are dropped.
-LATENCY_RESOLUTION_S = 2.5
+LATENCY_RESOLUTION_S = 0.5
 DEFAULT_TIMEOUT_S = 10.0
 
 
@@ -142,6 +143,7 @@ class _FlowState:
     newest_replicated_ms: int | None = None
     newest_emitted_ms: int | None = None
     latency_s: float | None = None
+    latency_sampled: int = 0
     #: (group, remote topic, partition) -> (upstream offset, downstream offset, record timestamp ms)
     checkpoints: dict[tuple[str, str, int], tuple[int, int, int | None]] = field(default_factory=dict)
     #: (source topic, partition) -> last replicated upstream offset, from the Connect offsets topic
@@ -185,27 +187,34 @@ class HealthProbe:
         flows = [self._check_flow(spec) for spec in self.specs]
         return HealthReport(self._clock(), flows)
 
-    def watch_latency(self, window_s: float, interval_s: float = 0.2) -> None:
-        """Read only the replicated heartbeats, quickly, until each flow got a latency sample or time is up."""
+    def watch_latency(self, window_s: float, interval_s: float = 0.2,
+                      stop: Callable[[], bool] | None = None) -> None:
+        """Read only the replicated heartbeats, every ``interval_s``, until each flow got a fresh latency
+        sample, ``window_s`` passed or ``stop()`` is true. Unreachable targets are skipped (check() reports them)."""
         deadline = time.monotonic() + window_s
         waiting = {s.name for s in self.specs}
         for spec in self.specs:  # the first read of a flow is the baseline
             if not self._state[spec.name].primed:
-                self._read_target(spec, heartbeats_only=True)
-                self._state[spec.name].primed = True
-        while waiting and time.monotonic() < deadline:
-            time.sleep(interval_s)
+                self._watch_once(spec, waiting, baseline=True)
+        while waiting and time.monotonic() < deadline and not (stop is not None and stop()):
+            time.sleep(min(interval_s, max(0.0, deadline - time.monotonic())))
             for spec in self.specs:
-                if spec.name not in waiting:
-                    continue
-                state = self._state[spec.name]
-                before = state.latency_s
-                state.latency_s = None
-                self._read_target(spec, heartbeats_only=True)
-                if state.latency_s is not None:
-                    waiting.discard(spec.name)
-                else:
-                    state.latency_s = before
+                if spec.name in waiting:
+                    self._watch_once(spec, waiting, baseline=False)
+
+    def _watch_once(self, spec: FlowSpec, waiting: set[str], baseline: bool) -> None:
+        state = self._state[spec.name]
+        sampled = state.latency_sampled
+        try:
+            self._read_target(spec, heartbeats_only=True)
+        except KafkaException as exc:
+            logger.debug("%s: heartbeat read failed: %s", spec.name, exc)
+            waiting.discard(spec.name)
+            return
+        if baseline:
+            state.primed = True
+        elif state.latency_sampled != sampled:
+            waiting.discard(spec.name)
 
     # ---- one flow ----
 
@@ -290,6 +299,7 @@ class HealthProbe:
             previous = state.last_heartbeat_read
             if state.primed and previous is not None and read_at - previous <= LATENCY_RESOLUTION_S:
                 state.latency_s = max(0.0, read_at - newest_new / 1000)
+                state.latency_sampled += 1
             state.newest_replicated_ms = max(state.newest_replicated_ms or newest_new, newest_new)
         state.last_heartbeat_read = read_at
         return topics

@@ -128,6 +128,9 @@ class _FakeProbe:
     def check(self) -> HealthReport:
         return self.report
 
+    def watch_latency(self, window_s: float, interval_s: float = 0.2, stop: Any = None) -> None:
+        pass
+
     def close(self) -> None:
         self.closed = True
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import StarletteDeprecationWarning
@@ -24,6 +25,9 @@ class _Probe:
 
     def check(self) -> HealthReport:
         return self.report
+
+    def watch_latency(self, window_s: float, interval_s: float = 0.2, stop: Any = None) -> None:
+        pass
 
     def close(self) -> None:
         pass
