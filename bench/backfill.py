@@ -8,7 +8,7 @@ topics):
   WorkerSourceTask (``connect_runtime.testing.harness.run_source_task``), timed from the tasks' start
   until the target acknowledged every record;
 * ``backfill``: ``mirror.backfill.command.run_backfill`` on ``--master`` (default ``local[2]``), timed end
-  to end (plan, claim, Spark start, copy, handover), and its Spark job alone.
+  to end (plan, claim, Spark start, copy, handover), and its copy phase alone (the Spark jobs).
 
 Usage::
 
@@ -37,8 +37,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connect_runtime.testing.harness import run_source_task
-from mirror.backfill.command import BackfillOptions, run_backfill, spark_job
-from mirror.backfill.copier import ChunkResult, ChunkSpec
+from mirror.backfill.command import BackfillOptions, run_backfill
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 
@@ -113,22 +112,18 @@ def run_streaming(source: str, target: str, topic: str, records: int, tasks: int
 def run_bulk(source: str, target: str, topic: str, records: int, master: str, batch: int) -> dict[str, Any]:
     alias = f"bulk{uuid.uuid4().hex[:6]}"
     options = BackfillOptions(alias, "bench-target", master=master, batch_records=batch, progress=False)
-    job_seconds: list[float] = []
-
-    def timed_job(plan: list[list[ChunkSpec]]) -> list[ChunkResult]:
-        began = time.monotonic()
-        results = spark_job(options, plan)
-        job_seconds.append(time.monotonic() - began)
-        return results
-
     worker = {"offset.storage.topic": f"mm2-offsets.{alias}.internal", "offset.storage.replication.factor": "1"}
     began = time.monotonic()
-    summary = run_backfill(connector_props(alias, source, target, topic), worker, options, run_job=timed_job)
+    summary = run_backfill(connector_props(alias, source, target, topic), worker, options)
     seconds = time.monotonic() - began
     assert summary.copied == records, f"backfill copied {summary.copied} of {records}"
     copy_seconds = max(r.seconds for r in summary.results)
+    first = min(r.started_at for r in summary.results)
+    for r in sorted(summary.results, key=lambda r: r.started_at):
+        logging.info("chunk %s-%d: +%.2fs for %.2fs on %s (%d records)", r.topic, r.partition, r.started_at - first,
+                     r.seconds, r.worker, r.copied)
     return {"records": records, "seconds": round(seconds, 2), "rate": round(records / seconds),
-            "job_seconds": round(job_seconds[0], 2), "job_rate": round(records / job_seconds[0]),
+            "job_seconds": round(summary.copy_seconds, 2), "job_rate": round(records / summary.copy_seconds),
             "slowest_task_seconds": round(copy_seconds, 2), "tasks": len(summary.results), "master": master}
 
 
@@ -141,11 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--batch-records", type=int, default=50_000)
     parser.add_argument("--quick", action="store_true", help="400,000 records (CI)")
+    parser.add_argument("-v", action="store_true", help="log the backfill's steps")
     parser.add_argument("--source")
     parser.add_argument("--target")
     args = parser.parse_args(argv)
     records = 400_000 if args.quick else args.records
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO if args.v else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with brokers(args) as (source, target):
         topic = f"backlog-{uuid.uuid4().hex[:8]}"
         fill_s = fill(source, topic, args.partitions, records, args.value_bytes)
@@ -153,12 +150,12 @@ def main(argv: list[str] | None = None) -> int:
               f"(written in {fill_s:.1f}s)", file=sys.stderr)
         bulk = run_bulk(source, target, topic, records, args.master, args.batch_records)
         print(f"backfill  ({args.master}): {bulk['rate']:,} records/s end to end ({bulk['seconds']}s); "
-              f"Spark job {bulk['job_rate']:,} records/s ({bulk['job_seconds']}s)", file=sys.stderr)
+              f"copy phase {bulk['job_rate']:,} records/s ({bulk['job_seconds']}s)", file=sys.stderr)
         stream = run_streaming(source, target, topic, records, args.tasks)
         print(f"streaming ({stream['tasks']} tasks): {stream['rate']:,} records/s ({stream['seconds']}s)",
               file=sys.stderr)
     ratio = bulk["rate"] / stream["rate"]
-    print(f"ratio backfill / streaming: {ratio:.2f}x end to end, {bulk['job_rate'] / stream['rate']:.2f}x Spark job",
+    print(f"ratio backfill / streaming: {ratio:.2f}x end to end, {bulk['job_rate'] / stream['rate']:.2f}x copy phase",
           file=sys.stderr)
     print(json.dumps({"records": records, "value_bytes": args.value_bytes, "partitions": args.partitions,
                       "backfill": bulk, "streaming": stream, "ratio": round(ratio, 2),

@@ -64,6 +64,8 @@ class BackfillSummary:
     results: list[ChunkResult]
     seconds: float
     truncated: list[PartitionRange]
+    #: The copy phase alone (the Spark job, after the context started).
+    copy_seconds: float = 0.0
 
     @property
     def copied(self) -> int:
@@ -174,6 +176,24 @@ def run_backfill(connector_props: dict[str, str], worker_props: dict[str, str], 
                  run_job: Callable[[list[list[ChunkSpec]]], list[ChunkResult]] | None = None) -> BackfillSummary:
     """The whole command (see :class:`Flow` for the two configs); ``run_job`` replaces the Spark job."""
     began = time.monotonic()
+    spark = None
+    if run_job is None:
+        from mirror.backfill.job import BackgroundSpark, run_waves
+
+        spark = BackgroundSpark(options.master, verbose=options.verbose, extra_conf=options.spark_conf)
+        started = spark
+
+        def run_job(plan: list[list[ChunkSpec]]) -> list[ChunkResult]:
+            return run_waves(started.context(), plan)
+    try:
+        return _run(connector_props, worker_props, options, run_job, began)
+    finally:
+        if spark is not None:
+            spark.close()
+
+
+def _run(connector_props: dict[str, str], worker_props: dict[str, str], options: BackfillOptions,
+         run_job: Callable[[list[list[ChunkSpec]]], list[ChunkResult]], began: float) -> BackfillSummary:
     flow = Flow(connector_props, worker_props)
     src = flow.source
     partitions = flow.select_and_create_topics(options.topics)
@@ -232,16 +252,17 @@ def run_backfill(connector_props: dict[str, str], worker_props: dict[str, str], 
                            options.batch_records) for c in wave]
                 for wave in waves(ranges, options.max_records_per_task)]
         tracked = {r.tp: Tracked(r.start, r.end) for r in ranges}
-        job = run_job or (lambda p: spark_job(options, p))
         with ProgressDisplay(flow.marker_log(), tracked, enabled=options.progress):
-            results = job(plan) if plan else []
+            copy_began = time.monotonic()
+            results = run_job(plan) if plan else []
+            copy_seconds = time.monotonic() - copy_began
         logger.info("copied %d records in %d Spark tasks", sum(r.copied for r in results), len(results))
         # 4. hand over every planned partition (also the empty ranges: they were claimed)
         hand_over(store, markers, flow.connector, src, {r.tp: (r.start, r.end) for r in ranges})
     finally:
         store.stop()
         markers.close()
-    return BackfillSummary(ranges, results, time.monotonic() - began, truncated)
+    return BackfillSummary(ranges, results, time.monotonic() - began, truncated, copy_seconds)
 
 
 def _short(values: dict[TopicPartitionT, Any], limit: int = 8) -> str:
@@ -252,11 +273,3 @@ def _short(values: dict[TopicPartitionT, Any], limit: int = 8) -> str:
 
 def _range_of(ranges: list[PartitionRange], topic: str, partition: int) -> PartitionRange:
     return next(r for r in ranges if r.topic == topic and r.partition == partition)
-
-
-def spark_job(options: BackfillOptions, plan: list[list[ChunkSpec]]) -> list[ChunkResult]:
-    """The default ``run_job``: the waves on a Spark context for ``options.master``."""
-    from mirror.backfill.job import run_waves, spark_context
-
-    with spark_context(options.master, verbose=options.verbose, extra_conf=options.spark_conf) as context:
-        return run_waves(context, plan)

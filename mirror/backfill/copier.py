@@ -80,6 +80,14 @@ class ChunkResult:
     seconds: float
     #: ``host:pid`` of the Python worker that ran the chunk.
     worker: str = ""
+    #: Wall-clock start of the chunk (epoch seconds), to see how Spark scheduled the chunks.
+    started_at: float = 0.0
+
+
+#: Fault injection for tests only: after this many records a chunk flushes them (so they land on the
+#: target without a progress marker, as when a process dies between two markers) and then hangs, so
+#: that a test can kill the command half-way deterministically. Unset in production.
+HANG_AFTER_ENV = "MIRROR_BACKFILL_TEST_HANG_AFTER"
 
 
 class CopyError(Exception):
@@ -121,13 +129,18 @@ def records_to_skip(next_remote: int, remote_end: int) -> int:
 
 def copy_chunk(spec: ChunkSpec) -> ChunkResult:
     """Copy ``[start, end)`` of one partition (resuming after recorded progress); the Spark task body."""
-    began = time.monotonic()
+    began, started_at = time.monotonic(), time.time()
+    # Created first: the idempotent producer gets its producer id while the marker topic is read.
+    errors: list[KafkaError] = []
+    producer = Producer({**_producer_config(spec), "delivery.report.only.error": True,
+                         "on_delivery": lambda error, _msg: errors.append(error)})
     markers = MarkerLog(spec.marker_topic, spec.target_consumer_config, spec.target_producer_config)
     state = markers.read_to_end()
     resume, next_remote = resume_point(spec, state.partitions.get((spec.topic, spec.partition)))
     if resume >= spec.end:
         markers.close()
-        return ChunkResult(spec.topic, spec.partition, spec.start, spec.end, 0, resume, 0.0, _worker())
+        producer.flush(0)
+        return ChunkResult(spec.topic, spec.partition, spec.start, spec.end, 0, resume, 0.0, _worker(), started_at)
     remote_tp = (spec.remote_topic, spec.partition)
     remote_end = snapshot_watermarks(spec.target_consumer_config, [remote_tp])[remote_tp][1]
     skip = records_to_skip(next_remote, remote_end)
@@ -138,10 +151,7 @@ def copy_chunk(spec: ChunkSpec) -> ChunkResult:
     writer = OffsetSyncWriter(spec.offset_lag_max)
     if spec.offset_syncs_topic:
         syncs = OffsetSyncProducer(spec.offset_syncs_topic, spec.offset_syncs_producer_config, writer)
-    errors: list[KafkaError] = []
     consumer = Consumer(_consumer_config(spec))
-    producer = Producer({**_producer_config(spec), "delivery.report.only.error": True,
-                         "on_delivery": lambda error, _msg: errors.append(error)})
     try:
         copied = _copy(spec, resume, skip, remote_end, consumer, producer, markers,
                        writer if syncs is not None else None, syncs, errors)
@@ -151,7 +161,7 @@ def copy_chunk(spec: ChunkSpec) -> ChunkResult:
             _last_syncs(syncs, writer)
         markers.close()
     return ChunkResult(spec.topic, spec.partition, spec.start, spec.end, copied, resume,
-                       time.monotonic() - began, _worker())
+                       time.monotonic() - began, _worker(), started_at)
 
 
 def _last_syncs(syncs: OffsetSyncProducer, writer: OffsetSyncWriter, timeout_s: float = 30.0) -> None:
@@ -186,8 +196,12 @@ def _copy(spec: ChunkSpec, resume: int, skip: int, base: int, consumer: Consumer
     produced = marked = 0
     last = resume - 1
     batch = max(1, spec.batch_records)
+    hang_after = int(os.environ.get(HANG_AFTER_ENV, "0") or 0)
     while last < end - 1:
-        messages = consumer.consume(min(10_000, batch), 1.0)
+        if hang_after and produced >= hang_after:
+            producer.flush(30.0)
+            time.sleep(3600)
+        messages = consumer.consume(min(10_000, batch, hang_after or batch), 1.0)
         if not messages:
             position = consumer.position([KafkaTopicPartition(topic, partition)])[0].offset
             if position >= end:  # the rest of the range holds no records (compaction, txn markers)

@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -79,6 +80,37 @@ def spark_context(master: str, *, app_name: str = "mirror-backfill", verbose: bo
         context.stop()
         if log_dir is not None:
             log_dir.cleanup()
+
+
+class BackgroundSpark:
+    """A Spark context started in a background thread, so the JVM starts while the backfill plans."""
+
+    def __init__(self, master: str, *, verbose: bool = False, extra_conf: dict[str, str] | None = None) -> None:
+        self._manager = spark_context(master, verbose=verbose, extra_conf=extra_conf)
+        self._context: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._start, name="spark-start", daemon=True)
+        self._thread.start()
+
+    def _start(self) -> None:
+        try:
+            self._context = self._manager.__enter__()
+        except BaseException as exc:  # reported by context()
+            self._error = exc
+
+    def context(self, timeout_s: float = 300.0) -> Any:
+        self._thread.join(timeout_s)
+        if self._error is not None:
+            raise self._error
+        if self._context is None:
+            raise TimeoutError(f"the Spark context did not start within {timeout_s:g}s")
+        return self._context
+
+    def close(self) -> None:
+        self._thread.join(300)
+        if self._context is not None:
+            self._context = None
+            self._manager.__exit__(None, None, None)
 
 
 def run_waves(context: Any, waves: Sequence[Sequence[ChunkSpec]],

@@ -41,9 +41,12 @@ class MarkerLog:
             "isolation.level": "read_uncommitted",
             # at the end of the topic the broker holds a fetch this long: reads here stop at the end
             "fetch.wait.max.ms": 10}
-        # idempotent: asynchronous progress markers must land in the order they were written
+        # Asynchronous progress markers must land in the order they were written: one request in flight
+        # (a retried marker may be written twice, which is harmless; an idempotent producer would be
+        # exact too but takes up to a second to get its producer id, per chunk).
         self._producer_config = None if producer_config is None else {
-            **producer_config, "allow.auto.create.topics": False, "linger.ms": 0, "enable.idempotence": True}
+            **producer_config, "allow.auto.create.topics": False, "linger.ms": 0, "enable.idempotence": False,
+            "max.in.flight.requests.per.connection": 1}
         self._producer: Producer | None = None
         self._errors: list[KafkaError] = []
 

@@ -25,8 +25,9 @@ def snapshot_watermarks(consumer_config: Mapping[str, Any], partitions: Iterable
         return {}
     consumer = Consumer({**consumer_config, "group.id": consumer_config.get("group.id", "mm2-backfill-plan"),
                          "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest",
-                         "allow.auto.create.topics": False, "queued.min.messages": 1,
-                         "fetch.max.bytes": 1_048_576, "max.partition.fetch.bytes": 65_536,
+                         "allow.auto.create.topics": False,
+                         # small fetch limits make brokers that return whole batches (Tansu) retry for
+                         # seconds; the defaults answer at once. At the end, do not wait for data.
                          "fetch.wait.max.ms": 10})
     try:
         # offset 0 + auto.offset.reset=earliest reaches the log start without a ListOffsets round trip
