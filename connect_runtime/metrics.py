@@ -114,6 +114,11 @@ class LabelledRegistries:
     def add(self, labels: dict[str, str], registry: CollectorRegistry) -> None:
         self._parts.append((dict(labels), registry))
 
+    def put(self, labels: dict[str, str], registry: CollectorRegistry) -> None:
+        """Add, replacing the registry previously added with the same labels (a rebuilt herder)."""
+        self._parts = [(lbl, reg) for lbl, reg in self._parts if lbl != labels]
+        self.add(labels, registry)
+
     def collect(self) -> Iterator[Metric]:
         merged: dict[str, Metric] = {}
         for labels, registry in self._parts:

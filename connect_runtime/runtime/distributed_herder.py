@@ -79,6 +79,10 @@ _RECONFIGURE_BACKOFF_MAX_S = 60.0
 _IDLE_WAIT_S = 1.0
 
 
+def _work_of(snapshot: ClusterConfigState) -> tuple[frozenset[str], frozenset[TaskKey]]:
+    return frozenset(snapshot.connectors()), frozenset(snapshot.all_tasks())
+
+
 class DistributedHerder(AbstractHerder):
     """A Connect cluster member; see the module docstring for the threading design."""
 
@@ -113,6 +117,8 @@ class DistributedHerder(AbstractHerder):
 
         # Tick-thread state.
         self._snapshot = ClusterConfigState()
+        #: Connectors and tasks as of the last rebalance request (what the group leader assigns).
+        self._group_work: tuple[frozenset[str], frozenset[TaskKey]] = (frozenset(), frozenset())
         self._assignment: Assignment | None = None
         self._running_connectors: dict[str, Mapping[str, str]] = {}
         self._connector_states: dict[str, str] = {}
@@ -151,6 +157,7 @@ class DistributedHerder(AbstractHerder):
         try:
             self._start_services()
             self._snapshot = self._config_store.snapshot()
+            self._group_work = _work_of(self._snapshot)
             self._apply_assignment(self._membership.join(self._snapshot, self._start_timeout_s))
             self._ready.set()
             logger.info("Herder %s started", self._worker_id)
@@ -241,9 +248,13 @@ class DistributedHerder(AbstractHerder):
         previous = self._snapshot
         if config_changed:
             self._snapshot = self._config_store.snapshot()
-            if (set(previous.connectors()), set(previous.all_tasks())) != (
-                    set(self._snapshot.connectors()), set(self._snapshot.all_tasks())):
-                self._membership.request_rebalance()
+        # Compared with the work the group last saw, not with the previous tick's snapshot: request
+        # handlers refresh the snapshot themselves (e.g. a leader writing connector configs), and such
+        # a change must still reach the group, or a Kafka group member never reassigns.
+        work = _work_of(self._snapshot)
+        if work != self._group_work:
+            self._group_work = work
+            self._membership.request_rebalance()
         assignment = self._membership.poll(self._snapshot, 0.0)
         if assignment is not None:
             self._apply_assignment(assignment)

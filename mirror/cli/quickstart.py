@@ -32,6 +32,7 @@ T = TypeVar("T")
 TOPIC = "orders"
 GROUP = "billing"
 PARTITIONS = 3
+LAG_MAX = 10  # offset.lag.max in the generated mm2.properties
 
 
 def add_parser(subparsers: Any) -> None:
@@ -51,22 +52,28 @@ def _say(message: str) -> None:
 
 def _wait(what: str, predicate: Callable[[], T | None], timeout_s: float, driver: subprocess.Popen[bytes],
           log: Path) -> T:
-    """Poll ``predicate`` with a one-line live progress display; fail clearly if the driver died."""
+    """Poll ``predicate`` with live progress (a spinner on a terminal, a line every 10 s otherwise)."""
     start = time.monotonic()
+    tty = sys.stdout.isatty()
     spinner = "|/-\\"
-    i = 0
+    ticks = 0
+    last_line = start
     while True:
         result = predicate()
         elapsed = time.monotonic() - start
         if result:
-            print(f"\r  [ok] {what} ({elapsed:.1f}s)" + " " * 10, flush=True)
+            print(("\r" if tty else "") + f"  [ok] {what} ({elapsed:.1f}s)" + (" " * 10 if tty else ""), flush=True)
             return result
         if driver.poll() is not None:
             raise RuntimeError(f"connect-mirror-maker exited with code {driver.returncode}; see {log}")
         if elapsed > timeout_s:
             raise RuntimeError(f"timed out after {timeout_s:.0f}s waiting for: {what}; see {log}")
-        print(f"\r  [{spinner[i % 4]}] {what} ({elapsed:.0f}s)", end="", flush=True)
-        i += 1
+        if tty:
+            print(f"\r  [{spinner[ticks % 4]}] {what} ({elapsed:.0f}s)", end="", flush=True)
+        elif time.monotonic() - last_line >= 10:
+            print(f"  ... {what} ({elapsed:.0f}s)", flush=True)
+            last_line = time.monotonic()
+        ticks += 1
         time.sleep(0.25)
 
 
@@ -76,6 +83,9 @@ def _properties(a: str, b: str) -> str:
 clusters = A, B
 A.bootstrap.servers = {a}
 B.bootstrap.servers = {b}
+
+# The REST API (and /metrics, /ui) on a free loopback port.
+listeners = http://127.0.0.1:0
 
 A->B.enabled = true
 A->B.topics = {TOPIC}
@@ -97,14 +107,19 @@ refresh.topics.interval.seconds = 5
 refresh.groups.interval.seconds = 5
 sync.group.offsets.enabled = true
 sync.group.offsets.interval.seconds = 1
-offset.lag.max = 10
+offset.lag.max = {LAG_MAX}
 A.offset.flush.interval.ms = 1000
 B.offset.flush.interval.ms = 1000
+# The embedded test broker holds every group join for half the session timeout: keep it short.
+A.session.timeout.ms = 6000
+B.session.timeout.ms = 6000
+A.heartbeat.interval.ms = 1000
+B.heartbeat.interval.ms = 1000
 """
 
 
 def _seed_source(bootstrap: str, records: int) -> dict[int, int]:
-    """Create the demo topic with data and commit a consumer group two thirds of the way in."""
+    """Create the demo topic with data and a consumer group that has read all of it (a caught-up app)."""
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient
     from confluent_kafka.cimpl import NewTopic
@@ -122,7 +137,7 @@ def _seed_source(bootstrap: str, records: int) -> dict[int, int]:
             producer.poll(0)
     if producer.flush(30) != 0:
         raise RuntimeError("could not write the demo records to cluster A")
-    committed = {p: (2 * n) // 3 for p, n in per_partition.items()}
+    committed = dict(per_partition)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
     try:
         consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in committed.items()], asynchronous=False)
@@ -160,6 +175,18 @@ def _count(bootstrap: str, topic: str) -> int:
     finally:
         consumer.close()
     return count
+
+
+def _settled(translated: dict[Any, Any], committed: dict[int, int]) -> dict[Any, Any] | None:
+    """The translation once every partition has one within ``offset.lag.max`` of the group's position.
+
+    Translation is conservative by design (never ahead of what was replicated): the first checkpoints
+    may point further back, and move forward as offset syncs arrive.
+    """
+    if len(translated) < len(committed):
+        return None
+    close = all(offset[0] >= committed[tp[1]] - LAG_MAX for tp, offset in translated.items())
+    return translated if close else None
 
 
 def _newest_heartbeat(bootstrap: str) -> Any:
@@ -236,8 +263,7 @@ def run(args: argparse.Namespace) -> int:
                               args.timeout, driver, log)
             client = MirrorClient({"bootstrap.servers": b.bootstrap_servers})
             translated = _wait(f"group '{GROUP}' translated onto B for all partitions",
-                               lambda: (lambda r: r if len(r) == PARTITIONS else None)(
-                                   client.remote_consumer_offsets(GROUP, "A", 5.0)),
+                               lambda: _settled(client.remote_consumer_offsets(GROUP, "A", 5.0), committed),
                                args.timeout, driver, log)
             upstream = client.upstream_clusters()
             _summary(remote, _count(b.bootstrap_servers, remote), heartbeat, committed, translated, upstream)

@@ -1,0 +1,90 @@
+"""Assembling one Connect cluster member: stores, Worker, membership and herder, from a worker config.
+
+``connect-distributed`` assembles one member per process; the MM2 driver assembles one per
+source->target pair, all in one process, sharing the plugin registry and the REST server. Both use
+:func:`build_herder` so that the wiring (which store reads which topic with which client settings,
+how the worker id and generations are chosen) exists once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from connect_runtime.api.config_provider import ConfigProvider, resolve
+from connect_runtime.clients.admin import TopicAdmin
+from connect_runtime.metrics import ConnectMetrics
+from connect_runtime.runtime import worker_config as wc
+from connect_runtime.runtime.distributed_herder import DistributedHerder
+from connect_runtime.runtime.membership import GroupMembership
+from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.status_writer import StatusWriter
+from connect_runtime.runtime.worker import Worker
+from connect_runtime.storage.config_store import KafkaConfigStore
+from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore
+from connect_runtime.storage.status_store import KafkaStatusStore
+
+logger = logging.getLogger(__name__)
+
+#: Builds the group membership once the status store exists (SoleMember needs its generation floor).
+MembershipFactory = Callable[[wc.DistributedWorkerConfig, str, KafkaStatusStore], GroupMembership]
+
+
+def kafka_membership(config: wc.DistributedWorkerConfig, advertised_url: str,
+                     _status_store: KafkaStatusStore) -> GroupMembership:
+    """Membership through Kafka's group coordinator for ``group.id`` (several workers share the work)."""
+    from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
+
+    return KafkaGroupMembership.from_worker_config(config, advertised_url)
+
+
+def kafka_cluster_id(config: wc.DistributedWorkerConfig) -> str | None:
+    """The target cluster's id for ``GET /``; informational, so a failure is only logged."""
+    try:
+        admin = TopicAdmin(config.admin_config("cluster-id"))
+        return str(admin.client.describe_cluster(request_timeout=10).result(timeout=15).cluster_id)
+    except Exception as exc:
+        logger.warning("Could not look up the Kafka cluster id: %s", exc)
+        return None
+
+
+def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertised_url: str, plugins: Plugins,
+                 registry: CollectorRegistry, providers: Mapping[str, ConfigProvider],
+                 membership: MembershipFactory = kafka_membership,
+                 herder_class: type[DistributedHerder] = DistributedHerder, log_flow: str | None = None,
+                 cluster_id: str | None = None, start_timeout_s: float = 120.0,
+                 **herder_kwargs: Any) -> DistributedHerder:
+    """One cluster member, not started: call ``start()`` on the result.
+
+    Metrics of the worker and of its tasks go to ``registry``; ``log_flow`` names the member in every
+    log line of its task threads (the MM2 driver passes ``A->B``).
+    """
+
+    def clients(suffix: str) -> dict[str, Any]:
+        return {"producer_config": config.producer_config(suffix),
+                "consumer_config": config.consumer_config(suffix),
+                "admin_config": config.admin_config(suffix)}
+
+    status_store = KafkaStatusStore(config[wc.STATUS_TOPIC], partitions=config[wc.STATUS_PARTITIONS],
+                                    replication_factor=config[wc.STATUS_RF], **clients("statuses"))
+    config_store = KafkaConfigStore(config[wc.CONFIG_TOPIC], replication_factor=config[wc.CONFIG_RF],
+                                    **clients("configs"))
+    offset_store = KafkaOffsetStore(config[wc.OFFSET_TOPIC], partitions=config[wc.OFFSET_PARTITIONS],
+                                    replication_factor=config[wc.OFFSET_RF], **clients("offsets"))
+    status_writer = StatusWriter(status_store, worker_id)
+    worker = Worker(worker_id, offset_store, plugins, ConnectMetrics.create(registry), status_writer,
+                    config.producer_config(), offset_flush_interval_ms=config[wc.OFFSET_FLUSH_INTERVAL_MS],
+                    task_shutdown_timeout_ms=config[wc.TASK_SHUTDOWN_TIMEOUT_MS],
+                    config_transformer=lambda c: resolve(c, providers),
+                    offset_flush_timeout_ms=config[wc.OFFSET_FLUSH_TIMEOUT_MS], metrics_registry=registry,
+                    log_flow=log_flow)
+    return herder_class(
+        worker_id=worker_id, worker=worker, plugins=plugins, config_store=config_store,
+        status_store=status_store, offset_store=offset_store,
+        membership=membership(config, advertised_url, status_store), status_writer=status_writer,
+        kafka_cluster_id=cluster_id, request_timeout_s=config[wc.REST_REQUEST_TIMEOUT_MS] / 1000,
+        task_shutdown_timeout_s=config[wc.TASK_SHUTDOWN_TIMEOUT_MS] / 1000, start_timeout_s=start_timeout_s,
+        **herder_kwargs)

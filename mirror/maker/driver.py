@@ -1,0 +1,345 @@
+"""The MM2 driver: one distributed herder per source->target pair, on one shared runtime in the process.
+
+What ``connect-mirror-maker mm2.properties [--clusters B ...]`` runs (Kafka's ``MirrorMaker.java`` and
+``MirrorHerder.java``):
+
+* For each herder pair of :meth:`MirrorMakerConfig.herder_pairs` (the target clusters named by
+  ``--clusters``, all without it, including the heartbeat-only reverse pairs of reference §2.2) one
+  :class:`MirrorHerder`: a Connect cluster member of group ``<src>-mm2`` on the *target* cluster, with
+  its own config/offset/status topics (``mm2-*.<src>.internal``). Several processes started with the
+  same file share each pair's connectors and tasks through Kafka's group coordinator.
+* Shared by all herders of the process: one plugin registry, one REST server (each herder's Connect
+  API under ``/<src>/<tgt>/``, forwarding between nodes included, KIP-710 in spirit), one ``/metrics``
+  (each herder's metrics labelled ``source``/``target``), the health monitor and the status page
+  (``/ui``).
+* A herder whose leader role is newly acquired writes the three MM2 connector configs
+  (Source, Heartbeat, Checkpoint, in Java's order) when they differ from what is stored, so the
+  leader's file wins, as in Java (reference §2.3).
+* A herder that cannot reach its cluster is rebuilt with exponential backoff (1 s up to 60 s) by its
+  :class:`HerderSlot`; its REST namespace answers 503/409 meanwhile and ``/health`` says why; the other
+  herders are not disturbed.
+
+Differences from Java MM2, on purpose: the public Connect REST API is served (namespaced), not only the
+internal endpoints; worker ids are ``<host>:<port>`` of the node's REST server (Java uses the flow name,
+so its statuses cannot tell nodes apart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+from urllib.parse import urlsplit
+
+from prometheus_client import CollectorRegistry
+
+from connect_runtime.api.config_provider import build_providers
+from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
+from connect_runtime.logging_context import set_context
+from connect_runtime.metrics import LabelledRegistries
+from connect_runtime.rest.app import create_app
+from connect_runtime.rest.server import RestServer
+from connect_runtime.runtime import worker_config as wc
+from connect_runtime.runtime.assembly import build_herder, kafka_cluster_id
+from connect_runtime.runtime.distributed_herder import DistributedHerder
+from connect_runtime.runtime.herder import Herder, WorkerHealth
+from connect_runtime.runtime.membership import Assignment
+from connect_runtime.runtime.plugins import Plugins
+from mirror.maker.config import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
+
+logger = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_FAILURE, EXIT_START_FAILURE = 0, 1, 3
+DEFAULT_LISTENERS = "http://:8083"
+_BACKOFF_INITIAL_S = 1.0
+_BACKOFF_MAX_S = 60.0
+_READY_TIMEOUT_S = 120.0
+_STOP_TIMEOUT_S = 25.0
+
+
+class MirrorHerder(DistributedHerder):
+    """A herder for one replication flow; as a newly elected leader it (re)configures MM2's connectors."""
+
+    def __init__(self, *, pair: SourceAndTarget, mm_config: MirrorMakerConfig, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.pair = pair
+        self._mm_config = mm_config
+        self._was_leader = False
+
+    def _run(self) -> None:
+        set_context(flow=str(self.pair))
+        super()._run()
+
+    def _apply_assignment(self, assignment: Assignment) -> None:
+        super()._apply_assignment(assignment)
+        if assignment.leader and not self._was_leader:
+            self._configure_connectors()
+        self._was_leader = assignment.leader
+
+    def _configure_connectors(self) -> None:
+        """Write each connector's config from mm2.properties when it differs from the stored one."""
+        for connector_class in CONNECTOR_CLASSES:
+            config = self._mm_config.connector_base_config(self.pair, connector_class)
+            name = config["name"]
+            try:
+                if self.connector_config(name) == config:
+                    continue
+            except NotFoundError:
+                pass
+            try:
+                self.put_connector_config(name, config, allow_replace=True)
+                logger.info("%s: configured %s", self.pair, name)
+            except ConnectError as exc:
+                # Java logs and carries on: e.g. the checkpoint connector is invalid when offset syncs
+                # are disabled, and the other two must still run.
+                logger.error("%s: connector %s not configured: %s", self.pair, name, exc)
+
+
+def _delegate(name: str) -> Callable[..., Any]:
+    def method(self: HerderSlot, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.require(), name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+class HerderSlot(Herder):
+    """A stable REST target for one flow whose herder may be rebuilt (cluster unreachable at start).
+
+    Supervision runs on the slot's own thread: build, start, wait until ready; on a start failure log
+    it, keep the reason for ``/health``, back off and build a new herder. Once a herder is ready the
+    slot only watches it (a herder that dies later is rebuilt the same way).
+    """
+
+    def __init__(self, pair: SourceAndTarget, build: Callable[[], MirrorHerder]) -> None:
+        self.pair = pair
+        self._build = build
+        self._herder: MirrorHerder | None = None
+        self._ready = False
+        self._problem = "starting"
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._supervise, name=f"supervisor-{pair}", daemon=True)
+
+    # -- supervision -------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def _supervise(self) -> None:
+        set_context(flow=str(self.pair))
+        backoff = _BACKOFF_INITIAL_S
+        while not self._stopping.is_set():
+            try:
+                herder = self._build()
+            except Exception as exc:
+                self._retry_later(f"cannot build the herder: {exc}", backoff)
+                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+                continue
+            with self._lock:
+                self._herder, self._ready = herder, False
+            herder.start()
+            try:
+                ready = herder.wait_until_ready(_READY_TIMEOUT_S)
+            except ConnectError as exc:
+                ready = False
+                reason = str(exc.__cause__ or exc)
+            else:
+                reason = f"not ready after {_READY_TIMEOUT_S:.0f}s"
+            if ready:
+                with self._lock:
+                    self._ready, self._problem = True, ""
+                logger.info("%s: herder running", self.pair)
+                backoff = _BACKOFF_INITIAL_S
+                while not self._stopping.wait(1.0):
+                    if herder.health().status == "unhealthy":
+                        break
+                if self._stopping.is_set():
+                    return
+                reason = "the herder failed while running; see the log"
+            herder.stop(_STOP_TIMEOUT_S)
+            with self._lock:
+                self._herder, self._ready = None, False
+            self._retry_later(reason, backoff)
+            backoff = min(backoff * 2, _BACKOFF_MAX_S)
+
+    def _retry_later(self, reason: str, backoff_s: float) -> None:
+        with self._lock:
+            self._problem = f"{reason}; retrying in {backoff_s:.0f}s"
+        logger.warning("%s: %s; retrying in %.0fs", self.pair, reason, backoff_s)
+        self._stopping.wait(backoff_s)
+
+    def stop(self, timeout_s: float = _STOP_TIMEOUT_S) -> None:
+        self._stopping.set()
+        with self._lock:
+            herder = self._herder
+        if herder is not None:
+            herder.stop(timeout_s)
+        self._thread.join(timeout_s)
+
+    @property
+    def herder(self) -> MirrorHerder | None:
+        with self._lock:
+            return self._herder if self._ready else None
+
+    def require(self) -> MirrorHerder:
+        herder = self.herder
+        if herder is None:
+            raise ConflictError(f"The herder of flow {self.pair} is not running: {self._problem}")
+        return herder
+
+    # -- Herder ---------------------------------------------------------------------------------
+    def health(self) -> WorkerHealth:
+        herder = self.herder
+        if herder is None:
+            return WorkerHealth("starting", f"Flow {self.pair}: {self._problem}")
+        return herder.health()
+
+    def __getattr__(self, name: str) -> Any:
+        # Optional herder capabilities the REST layer probes for (internal endpoints): only while a
+        # herder runs; AttributeError otherwise, which is what hasattr() expects.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        herder = self.__dict__.get("_herder")
+        if herder is None or not hasattr(herder, name):
+            raise AttributeError(name)
+        return getattr(herder, name)
+
+
+for _name in sorted(Herder.__abstractmethods__ - {"health"}):
+    setattr(HerderSlot, _name, _delegate(_name))
+HerderSlot.__abstractmethods__ = frozenset()
+
+
+def _listeners(config: MirrorMakerConfig, rest_port: int | None) -> str:
+    """The REST listener: mm2.properties ``listeners`` (first entry), port overridden by --rest-port."""
+    raw = str(config.raw_properties().get("listeners", DEFAULT_LISTENERS)).split(",")[0].strip()
+    parts = urlsplit(raw)
+    host = parts.hostname or ""
+    port = rest_port if rest_port is not None else (parts.port if parts.port is not None else 8083)
+    return f"{parts.scheme or 'http'}://{host}:{port}"
+
+
+class MirrorMaker:
+    """All herders of one node, their shared REST server, metrics and health monitor."""
+
+    def __init__(self, config: MirrorMakerConfig, clusters: list[str] | None, *, rest_port: int | None = None,
+                 metrics_port: int | None = None, health: bool = True) -> None:
+        self.config = config
+        self.pairs = config.herder_pairs(clusters)
+        self.registry = CollectorRegistry()
+        self._herder_metrics = LabelledRegistries()
+        self.registry.register(self._herder_metrics)
+        self.plugins = Plugins()
+        self.rest = RestServer(None, _listeners(config, rest_port))
+        self._metrics_port = metrics_port
+        self._metrics_server: Any = None
+        self._health = health
+        self._monitor: Any = None
+        self.slots: dict[SourceAndTarget, HerderSlot] = {}
+        self.worker_id = ""
+        self.url = ""
+
+    def start(self) -> None:
+        """Bind the REST server, start every herder (in the background) and the health monitor."""
+        self.rest.bind()
+        listener = urlsplit(self.rest.url)
+        advertised_host = self.config.raw_properties().get("rest.advertised.host.name") or (
+            listener.hostname if listener.hostname not in (None, "", "0.0.0.0") else socket.getfqdn())
+        self.worker_id = f"{advertised_host}:{self.rest.port}"
+        self.url = f"http://{self.worker_id}"
+        for pair in self.pairs:
+            # HerderSlot's abstract methods are filled in by delegation below its class body.
+            self.slots[pair] = HerderSlot(pair, functools.partial(self._build_herder, pair))  # type: ignore[abstract]
+        extra_routes = self._start_health()
+        self.rest.app = create_app({(p.source, p.target): slot for p, slot in self.slots.items()},
+                                   registry=self.registry, extra_routes=extra_routes)
+        self.rest.start()
+        logger.info("REST server listening on %s; herders: %s", self.rest.url,
+                    ", ".join(str(p) for p in self.pairs))
+        if self._metrics_port is not None:
+            import prometheus_client
+
+            self._metrics_server = prometheus_client.start_http_server(self._metrics_port, registry=self.registry)
+            logger.info("Metrics served on port %d", self._metrics_port)
+        for slot in self.slots.values():
+            slot.start()
+
+    def _start_health(self) -> list[Any]:
+        if not self._health:
+            return []
+        try:
+            from mirror.health.collector import start_health_monitor
+            from mirror.health.ui_routes import ui_routes
+        except ImportError as exc:
+            logger.info("Health monitor not available: %s", exc)
+            return []
+        self._monitor = start_health_monitor(self.config, self.pairs, self.registry)
+        return list(ui_routes(self._monitor))
+
+    def _build_herder(self, pair: SourceAndTarget) -> MirrorHerder:
+        worker_config = wc.DistributedWorkerConfig(self.config.worker_config(pair))
+        providers = build_providers(self.config.raw_properties())
+        registry = CollectorRegistry()
+        herder = build_herder(
+            worker_config, worker_id=self.worker_id, advertised_url=self.url, plugins=self.plugins,
+            registry=registry, providers=providers, herder_class=MirrorHerder, log_flow=str(pair),
+            cluster_id=kafka_cluster_id(worker_config), start_timeout_s=_READY_TIMEOUT_S,
+            pair=pair, mm_config=self.config)
+        self._herder_metrics.put({"source": pair.source, "target": pair.target}, registry)
+        assert isinstance(herder, MirrorHerder)  # build_herder instantiates herder_class
+        return herder
+
+    def ready(self) -> bool:
+        return all(slot.herder is not None for slot in self.slots.values())
+
+    def stop(self) -> None:
+        """Stop every herder in parallel (tasks stopped, offsets flushed, groups left), then REST."""
+        threads = [threading.Thread(target=slot.stop, name=f"stop-{pair}") for pair, slot in self.slots.items()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(_STOP_TIMEOUT_S + 5)
+        if self._monitor is not None:
+            self._monitor.stop()
+        if self._metrics_server is not None:
+            server, _thread = self._metrics_server
+            server.shutdown()
+        self.rest.stop()
+
+
+def run(config: MirrorMakerConfig, clusters: list[str] | None, options: argparse.Namespace) -> int:
+    """Run until SIGTERM/SIGINT; the exit codes of :mod:`mirror.cli.connect_mirror_maker`."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        logger.info("Received %s, shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    node = MirrorMaker(config, clusters, rest_port=getattr(options, "rest_port", None),
+                       metrics_port=getattr(options, "metrics_port", None))
+    try:
+        node.start()
+    except (OSError, ConnectError) as exc:
+        logger.debug("start failed", exc_info=True)
+        print(f"error: failed to start: {exc}", file=sys.stderr, flush=True)
+        node.stop()
+        return EXIT_START_FAILURE
+    started = time.monotonic()
+    announced = False
+    while not stop.wait(0.5):
+        if not announced and node.ready():
+            logger.info("All %d herder(s) running after %.1fs", len(node.slots), time.monotonic() - started)
+            announced = True
+    node.stop()
+    logger.info("connect-mirror-maker stopped")
+    return EXIT_OK
