@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from connect_runtime.testing.harness import run_source_task
 from mirror.backfill.command import BackfillOptions, run_backfill
