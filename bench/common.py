@@ -134,6 +134,7 @@ class EndOffsets:
     """Exact end offsets (high watermarks) of a topic's partitions, cheaply, on Tansu and Kafka alike."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.bootstrap = bootstrap
         self.topic = topic
         self.partitions = partitions
         self._admin = admin(bootstrap)
@@ -153,7 +154,8 @@ class EndOffsets:
     def any_written(self) -> bool:
         try:
             return sum(self.lower_bounds()) > 0
-        except Exception:  # topic not created yet
+        except Exception:  # topic not created yet; a fresh client, since this one keeps the error
+            self._admin = admin(self.bootstrap)
             return False
 
     def exact(self, timeout_s: float = 15.0) -> list[int]:

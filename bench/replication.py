@@ -15,6 +15,7 @@ group membership the runtime uses (see :func:`multi_worker_support`).
 from __future__ import annotations
 
 import importlib.util
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 import httpx
 
 from bench.common import python_child, stop_child, unique
+from mirror.local.broker import free_port
 
 SOURCE_CONNECTOR = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
 
@@ -32,8 +34,15 @@ def driver_available() -> bool:
     return importlib.util.find_spec("mirror.maker.driver") is not None
 
 
+def default_launcher() -> str:
+    """``$BENCH_LAUNCHER`` if set, else the MM2 driver when it is installed, else connect-distributed."""
+    return os.environ.get("BENCH_LAUNCHER") or ("driver" if driver_available() else "distributed")
+
+
 def multi_worker_support() -> str | None:
-    """None if two connect-distributed processes can share one connector's tasks; else why not."""
+    """None if two replication processes can share one connector's tasks; else why not."""
+    if default_launcher() == "driver":
+        return None  # connect-mirror-maker nodes join the flow's group (Kafka group membership)
     source = Path(importlib.util.find_spec("connect_runtime.cli.connect_distributed").origin or "")  # type: ignore[union-attr]
     text = source.read_text() if source.exists() else ""
     if "KafkaGroupMembership" not in text:
@@ -85,6 +94,10 @@ class Replication:
 
     def alive(self) -> bool:
         return all(p.poll() is None for p in self.processes)
+
+    def task_processes(self) -> int:
+        """How many of the processes started a task of the source connector (from their logs)."""
+        return sum(1 for log in self.logs if f"Starting task {self.connector}-" in log.read_text(errors="replace"))
 
     def task_states(self) -> list[tuple[str, str]]:
         """(worker_id, state) of every task of the source connector, from the first worker's REST API."""
@@ -139,14 +152,19 @@ def start(workdir: Path, source: str, target: str, *, topic: str, tasks: int = 1
     """
     workdir.mkdir(parents=True, exist_ok=True)
     props = mm2_properties(source, target, source_alias=source_alias, topic=topic, tasks=tasks, extra=extra)
-    launcher = launcher or ("driver" if driver_available() and workers == 1 else "distributed")
+    launcher = launcher or default_launcher()
     if launcher == "driver":
         path = workdir / f"mm2-{source_alias}.properties"
         props.update({f"B.{k}": v for k, v in (worker_extra or {}).items()})
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        log = workdir / f"mm2-{source_alias}.log"
-        process = python_child(["-m", "mirror.cli.connect_mirror_maker", str(path)], log, code)
-        return Replication([process], [log])
+        nodes: list[Popen[bytes]] = []
+        node_logs: list[Path] = []
+        for i in range(workers):  # nodes of one flow form one Connect group and share its tasks
+            log = workdir / f"mm2-{source_alias}-{i}.log"
+            nodes.append(python_child(["-m", "mirror.cli.connect_mirror_maker", str(path),
+                                       "--rest-port", str(free_port())], log, code))
+            node_logs.append(log)
+        return Replication(nodes, node_logs)
 
     group = unique("bench-connect")
     worker_props: dict[str, Any] = {
