@@ -201,7 +201,8 @@ class Completion:
 
 
 def wait_for_records(ends: EndOffsets, expected: int, timeout_s: float, *, alive: Callable[[], bool],
-                     on_first: Callable[[], None] | None = None, interval_s: float = 0.05) -> Completion:
+                     on_first: Callable[[], None] | None = None, interval_s: float = 0.05,
+                     stall_s: float = 60.0) -> Completion:
     """Poll the target until ``expected`` records are there; times the first and the last appearance.
 
     The start is the first time ListOffsets shows a record (so process start-up, group joins and topic
@@ -217,8 +218,13 @@ def wait_for_records(ends: EndOffsets, expected: int, timeout_s: float, *, alive
     first = time.monotonic()
     if on_first is not None:
         on_first()
+    last_progress, last_lows = first, -1
     while True:
         lows = sum(ends.lower_bounds())
+        if lows != last_lows:
+            last_progress, last_lows = time.monotonic(), lows
+        elif time.monotonic() - last_progress > stall_s:
+            raise SystemExit(f"stalled: ~{lows} of {expected} records on {ends.topic}, none for {stall_s:.0f}s")
         if lows >= expected - ends.partitions * 200_000 or lows >= expected:
             total = ends.total()
             if total >= expected:
