@@ -37,6 +37,7 @@ from mirror.maker.config import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, Sourc
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster
+from tests.integration.support.mm2_process import MirrorMakerProcess, aliases, mm2_properties
 from tests.support.kafka import (
     Consumed,
     commit_group_offsets,
@@ -336,3 +337,34 @@ def test_multi_process_spark_cluster(cluster_a: Cluster, cluster_b: Cluster, tmp
     assert len(summary.results) == 4 * 3  # 2,000 records per partition in chunks of 700
     assert len({r.worker.rsplit(":", 1)[1] for r in summary.results}) >= 2  # more than one worker process
     assert assert_same(cluster_a, cluster_b, topic, f"{src}.{topic}") == 8_000
+
+
+@pytest.mark.slow
+def test_backfill_hands_over_to_a_running_connect_mirror_maker(cluster_a: Cluster, cluster_b: Cluster,
+                                                               tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The real driver streams the flow; the backfill claims what it has not copied yet, hands it back."""
+    src, tgt = aliases("bfa", "bfb")
+    topic = create_topic(cluster_a.bootstrap, unique("drv"), partitions=8)
+    seed(cluster_a, topic, 400_000, 8)
+    path = tmp_path / "mm2.properties"
+    path.write_text(mm2_properties({src: cluster_a.bootstrap, tgt: cluster_b.bootstrap},
+                                   f"{src}->{tgt}.enabled = true\n{src}->{tgt}.topics = {topic}\n"
+                                   "emit.heartbeats.enabled = false\n"))
+    remote = f"{src}.{topic}"
+    with MirrorMakerProcess(path) as node:
+        node.wait_running(1)
+        wait_until(lambda: consume_all(cluster_b.bootstrap, remote, timeout_s=5), 60, "streaming under way")
+        live = BackgroundProducer(cluster_a.bootstrap, topic, 8, rate_per_s=400)
+        try:
+            code = main(["backfill", str(path), "--flow", f"{src}->{tgt}", "--master", "local[2]", "--no-progress"])
+            out = capsys.readouterr().out
+            assert code == 0, f"{out}\n{node.tail()}"
+            assert copied_from_output(out) > 0, node.tail()  # streaming had not copied everything yet
+        finally:
+            live.stop()
+        assert assert_same(cluster_a, cluster_b, topic, remote) == 400_000 + live.sent, node.tail()
+        # the driver's tasks hold every partition again
+        tasks = node.get(f"/{src}/{tgt}/connectors/MirrorSourceConnector/tasks")
+        assigned = {tp for t in tasks for tp in t["config"]["task.assigned.partitions"].split(",") if tp}
+        assert assigned == {f"{topic}-{p}" for p in range(8)}
