@@ -89,6 +89,10 @@ def log_level(value: str) -> str:
     return level
 
 
+#: Third-party loggers kept at WARNING unless a log level or config file says otherwise.
+QUIET_LOGGERS = ("kafka", "uvicorn", "uvicorn.error", "uvicorn.access", "httpx", "py4j")
+
+
 def configure_logging(level: str | None, config_path: str | None) -> None:
     """Apply ``--log-config`` (YAML dictConfig, or an .ini fileConfig) else basic logging at ``level``.
 
@@ -102,6 +106,10 @@ def configure_logging(level: str | None, config_path: str | None) -> None:
     if path is None:
         logging.basicConfig(level=level or "INFO", format=LOG_FORMAT, stream=sys.stderr)
         logging.getLogger().setLevel(level or "INFO")
+        if level is None:
+            # kafka-python (group membership) and uvicorn log every connection at INFO.
+            for noisy in QUIET_LOGGERS:
+                logging.getLogger(noisy).setLevel(logging.WARNING)
         return
     try:
         if path.suffix in (".yaml", ".yml", ".json"):
