@@ -12,8 +12,12 @@ worker.properties (one ``error: <file>:<line>: <message>`` line, no traceback), 
 
 Start order: the REST server binds first, because the worker id (``<advertised host>:<port>``, what
 status records carry) needs the bound port when ``listeners`` asks for port 0; until the herder exists
-it answers 503. Then the stores, the Worker and the DistributedHerder (a sole group member for now)
-start; ``/health`` says "starting" until the stores are read and the first assignment is applied.
+it answers 503. Then the stores, the Worker and the DistributedHerder start (assembled by
+:func:`connect_runtime.runtime.assembly.build_herder`, the same wiring the MM2 driver uses); the
+herder joins the Connect group ``group.id`` through Kafka's group coordinator
+(:class:`~connect_runtime.runtime.coordination.kafka_membership.KafkaGroupMembership`), so several
+processes with the same ``group.id`` share connectors and tasks. ``/health`` says "starting" until
+the stores are read and the first assignment is applied.
 
 Shutdown (SIGTERM/SIGINT) is bounded: tasks get ``task.shutdown.graceful.timeout.ms`` to stop and
 commit their offsets, then the stores are closed and the REST server stops.
@@ -39,19 +43,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from connect_runtime.api.config_provider import build_providers, resolve
 from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.api.properties import PropertiesFile, load_properties
-from connect_runtime.clients.admin import TopicAdmin
-from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime import worker_config as wc
+from connect_runtime.runtime.assembly import MembershipFactory, build_herder, kafka_cluster_id, kafka_membership
 from connect_runtime.runtime.distributed_herder import DistributedHerder
-from connect_runtime.runtime.membership import SoleMember
 from connect_runtime.runtime.plugins import Plugins
-from connect_runtime.runtime.status_writer import StatusWriter
-from connect_runtime.runtime.worker import Worker
-from connect_runtime.storage.config_store import KafkaConfigStore
-from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore
-from connect_runtime.storage.status_store import KafkaStatusStore
 
 logger = logging.getLogger(__name__)
 
@@ -142,20 +139,13 @@ def _where(props: PropertiesFile, key: str | None) -> str:
     return props.location(key)
 
 
-def _cluster_id(config: wc.DistributedWorkerConfig) -> str | None:
-    try:
-        admin = TopicAdmin(config.admin_config("cluster-id"))
-        return str(admin.client.describe_cluster(request_timeout=10).result(timeout=15).cluster_id)
-    except Exception as exc:  # the id is informational (GET /); never fatal
-        logger.warning("Could not look up the Kafka cluster id: %s", exc)
-        return None
-
-
 class ConnectDistributed:
     """The assembled worker process: REST server, stores, Worker, herder."""
 
-    def __init__(self, config: wc.DistributedWorkerConfig, providers: dict[str, Any]) -> None:
+    def __init__(self, config: wc.DistributedWorkerConfig, providers: dict[str, Any],
+                 membership: MembershipFactory = kafka_membership) -> None:
         self.config = config
+        self.membership = membership
         self.providers = providers
         self.registry = prometheus_client.CollectorRegistry()
         self.app = _LateApp()
@@ -174,32 +164,10 @@ class ConnectDistributed:
         worker_id = wc.worker_id(config, self.rest.port)
         url = wc.advertised_url(config, self.rest.port)
 
-        def clients(suffix: str) -> dict[str, Any]:
-            return {"producer_config": config.producer_config(suffix),
-                    "consumer_config": config.consumer_config(suffix),
-                    "admin_config": config.admin_config(suffix)}
-
-        status_store = KafkaStatusStore(config[wc.STATUS_TOPIC], partitions=config[wc.STATUS_PARTITIONS],
-                                        replication_factor=config[wc.STATUS_RF], **clients("statuses"))
-        config_store = KafkaConfigStore(config[wc.CONFIG_TOPIC], replication_factor=config[wc.CONFIG_RF],
-                                        **clients("configs"))
-        offset_store = KafkaOffsetStore(config[wc.OFFSET_TOPIC], partitions=config[wc.OFFSET_PARTITIONS],
-                                        replication_factor=config[wc.OFFSET_RF], **clients("offsets"))
-        status_writer = StatusWriter(status_store, worker_id)
-        plugins = Plugins()
-        providers = self.providers
-        metrics = ConnectMetrics.create(self.registry)
-        worker = Worker(worker_id, offset_store, plugins, metrics, status_writer, config.producer_config(),
-                        offset_flush_interval_ms=config[wc.OFFSET_FLUSH_INTERVAL_MS],
-                        task_shutdown_timeout_ms=config[wc.TASK_SHUTDOWN_TIMEOUT_MS],
-                        config_transformer=lambda c: resolve(c, providers),
-                        offset_flush_timeout_ms=config[wc.OFFSET_FLUSH_TIMEOUT_MS])
-        self.herder = DistributedHerder(
-            worker_id=worker_id, worker=worker, plugins=plugins, config_store=config_store,
-            status_store=status_store, offset_store=offset_store,
-            membership=SoleMember(url, status_store.max_generation), status_writer=status_writer,
-            kafka_cluster_id=_cluster_id(config), request_timeout_s=config[wc.REST_REQUEST_TIMEOUT_MS] / 1000,
-            task_shutdown_timeout_s=config[wc.TASK_SHUTDOWN_TIMEOUT_MS] / 1000, start_timeout_s=timeout_s)
+        self.herder = build_herder(config, worker_id=worker_id, advertised_url=url, plugins=Plugins(),
+                                   registry=self.registry, providers=self.providers,
+                                   membership=self.membership, cluster_id=kafka_cluster_id(config),
+                                   start_timeout_s=timeout_s)
         self.app.target = create_app(self.herder, registry=self.registry)
         self.herder.start()
         if not self.herder.wait_until_ready(timeout_s):

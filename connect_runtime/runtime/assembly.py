@@ -24,21 +24,50 @@ from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.runtime.worker import Worker
 from connect_runtime.storage.config_store import KafkaConfigStore
+from connect_runtime.storage.fenced_writer import fence_producers, leader_transactional_id
 from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore
 from connect_runtime.storage.status_store import KafkaStatusStore
 
 logger = logging.getLogger(__name__)
 
 #: Builds the group membership once the status store exists (SoleMember needs its generation floor).
-MembershipFactory = Callable[[wc.DistributedWorkerConfig, str, KafkaStatusStore], GroupMembership]
+#: The last argument is the ``notify`` callback to hand the membership: it wakes the herder's tick
+#: thread (the herder does not exist yet when the membership is built; see :class:`WakeupRelay`).
+MembershipFactory = Callable[[wc.DistributedWorkerConfig, str, KafkaStatusStore, Callable[[], None]],
+                             GroupMembership]
 
 
-def kafka_membership(config: wc.DistributedWorkerConfig, advertised_url: str,
-                     _status_store: KafkaStatusStore) -> GroupMembership:
+class WakeupRelay:
+    """The membership's ``notify``: calls ``wakeup()`` on the herder once it exists.
+
+    The membership must be built before the herder (the herder takes it as an argument), yet its
+    notify must reach the herder; a notify that arrives before the herder is set is dropped, which
+    is harmless because the herder polls the membership at its first tick anyway.
+    """
+
+    def __init__(self) -> None:
+        self.target: DistributedHerder | None = None
+
+    def __call__(self) -> None:
+        target = self.target
+        if target is not None:
+            target.wakeup()
+
+
+def kafka_membership(config: wc.DistributedWorkerConfig, advertised_url: str, _status_store: KafkaStatusStore,
+                     notify: Callable[[], None]) -> GroupMembership:
     """Membership through Kafka's group coordinator for ``group.id`` (several workers share the work)."""
     from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
 
-    return KafkaGroupMembership.from_worker_config(config, advertised_url)
+    return KafkaGroupMembership.from_worker_config(config, advertised_url, notify=notify)
+
+
+def sole_membership(_config: wc.DistributedWorkerConfig, advertised_url: str, status_store: KafkaStatusStore,
+                    _notify: Callable[[], None]) -> GroupMembership:
+    """A one-worker "group" with no broker coordination: for tests only (no fencing, no sharing)."""
+    from connect_runtime.runtime.membership import SoleMember
+
+    return SoleMember(advertised_url, status_store.max_generation)
 
 
 def kafka_cluster_id(config: wc.DistributedWorkerConfig) -> str | None:
@@ -70,8 +99,11 @@ def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertis
 
     status_store = KafkaStatusStore(config[wc.STATUS_TOPIC], partitions=config[wc.STATUS_PARTITIONS],
                                     replication_factor=config[wc.STATUS_RF], **clients("statuses"))
+    # Leader fencing of config writes (see DistributedHerder's docstring): Java's leader transactional id.
     config_store = KafkaConfigStore(config[wc.CONFIG_TOPIC], replication_factor=config[wc.CONFIG_RF],
+                                    leader_transactional_id=leader_transactional_id(config.group_id),
                                     **clients("configs"))
+    fencing_producer = config.producer_config("fencing")
     offset_store = KafkaOffsetStore(config[wc.OFFSET_TOPIC], partitions=config[wc.OFFSET_PARTITIONS],
                                     replication_factor=config[wc.OFFSET_RF], **clients("offsets"))
     status_writer = StatusWriter(status_store, worker_id)
@@ -81,10 +113,15 @@ def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertis
                     config_transformer=lambda c: resolve(c, providers),
                     offset_flush_timeout_ms=config[wc.OFFSET_FLUSH_TIMEOUT_MS], metrics_registry=registry,
                     log_flow=log_flow)
-    return herder_class(
+    relay = WakeupRelay()
+    herder = herder_class(
         worker_id=worker_id, worker=worker, plugins=plugins, config_store=config_store,
         status_store=status_store, offset_store=offset_store,
-        membership=membership(config, advertised_url, status_store), status_writer=status_writer,
-        kafka_cluster_id=cluster_id, request_timeout_s=config[wc.REST_REQUEST_TIMEOUT_MS] / 1000,
+        membership=membership(config, advertised_url, status_store, relay), status_writer=status_writer,
+        kafka_cluster_id=cluster_id, group_id=config.group_id,
+        fence_producers=lambda ids: fence_producers(ids, fencing_producer),
+        request_timeout_s=config[wc.REST_REQUEST_TIMEOUT_MS] / 1000,
         task_shutdown_timeout_s=config[wc.TASK_SHUTDOWN_TIMEOUT_MS] / 1000, start_timeout_s=start_timeout_s,
         **herder_kwargs)
+    relay.target = herder
+    return herder

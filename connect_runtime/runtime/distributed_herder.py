@@ -16,8 +16,32 @@ Mutating REST calls are closures queued for the tick thread; the caller blocks o
 served from the stores directly: they are thread-safe and any worker may answer them (§11.3).
 
 Writes to the config topic are leader-only (NotLeaderError carries the leader's URL so that the REST
-layer forwards, §11.3); restarts of a connector instance or task are owner-only (NotAssignedError).
+layer forwards, §11.3), pause and resume included (Java lets any worker write those; here every config
+write is fenced, see below); restarts of a connector instance or task are owner-only
+(NotAssignedError with the owner's URL, taken from the worker id in the status store, so the REST layer
+forwards there; a worker id is ``host:port`` of the owner's REST listener).
 Config values are never logged: they may hold secrets or ``${provider:...}`` placeholders.
+
+Leader fencing (a stale leader's config writes are refused). Chosen: a transactional producer with
+one leader transactional id per group (Java's ``connect-cluster-<group.id>``, see
+:func:`connect_runtime.storage.fenced_writer.leader_transactional_id`), created with
+``KafkaConfigStore.claim_write_privileges`` whenever a *new assignment* makes this worker the leader.
+Its ``init_transactions`` fences the previous leader's producer on the transaction coordinator, so a
+leader that lost its membership without noticing (GC pause, network partition) gets PRODUCER_FENCED
+on its next write instead of overwriting the new leader's configs. Why not generation checks: the
+config topic is an ordinary topic, so a generation written into records could only be checked by
+readers after the fact (every reader would have to agree which generation was current when each
+record was written, which they cannot); the broker refuses a fenced producer's write at the source.
+The config log reads ``read_committed`` (librdkafka's default): on Apache Kafka a transaction aborted
+by fencing stays invisible. On Tansu a killed leader's open transaction blocks readers until the next
+leader's ``init_transactions`` releases it; since only a leader writes, nothing is lost by waiting.
+A write that fails fenced makes this worker request a rebalance, and it never re-claims until a new
+assignment names it leader again (a re-claim by a stale leader would fence the real one).
+
+KIP-618 groundwork (reference §10.3): task transactional ids ``<group.id>-<connector>-<task>``
+(:func:`connect_runtime.storage.fenced_writer.task_transactional_id`) and :meth:`fence_zombies`, which
+the leader runs for a connector: it fences the ids of every task of the previous and the current
+generation, then writes ``tasks-fencing-<connector>`` with the current task count.
 """
 
 from __future__ import annotations
@@ -62,7 +86,14 @@ from connect_runtime.runtime.herder_support import (
 from connect_runtime.runtime.membership import Assignment, GroupMembership
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status_writer import StatusWriter
-from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore, RestartRequest, TaskKey
+from connect_runtime.storage.config_store import (
+    ClusterConfigState,
+    KafkaConfigStore,
+    RestartRequest,
+    TaskKey,
+    WritePrivilegesError,
+)
+from connect_runtime.storage.fenced_writer import FencedError, task_transactional_id
 from connect_runtime.storage.offset_store import OffsetStore
 from connect_runtime.storage.status_store import KafkaStatusStore
 
@@ -91,7 +122,9 @@ class DistributedHerder(AbstractHerder):
                  membership: GroupMembership, status_writer: StatusWriter,
                  kafka_cluster_id: str | None = None, request_timeout_s: float = 90.0,
                  task_shutdown_timeout_s: float = 5.0, start_timeout_s: float = 120.0,
-                 start_offset_store: bool = False, session_key_ttl_s: float = 3600.0) -> None:
+                 start_offset_store: bool = False, session_key_ttl_s: float = 3600.0,
+                 group_id: str = "connect-cluster",
+                 fence_producers: Callable[[list[str]], None] | None = None) -> None:
         super().__init__(plugins, config_store, status_store, offset_store)
         self._worker_id = worker_id
         self._worker = worker
@@ -103,6 +136,8 @@ class DistributedHerder(AbstractHerder):
         self._start_timeout_s = start_timeout_s
         self._start_offset_store = start_offset_store
         self._session_key_ttl_s = session_key_ttl_s
+        self._group_id = group_id
+        self._fence_producers = fence_producers
 
         self._wake = threading.Condition()
         self._requests: list[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] = []
@@ -120,6 +155,8 @@ class DistributedHerder(AbstractHerder):
         #: Connectors and tasks as of the last rebalance request (what the group leader assigns).
         self._group_work: tuple[frozenset[str], frozenset[TaskKey]] = (frozenset(), frozenset())
         self._assignment: Assignment | None = None
+        #: The current assignment made us leader and we have not yet claimed the config writer.
+        self._claim_pending = False
         self._running_connectors: dict[str, Mapping[str, str]] = {}
         self._connector_states: dict[str, str] = {}
         self._running_tasks: dict[ConnectorTaskId, Mapping[str, str]] = {}
@@ -319,7 +356,26 @@ class DistributedHerder(AbstractHerder):
     def _apply_assignment(self, assignment: Assignment) -> None:
         self._assignment = assignment
         self._status.set_generation(assignment.generation)
+        if assignment.leader:
+            if not self._config_store.has_write_privileges():
+                self._claim_pending = True
+                self._claim_write_privileges()
+        else:
+            self._claim_pending = False
+            self._config_store.release_write_privileges()
         self._reconcile()
+
+    def _claim_write_privileges(self) -> bool:
+        """Fence the previous leader's config writer (only right after an assignment made us leader)."""
+        if not self._claim_pending:
+            return self._config_store.has_write_privileges()
+        try:
+            self._config_store.claim_write_privileges(min(30.0, self._request_timeout_s))
+        except ConnectError as exc:
+            logger.warning("Could not claim the config topic as leader (%s); retrying on the next write", exc)
+            return False
+        self._claim_pending = False
+        return True
 
     def _is_leader(self) -> bool:
         return self._assignment is not None and self._assignment.leader
@@ -480,7 +536,7 @@ class DistributedHerder(AbstractHerder):
             return
         logger.info("Connector %s: writing %d task config(s)", name, len(configs))
         try:
-            self._config_store.put_task_configs(name, configs)
+            self._config_write(lambda: self._config_store.put_task_configs(name, configs))
         except ConnectError as exc:
             logger.error("Connector %s: writing task configs failed (%s); retrying", name, exc)
             self._schedule_reconfiguration(name, _RECONFIGURE_BACKOFF_INITIAL_S * 4)
@@ -532,7 +588,7 @@ class DistributedHerder(AbstractHerder):
         if current is not None and now_ms - current.creation_timestamp_ms < self._session_key_ttl_s * 1000:
             return
         logger.info("Writing a new session key (the previous one %s)", "expired" if current else "was missing")
-        self._config_store.put_session_key(new_session_key(now_ms))
+        self._config_write(lambda: self._config_store.put_session_key(new_session_key(now_ms)))
         self._refresh_snapshot()
 
     # ================================================================================ restarts ===
@@ -578,6 +634,31 @@ class DistributedHerder(AbstractHerder):
     def _require_leader(self, what: str) -> None:
         if not self._is_leader():
             raise NotLeaderError(f"Cannot {what}: only the leader can do this.", self._leader_url())
+        if not self._claim_write_privileges():
+            if self._claim_pending:
+                raise RetriableError(f"Cannot {what} yet: this leader has not claimed the config topic")
+            self._on_write_refused(WritePrivilegesError(f"Cannot {what}: this leader's writer was fenced"))
+
+    def _config_write(self, write: Callable[[], None]) -> None:
+        """Run one config-topic write; a fenced one turns into NotLeaderError (see module docstring)."""
+        if self._claim_pending and not self._claim_write_privileges():
+            raise RetriableError("This leader has not claimed the config topic yet")
+        try:
+            write()
+        except (FencedError, WritePrivilegesError) as exc:
+            self._on_write_refused(exc)
+
+    def _on_write_refused(self, exc: ConnectError) -> None:
+        """A config write was fenced (a newer leader exists): stop acting as leader until reassigned."""
+        if isinstance(exc, FencedError | WritePrivilegesError):
+            logger.error("Config write refused (%s); this worker is no longer the leader, rejoining", exc)
+            self._claim_pending = False
+            self._config_store.release_write_privileges()
+            if self._assignment is not None and self._assignment.leader:
+                a = self._assignment
+                self._assignment = Assignment(a.generation, False, None, a.connectors, a.tasks, a.config_offset)
+            self._membership.request_rebalance()
+            raise NotLeaderError("This worker was fenced as leader; the group is rebalancing", None) from exc
 
     def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,
                              initial_state: TargetState | None = None) -> Created:
@@ -590,7 +671,7 @@ class DistributedHerder(AbstractHerder):
                 raise AlreadyExistsError(f"Connector {name} already exists")
             state = None if exists or initial_state is None else initial_state.value
             logger.info("%s connector %s", "Updating" if exists else "Creating", name)
-            self._config_store.put_connector_config(name, dict(config), state)
+            self._config_write(lambda: self._config_store.put_connector_config(name, dict(config), state))
             self._refresh_snapshot()
             return Created(not exists, self.connector_info(name))
 
@@ -610,7 +691,7 @@ class DistributedHerder(AbstractHerder):
             self._require_leader("delete a connector")
             self._require(self._snapshot, name)
             logger.info("Deleting connector %s", name)
-            self._config_store.remove_connector_config(name)
+            self._config_write(lambda: self._config_store.remove_connector_config(name))
             self._refresh_snapshot()
 
         self._submit(delete)
@@ -622,7 +703,7 @@ class DistributedHerder(AbstractHerder):
                 self._require(self._snapshot, name)
                 if name not in self._running_connectors:
                     raise NotAssignedError(f"Cannot restart connector {name}: not assigned to this worker",
-                                           self._leader_url())
+                                           self._owner_url(name, None))
                 self._stop_connector(name)
                 self._reconcile()
 
@@ -635,7 +716,7 @@ class DistributedHerder(AbstractHerder):
             current = self.connector_status(name)
             request = RestartRequest(name, include_tasks, only_failed)
             restart_connector, tasks = restart_plan(self._status_store, self._snapshot, request)
-            self._config_store.put_restart_request(request)
+            self._config_write(lambda: self._config_store.put_restart_request(request))
             return restarting_view(current, restart_connector, tasks)
 
         return self._submit(restart)
@@ -646,22 +727,37 @@ class DistributedHerder(AbstractHerder):
                 raise NotFoundError(f"Unknown task: {task}")
             if task not in self._running_tasks:
                 raise NotAssignedError(f"Cannot restart task {task}: it is not assigned to this worker",
-                                       self._leader_url())
+                                       self._owner_url(task.connector, task.task))
             self._stop_tasks([task])
             self._reconcile()
 
         self._submit(restart)
 
+    def _owner_url(self, connector: str, task: int | None) -> str | None:
+        """The REST URL of the worker running a connector or task, from its status (its worker id is
+        the ``host:port`` of that worker's listener), else the leader's, which knows the assignment.
+
+        The scheme is this cluster's (the leader's URL's): workers of one cluster share a listener
+        protocol. A status written by this very worker is stale (we checked it does not run here).
+        """
+        status = (self._status_store.get(connector) if task is None
+                  else self._status_store.get_task(connector, task))
+        leader = self._leader_url()
+        if status is None or not status.worker_id or status.worker_id == self._worker_id:
+            return leader
+        scheme = leader.split("://", 1)[0] if leader and "://" in leader else "http"
+        return f"{scheme}://{status.worker_id}"
+
     def _set_target_state(self, name: str, state: TargetState) -> None:
         def write() -> None:
             self._require(self._snapshot, name)
+            self._require_leader(f"change the state of connector {name} to {state.value}")
             logger.info("Connector %s: target state %s requested", name, state.value)
             if state is TargetState.STOPPED:
-                self._require_leader("stop a connector")
                 # Task configs first (Java): a STARTED connector with zero tasks is harmless if we die
                 # in between; a STOPPED one with tasks would confuse users.
-                self._config_store.put_task_configs(name, [])
-            self._config_store.put_target_state(name, state.value)
+                self._config_write(lambda: self._config_store.put_task_configs(name, []))
+            self._config_write(lambda: self._config_store.put_target_state(name, state.value))
             self._refresh_snapshot()
 
         self._submit(write)
@@ -689,14 +785,35 @@ class DistributedHerder(AbstractHerder):
                     self._snapshot.task_count(connector) == len(configs)):
                 return
             logger.info("Connector %s: writing %d task config(s) sent by a follower", connector, len(configs))
-            self._config_store.put_task_configs(connector, configs)
+            self._config_write(lambda: self._config_store.put_task_configs(connector, configs))
             self._refresh_snapshot()
 
         self._submit(write)
 
+    def task_transactional_ids(self, connector: str, task_count: int) -> list[str]:
+        return [task_transactional_id(self._group_id, connector, t) for t in range(task_count)]
+
     def fence_zombies(self, connector: str) -> None:
-        raise ConnectError("Zombie fencing needs exactly.once.source.support=enabled, which this runtime does "
-                           "not implement yet")
+        """KIP-618 zombie fencing (leader only): fence the producers of every task that the previous
+        and the current task generation of ``connector`` may run, then record the current task count
+        (``tasks-fencing-<connector>``), after which the new generation's tasks may start."""
+        if self._fence_producers is None:
+            raise ConnectError("Zombie fencing is not configured on this worker")
+        fence = self._fence_producers
+
+        def run() -> None:
+            self._require(self._snapshot, connector)
+            self._require_leader(f"fence zombies of connector {connector}")
+            count = self._snapshot.task_count(connector)
+            previous = self._snapshot.task_count_records.get(connector, 0)
+            ids = self.task_transactional_ids(connector, max(count, previous))
+            logger.info("Connector %s: fencing %d task producer(s) (previous task count %d, current %d)",
+                        connector, len(ids), previous, count)
+            fence(ids)
+            self._config_write(lambda: self._config_store.put_task_count_record(connector, count))
+            self._refresh_snapshot()
+
+        self._submit(run)
 
     # ======================================================================== Herder: offsets ===
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> None:

@@ -29,6 +29,16 @@ Threading: records are applied on the log's consumer thread under ``_lock``; :me
 herder an immutable copy. Listener callbacks run on the log thread, after the record is applied, and
 only once :meth:`start` has read the topic to its end (the herder takes its first snapshot then).
 Only the leader's herder calls the write methods.
+
+Leader fencing. With ``leader_transactional_id`` set (what :func:`connect_runtime.runtime.assembly.build_herder`
+does, with Java's id ``connect-cluster-<group.id>``), every write goes through a
+:class:`~connect_runtime.storage.fenced_writer.TransactionalWriter` that the herder creates with
+:meth:`KafkaConfigStore.claim_write_privileges` when it becomes the leader. Its ``init_transactions``
+fences the previous leader's writer, so a stale leader's writes fail (``FencedError``) instead of
+landing in the topic. Each write method is one transaction (a connector's task records and their
+commit record together). The log's consumer reads committed records only (librdkafka's default
+``read_committed``), so records of a transaction aborted by fencing are never applied on Apache Kafka.
+Without a claimed writer, writes raise :class:`WritePrivilegesError`.
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from connect_runtime.api.errors import ConnectError
+from connect_runtime.storage.fenced_writer import TransactionalWriter
 from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
 
 logger = logging.getLogger(__name__)
@@ -191,6 +202,12 @@ class ConfigUpdateListener(Protocol):
 
 
 LogFactory = Callable[..., KafkaBasedLog]
+#: (topic, producer config, transactional id, timeout_s) -> a writer that fences earlier holders.
+WriterFactory = Callable[[str, Mapping[str, Any], str, float], TransactionalWriter]
+
+
+class WritePrivilegesError(ConnectError):
+    """A fenced config store was written without a claimed (or after a fenced) leader writer."""
 
 
 class KafkaConfigStore:
@@ -198,8 +215,14 @@ class KafkaConfigStore:
 
     def __init__(self, topic: str, *, producer_config: Mapping[str, str], consumer_config: Mapping[str, str],
                  admin_config: Mapping[str, str], replication_factor: int = 3,
-                 transactional_id: str | None = None, log_factory: LogFactory = KafkaBasedLog) -> None:
+                 transactional_id: str | None = None, log_factory: LogFactory = KafkaBasedLog,
+                 leader_transactional_id: str | None = None,
+                 writer_factory: WriterFactory = TransactionalWriter) -> None:
         self.topic = topic
+        self._producer_config = dict(producer_config)
+        self._leader_transactional_id = leader_transactional_id
+        self._writer_factory = writer_factory
+        self._writer: TransactionalWriter | None = None
         self._lock = threading.RLock()
         self._listener: ConfigUpdateListener | None = None
         self._started = False
@@ -232,7 +255,62 @@ class KafkaConfigStore:
                     self._offset, len(self._connectors))
 
     def stop(self) -> None:
+        self.release_write_privileges()
         self._log.stop()
+
+    # -- leader fencing ------------------------------------------------------------------------------
+    @property
+    def fenced_writes(self) -> bool:
+        """True when writes need a claimed leader writer (``leader_transactional_id`` was given)."""
+        return self._leader_transactional_id is not None
+
+    def has_write_privileges(self) -> bool:
+        writer = self._writer
+        return not self.fenced_writes or (writer is not None and not writer.fenced)
+
+    def claim_write_privileges(self, timeout_s: float = 30.0) -> None:
+        """Become the only writer (call on becoming the group leader): fences every earlier leader.
+
+        Only a worker that a rebalance has just made the leader may call this; a stale leader that
+        called it would fence the real one (the herder calls it from new assignments only).
+        """
+        if self._leader_transactional_id is None:
+            return
+        self.release_write_privileges()
+        self._writer = self._writer_factory(self.topic, self._producer_config, self._leader_transactional_id,
+                                            timeout_s)
+
+    def release_write_privileges(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:
+                logger.exception("Closing the leader writer of %s failed", self.topic)
+
+    def _write(self, records: Sequence[tuple[bytes, bytes | None]], timeout_s: float) -> None:
+        """Write ``records`` (all or nothing when fenced writes are on), then read them back."""
+        if self.fenced_writes:
+            writer = self._writer
+            if writer is None or writer.fenced:
+                raise WritePrivilegesError(f"this worker holds no write privileges on {self.topic} "
+                                           "(not the leader, or fenced by a newer leader)")
+            writer.write(records, timeout_s)
+        else:
+            errors: list[Exception] = []
+
+            def sent(error: Exception | None, _record: LogRecord | None) -> None:
+                if error is not None:
+                    errors.append(error)
+
+            for key, value in records[:-1]:
+                self._log.send(key, value, sent)
+            self._log.flush(timeout_s)
+            if errors:
+                # Nothing more after a failed write (e.g. no commit record without every task record).
+                raise ConnectError(f"Failed to write to {self.topic}: {errors[0]}") from errors[0]
+            self._log.send_sync(records[-1][0], records[-1][1], timeout_s)
+        self._log.read_to_end(timeout_s)
 
     def refresh(self, timeout_s: float = 30.0) -> ClusterConfigState:
         """Catch up with the topic (other workers' writes) and return the new snapshot."""
@@ -257,55 +335,47 @@ class KafkaConfigStore:
                              timeout_s: float = 30.0) -> None:
         """Store a connector config; with ``target_state`` that state is written first (Java 3.5+), so
         the connector never runs, even briefly, in the wrong state."""
+        records: list[tuple[bytes, bytes | None]] = []
         if target_state is not None:
-            self._log.send_sync(target_state_key(name), target_state_value(target_state), timeout_s)
-        self._log.send_sync(connector_key(name), dumps({"properties": dict(config)}), timeout_s)
-        self._log.read_to_end(timeout_s)
+            records.append((target_state_key(name), target_state_value(target_state)))
+        records.append((connector_key(name), dumps({"properties": dict(config)})))
+        self._write(records, timeout_s)
 
     def remove_connector_config(self, name: str, timeout_s: float = 30.0) -> None:
         """Tombstone the connector and its target state (its offsets are kept, as in Java)."""
-        self._log.send_sync(connector_key(name), None, timeout_s)
-        self._log.send_sync(target_state_key(name), None, timeout_s)
-        self._log.read_to_end(timeout_s)
+        self._write([(connector_key(name), None), (target_state_key(name), None)], timeout_s)
 
     def put_task_configs(self, name: str, configs: Sequence[Mapping[str, str]],
                          timeout_s: float = 30.0) -> None:
-        """Write a new task generation: every task record, then the commit that makes them visible."""
-        errors: list[Exception] = []
+        """Write a new task generation: every task record, then the commit that makes them visible.
 
-        def sent(error: Exception | None, _record: LogRecord | None) -> None:
-            if error is not None:
-                errors.append(error)
-
-        for i, config in enumerate(configs):
-            self._log.send(task_key(name, i), dumps({"properties": dict(config)}), sent)
-        self._log.flush(timeout_s)
-        if errors:
-            # No commit without every task record: readers keep the previous generation (invariant "commit").
-            raise ConnectError(f"Failed to write the task configs of connector {name}: {errors[0]}") from errors[0]
-        self._log.send_sync(commit_key(name), dumps({"tasks": len(configs)}), timeout_s)
-        self._log.read_to_end(timeout_s)
+        No commit record is written unless every task record was (invariant "commit")."""
+        records: list[tuple[bytes, bytes | None]] = [
+            (task_key(name, i), dumps({"properties": dict(config)})) for i, config in enumerate(configs)]
+        records.append((commit_key(name), dumps({"tasks": len(configs)})))
+        try:
+            self._write(records, timeout_s)
+        except WritePrivilegesError:
+            raise
+        except ConnectError as exc:
+            raise ConnectError(f"Failed to write the task configs of connector {name}: {exc}") from exc
 
     def put_target_state(self, name: str, state: str, timeout_s: float = 30.0) -> None:
-        self._log.send_sync(target_state_key(name), target_state_value(state), timeout_s)
-        self._log.read_to_end(timeout_s)
+        self._write([(target_state_key(name), target_state_value(state))], timeout_s)
 
     def put_restart_request(self, request: RestartRequest, timeout_s: float = 30.0) -> None:
         value = dumps({"include-tasks": request.include_tasks, "only-failed": request.only_failed})
-        self._log.send_sync(restart_key(request.connector), value, timeout_s)
-        self._log.read_to_end(timeout_s)
+        self._write([(restart_key(request.connector), value)], timeout_s)
 
     def put_task_count_record(self, name: str, task_count: int, timeout_s: float = 30.0) -> None:
         """The zombie-fencing record of §10.3 (exactly-once source support)."""
-        self._log.send_sync(fencing_key(name), dumps({"task-count": task_count}), timeout_s)
-        self._log.read_to_end(timeout_s)
+        self._write([(fencing_key(name), dumps({"task-count": task_count}))], timeout_s)
 
     def put_session_key(self, session_key: SessionKey, timeout_s: float = 30.0) -> None:
         value = dumps({"key": base64.b64encode(session_key.key).decode("ascii"),
                        "algorithm": session_key.algorithm,
                        "creation-timestamp": session_key.creation_timestamp_ms})
-        self._log.send_sync(SESSION_KEY.encode(), value, timeout_s)
-        self._log.read_to_end(timeout_s)
+        self._write([(SESSION_KEY.encode(), value)], timeout_s)
 
     # -- reading ------------------------------------------------------------------------------------
     def _consume(self, record: LogRecord) -> None:

@@ -44,7 +44,12 @@ class WorkerProcess:
             "status.storage.topic": f"{group}-status",
             "config.storage.replication.factor": "1", "offset.storage.replication.factor": "1",
             "status.storage.replication.factor": "1", "offset.storage.partitions": "5",
-            "offset.flush.interval.ms": "1000", "listeners": "http://127.0.0.1:0", **overrides,
+            "offset.flush.interval.ms": "1000", "listeners": "http://127.0.0.1:0",
+            # Group membership through the broker: short sessions (a JoinGroup on Tansu waits half the
+            # session timeout) and a short hold of a departed worker's work (a restarted worker gets a
+            # new worker id, so its old self's work is only reassigned after this delay).
+            "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000",
+            "scheduled.rebalance.max.delay.ms": "3000", **overrides,
         }
         self.path = tmp_path / f"{group}.properties"
         self.path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))

@@ -1,0 +1,209 @@
+"""DistributedHerder in a multi-worker group, without sockets: leader fencing of config writes, KIP-618
+zombie fencing, restarts forwarded to the owner, and the assembly's notify relay.
+
+The transactional writer is replaced by a fake with the coordinator's one rule that matters here:
+initialising a transactional id fences every earlier writer of that id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from connect_runtime.api.errors import NotAssignedError, NotLeaderError
+from connect_runtime.runtime.assembly import WakeupRelay
+from connect_runtime.runtime.distributed_herder import DistributedHerder
+from connect_runtime.runtime.herder import ConnectorTaskId
+from connect_runtime.runtime.membership import Assignment, SoleMember
+from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.status_writer import StatusWriter
+from connect_runtime.storage.config_store import KafkaConfigStore, WritePrivilegesError
+from connect_runtime.storage.fenced_writer import FencedError
+from connect_runtime.storage.status_store import KafkaStatusStore, Status
+from tests.support.kafka import wait_until
+from tests.unit.connect_runtime.herder_fakes import FakeBroker, FakeOffsetStore, FakeWorker
+from tests.unit.connect_runtime.test_distributed_herder import DemoConnector, config, running_tasks
+
+
+class FakeTransactionalWriter:
+    """Writes through a FakeLog; a newer writer of the same id fences this one (epoch bump)."""
+
+    epochs: dict[str, int] = {}
+
+    def __init__(self, broker: FakeBroker, topic: str, transactional_id: str) -> None:
+        self.topic, self.transactional_id, self._broker = topic, transactional_id, broker
+        self.epoch = self.epochs.get(transactional_id, 0) + 1
+        self.epochs[transactional_id] = self.epoch
+        self._log = broker.log_factory(topic, consumed=lambda _r: None)
+
+    @property
+    def fenced(self) -> bool:
+        return self.epochs[self.transactional_id] != self.epoch
+
+    def write(self, records: Sequence[tuple[bytes, bytes | None]], timeout_s: float = 30.0) -> None:
+        if self.fenced:
+            raise FencedError("fenced")
+        for key, value in records:
+            self._log.send_sync(key, value)
+
+    def close(self) -> None:
+        pass
+
+
+class Member(SoleMember):
+    """A sole member that counts rebalance requests."""
+
+    def __init__(self) -> None:
+        super().__init__("http://w1:8083")
+        self.rebalances = 0
+
+    def request_rebalance(self) -> None:
+        self.rebalances += 1
+
+
+class Cluster:
+    def __init__(self, membership: Any = None, group: str = "g") -> None:
+        self.broker = FakeBroker()
+        clients: dict[str, Any] = {"producer_config": {}, "consumer_config": {}, "admin_config": {},
+                                   "log_factory": self.broker.log_factory}
+        self.status_store = KafkaStatusStore("status", **clients)
+        self.config_store = self.fenced_store(group)
+        self.fenced: list[list[str]] = []
+        self.worker = FakeWorker(StatusWriter(self.status_store, "w1:8083"), FakeOffsetStore())
+        plugins = Plugins()
+        plugins.register("DemoConnector", DemoConnector)
+        self.membership = membership or Member()
+        self.herder = DistributedHerder(
+            worker_id="w1:8083", worker=self.worker, plugins=plugins, config_store=self.config_store,
+            status_store=self.status_store, offset_store=FakeOffsetStore(), membership=self.membership,
+            status_writer=StatusWriter(self.status_store, "w1:8083"), request_timeout_s=10, group_id=group,
+            fence_producers=self.fenced.append)
+
+    def fenced_store(self, group: str) -> KafkaConfigStore:
+        broker = self.broker
+
+        def writer(topic: str, _producer: Mapping[str, Any], tid: str, _timeout: float) -> Any:
+            return FakeTransactionalWriter(broker, topic, tid)
+
+        return KafkaConfigStore("configs", producer_config={}, consumer_config={}, admin_config={},
+                                log_factory=broker.log_factory, leader_transactional_id=f"connect-cluster-{group}",
+                                writer_factory=writer)
+
+    def keys(self) -> list[bytes | None]:
+        return [r.key for r in self.broker.topics.get("configs", [])]
+
+
+@pytest.fixture
+def cluster() -> Any:
+    c = Cluster()
+    c.herder.start()
+    assert c.herder.wait_until_ready(10)
+    yield c
+    c.herder.stop(10)
+
+
+def test_unclaimed_store_refuses_writes() -> None:
+    c = Cluster()
+    c.config_store.start()
+    with pytest.raises(WritePrivilegesError):
+        c.config_store.put_target_state("x", "PAUSED")
+    assert c.keys() == []
+
+
+def test_a_newer_leader_fences_this_one(cluster: Cluster) -> None:
+    cluster.worker.task_configs["demo"] = [{"task": "0"}]
+    cluster.herder.put_connector_config("demo", config(tasks=1), allow_replace=False)
+    wait_until(lambda: running_tasks(cluster) == {ConnectorTaskId("demo", 0)}, 5, "task running")
+    written = len(cluster.keys())
+
+    # Another worker becomes the leader and claims the config topic.
+    newer = cluster.fenced_store("g")
+    newer.start()
+    newer.claim_write_privileges()
+
+    with pytest.raises(NotLeaderError):
+        cluster.herder.pause_connector("demo")
+    assert len(cluster.keys()) == written, "the stale leader wrote nothing"
+    assert cluster.membership.rebalances >= 1, "a fenced leader asks the group for a new assignment"
+    with pytest.raises(NotLeaderError):  # no re-claim until an assignment says leader again
+        cluster.herder.resume_connector("demo")
+    newer.put_target_state("demo", "PAUSED")  # the new leader writes fine
+    assert newer.snapshot().target_state("demo") == "PAUSED"
+
+
+def test_fence_zombies_fences_previous_and_current_task_ids_then_records_the_count(cluster: Cluster) -> None:
+    cluster.worker.task_configs["demo"] = [{"task": str(i)} for i in range(3)]
+    cluster.herder.put_connector_config("demo", config(tasks=3), allow_replace=False)
+    wait_until(lambda: len(running_tasks(cluster)) == 3, 5, "3 tasks")
+    cluster.herder.fence_zombies("demo")
+    assert cluster.fenced == [["g-demo-0", "g-demo-1", "g-demo-2"]]
+    assert cluster.config_store.snapshot().task_count_records == {"demo": 3}
+
+    cluster.worker.task_configs["demo"] = [{"task": "0"}]
+    cluster.herder.put_connector_config("demo", config(tasks=1), allow_replace=True)
+    wait_until(lambda: len(running_tasks(cluster)) == 1, 5, "1 task")
+    cluster.herder.fence_zombies("demo")
+    assert cluster.fenced[-1] == ["g-demo-0", "g-demo-1", "g-demo-2"], "the previous generation's ids too"
+    assert cluster.config_store.snapshot().task_count_records == {"demo": 1}
+
+
+class NothingHere:
+    """A follower assigned nothing (the connector and its tasks run on other workers)."""
+
+    def join(self, snapshot: Any, timeout_s: float) -> Assignment:
+        return Assignment.of(1, False, "http://leader:8083", (), ())
+
+    def poll(self, snapshot: Any, timeout_s: float) -> Assignment | None:
+        return None
+
+    def request_rebalance(self) -> None: ...
+
+    def wakeup(self) -> None: ...
+
+    def leave(self) -> None: ...
+
+
+def test_restarts_of_work_owned_elsewhere_name_the_owner() -> None:
+    c = Cluster(NothingHere())
+    leader = c.fenced_store("g")
+    leader.start()
+    leader.claim_write_privileges()
+    leader.put_connector_config("demo", config(tasks=2))
+    leader.put_task_configs("demo", [{"task": "0"}, {"task": "1"}])
+    c.status_store.start()
+    c.status_store.put(Status("demo", "RUNNING", "10.0.0.7:8083", 1))
+    c.status_store.put(Status("demo", "RUNNING", "10.0.0.8:8084", 1, task=1))
+    c.herder.start()
+    try:
+        assert c.herder.wait_until_ready(10)
+        with pytest.raises(NotAssignedError) as err:
+            c.herder.restart_connector("demo", include_tasks=False, only_failed=False)
+        assert err.value.target_url == "http://10.0.0.7:8083"
+        with pytest.raises(NotAssignedError) as err:
+            c.herder.restart_task(ConnectorTaskId("demo", 1))
+        assert err.value.target_url == "http://10.0.0.8:8084"
+        with pytest.raises(NotAssignedError) as err:  # no status yet: the leader knows the assignment
+            c.herder.restart_task(ConnectorTaskId("demo", 0))
+        assert err.value.target_url == "http://leader:8083"
+        with pytest.raises(NotLeaderError):  # pause is a config write: leader only, forwarded by REST
+            c.herder.pause_connector("demo")
+    finally:
+        c.herder.stop(10)
+
+
+def test_wakeup_relay_reaches_the_herder_set_after_the_membership() -> None:
+    relay = WakeupRelay()
+    relay()  # before the herder exists: dropped, harmless
+
+    class Herder:
+        woken = 0
+
+        def wakeup(self) -> None:
+            self.woken += 1
+
+    herder = Herder()
+    relay.target = herder  # type: ignore[assignment]
+    relay()
+    assert herder.woken == 1
