@@ -395,7 +395,8 @@ class DistributedHerder(AbstractHerder):
         wanted_tasks: dict[ConnectorTaskId, Mapping[str, str]] = {}
         for task in assignment.tasks:
             config = snap.task_config((task.connector, task.task))
-            if (config is not None and task.connector in wanted_connectors
+            # A task runs wherever it is assigned, whether or not its connector instance runs here.
+            if (config is not None and snap.contains(task.connector)
                     and (task.connector, task.task) in snap.tasks(task.connector)
                     and self._target_state(task.connector) is not TargetState.STOPPED):
                 wanted_tasks[task] = config

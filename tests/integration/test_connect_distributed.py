@@ -338,6 +338,9 @@ def test_restart_reloads_connectors_from_the_config_topic(worker_factory: Any, c
     worker = worker_factory().start()
     config = sequence_config(topic, 1, **{"records.per.second": "20"})
     assert worker.rest("PUT", f"/connectors/{CONNECTOR}/config", json=config).status_code == 201
+    # The group assigns the new connector after a rebalance; paused before its first start it would
+    # have no tasks (as in Java), so let it generate its task first.
+    wait_until(lambda: worker.states() == ("RUNNING", ["RUNNING"]), 30, "running")
     assert worker.rest("PUT", f"/connectors/{CONNECTOR}/pause").status_code == 202
     wait_until(lambda: worker.states() == ("PAUSED", ["PAUSED"]), 30, "paused")
     first_id = worker.status()["connector"]["worker_id"]
