@@ -43,12 +43,13 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.config_provider import build_providers
 from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
+from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.logging_context import set_context
 from connect_runtime.metrics import LabelledRegistries
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime import worker_config as wc
-from connect_runtime.runtime.assembly import build_herder, kafka_cluster_id
+from connect_runtime.runtime.assembly import build_herder
 from connect_runtime.runtime.distributed_herder import DistributedHerder
 from connect_runtime.runtime.herder import Herder, WorkerHealth
 from connect_runtime.runtime.membership import Assignment
@@ -63,6 +64,7 @@ _BACKOFF_INITIAL_S = 1.0
 _BACKOFF_MAX_S = 60.0
 _READY_TIMEOUT_S = 120.0
 _STOP_TIMEOUT_S = 25.0
+_PROBE_TIMEOUT_S = 10.0
 
 
 class MirrorHerder(DistributedHerder):
@@ -227,6 +229,23 @@ def _listeners(config: MirrorMakerConfig, rest_port: int | None) -> str:
     return f"{parts.scheme or 'http'}://{host}:{port}"
 
 
+def _target_cluster_id(worker_config: wc.DistributedWorkerConfig, pair: SourceAndTarget) -> str | None:
+    """The target cluster's id; ConnectError if the cluster cannot be reached within a few seconds.
+
+    A herder lives on its target cluster. Probing it first (a metadata request, which every Kafka
+    answers) turns an unreachable cluster into one short, clear failure that the slot retries with
+    backoff, instead of a herder that spends its start timeout on internal-topic creation and then
+    reports a topic timeout.
+    """
+    bootstrap = ",".join(worker_config[wc.BOOTSTRAP_SERVERS])
+    try:
+        admin = TopicAdmin(worker_config.admin_config("cluster-id"))
+        metadata = admin.client.list_topics(timeout=_PROBE_TIMEOUT_S)
+    except Exception as exc:
+        raise ConnectError(f"cluster {pair.target} is unreachable at {bootstrap}: {exc}") from exc
+    return str(metadata.cluster_id) if metadata.cluster_id else None
+
+
 class MirrorMaker:
     """All herders of one node, their shared REST server, metrics and health monitor."""
 
@@ -286,12 +305,13 @@ class MirrorMaker:
 
     def _build_herder(self, pair: SourceAndTarget) -> MirrorHerder:
         worker_config = wc.DistributedWorkerConfig(self.config.worker_config(pair))
+        cluster_id = _target_cluster_id(worker_config, pair)
         providers = build_providers(self.config.raw_properties())
         registry = CollectorRegistry()
         herder = build_herder(
             worker_config, worker_id=self.worker_id, advertised_url=self.url, plugins=self.plugins,
             registry=registry, providers=providers, herder_class=MirrorHerder, log_flow=str(pair),
-            cluster_id=kafka_cluster_id(worker_config), start_timeout_s=_READY_TIMEOUT_S,
+            cluster_id=cluster_id, start_timeout_s=_READY_TIMEOUT_S,
             pair=pair, mm_config=self.config)
         self._herder_metrics.put({"source": pair.source, "target": pair.target}, registry)
         assert isinstance(herder, MirrorHerder)  # build_herder instantiates herder_class

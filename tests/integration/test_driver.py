@@ -1,0 +1,386 @@
+"""End-to-end tests of the MM2 driver: the real ``connect-mirror-maker`` CLI as a subprocess (issue 6).
+
+Every test gives its clusters aliases of its own (``A<uuid8>``...) on the shared session brokers: MM2
+names its internal topics (``mm2-configs.<src>.internal``, ``<src>.heartbeats``...) after the aliases, so
+shared aliases would mix tests. The example-file test uses brokers of its own instead, because its
+``topics = .*`` would otherwise replicate every other test's topics.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from mirror.client.mirror_client import MirrorClient
+from tests.conftest import Cluster
+from tests.integration.support.mm2_process import ROOT, MirrorMakerProcess, aliases, mm2_properties
+from tests.support.kafka import consume_all, create_topic, produce, topics, unique, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+CONNECTORS = ("MirrorSourceConnector", "MirrorCheckpointConnector", "MirrorHeartbeatConnector")
+
+
+def write(tmp_path: Path, text: str, name: str = "mm2.properties") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def values(bootstrap: str, topic: str, expect: int | None = None, timeout_s: float = 10) -> list[bytes]:
+    return [r.value or b"" for r in consume_all(bootstrap, topic, timeout_s, expect=expect)]
+
+
+def wait_count(bootstrap: str, topic: str, count: int, timeout_s: float = 60) -> int:
+    """Wait until ``topic`` holds at least ``count`` records; the count (equal means no duplicates)."""
+    def enough() -> int | None:
+        if topic not in topics(bootstrap):
+            return None
+        n = len(consume_all(bootstrap, topic, 10))
+        return n if n >= count else None
+
+    result: int = wait_until(enough, timeout_s, f"{count} records in {topic}", interval_s=0.5)
+    return result
+
+
+def committed(bootstrap: str, group: str, topic: str, partition: int = 0) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        [tp] = consumer.committed([TopicPartition(topic, partition)], timeout=10)
+        return int(tp.offset)
+    finally:
+        consumer.close()
+
+
+def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def all_running(node: MirrorMakerProcess, source: str, target: str, names: tuple[str, ...] = CONNECTORS,
+                tasks: int = 1) -> Callable[[], bool]:
+    def check() -> bool:
+        for name in names:
+            status = node.get(f"/{source}/{target}/connectors/{name}/status")
+            if status["connector"]["state"] != "RUNNING" or len(status["tasks"]) != tasks:
+                return False
+            if any(t["state"] != "RUNNING" for t in status["tasks"]):
+                return False
+        return True
+    return check
+
+
+# -- 1. the example file -------------------------------------------------------------------------------
+def test_example_mm2_properties_runs_unmodified(fresh_cluster: Callable[[str], Cluster], tmp_path: Path) -> None:
+    """etc/mm2.properties, bootstrap servers pointed at three local brokers; overrides appended, not edited."""
+    primary, secondary, backup = fresh_cluster("primary"), fresh_cluster("secondary"), fresh_cluster("backup")
+    text = (ROOT / "etc" / "mm2.properties").read_text(encoding="utf-8")
+    for cluster in (primary, secondary, backup):
+        text, n = re.subn(rf"(?m)^{cluster.alias}\.bootstrap\.servers = .*$",
+                          f"{cluster.alias}.bootstrap.servers = {cluster.bootstrap}", text)
+        assert n == 1
+    # Test-broker necessities, appended so that the example's own lines stay as they are (in a
+    # .properties file the last occurrence of a key wins, as in Java):
+    text += (
+        "\n# --- test-broker overrides ---\n"
+        # The test broker (Tansu) speaks neither TLS nor SASL: backup is reached in plaintext.
+        "backup.security.protocol = PLAINTEXT\n"
+        # One broker per cluster: replication factor 1 instead of 3.
+        "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+        "heartbeats.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
+        "offset.storage.replication.factor = 1\nstatus.storage.replication.factor = 1\n"
+        "config.storage.replication.factor = 1\n"
+        # create_acls aborts the test broker (tansu.md §7).
+        "sync.topic.acls.enabled = false\n"
+        # Tansu holds each group join for session.timeout.ms / 2 (45 s by default).
+        + "".join(f"{a}.session.timeout.ms = 6000\n{a}.heartbeat.interval.ms = 1000\n"
+                  for a in ("primary", "secondary", "backup"))
+        # The example's REST port 8083 may be taken on a shared test machine.
+        + "listeners = http://127.0.0.1:0\n")
+    orders, payments, other = "orders-eu", "payments", "inventory"
+    for name in (orders, payments, other):
+        create_topic(primary.bootstrap, name, 2)
+        produce(primary.bootstrap, name, 12)
+    props = write(tmp_path, text)
+    # The example takes its secrets from the environment (config providers); they must resolve.
+    env = {"MM2_BACKUP_PASSWORD": "secret-pw", "MM2_BACKUP_TRUSTSTORE_PASSWORD": "secret-ts"}
+    with MirrorMakerProcess(props, env=env) as node:
+        node.wait_running(2, 120)
+        assert {tuple(f["namespace"]) for f in node.get("/flows")} == {("primary", "secondary"),
+                                                                     ("primary", "backup")}
+        for name in (orders, payments, other):
+            assert wait_count(secondary.bootstrap, f"primary.{name}", 12) == 12
+        for name in (orders, payments):
+            assert wait_count(backup.bootstrap, f"primary.{name}", 12) == 12
+        # The flow into backup only takes orders.* and payments.*; it has seen the other topic by now.
+        assert f"primary.{other}" not in topics(backup.bootstrap)
+        assert "secret-pw" not in node.log_text()
+        assert node.terminate() == 0
+
+
+# -- 2. active/active ---------------------------------------------------------------------------------
+def test_active_active_replicates_both_ways_without_cycles(cluster_a: Cluster, cluster_b: Cluster,
+                                                           tmp_path: Path) -> None:
+    a, b = aliases("A", "B")
+    prefix = unique("aa")
+    topic = f"{prefix}-t"
+    create_topic(cluster_a.bootstrap, topic)
+    create_topic(cluster_b.bootstrap, topic)
+    produce(cluster_a.bootstrap, topic, [(b"k", f"a-{i}".encode()) for i in range(7)])
+    produce(cluster_b.bootstrap, topic, [(b"k", f"b-{i}".encode()) for i in range(5)])
+    # The topic filter also matches the remote topics: only cycle prevention keeps A.B.t from existing.
+    body = f"{a}->{b}.enabled = true\n{b}->{a}.enabled = true\ntopics = .*{prefix}.*\n"
+    props = write(tmp_path, mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, body))
+    with MirrorMakerProcess(props) as node:
+        node.wait_running(2)
+        assert wait_count(cluster_b.bootstrap, f"{a}.{topic}", 7) == 7
+        assert wait_count(cluster_a.bootstrap, f"{b}.{topic}", 5) == 5
+        # Sentinels created after the remote topics exist: once they are replicated, each source
+        # connector has refreshed its topic list with the remote topic in it and skipped it.
+        sentinel = f"{prefix}-sentinel"
+        create_topic(cluster_a.bootstrap, sentinel)
+        create_topic(cluster_b.bootstrap, sentinel)
+        wait_until(lambda: f"{a}.{sentinel}" in topics(cluster_b.bootstrap), 30, "sentinel on B")
+        wait_until(lambda: f"{b}.{sentinel}" in topics(cluster_a.bootstrap), 30, "sentinel on A")
+        assert f"{a}.{b}.{topic}" not in topics(cluster_a.bootstrap)
+        assert f"{b}.{a}.{topic}" not in topics(cluster_b.bootstrap)
+        assert values(cluster_b.bootstrap, f"{a}.{topic}") == [f"a-{i}".encode() for i in range(7)]
+        assert values(cluster_a.bootstrap, f"{b}.{topic}") == [f"b-{i}".encode() for i in range(5)]
+        assert node.terminate() == 0
+
+
+# -- 3. --clusters ------------------------------------------------------------------------------------
+def test_clusters_flag_runs_only_flows_into_that_cluster(cluster_a: Cluster, cluster_b: Cluster,
+                                                         tmp_path: Path) -> None:
+    a, b = aliases("A", "B")
+    topic = create_topic(cluster_a.bootstrap, unique("only-b"))
+    back = create_topic(cluster_b.bootstrap, unique("only-b-back"))
+    produce(cluster_a.bootstrap, topic, 4)
+    produce(cluster_b.bootstrap, back, 4)
+    body = f"{a}->{b}.enabled = true\n{b}->{a}.enabled = true\ntopics = {topic}, {back}\n"
+    props = write(tmp_path, mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, body))
+    with MirrorMakerProcess(props, "--clusters", b) as node:
+        node.wait_running(1)
+        assert [f["namespace"] for f in node.get("/flows")] == [[a, b]]
+        assert node.request("GET", f"/{b}/{a}/connectors").status_code == 404
+        assert wait_count(cluster_b.bootstrap, f"{a}.{topic}", 4) == 4
+        # A->B is fully up (and its heartbeats flow); the B->A herder never ran: none of its internal
+        # topics, heartbeats or replicated topics exist on A.
+        wait_until(lambda: f"{a}.checkpoints.internal" in topics(cluster_b.bootstrap), 30, "A->B checkpoints")
+        on_a = topics(cluster_a.bootstrap)
+        assert not {t for t in on_a if b in t} - {f"mm2-offset-syncs.{b}.internal"}, sorted(
+            t for t in on_a if b in t)
+        assert node.terminate() == 0
+
+
+# -- 4. chain ---------------------------------------------------------------------------------------
+def test_chain_heartbeats_count_two_hops(cluster_a: Cluster, cluster_b: Cluster, cluster_c: Cluster,
+                                         tmp_path: Path) -> None:
+    a, b, c = aliases("A", "B", "C")
+    topic = create_topic(cluster_a.bootstrap, unique("chain"))
+    produce(cluster_a.bootstrap, topic, 3)
+    # A->B->C; B->A stays (heartbeat-only) to feed A's heartbeats topic; other pairs are switched off.
+    body = (f"{a}->{b}.enabled = true\n{b}->{c}.enabled = true\n"
+            f"topics = {topic}, {a}\\.{topic}\n"
+            + "".join(f"{s}->{t}.emit.heartbeats.enabled = false\n" for s, t in ((a, c), (c, a), (c, b))))
+    props = write(tmp_path, mm2_properties(
+        {a: cluster_a.bootstrap, b: cluster_b.bootstrap, c: cluster_c.bootstrap}, body))
+    with MirrorMakerProcess(props) as node:
+        node.wait_running(3)
+        assert wait_count(cluster_c.bootstrap, f"{b}.{a}.heartbeats", 1, 90) >= 1
+        assert wait_count(cluster_b.bootstrap, f"{a}.heartbeats", 1) >= 1
+        assert wait_count(cluster_c.bootstrap, f"{b}.heartbeats", 1) >= 1
+        assert wait_count(cluster_c.bootstrap, f"{b}.{a}.{topic}", 3) == 3
+        with MirrorClient({"bootstrap.servers": cluster_c.bootstrap}) as client:
+            assert client.replication_hops(a) == 2
+            assert client.replication_hops(b) == 1
+            assert {a, b} <= client.upstream_clusters()
+        assert node.terminate() == 0
+
+
+# -- 5. two nodes -------------------------------------------------------------------------------------
+def test_two_nodes_split_tasks_and_survive_sigkill(cluster_a: Cluster, cluster_b: Cluster,
+                                                   tmp_path: Path) -> None:
+    a, b = aliases("A", "B")
+    topic = create_topic(cluster_a.bootstrap, unique("split"), 2)
+    remote = f"{a}.{topic}"
+    body = (f"{a}->{b}.enabled = true\n{b}->{a}.emit.heartbeats.enabled = false\ntopics = {topic}\n"
+            "tasks.max = 2\n"
+            # Lost tasks are reassigned after this delay (Connect's default is 5 minutes).
+            f"{b}.scheduled.rebalance.max.delay.ms = 2000\n")
+    props = write(tmp_path, mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, body))
+    with MirrorMakerProcess(props, log=tmp_path / "node1.log") as one, \
+            MirrorMakerProcess(props, log=tmp_path / "node2.log") as two:
+        one.wait_running(1)
+        two.wait_running(1)
+
+        def split() -> list[tuple[str, str]] | None:
+            states = one.task_states(a, b, "MirrorSourceConnector")
+            ok = len(states) == 2 and all(s == "RUNNING" for s, _ in states) and len({w for _, w in states}) == 2
+            return states if ok else None
+
+        states = wait_until(split, 90, "source tasks on two different workers", interval_s=0.5)
+        assert {w for _, w in states} == {one.url.removeprefix("http://"), two.url.removeprefix("http://")}
+
+        keys = [f"key-{i}".encode() for i in range(60)]
+        stop_producing = threading.Event()
+        produced: list[bytes] = []
+
+        def produce_slowly() -> None:
+            for key in keys:
+                if stop_producing.is_set():
+                    return
+                produce(cluster_a.bootstrap, topic, [(key, key)])
+                produced.append(key)
+                time.sleep(0.1)
+
+        producer = threading.Thread(target=produce_slowly, daemon=True)
+        producer.start()
+        wait_until(lambda: len(produced) >= 20, 30, "records produced before the kill")
+        one.kill()  # the first node: it led the group, so the survivor also takes over leadership
+        producer.join(60)
+        assert len(produced) == len(keys)
+        wait_until(lambda: {v for v in values(cluster_b.bootstrap, remote)} >= set(keys), 120,
+                   "every key on the target after SIGKILL of one node")
+        wait_until(lambda: {w for _, w in two.task_states(a, b, "MirrorSourceConnector")}
+                   == {two.url.removeprefix("http://")}, 60, "both tasks on the surviving node")
+        assert two.terminate() == 0
+
+
+# -- 6. SIGTERM ---------------------------------------------------------------------------------------
+def test_sigterm_exits_0_with_offsets_flushed(cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
+    a, b = aliases("A", "B")
+    topic = create_topic(cluster_a.bootstrap, unique("term"))
+    remote = f"{a}.{topic}"
+    produce(cluster_a.bootstrap, topic, [(None, f"v{i}".encode()) for i in range(30)])
+    body = f"{a}->{b}.enabled = true\ntopics = {topic}\n"
+    props = write(tmp_path, mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, body))
+    with MirrorMakerProcess(props, log=tmp_path / "first.log") as node:
+        node.wait_running(2)
+        assert wait_count(cluster_b.bootstrap, remote, 30) == 30
+        started = time.monotonic()
+        code = node.terminate(30)
+        assert code == 0, node.tail()
+        stopping_took = time.monotonic() - started
+    assert "connect-mirror-maker stopped" in node.log_text()
+    produce(cluster_a.bootstrap, topic, [(None, f"v{i}".encode()) for i in range(30, 40)])
+    with MirrorMakerProcess(props, log=tmp_path / "second.log") as again:
+        again.wait_running(2)
+        # One partition: a re-copied record would arrive before the new ones.
+        assert wait_count(cluster_b.bootstrap, remote, 40) == 40, "records replicated twice after a clean stop"
+        assert values(cluster_b.bootstrap, remote) == [f"v{i}".encode() for i in range(40)]
+        assert again.terminate() == 0
+    assert stopping_took < 30
+
+
+# -- 7. quickstart ------------------------------------------------------------------------------------
+def test_quickstart_command(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "mirror.cli", "quickstart", "--records", "300",
+                             "--timeout", "90", "--workdir", str(tmp_path)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=240, check=False)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr[-3000:]
+    assert re.search(r"remote topic\s+A\.orders: 300 records", out), out
+    assert re.search(r"heartbeat\s+A->B, \d+ ms old; upstream clusters of B: A", out), out
+    rows = re.findall(r"A\.orders\[(\d)\]\s+A:\s+(\d+)\s+B:\s+(\d+)", out)
+    assert sorted(p for p, _, _ in rows) == ["0", "1", "2"], out
+    assert all(src == tgt for _, src, tgt in rows), out
+    assert sum(int(src) for _, src, _ in rows) == 300
+    assert "exit code 0" in out
+
+
+# -- 8. unreachable cluster ---------------------------------------------------------------------------
+def test_unreachable_cluster_is_retried_without_stopping_other_flows(cluster_a: Cluster, cluster_b: Cluster,
+                                                                      tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = f"127.0.0.1:{s.getsockname()[1]}"
+    a, b, c = aliases("A", "B", "C")
+    topic = create_topic(cluster_a.bootstrap, unique("unreach"))
+    produce(cluster_a.bootstrap, topic, 5)
+    # Herders: A->B (replicates) and A->C (heartbeats into the unreachable C).
+    body = (f"{a}->{b}.enabled = true\ntopics = {topic}\n"
+            + "".join(f"{s}->{t}.emit.heartbeats.enabled = false\n"
+                      for s, t in ((b, a), (b, c), (c, a), (c, b))))
+    props = write(tmp_path, mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap, c: closed}, body))
+    with MirrorMakerProcess(props) as node:
+        assert wait_count(cluster_b.bootstrap, f"{a}.{topic}", 5, 90) == 5
+        # (no group has offsets on the topic, so the checkpoint connector has no task)
+        wait_until(all_running(node, a, b, CONNECTORS[::2]), 60, "A->B source and heartbeats running")
+        pair = re.escape(f"{a}->{c}")
+        retries = wait_until(lambda: (lambda found: found if len(found) >= 2 else None)(
+            re.findall(rf"{pair}: .*; retrying in (\d+)s", node.log_text())), 120, "two retries of A->C")
+        assert int(retries[1]) > int(retries[0]), retries  # exponential backoff
+        health = node.request("GET", "/health")
+        assert health.status_code != 200
+        message = health.json()["message"]
+        assert f"{a}->{c}" in message and "unreachable" in message and "retrying" in message, message
+        assert node.request("GET", f"/{a}/{c}/connectors").status_code == 409
+        assert "All 2 herder(s) running" not in node.log_text()
+        produce(cluster_a.bootstrap, topic, 3)
+        assert wait_count(cluster_b.bootstrap, f"{a}.{topic}", 8) == 8
+        assert node.terminate() == 0
+
+
+# -- 9. MM2 scenarios through the driver's REST API ----------------------------------------------------
+def test_rest_restart_group_sync_and_kip875_offsets(cluster_a: Cluster, cluster_b: Cluster,
+                                                    tmp_path: Path) -> None:
+    """§12.2 testRestartReplication and offset-syncs on target, then §12.3's stop/PATCH/resume re-copy."""
+    a, b = aliases("A", "B")
+    topic = create_topic(cluster_a.bootstrap, unique("rest"), 2)
+    remote = f"{a}.{topic}"
+    group = unique("rest-group")
+    produce(cluster_a.bootstrap, topic, [(None, f"p0-{i}".encode()) for i in range(5)], partition=0)
+    produce(cluster_a.bootstrap, topic, [(None, f"p1-{i}".encode()) for i in range(5)], partition=1)
+    commit(cluster_a.bootstrap, group, topic, 5)
+    body = (f"{a}->{b}.enabled = true\n{b}->{a}.emit.heartbeats.enabled = false\n"
+            f"topics = {topic}\ngroups = {group}\n"
+            "sync.group.offsets.enabled = true\noffset.lag.max = 0\n"
+            f"{a}->{b}.offset-syncs.topic.location = target\n")
+    props = write(tmp_path, mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, body))
+    with MirrorMakerProcess(props) as node:
+        node.wait_running(1)
+        assert wait_count(cluster_b.bootstrap, remote, 10) == 10
+        # Offset syncs live on the target; the group (never active on B) gets the translated offset.
+        assert f"mm2-offset-syncs.{a}.internal" in topics(cluster_b.bootstrap)
+        assert f"mm2-offset-syncs.{b}.internal" not in topics(cluster_a.bootstrap)
+        wait_until(lambda: committed(cluster_b.bootstrap, group, remote) == 5, 60, "group synced to 5")
+
+        for name in CONNECTORS:
+            r = node.request("POST", f"/{a}/{b}/connectors/{name}/restart",
+                             params={"includeTasks": "true", "onlyFailed": "false"})
+            assert r.status_code in (200, 202, 204), r.text
+        wait_until(all_running(node, a, b), 60, "connectors running after restart")
+        produce(cluster_a.bootstrap, topic, [(None, f"p0-{i}".encode()) for i in range(5, 9)], partition=0)
+        commit(cluster_a.bootstrap, group, topic, 9)
+        assert wait_count(cluster_b.bootstrap, remote, 14) == 14
+        wait_until(lambda: committed(cluster_b.bootstrap, group, remote) == 9, 60, "group synced to 9")
+
+        # KIP-875: stop, rewind every partition to "offset 0 copied", resume: all but each first
+        # record are copied again (§12.3, 100 + 9*10 = 190 in Java's test; here 14 + 8 + 4 = 26).
+        source = f"/{a}/{b}/connectors/MirrorSourceConnector"
+        assert node.request("PUT", source + "/stop").status_code in (200, 202, 204)
+        wait_until(lambda: node.get(source + "/status")["connector"]["state"] == "STOPPED", 30, "STOPPED")
+        stored = node.get(source + "/offsets")["offsets"]
+        assert {(o["partition"]["topic"], o["partition"]["partition"], o["offset"]["offset"])
+                for o in stored if o["partition"]["topic"] == topic} == {(topic, 0, 8), (topic, 1, 4)}
+        patch = {"offsets": [{"partition": {"cluster": a, "topic": topic, "partition": p},
+                              "offset": {"offset": 0}} for p in (0, 1)]}
+        r = node.request("PATCH", source + "/offsets", json=patch)
+        assert r.status_code == 200, r.text
+        assert node.request("PUT", source + "/resume").status_code in (200, 202, 204)
+        assert wait_count(cluster_b.bootstrap, remote, 14 + 8 + 4) == 26
+        assert node.terminate() == 0
