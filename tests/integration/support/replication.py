@@ -49,6 +49,8 @@ def driver_available() -> bool:
 def mirror_maker(properties: Path, *flags: str) -> Iterator[subprocess.Popen[str]]:
     """The real ``connect-mirror-maker`` as a subprocess (every flow of the file, so that the reverse
     heartbeat-only herder feeds the heartbeats that the forward flow replicates), stopped at the end."""
+    if "--rest-port" not in flags:
+        flags = (*flags, "--rest-port", "0")  # never the default 8083: other tests use the machine too
     cmd = [sys.executable, "-m", "mirror.cli.connect_mirror_maker", str(properties), *flags]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
                             start_new_session=True)
