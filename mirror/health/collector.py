@@ -22,7 +22,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from mirror.health.model import FlowHealth, HealthReport, State
+from connect_runtime.api.errors import ConfigError
+from mirror.health.model import FlowHealth, HealthReport, State, ThresholdError
 from mirror.health.probe import HealthProbe
 from mirror.maker.config import MirrorMakerConfig, SourceAndTarget
 
@@ -160,7 +161,11 @@ class HealthCollector(Collector):
 
 def start_health_monitor(config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
                          registry: CollectorRegistry) -> HealthMonitor:
-    """Start monitoring ``pairs`` and register the metrics on ``registry``; call ``stop()`` at shutdown."""
+    """Start monitoring ``pairs`` and register the metrics on ``registry``; call ``stop()`` at shutdown.
+
+    Raises ConfigError (naming ``file:line``) for a malformed ``health.*`` key. Heartbeat-only pairs are
+    ignored; a cluster that cannot be reached is reported as ``down``, never raised.
+    """
     raw = config.raw_properties()
     try:
         interval_ms = int(raw.get(REFRESH_INTERVAL, REFRESH_INTERVAL_DEFAULT_MS))
@@ -168,7 +173,10 @@ def start_health_monitor(config: MirrorMakerConfig, pairs: Iterable[SourceAndTar
         logger.warning("%s=%r is not an integer; using %d", REFRESH_INTERVAL, raw.get(REFRESH_INTERVAL),
                        REFRESH_INTERVAL_DEFAULT_MS)
         interval_ms = REFRESH_INTERVAL_DEFAULT_MS
-    probe = HealthProbe.from_config(config, list(pairs), groups_interval_s=GROUPS_INTERVAL_S)
+    try:
+        probe = HealthProbe.from_config(config, list(pairs), groups_interval_s=GROUPS_INTERVAL_S)
+    except ThresholdError as exc:
+        raise ConfigError(f"{config.location(exc.key)}: {exc}", exc.key) from exc
     monitor = HealthMonitor(probe, max(0.5, interval_ms / 1000))
     registry.register(HealthCollector(monitor))
     return monitor.start()

@@ -180,3 +180,14 @@ def test_flow_specs_from_mm2_properties() -> None:
     assert spec.policy.format_remote_topic("A", "t") == "A_t"
     assert (spec.thresholds.lag_max_ms, spec.thresholds.heartbeat_max_age_ms, spec.thresholds.lag_max_records) == (
         1000, 20000, 5)
+
+
+def test_monitor_start_reports_bad_threshold_as_config_error() -> None:
+    from connect_runtime.api.errors import ConfigError
+    from mirror.health.collector import start_health_monitor
+    from mirror.maker.config import MirrorMakerConfig
+
+    config = MirrorMakerConfig({"clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092",
+                                "A->B.enabled": "true", "A->B.health.rpo.max.ms": "ten minutes"})
+    with pytest.raises(ConfigError, match=r"A->B\.health\.rpo\.max\.ms"):
+        start_health_monitor(config, config.cluster_pairs(), CollectorRegistry())
