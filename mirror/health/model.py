@@ -196,12 +196,12 @@ class FlowHealth:
     @property
     def lag_records(self) -> int | None:
         known = [p.lag_records for p in self.partitions if p.lag_records is not None]
-        return sum(known) if known else (0 if not self.partitions else None)
+        return sum(known) if known else (0 if not self.partitions and not self.errors else None)
 
     @property
     def max_lag_seconds(self) -> float | None:
         known = [p.lag_seconds for p in self.partitions if p.lag_seconds is not None]
-        return max(known) if known else (0.0 if not self.partitions else None)
+        return max(known) if known else (0.0 if not self.partitions and not self.errors else None)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -44,7 +44,13 @@ function figure(flowName, key, label, format, value, history) {
   const box = el("div", { class: "figure", "data-field": key });
   box.appendChild(el("div", { class: "label" }, label));
   box.appendChild(el("div", { class: "value", "data-value": value === null ? "" : String(value) }, format(value)));
-  box.appendChild(sparkline(history.map((h) => (h.flows[flowName] || {})[key] ?? null)));
+  const series = history.map((h) => (h.flows[flowName] || {})[key] ?? null);
+  box.appendChild(sparkline(series));
+  const known = series.filter((v) => v !== null);
+  if (known.length) {
+    const minutes = Math.max(1, Math.round((history[history.length - 1].t - history[0].t) / 60));
+    box.appendChild(el("div", { class: "scale" }, `max ${format(Math.max(...known))} · last ${minutes} min`));
+  }
   return box;
 }
 

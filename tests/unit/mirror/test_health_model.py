@@ -191,3 +191,9 @@ def test_monitor_start_reports_bad_threshold_as_config_error() -> None:
                                 "A->B.enabled": "true", "A->B.health.rpo.max.ms": "ten minutes"})
     with pytest.raises(ConfigError, match=r"A->B\.health\.rpo\.max\.ms"):
         start_health_monitor(config, config.cluster_pairs(), CollectorRegistry())
+
+
+def test_lag_unknown_when_a_cluster_is_unreachable() -> None:
+    assert flow().lag_records == 0 and flow().max_lag_seconds == 0.0  # no topic replicated: nothing lags
+    unreachable = flow(errors=["target cluster B unreachable"])
+    assert unreachable.lag_records is None and unreachable.max_lag_seconds is None
