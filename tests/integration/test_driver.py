@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupState, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from mirror.client.mirror_client import MirrorClient
 from tests.conftest import Cluster
@@ -41,13 +42,13 @@ def values(bootstrap: str, topic: str, expect: int | None = None, timeout_s: flo
 
 def wait_count(bootstrap: str, topic: str, count: int, timeout_s: float = 60) -> int:
     """Wait until ``topic`` holds at least ``count`` records; the count (equal means no duplicates)."""
-    def enough() -> int | None:
+    def enough() -> int:
         if topic not in topics(bootstrap):
-            return None
+            return 0
         n = len(consume_all(bootstrap, topic, 10))
-        return n if n >= count else None
+        return n if n >= count else 0
 
-    result: int = wait_until(enough, timeout_s, f"{count} records in {topic}", interval_s=0.5)
+    result = wait_until(enough, timeout_s, f"{count} records in {topic}", interval_s=0.5)
     return result
 
 
@@ -225,10 +226,10 @@ def test_two_nodes_split_tasks_and_survive_sigkill(cluster_a: Cluster, cluster_b
         one.wait_running(1)
         two.wait_running(1)
 
-        def split() -> list[tuple[str, str]] | None:
+        def split() -> list[tuple[str, str]]:
             states = one.task_states(a, b, "MirrorSourceConnector")
             ok = len(states) == 2 and all(s == "RUNNING" for s, _ in states) and len({w for _, w in states}) == 2
-            return states if ok else None
+            return states if ok else []
 
         states = wait_until(split, 90, "source tasks on two different workers", interval_s=0.5)
         assert {w for _, w in states} == {one.url.removeprefix("http://"), two.url.removeprefix("http://")}
@@ -273,6 +274,11 @@ def test_sigterm_exits_0_with_offsets_flushed(cluster_a: Cluster, cluster_b: Clu
         code = node.terminate(30)
         assert code == 0, node.tail()
         stopping_took = time.monotonic() - started
+        # The node left its group on the way out (without a LeaveGroup it would stay a member, and
+        # the group Stable, until its 6 s session expired).
+        admin = AdminClient({"bootstrap.servers": cluster_b.bootstrap})  # referenced until the result
+        group = admin.describe_consumer_groups([f"{a}-mm2"])[f"{a}-mm2"].result(timeout=10)
+        assert group.state == ConsumerGroupState.EMPTY and not group.members, group
     assert "connect-mirror-maker stopped" in node.log_text()
     produce(cluster_a.bootstrap, topic, [(None, f"v{i}".encode()) for i in range(30, 40)])
     with MirrorMakerProcess(props, log=tmp_path / "second.log") as again:
@@ -282,6 +288,22 @@ def test_sigterm_exits_0_with_offsets_flushed(cluster_a: Cluster, cluster_b: Clu
         assert values(cluster_b.bootstrap, remote) == [f"v{i}".encode() for i in range(40)]
         assert again.terminate() == 0
     assert stopping_took < 30
+
+
+def test_rest_port_in_use_is_a_start_failure(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        a, b = aliases("A", "B")
+        body = f"{a}->{b}.enabled = true\nlisteners = http://127.0.0.1:{port}\n"
+        props = write(tmp_path, mm2_properties({a: "127.0.0.1:1", b: "127.0.0.1:1"}, body))
+        result = subprocess.run([sys.executable, "-m", "mirror.cli.connect_mirror_maker", str(props)], cwd=ROOT,
+                                capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert "error: failed to start" in result.stderr and "Traceback" not in result.stderr
 
 
 # -- 7. quickstart ------------------------------------------------------------------------------------
@@ -321,8 +343,12 @@ def test_unreachable_cluster_is_retried_without_stopping_other_flows(cluster_a: 
         # (no group has offsets on the topic, so the checkpoint connector has no task)
         wait_until(all_running(node, a, b, CONNECTORS[::2]), 60, "A->B source and heartbeats running")
         pair = re.escape(f"{a}->{c}")
-        retries = wait_until(lambda: (lambda found: found if len(found) >= 2 else None)(
-            re.findall(rf"{pair}: .*; retrying in (\d+)s", node.log_text())), 120, "two retries of A->C")
+
+        def two_retries() -> list[str]:
+            found: list[str] = re.findall(rf"{pair}: .*; retrying in (\d+)s", node.log_text())
+            return found if len(found) >= 2 else []
+
+        retries = wait_until(two_retries, 120, "two retries of A->C")
         assert int(retries[1]) > int(retries[0]), retries  # exponential backoff
         health = node.request("GET", "/health")
         assert health.status_code != 200
