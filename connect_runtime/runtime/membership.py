@@ -3,10 +3,12 @@
 The herder never decides its own work; it asks a :class:`GroupMembership` and reconciles what it runs
 with the :class:`Assignment` it gets back. Two implementations fit the seam:
 
-* :class:`SoleMember`: this process is the whole cluster. It is always the leader and is assigned
-  every connector and task in the config snapshot it is shown.
-* a Kafka group member (later: kafka-python's ``BaseCoordinator`` with protocol type ``connect``). The
-  leader computes everyone's assignment from the config snapshot during the group's sync phase.
+* :class:`~connect_runtime.runtime.coordination.kafka_membership.KafkaGroupMembership`, what
+  ``connect-distributed`` and the MM2 driver use: kafka-python's ``BaseCoordinator`` with protocol
+  type ``connect``. The leader computes everyone's assignment from the config snapshot during the
+  group's sync phase.
+* :class:`SoleMember`, for unit tests only: this process is the whole cluster, always the leader and
+  assigned every connector and task in the config snapshot it is shown (no broker coordination).
 
 Contract shared by both (what keeps the herder unchanged when one replaces the other):
 
