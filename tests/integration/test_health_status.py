@@ -137,26 +137,33 @@ def consumer(bootstrap: str, group: str, topic: str) -> Consumer:
 def test_failover_moves_group_within_replay_bound(cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path,
                                                   kind: str) -> None:
     src, tgt = unique("fs"), unique("ft")
-    topic = create_topic(cluster_a.bootstrap, unique("orders"), partitions=1)
+    topic = create_topic(cluster_a.bootstrap, unique("orders"), partitions=2)
     remote = f"{src}.{topic}"
     group = unique("billing")
-    produce(cluster_a.bootstrap, topic, [(f"k{i}".encode(), f"{i}".encode()) for i in range(100)])
+    produce(cluster_a.bootstrap, topic, [(f"k{i}".encode(), f"{i}".encode()) for i in range(100)], partition=0)
     committed = 63
     commit_group_offsets(cluster_a.bootstrap, group, {(topic, 0): committed})  # consumed 0..62 on A
+    # partition 1 stays empty: no offset sync, so MM2 emits no checkpoint for a group committed there
+    idle = f"{group}-idle"
+    commit_group_offsets(cluster_a.bootstrap, idle, {(topic, 0): 10, (topic, 1): 0})
     props = write_properties(tmp_path / "mm2.properties", src, tgt, cluster_a.bootstrap, cluster_b.bootstrap,
                              topic)
     args = ["offsets", "translate", str(props), "--group", group, "--source", src, "--target", tgt]
     if kind == "driver" and not driver_available():
         pytest.skip("mirror.maker.driver is not in this build yet")
     process = (mirror_maker(props) if kind == "driver"
-               else replication(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic, groups=group))
+               else replication(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic, groups=f"{group}.*"))
     with process:
-        def translatable() -> bool:
+        def groups_checkpointed() -> dict[str, Any] | None:
             _, report = status(props, tgt, "--latency-window", "0")
             groups = {g["group"]: g for g in flow(report)["groups"]}
-            return group in groups and groups[group]["translatable"]
+            ready = group in groups and groups[group]["translatable"] and idle in groups and groups[idle][
+                "checkpointed_partitions"] == 1
+            return groups if ready else None
 
-        wait_until(translatable, 90, "group translatable in mirror status", interval_s=1)
+        groups = wait_until(groups_checkpointed, 90, "groups checkpointed in mirror status", interval_s=1)
+    assert groups[idle]["translatable"] is False and groups[idle]["missing"] == [f"{topic}-1"]
+    assert groups[group]["checkpoint_age_seconds"] is not None and groups[group]["behind"] == 0
     # the replication is stopped: B holds the data and the checkpoints, as after losing A
 
     dry = mirror(*args, "--json")
