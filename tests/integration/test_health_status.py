@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -204,3 +204,26 @@ def test_failover_moves_group_within_replay_bound(cluster_a: Cluster, cluster_b:
     assert mirror(*args, "--json").returncode == 0  # now unchanged
     again = json.loads(mirror(*args, "--json").stdout)
     assert again["partitions"][0]["action"] == "unchanged"
+
+
+def test_status_down_when_the_source_hangs(fresh_cluster: Callable[[str], Cluster], cluster_b: Cluster,
+                                           tmp_path: Path) -> None:
+    """A hung source: the flow is down and the RPO falls back to the heartbeat age."""
+    source = fresh_cluster("a")
+    assert source.broker is not None
+    src, tgt = unique("ds"), unique("dt")
+    topic = create_topic(source.bootstrap, unique("hang"), partitions=1)
+    produce(source.bootstrap, topic, 10)
+    props = write_properties(tmp_path / "mm2.properties", src, tgt, source.bootstrap, cluster_b.bootstrap, topic)
+    with replication(src, tgt, source.bootstrap, cluster_b.bootstrap, topic):
+        wait_until(lambda: status(props, tgt, *FLAGS)[0] == 0, 90, "healthy", interval_s=1)
+        source.broker.pause()
+        try:
+            code, report = status(props, tgt, *FLAGS, "--timeout", "3", "--latency-window", "0")
+        finally:
+            source.broker.resume()
+    f = flow(report)
+    assert code == 2 and f["state"] == "down"
+    assert any(f"source cluster {src} unreachable" in e for e in f["errors"])
+    assert f["rpo_basis"] == "heartbeat" and f["rpo_seconds"] == pytest.approx(f["heartbeat_age_seconds"], abs=1)
+    assert f["lag_records"] is None
