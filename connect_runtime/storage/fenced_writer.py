@@ -97,18 +97,13 @@ class TransactionalWriter:
         """All of ``records`` in one committed transaction. Raises FencedError or ConnectError."""
         if self._fenced:
             raise FencedError(f"transactional id {self.transactional_id} is held by a newer writer")
-        errors: list[KafkaError] = []
-
-        def delivered(err: KafkaError | None, _msg: Any) -> None:
-            if err is not None:
-                errors.append(err)
-
+        # No delivery callbacks: commit_transaction succeeds only if every record was delivered (and
+        # confluent-kafka raises SystemError from a callback run while a fatal fenced error is pending).
         producer = self._producer
         try:
             producer.begin_transaction()
             for key, value in records:
-                producer.produce(self.topic, value=value, key=key, partition=self._partition,
-                                 on_delivery=delivered)
+                producer.produce(self.topic, value=value, key=key, partition=self._partition)
             producer.commit_transaction(timeout_s)
         except KafkaException as exc:
             error = _kafka_error(exc)
@@ -123,8 +118,6 @@ class TransactionalWriter:
                 except KafkaException as abort_exc:
                     logger.warning("Aborting a transaction on %s failed: %s", self.topic, abort_exc)
             raise to_connect_error(exc, f"transactional write to topic {self.topic}") from exc
-        if errors:
-            raise to_connect_error(errors[0], f"transactional write to topic {self.topic}")
 
     def close(self) -> None:
         self._producer.flush(5)

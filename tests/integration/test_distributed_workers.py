@@ -107,6 +107,14 @@ def all_running_on(worker: WorkerProcess, worker_ids: set[str]) -> dict[int, tup
     return None
 
 
+def balanced(worker: WorkerProcess, worker_ids: set[str]) -> bool:
+    owners = all_running_on(worker, worker_ids)
+    if owners is None:
+        return False
+    per_worker = [w for _s, w in owners.values()]
+    return all(per_worker.count(w) == TASKS // len(worker_ids) for w in worker_ids)
+
+
 def read_output(bootstrap: str, topic: str) -> dict[int, list[dict[str, Any]]]:
     by_task: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for record in consume_all(bootstrap, topic, timeout_s=120):
@@ -209,8 +217,9 @@ def test_three_workers_share_move_and_fence_tasks(members: list[Member], cluster
         began = time.monotonic()
         member.launch()
         member.wait_ready()
-        wait_until(lambda p=probe, m=member: all_running_on(p, ids) and m.worker_id in
-                   {w for _s, w in task_owners(p).values()}, 60, "restarted worker gets tasks again")
+        # Balanced again (2 tasks each) before the next worker restarts: otherwise the next stop
+        # would overlap with the last hand-over of this one.
+        wait_until(lambda p=probe: balanced(p, ids), 60, "restarted worker gets its share again")
         figures[f"join -> tasks back on worker {member.index} (s)"] = time.monotonic() - began
     sampling.set()
     sampler.join(5)
@@ -228,10 +237,10 @@ def test_three_workers_share_move_and_fence_tasks(members: list[Member], cluster
     assert moved < 3 * 2 * TASKS, moved
 
     # -- SIGKILL: the dead worker's tasks move within session timeout + delay + 10 s ----------------
-    victim = next(m for m in members if m is not leader)
-    survivor = next(m for m in members if m is not victim)
+    leader = wait_until(lambda: next((m for m in members if m.is_leader()), None), 30, "the current leader")
+    victim, survivor = [m for m in members if m is not leader]  # the survivor: a follower, for REST
     survivors = {m.worker_id for m in members if m is not victim}
-    wait_until(lambda: all_running_on(survivor, ids), 30, "balanced before the kill")
+    wait_until(lambda: balanced(survivor, ids), 30, "balanced before the kill")
     began = time.monotonic()
     victim.kill()
     wait_until(lambda: all_running_on(survivor, survivors), SESSION_S + DELAY_S + 10, "tasks of the killed worker")
@@ -239,12 +248,12 @@ def test_three_workers_share_move_and_fence_tasks(members: list[Member], cluster
 
     # -- a PUT of a new config reaches every task: max.records stops each task at exactly that seq ---
     # (The topic is read only once every task stopped: a reader finds no end while tasks keep writing.)
-    committed = follower.offsets()
+    committed = survivor.offsets()
     assert len(committed) == TASKS, committed
     limit = max(committed.values()) + 100  # ~10 s of records at RATE: more than the PUT takes to land
     updated = {**config, "max.records": str(limit)}
-    assert follower.rest("PUT", f"/connectors/{CONNECTOR}/config", json=updated).status_code == 200
-    wait_until(lambda: follower.offsets() == {t: limit - 1 for t in range(TASKS)}, 90,
+    assert survivor.rest("PUT", f"/connectors/{CONNECTOR}/config", json=updated).status_code == 200
+    wait_until(lambda: survivor.offsets() == {t: limit - 1 for t in range(TASKS)}, 90,
                "every task stopped at max.records", interval_s=1)
     output = read_output(cluster_a.bootstrap, topic)
 

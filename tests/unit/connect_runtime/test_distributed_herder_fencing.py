@@ -207,3 +207,26 @@ def test_wakeup_relay_reaches_the_herder_set_after_the_membership() -> None:
     relay.target = herder  # type: ignore[assignment]
     relay()
     assert herder.woken == 1
+
+
+def test_build_herder_hands_the_membership_a_notify_that_wakes_the_herder() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from connect_runtime.runtime import worker_config as wc
+    from connect_runtime.runtime.assembly import build_herder
+
+    config = wc.DistributedWorkerConfig({
+        "bootstrap.servers": "localhost:1", "group.id": "g1", "config.storage.topic": "c",
+        "offset.storage.topic": "o", "status.storage.topic": "s"})
+    captured: list[Any] = []
+
+    def membership(_config: Any, url: str, status_store: Any, notify: Any) -> Any:
+        captured.append(notify)
+        return SoleMember(url, status_store.max_generation)
+
+    herder = build_herder(config, worker_id="h:1", advertised_url="http://h:1", plugins=Plugins(),
+                          registry=CollectorRegistry(), providers={}, membership=membership)
+    woken: list[bool] = []
+    herder.wakeup = lambda: woken.append(True)  # type: ignore[method-assign]
+    captured[0]()
+    assert woken == [True]
