@@ -124,8 +124,14 @@ class DistributedHerder(AbstractHerder):
                  task_shutdown_timeout_s: float = 5.0, start_timeout_s: float = 120.0,
                  start_offset_store: bool = False, session_key_ttl_s: float = 3600.0,
                  group_id: str = "connect-cluster",
-                 fence_producers: Callable[[list[str]], None] | None = None) -> None:
+                 fence_producers: Callable[[list[str]], None] | None = None,
+                 rest_prefix: str = "") -> None:
         super().__init__(plugins, config_store, status_store, offset_store)
+        #: This herder's REST namespace path on every node (``/A/B`` for an MM2 flow, ``""`` for plain
+        #: Connect): internal requests to the leader go to ``<leader url><prefix>/connectors/...``, as
+        #: Java's ``DistributedHerder.namespacedUrl`` does. Leader URLs themselves stay the server root
+        #: because forwarded public requests repeat their full path (prefix included).
+        self._rest_prefix = rest_prefix
         self._worker_id = worker_id
         self._worker = worker
         self._membership = membership
@@ -567,7 +573,8 @@ class DistributedHerder(AbstractHerder):
 
         def send() -> None:
             try:
-                forward_task_configs(leader_url, name, configs, key, self._request_timeout_s)
+                forward_task_configs(leader_url.rstrip("/") + self._rest_prefix, name, configs, key,
+                                     self._request_timeout_s)
                 logger.info("Connector %s: sent %d task config(s) to the leader", name, len(configs))
             except ConnectError as exc:
                 logger.warning("Connector %s: %s; retrying", name, exc)
