@@ -46,7 +46,7 @@ from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundErro
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.logging_context import set_context
 from connect_runtime.metrics import LabelledRegistries
-from connect_runtime.rest.app import create_app
+from connect_runtime.rest.app import create_app, namespace_path
 from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.assembly import build_herder
@@ -204,6 +204,19 @@ class HerderSlot(Herder):
             return WorkerHealth("starting", f"Flow {self.pair}: {self._problem}")
         return herder.health()
 
+    # -- internal endpoints (KIP-710) -------------------------------------------------------------
+    # Defined here, not left to __getattr__: the REST layer decides once, when it builds the app (before
+    # any herder runs), whether a herder serves POST .../tasks and PUT .../fence.
+    def session_key(self) -> bytes | None:
+        herder = self.herder
+        return None if herder is None else herder.session_key()  # None: 503 until the key is known
+
+    def put_task_configs(self, connector: str, configs: list[dict[str, str]]) -> None:
+        self.require().put_task_configs(connector, configs)
+
+    def fence_zombies(self, connector: str) -> None:
+        self.require().fence_zombies(connector)
+
     def __getattr__(self, name: str) -> Any:
         # Optional herder capabilities the REST layer probes for (internal endpoints): only while a
         # herder runs; AttributeError otherwise, which is what hasattr() expects.
@@ -312,7 +325,7 @@ class MirrorMaker:
             worker_config, worker_id=self.worker_id, advertised_url=self.url, plugins=self.plugins,
             registry=registry, providers=providers, herder_class=MirrorHerder, log_flow=str(pair),
             cluster_id=cluster_id, start_timeout_s=_READY_TIMEOUT_S,
-            pair=pair, mm_config=self.config)
+            rest_prefix=namespace_path((pair.source, pair.target)), pair=pair, mm_config=self.config)
         self._herder_metrics.put({"source": pair.source, "target": pair.target}, registry)
         assert isinstance(herder, MirrorHerder)  # build_herder instantiates herder_class
         return herder

@@ -214,9 +214,10 @@ def test_chain_heartbeats_count_two_hops(cluster_a: Cluster, cluster_b: Cluster,
 def test_two_nodes_split_tasks_and_survive_sigkill(cluster_a: Cluster, cluster_b: Cluster,
                                                    tmp_path: Path) -> None:
     a, b = aliases("A", "B")
-    topic = create_topic(cluster_a.bootstrap, unique("split"), 2)
+    prefix = unique("split")
+    topic = create_topic(cluster_a.bootstrap, f"{prefix}-1", 2)
     remote = f"{a}.{topic}"
-    body = (f"{a}->{b}.enabled = true\n{b}->{a}.emit.heartbeats.enabled = false\ntopics = {topic}\n"
+    body = (f"{a}->{b}.enabled = true\n{b}->{a}.emit.heartbeats.enabled = false\ntopics = {prefix}.*\n"
             "tasks.max = 2\n"
             # Lost tasks are reassigned after this delay (Connect's default is 5 minutes).
             f"{b}.scheduled.rebalance.max.delay.ms = 2000\n")
@@ -225,23 +226,25 @@ def test_two_nodes_split_tasks_and_survive_sigkill(cluster_a: Cluster, cluster_b
             MirrorMakerProcess(props, log=tmp_path / "node2.log") as two:
         one.wait_running(1)
         two.wait_running(1)
+        workers = {one.url.removeprefix("http://"), two.url.removeprefix("http://")}
 
         def split() -> list[tuple[str, str]]:
             states = one.task_states(a, b, "MirrorSourceConnector")
-            ok = len(states) == 2 and all(s == "RUNNING" for s, _ in states) and len({w for _, w in states}) == 2
+            ok = len(states) == 2 and all(s == "RUNNING" for s, _ in states) and {w for _, w in states} == workers
             return states if ok else []
 
-        states = wait_until(split, 90, "source tasks on two different workers", interval_s=0.5)
-        assert {w for _, w in states} == {one.url.removeprefix("http://"), two.url.removeprefix("http://")}
+        wait_until(split, 90, "source tasks on two different workers", interval_s=0.5)
+        # A new topic makes the source connector produce new task configs on whichever node runs it; a
+        # follower hands them to the leader through the internal REST endpoint (KIP-710).
+        second = create_topic(cluster_a.bootstrap, f"{prefix}-2")
+        produce(cluster_a.bootstrap, second, 3)
+        assert wait_count(cluster_b.bootstrap, f"{a}.{second}", 3) == 3
 
         keys = [f"key-{i}".encode() for i in range(60)]
-        stop_producing = threading.Event()
         produced: list[bytes] = []
 
         def produce_slowly() -> None:
             for key in keys:
-                if stop_producing.is_set():
-                    return
                 produce(cluster_a.bootstrap, topic, [(key, key)])
                 produced.append(key)
                 time.sleep(0.1)
@@ -249,14 +252,16 @@ def test_two_nodes_split_tasks_and_survive_sigkill(cluster_a: Cluster, cluster_b
         producer = threading.Thread(target=produce_slowly, daemon=True)
         producer.start()
         wait_until(lambda: len(produced) >= 20, 30, "records produced before the kill")
-        one.kill()  # the first node: it led the group, so the survivor also takes over leadership
+        one.kill()  # the first node: whether it led the group or not, the survivor takes everything
         producer.join(60)
         assert len(produced) == len(keys)
-        wait_until(lambda: {v for v in values(cluster_b.bootstrap, remote)} >= set(keys), 120,
+        wait_until(lambda: set(values(cluster_b.bootstrap, remote)) >= set(keys), 120,
                    "every key on the target after SIGKILL of one node")
         wait_until(lambda: {w for _, w in two.task_states(a, b, "MirrorSourceConnector")}
                    == {two.url.removeprefix("http://")}, 60, "both tasks on the surviving node")
         assert two.terminate() == 0
+    for node in (one, two):
+        assert "refused the task configs" not in node.log_text()
 
 
 # -- 6. SIGTERM ---------------------------------------------------------------------------------------
