@@ -176,7 +176,16 @@ class _WorkerCoordinator(BaseCoordinator):  # type: ignore[misc]  # kafka-python
             self._owner._notify()  # the herder's next poll completes the join
 
     def _process_sync_group_response(self, response: Any, send_time: float) -> Any:
-        result = super()._process_sync_group_response(response, send_time)
+        try:
+            result = super()._process_sync_group_response(response, send_time)
+        except kafka_errors.RebalanceInProgressError:
+            # Still a member; it must rejoin. The broker held this SyncGroup until another member's
+            # JoinGroup started a new rebalance, and restarted our session when it answered (Kafka's
+            # coordinator reschedules the heartbeat expiry of every member it answers that way), so
+            # the answer's arrival confirms us, give or take one network latency. Confirming at the
+            # send time instead made a worker whose SyncGroup was held for a session fence itself.
+            self._owner._confirm(time.monotonic())
+            raise
         self._owner._confirm(send_time)
         return result
 
