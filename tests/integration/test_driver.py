@@ -9,6 +9,7 @@ shared aliases would mix tests. The example-file test uses brokers of its own in
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -158,7 +159,9 @@ def test_active_active_replicates_both_ways_without_cycles(cluster_a: Cluster, c
         assert f"{b}.{a}.{topic}" not in topics(cluster_b.bootstrap)
         assert values(cluster_b.bootstrap, f"{a}.{topic}") == [f"a-{i}".encode() for i in range(7)]
         assert values(cluster_a.bootstrap, f"{b}.{topic}") == [f"b-{i}".encode() for i in range(5)]
-        assert node.terminate() == 0
+        health = node.request("GET", "/health")
+        assert health.status_code == 200 and health.json()["status"] == "healthy", health.text
+        assert node.terminate(signum=signal.SIGINT) == 0  # Ctrl-C stops as cleanly as SIGTERM
 
 
 # -- 3. --clusters ------------------------------------------------------------------------------------
@@ -414,4 +417,18 @@ def test_rest_restart_group_sync_and_kip875_offsets(cluster_a: Cluster, cluster_
         assert r.status_code == 200, r.text
         assert node.request("PUT", source + "/resume").status_code in (200, 202, 204)
         assert wait_count(cluster_b.bootstrap, remote, 14 + 8 + 4) == 26
+
+        # §12.3 step 2: stop all three, DELETE their offsets, resume: everything is copied once more.
+        for name in CONNECTORS:
+            assert node.request("PUT", f"/{a}/{b}/connectors/{name}/stop").status_code in (200, 202, 204)
+        wait_until(lambda: all(node.get(f"/{a}/{b}/connectors/{n}/status")["connector"]["state"] == "STOPPED"
+                               for n in CONNECTORS), 30, "all STOPPED")
+        for name in CONNECTORS:
+            r = node.request("DELETE", f"/{a}/{b}/connectors/{name}/offsets")
+            assert r.status_code == 200, r.text
+            assert node.get(f"/{a}/{b}/connectors/{name}/offsets") == {"offsets": []}
+        for name in CONNECTORS:
+            assert node.request("PUT", f"/{a}/{b}/connectors/{name}/resume").status_code in (200, 202, 204)
+        assert wait_count(cluster_b.bootstrap, remote, 26 + 14) == 40
+        wait_until(all_running(node, a, b), 60, "all three running again")
         assert node.terminate() == 0

@@ -141,10 +141,10 @@ class MirrorMakerProcess:
         status = self.get(f"/{source}/{target}/connectors/{connector}/status")
         return [(t["state"], t["worker_id"]) for t in sorted(status["tasks"], key=lambda t: t["id"])]
 
-    def terminate(self, timeout_s: float = 30.0) -> int:
-        """SIGTERM and wait; the exit code (AssertionError if it does not exit in time)."""
+    def terminate(self, timeout_s: float = 30.0, signum: int = signal.SIGTERM) -> int:
+        """SIGTERM (or ``signum``) and wait; the exit code (AssertionError if it does not exit in time)."""
         assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
+        self.proc.send_signal(signum)
         try:
             return self.proc.wait(timeout_s)
         except subprocess.TimeoutExpired as exc:
