@@ -8,6 +8,7 @@ shared aliases would mix tests. The example-file test uses brokers of its own in
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
@@ -225,10 +226,18 @@ def test_two_nodes_split_tasks_and_survive_sigkill(cluster_a: Cluster, cluster_b
             # Lost tasks are reassigned after this delay (Connect's default is 5 minutes).
             f"{b}.scheduled.rebalance.max.delay.ms = 2000\n")
     props = write(tmp_path, mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, body))
-    with MirrorMakerProcess(props, log=tmp_path / "node1.log") as one, \
-            MirrorMakerProcess(props, log=tmp_path / "node2.log") as two:
+    # The second node's file differs in one setting: it only takes effect when that node becomes the
+    # leader (here: after the first node dies), as in Java (reference §2.3).
+    newer = write(tmp_path, props.read_text(encoding="utf-8") + "refresh.topics.interval.seconds = 3\n",
+                  "mm2-newer.properties")
+    source_config = f"/{a}/{b}/connectors/MirrorSourceConnector/config"
+    two = MirrorMakerProcess(newer, log=tmp_path / "node2.log")  # started once the first node leads
+    with MirrorMakerProcess(props, log=tmp_path / "node1.log") as one, contextlib.ExitStack() as stack:
+        stack.callback(two.stop)
         one.wait_running(1)
-        two.wait_running(1)
+        wait_until(lambda: one.get(source_config)["refresh.topics.interval.seconds"] == "2", 30,
+                   "the first node's config")
+        two.start().wait_running(1)
         workers = {one.url.removeprefix("http://"), two.url.removeprefix("http://")}
 
         def split() -> list[tuple[str, str]]:
@@ -262,6 +271,7 @@ def test_two_nodes_split_tasks_and_survive_sigkill(cluster_a: Cluster, cluster_b
                    "every key on the target after SIGKILL of one node")
         wait_until(lambda: {w for _, w in two.task_states(a, b, "MirrorSourceConnector")}
                    == {two.url.removeprefix("http://")}, 60, "both tasks on the surviving node")
+        assert two.get(source_config)["refresh.topics.interval.seconds"] == "3"  # the new leader's file
         assert two.terminate() == 0
     for node in (one, two):
         assert "refused the task configs" not in node.log_text()
