@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, ConsumerGroupState, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirror.client.mirror_client import MirrorClient
+from mirror.local.broker import LocalBroker, free_port
 from tests.conftest import Cluster
 from tests.integration.support.mm2_process import ROOT, MirrorMakerProcess, aliases, mm2_properties
 from tests.support.kafka import consume_all, create_topic, produce, topics, unique, wait_until
@@ -343,20 +344,19 @@ def test_quickstart_command(tmp_path: Path) -> None:
 # -- 8. unreachable cluster ---------------------------------------------------------------------------
 def test_unreachable_cluster_is_retried_without_stopping_other_flows(cluster_a: Cluster, cluster_b: Cluster,
                                                                       tmp_path: Path) -> None:
-    import socket
-
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        closed = f"127.0.0.1:{s.getsockname()[1]}"
+    """C's address has no broker at first; A->B replicates meanwhile; once C appears, A->C starts."""
+    late = LocalBroker(name="c", port=free_port(), log_dir=tmp_path)  # nothing listens there yet
     a, b, c = aliases("A", "B", "C")
     topic = create_topic(cluster_a.bootstrap, unique("unreach"))
     produce(cluster_a.bootstrap, topic, 5)
-    # Herders: A->B (replicates) and A->C (heartbeats into the unreachable C).
+    # Herders: A->B (replicates) and A->C (heartbeats into C).
     body = (f"{a}->{b}.enabled = true\ntopics = {topic}\n"
             + "".join(f"{s}->{t}.emit.heartbeats.enabled = false\n"
                       for s, t in ((b, a), (b, c), (c, a), (c, b))))
-    props = write(tmp_path, mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap, c: closed}, body))
-    with MirrorMakerProcess(props) as node:
+    props = write(tmp_path, mm2_properties(
+        {a: cluster_a.bootstrap, b: cluster_b.bootstrap, c: late.bootstrap_servers}, body))
+    with MirrorMakerProcess(props) as node, contextlib.ExitStack() as stack:
+        stack.callback(late.stop)
         assert wait_count(cluster_b.bootstrap, f"{a}.{topic}", 5, 90) == 5
         # (no group has offsets on the topic, so the checkpoint connector has no task)
         wait_until(all_running(node, a, b, CONNECTORS[::2]), 60, "A->B source and heartbeats running")
@@ -376,6 +376,12 @@ def test_unreachable_cluster_is_retried_without_stopping_other_flows(cluster_a: 
         assert "All 2 herder(s) running" not in node.log_text()
         produce(cluster_a.bootstrap, topic, 3)
         assert wait_count(cluster_b.bootstrap, f"{a}.{topic}", 8) == 8
+
+        late.start()  # the cluster comes up: the next attempt succeeds
+        node.wait_running(2, 90)
+        wait_until(all_running(node, a, c, ("MirrorHeartbeatConnector",)), 60, "A->C heartbeats running")
+        assert wait_count(late.bootstrap_servers, "heartbeats", 1) >= 1
+        assert node.request("GET", "/health").status_code == 200
         assert node.terminate() == 0
 
 
