@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, ConsumerGroupState, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirror.client.mirror_client import MirrorClient
+from mirror.client.models import Heartbeat
 from mirror.local.broker import LocalBroker, free_port
 from tests.conftest import Cluster
 from tests.integration.support.mm2_process import ROOT, MirrorMakerProcess, aliases, mm2_properties
@@ -187,6 +188,9 @@ def test_clusters_flag_runs_only_flows_into_that_cluster(cluster_a: Cluster, clu
         on_a = topics(cluster_a.bootstrap)
         assert not {t for t in on_a if b in t} - {f"mm2-offset-syncs.{b}.internal"}, sorted(
             t for t in on_a if b in t)
+        if "heartbeats" in on_a:  # shared with other tests: none of its heartbeats come from B
+            emitted = [Heartbeat.from_record(r.key, r.value) for r in consume_all(cluster_a.bootstrap, "heartbeats")]
+            assert b not in {h.source_cluster_alias for h in emitted}
         assert node.terminate() == 0
 
 
