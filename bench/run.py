@@ -44,7 +44,12 @@ def script_table(script: str, args: list[str], timeout_s: float) -> str:
         return f"failed (exit {done.returncode}):\n\n```\n{done.stderr.strip()[-2000:]}\n```"
     lines = done.stdout.strip().splitlines()
     table = [line for line in lines if line.startswith("|")]
-    return "\n".join(table) if table else "\n".join(lines[-15:])
+    if table:
+        return "\n".join(table)
+    if lines:  # no table: its last lines, and the summary some scripts print to stderr
+        summary = [line for line in done.stderr.strip().splitlines()[-8:] if not line.startswith("WARNING")]
+        return "```\n" + "\n".join(summary + lines[-15:]) + "\n```"
+    return f"no output on stdout; stderr ends with:\n\n```\n{done.stderr.strip()[-2000:]}\n```"
 
 
 def backfill_args(quick: bool) -> list[str]:
