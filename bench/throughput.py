@@ -32,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from subprocess import DEVNULL, Popen, TimeoutExpired
 from typing import Any
@@ -119,6 +120,8 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
             processes = repl.processes
             stop = repl.stop
             alive = repl.alive
+            if tasks > 1:
+                alive = partial(_two_processes_or_fail, repl, began)
         ends = EndOffsets(target, target_topic, PARTITIONS)
         cpu_at_first: list[float] = []
         profiler: Popen[bytes] | None = None
@@ -157,6 +160,13 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
         result.startup_s = done.first_at - began
         result.records_per_s, result.mb_per_s = fmt_rate(records, done.seconds, value_bytes)
     return result
+
+
+def _two_processes_or_fail(repl: replication.Replication, began: float, grace_s: float = 60.0) -> bool:
+    """``alive`` for (c): fail fast when, after ``grace_s``, the tasks did not start in two processes."""
+    if time.monotonic() - began > grace_s and repl.task_processes() < 2:
+        raise SystemExit(f"after {grace_s:.0f}s only {repl.task_processes()} process(es) started a task")
+    return repl.alive()
 
 
 def check_tasks(repl: replication.Replication, tasks: int) -> None:
