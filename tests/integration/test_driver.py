@@ -9,6 +9,7 @@ shared aliases would mix tests. The example-file test uses brokers of its own in
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import signal
 import subprocess
@@ -452,3 +453,30 @@ def test_rest_restart_group_sync_and_kip875_offsets(cluster_a: Cluster, cluster_
         assert wait_count(cluster_b.bootstrap, remote, 26 + 14) == 40
         wait_until(all_running(node, a, b), 60, "all three running again")
         assert node.terminate() == 0
+
+
+def test_a_node_paused_longer_than_its_session_resumes_replication(cluster_a: Cluster, cluster_b: Cluster,
+                                                                   tmp_path: Path) -> None:
+    """SIGSTOP for longer than session.timeout.ms, then SIGCONT: the node must take its work back.
+
+    Regression test: a member that fenced itself (no heartbeat acknowledged for a session) dropped its
+    work but kept its group seat without rejoining, so the leader (itself, here) never reassigned
+    anything and replication stayed stopped for good.
+    """
+    a, b = aliases("A", "B")
+    topic = create_topic(cluster_a.bootstrap, unique("pause"))
+    remote = f"{a}.{topic}"
+    produce(cluster_a.bootstrap, topic, [(None, f"v{i}".encode()) for i in range(10)])
+    body = f"{a}->{b}.enabled = true\ntopics = {topic}\n{b}->{a}.emit.heartbeats.enabled = false\n"
+    props = write(tmp_path, mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, body))
+    with MirrorMakerProcess(props, log=tmp_path / "node.log") as node:
+        node.wait_running(1)
+        assert wait_count(cluster_b.bootstrap, remote, 10) == 10
+        os.kill(node.pid, signal.SIGSTOP)
+        try:
+            time.sleep(10)  # the session is 6 s: the broker and the node itself give up on it
+        finally:
+            os.kill(node.pid, signal.SIGCONT)
+        produce(cluster_a.bootstrap, topic, [(None, f"v{i}".encode()) for i in range(10, 20)])
+        assert wait_count(cluster_b.bootstrap, remote, 20, timeout_s=90) == 20, node.tail()
+        assert values(cluster_b.bootstrap, remote) == [f"v{i}".encode() for i in range(20)]

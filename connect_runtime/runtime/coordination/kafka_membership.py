@@ -462,6 +462,12 @@ class KafkaGroupMembership:
                        len(dropped.tasks), why)
         generation = self._current.generation if self._current is not None else -1
         self._current = Assignment.of(generation, False, None, (), (), -1)
+        if self._coordinator is not None:
+            # Rejoin owning nothing, so that the leader reassigns the dropped work. Without this a
+            # member whose heartbeats stalled but whose membership survived (e.g. a process paused
+            # for longer than the session, then resumed) would keep its seat with no work, and the
+            # leader would believe the work still ran there: nothing would ever restart it.
+            self._coordinator.request_rejoin()
         return self._current
 
     def _leader_assign(self, leader_id: str, generation: int,

@@ -97,7 +97,9 @@ def test_a_leader_behind_a_member_on_the_config_topic_assigns_nothing() -> None:
 def _owning(member: KafkaGroupMembership, generation_lost: bool) -> None:
     """A joined member owning work; only its coordinator's generation matters to the fencing check."""
     generation = SimpleNamespace(is_lost=lambda: generation_lost)
-    member._coordinator = SimpleNamespace(_generation=generation)  # type: ignore[assignment]
+    rejoins: list[bool] = []
+    member._coordinator = SimpleNamespace(  # type: ignore[assignment]
+        _generation=generation, request_rejoin=lambda: rejoins.append(True), rejoins=rejoins)
     member._owned = ConnectorsAndTasks.of({"a"}, {ConnectorTaskId("a", 0)})
 
 
@@ -111,6 +113,9 @@ def test_a_member_without_acknowledged_heartbeats_for_a_session_stops_everything
     assert fenced is not None
     assert not fenced.connectors and not fenced.tasks and not fenced.leader
     assert not member._owned
+    # ... and rejoins owning nothing, so the leader gives the work out again (a paused-then-resumed
+    # worker whose seat survived must not sit on work it no longer runs).
+    assert member._coordinator.rejoins == [True]  # type: ignore[union-attr]
 
 
 def test_a_join_in_flight_extends_the_deadline_to_rebalance_plus_session_timeout() -> None:
