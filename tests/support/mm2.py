@@ -54,6 +54,9 @@ def flow_config(source_alias: str, target_alias: str, source_bootstrap: str, tar
         "checkpoints.topic.replication.factor": "1",
         "heartbeats.topic.replication.factor": "1",
         "sync.topic.acls.enabled": "false",  # create_acls aborts the process on Tansu (tansu.md §7)
+        # The session brokers are shared by every test: heartbeats topics other tests leave behind
+        # would bypass the test's own topic filter (KIP-1089) and land in its task assignment.
+        "heartbeats.replication.enabled": "false",
     }
     config.update(overrides or {})
     return config
