@@ -9,7 +9,12 @@ that a format string can show ``%(flow)s`` and ``%(connector_task)s``. Threads w
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _flow: contextvars.ContextVar[str] = contextvars.ContextVar("flow", default="-")
 _connector_task: contextvars.ContextVar[str] = contextvars.ContextVar("connector_task", default="-")
@@ -36,3 +41,13 @@ class ContextFilter(logging.Filter):
         if not hasattr(record, "connector_task"):
             record.connector_task = _connector_task.get()
         return True
+
+
+def carry_context(target: Callable[..., T]) -> Callable[..., T]:
+    """Wrap a thread target so that it logs with the creating thread's flow and connector/task.
+
+    Python threads start with an empty context; without this, lines from threads a connector or a
+    store starts (schedulers, log followers) would show ``-`` instead of the flow they work for.
+    """
+    context = contextvars.copy_context()
+    return functools.partial(context.run, target)

@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
+from connect_runtime.logging_context import carry_context
+
 logger = logging.getLogger(__name__)
 
 Job = Callable[[], object]
@@ -50,7 +52,8 @@ class Scheduler:
 
     def _ensure_thread(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name=f"{self._name}-scheduler", daemon=True)
+            self._thread = threading.Thread(target=carry_context(self._loop), name=f"{self._name}-scheduler",
+                                            daemon=True)
             self._thread.start()
 
     def _push(self, due: float, description: str, job: Job, interval: float | None,

@@ -63,6 +63,7 @@ from connect_runtime.api.errors import (
     RetriableError,
 )
 from connect_runtime.api.records import SourceMap
+from connect_runtime.logging_context import carry_context
 from connect_runtime.runtime import connector_validation as validation
 from connect_runtime.runtime.abstract_herder import AbstractHerder
 from connect_runtime.runtime.herder import (
@@ -580,7 +581,7 @@ class DistributedHerder(AbstractHerder):
                 logger.warning("Connector %s: %s; retrying", name, exc)
                 self.request_task_reconfiguration_after(name, _RECONFIGURE_BACKOFF_INITIAL_S * 4)
 
-        threading.Thread(target=send, name=f"forward-tasks-{name}", daemon=True).start()
+        threading.Thread(target=carry_context(send), name=f"forward-tasks-{name}", daemon=True).start()
 
     def request_task_reconfiguration_after(self, name: str, delay_s: float) -> None:
         with self._wake:

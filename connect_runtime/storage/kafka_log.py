@@ -55,6 +55,7 @@ from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.errors import map_kafka_errors, to_connect_error
 from connect_runtime.clients.factory import new_consumer, new_producer
+from connect_runtime.logging_context import carry_context
 
 logger = logging.getLogger(__name__)
 
@@ -176,10 +177,10 @@ class KafkaBasedLog:
         self._round = [started]
         self._awaiting = set(self._partitions)
         self._stopping.clear()
-        self._producer_thread = threading.Thread(target=self._serve_producer, daemon=True,
+        self._producer_thread = threading.Thread(target=carry_context(self._serve_producer), daemon=True,
                                                  name=f"kafka-log-producer-{self.topic}")
         self._producer_thread.start()
-        self._thread = threading.Thread(target=self._follow, daemon=True, name=f"kafka-log-{self.topic}")
+        self._thread = threading.Thread(target=carry_context(self._follow), daemon=True, name=f"kafka-log-{self.topic}")
         self._thread.start()
         try:
             started.result(timeout=max(0.0, deadline - time.monotonic()))

@@ -20,6 +20,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from connect_runtime.clients.factory import new_consumer
+from connect_runtime.logging_context import carry_context
 from mirror.checkpoint.offset_sync_store import OffsetSyncStore
 
 logger = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ class OffsetSyncReader:
     def start(self, initialization_must_read_to_end: bool) -> None:
         """Start reading; returns at once (the store reports ``ready`` after the first read to the end)."""
         self._store.start_initial_load(initialization_must_read_to_end)
-        self._thread = threading.Thread(target=self._run, name=f"offset-sync-reader-{self._topic}",
+        self._thread = threading.Thread(target=carry_context(self._run), name=f"offset-sync-reader-{self._topic}",
                                         daemon=True)
         self._thread.start()
 

@@ -31,6 +31,7 @@ from connect_runtime.api.task import SourceTask
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.errors import kafka_error_of
 from connect_runtime.clients.factory import translate
+from connect_runtime.logging_context import carry_context
 from mirror.checkpoint.checkpoint_filter import checkpoint_is_more_recent, rename_topic_partition
 from mirror.checkpoint.checkpoint_store import CheckpointStore
 from mirror.checkpoint.config import MirrorCheckpointTaskConfig
@@ -237,7 +238,7 @@ class MirrorCheckpointTask(SourceTask):
         self._stopping.set()
         if self._store is not None:
             self._store.stop()
-        threading.Thread(target=self._close, name="checkpoint-task-close", daemon=True).start()
+        threading.Thread(target=carry_context(self._close), name="checkpoint-task-close", daemon=True).start()
 
     def _close(self) -> None:
         if self._scheduler is not None:
