@@ -44,6 +44,7 @@ from tests.support.kafka import (
     consume_all,
     create_topic,
     produce,
+    topics,
     unique,
     wait_until,
 )
@@ -339,6 +340,9 @@ def test_multi_process_spark_cluster(cluster_a: Cluster, cluster_b: Cluster, tmp
     assert assert_same(cluster_a, cluster_b, topic, f"{src}.{topic}") == 8_000
 
 
+BACKLOG = 600_000
+
+
 @pytest.mark.slow
 def test_backfill_hands_over_to_a_running_connect_mirror_maker(cluster_a: Cluster, cluster_b: Cluster,
                                                                tmp_path: Path,
@@ -346,7 +350,7 @@ def test_backfill_hands_over_to_a_running_connect_mirror_maker(cluster_a: Cluste
     """The real driver streams the flow; the backfill claims what it has not copied yet, hands it back."""
     src, tgt = aliases("bfa", "bfb")
     topic = create_topic(cluster_a.bootstrap, unique("drv"), partitions=8)
-    seed(cluster_a, topic, 400_000, 8)
+    seed(cluster_a, topic, BACKLOG, 8)
     path = tmp_path / "mm2.properties"
     path.write_text(mm2_properties({src: cluster_a.bootstrap, tgt: cluster_b.bootstrap},
                                    f"{src}->{tgt}.enabled = true\n{src}->{tgt}.topics = {topic}\n"
@@ -354,7 +358,10 @@ def test_backfill_hands_over_to_a_running_connect_mirror_maker(cluster_a: Cluste
     remote = f"{src}.{topic}"
     with MirrorMakerProcess(path) as node:
         node.wait_running(1)
-        wait_until(lambda: consume_all(cluster_b.bootstrap, remote, timeout_s=5), 60, "streaming under way")
+        # The remote topic exists once the connector runs. (Reading the remote topic instead would keep
+        # streaming going at full speed for seconds per check, and it could copy the whole backlog
+        # before the backfill even starts.)
+        wait_until(lambda: remote in topics(cluster_b.bootstrap), 60, "streaming under way")
         live = BackgroundProducer(cluster_a.bootstrap, topic, 8, rate_per_s=400)
         try:
             code = main(["backfill", str(path), "--flow", f"{src}->{tgt}", "--master", "local[2]", "--no-progress"])
@@ -363,7 +370,7 @@ def test_backfill_hands_over_to_a_running_connect_mirror_maker(cluster_a: Cluste
             assert copied_from_output(out) > 0, node.tail()  # streaming had not copied everything yet
         finally:
             live.stop()
-        assert assert_same(cluster_a, cluster_b, topic, remote) == 400_000 + live.sent, node.tail()
+        assert assert_same(cluster_a, cluster_b, topic, remote) == BACKLOG + live.sent, node.tail()
         # the driver's tasks hold every partition again
         tasks = node.get(f"/{src}/{tgt}/connectors/MirrorSourceConnector/tasks")
         assigned = {tp for t in tasks for tp in t["config"]["task.assigned.partitions"].split(",") if tp}

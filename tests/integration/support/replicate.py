@@ -70,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
                               name="MirrorHeartbeatConnector", overrides=common)
         for config in _start(stack, MirrorHeartbeatConnector(), reverse):
             runs.append((MirrorHeartbeatTask, config, args.source_bootstrap, "MirrorHeartbeatConnector", None))
-        source = flow_config(**forward, overrides={"topics": args.topics, **common})
+        # Heartbeats must be replicated here whatever the topic filter says (MM2's default, KIP-1089):
+        # the health figures are computed from the replicated heartbeats.
+        source = flow_config(**forward, overrides={"topics": args.topics, "heartbeats.replication.enabled": "true",
+                                                   **common})
         for config in _start(stack, MirrorSourceConnector(), source):
             runs.append((MirrorSourceTask, config, args.target_bootstrap, "MirrorSourceConnector", store))
         beat = flow_config(**forward, name="MirrorHeartbeatConnector", overrides=common)
