@@ -25,14 +25,12 @@ commit their offsets, then the stores are closed and the REST server stops.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import logging.config
 import signal
 import sys
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -43,6 +41,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from connect_runtime.api.config_provider import build_providers, resolve
 from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.api.properties import PropertiesFile, load_properties
+from connect_runtime.logging_setup import configure_logging, log_level
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime import worker_config as wc
@@ -54,7 +53,6 @@ logger = logging.getLogger(__name__)
 
 PROG = "connect-distributed"
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_START_FAILURE = 0, 1, 2, 3
-LOG_FORMAT = "%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s"
 _STOP_MARGIN_S = 15.0
 
 
@@ -86,39 +84,11 @@ def build_parser() -> configargparse.ArgumentParser:
         prog=PROG, description="Run a Kafka Connect distributed worker.",
         epilog="exit codes: 0 stopped cleanly, 1 failed while running, 2 bad input, 3 failed to start")
     parser.add_argument("config", metavar="worker.properties", help="the worker configuration file")
-    parser.add_argument("--log-level", env_var="CONNECT_LOG_LEVEL", type=_log_level, default=None,
+    parser.add_argument("--log-level", env_var="CONNECT_LOG_LEVEL", type=log_level, default=None,
                         help="root log level (default INFO)")
     parser.add_argument("--log-config", env_var="CONNECT_LOG_CONFIG", default=None,
                         help="logging configuration file: YAML dictConfig or .ini fileConfig")
     return parser
-
-
-def _log_level(value: str) -> str:
-    level = value.strip().upper()
-    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-        raise argparse.ArgumentTypeError(f"expected DEBUG, INFO, WARNING, ERROR or CRITICAL, got {value!r}")
-    return level
-
-
-def configure_logging(level: str | None, config_path: str | None) -> None:
-    if config_path is None:
-        logging.basicConfig(level=level or "INFO", format=LOG_FORMAT, stream=sys.stderr)
-        return
-    path = Path(config_path)
-    try:
-        if path.suffix in (".yaml", ".yml", ".json"):
-            import yaml
-
-            with path.open(encoding="utf-8") as fh:
-                logging.config.dictConfig(yaml.safe_load(fh))
-        else:
-            logging.config.fileConfig(path, disable_existing_loggers=False)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read logging config: {exc.strerror or exc}") from exc
-    except Exception as exc:  # yaml and configparser errors share no base class
-        raise ConfigError(f"{path}: invalid logging config: {exc}") from exc
-    if level:
-        logging.getLogger().setLevel(level)
 
 
 def load_worker_config(path: str) -> tuple[wc.DistributedWorkerConfig, dict[str, Any]]:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import logging.config
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from connect_runtime import logging_setup as setup
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.logging_setup import log_level as log_level  # re-exported for the subcommands
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,6 @@ EXIT_USAGE = 2
 EXIT_START_FAILURE = 3
 
 DEFAULT_LOG_CONFIG = Path("etc/logging.yaml")
-LOG_FORMAT = "%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s"
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -81,47 +81,6 @@ def port(value: str) -> int:
     return number
 
 
-def log_level(value: str) -> str:
-    """argparse type for a logging level name, any case."""
-    level = value.strip().upper()
-    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-        raise argparse.ArgumentTypeError(f"expected DEBUG, INFO, WARNING, ERROR or CRITICAL, got {value!r}")
-    return level
-
-
-#: Third-party loggers kept at WARNING unless a log level or config file says otherwise.
-QUIET_LOGGERS = ("kafka", "uvicorn", "uvicorn.error", "uvicorn.access", "httpx", "py4j")
-
-
 def configure_logging(level: str | None, config_path: str | None) -> None:
-    """Apply ``--log-config`` (YAML dictConfig, or an .ini fileConfig) else basic logging at ``level``.
-
-    Without ``--log-config``, ``etc/logging.yaml`` is used when it exists in the working directory.
-    An explicit ``--log-level`` wins for the root logger, so operators can turn on DEBUG without
-    editing files; without it, basic logging is at INFO and a config file keeps its own levels.
-    """
-    path = Path(config_path) if config_path else None
-    if path is None and DEFAULT_LOG_CONFIG.is_file():
-        path = DEFAULT_LOG_CONFIG
-    if path is None:
-        logging.basicConfig(level=level or "INFO", format=LOG_FORMAT, stream=sys.stderr)
-        logging.getLogger().setLevel(level or "INFO")
-        if level is None:
-            # kafka-python (group membership) and uvicorn log every connection at INFO.
-            for noisy in QUIET_LOGGERS:
-                logging.getLogger(noisy).setLevel(logging.WARNING)
-        return
-    try:
-        if path.suffix in (".yaml", ".yml", ".json"):
-            import yaml
-
-            with path.open(encoding="utf-8") as fh:
-                logging.config.dictConfig(yaml.safe_load(fh))
-        else:
-            logging.config.fileConfig(path, disable_existing_loggers=False)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read logging config: {exc.strerror or exc}") from exc
-    except Exception as exc:  # yaml.YAMLError and configparser errors have no common base
-        raise ConfigError(f"{path}: invalid logging config: {exc}") from exc
-    if level:
-        logging.getLogger().setLevel(level)
+    """``--log-config``, else ``etc/logging.yaml`` when it exists in the working directory, else basic."""
+    setup.configure_logging(level, config_path, DEFAULT_LOG_CONFIG)

@@ -1,0 +1,67 @@
+"""Process logging for the command-line tools (``connect-distributed``, ``connect-mirror-maker``, ``mirror``).
+
+One implementation for every entry point: ``--log-config`` (a YAML dictConfig such as
+``etc/logging.yaml``, or an .ini fileConfig) or basic logging; ``--log-level`` always wins for the root
+logger, so operators can turn on DEBUG without editing files. Basic logging shows each line's flow and
+connector/task too (:mod:`connect_runtime.logging_context`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import logging.config
+import sys
+from pathlib import Path
+
+from connect_runtime.api.errors import ConfigError
+from connect_runtime.logging_context import ContextFilter
+
+LOG_FORMAT = "%(asctime)s %(levelname)s [%(flow)s %(connector_task)s] %(name)s: %(message)s"
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: Third-party loggers kept at WARNING unless a log level or config file says otherwise: kafka-python
+#: (group membership) and uvicorn log every connection at INFO.
+QUIET_LOGGERS = ("kafka", "uvicorn", "uvicorn.error", "uvicorn.access", "httpx", "py4j")
+
+
+def log_level(value: str) -> str:
+    """argparse type for a logging level name, any case."""
+    level = value.strip().upper()
+    if level not in LEVELS:
+        raise argparse.ArgumentTypeError(f"expected DEBUG, INFO, WARNING, ERROR or CRITICAL, got {value!r}")
+    return level
+
+
+def configure_logging(level: str | None, config_path: str | None, default_config: Path | None = None) -> None:
+    """Apply ``config_path`` (else ``default_config`` if that file exists) or basic logging at ``level``.
+
+    Raises ConfigError naming the file when it cannot be read or is not a valid logging config.
+    """
+    path = Path(config_path) if config_path else None
+    if path is None and default_config is not None and default_config.is_file():
+        path = default_config
+    if path is None:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        handler.addFilter(ContextFilter())
+        root = logging.getLogger()
+        root.handlers[:] = [handler]
+        root.setLevel(level or "INFO")
+        if level is None:
+            for noisy in QUIET_LOGGERS:
+                logging.getLogger(noisy).setLevel(logging.WARNING)
+        return
+    try:
+        if path.suffix in (".yaml", ".yml", ".json"):
+            import yaml
+
+            with path.open(encoding="utf-8") as fh:
+                logging.config.dictConfig(yaml.safe_load(fh))
+        else:
+            logging.config.fileConfig(path, disable_existing_loggers=False)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read logging config: {exc.strerror or exc}") from exc
+    except Exception as exc:  # yaml.YAMLError and configparser errors have no common base
+        raise ConfigError(f"{path}: invalid logging config: {exc}") from exc
+    if level:
+        logging.getLogger().setLevel(level)
