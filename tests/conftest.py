@@ -19,6 +19,18 @@ import pytest
 from mirror.local.broker import BrokerStartError, LocalBroker
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Integration tests may retry a failure once (shown as ``R`` / "rerun" in the report).
+
+    They run several broker, worker and Spark processes on a 2-core machine, with group rebalances
+    whose timing the test broker stretches (tansu.md §3); a scheduling hiccup must not hide the rest
+    of a run. A test that fails twice fails the run. Unit tests never retry.
+    """
+    for item in items:
+        if item.get_closest_marker("integration") is not None and item.get_closest_marker("flaky") is None:
+            item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=2))
+
+
 class Cluster:
     """A running cluster as tests see it: alias and bootstrap string (and the broker, if local)."""
 
