@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 #: Header list as confluent-kafka takes and returns it: ordered, duplicates allowed, values may be None.
 Headers = Sequence[tuple[str, bytes | None]]
@@ -42,3 +42,32 @@ class RecordMetadata:
     partition: int
     offset: int
     timestamp: int | None = None
+
+
+class DeliveredRecord(Protocol):
+    """Where the target stored an acknowledged record, as the producer reports it.
+
+    This is the shape of ``confluent_kafka.Message``: the runtime hands the producer's own delivery
+    report to :meth:`~connect_runtime.api.task.SourceTask.commit_records` instead of copying it into a
+    :class:`RecordMetadata` per record, which costs more than the rest of the acknowledgement.
+    """
+
+    def topic(self) -> str | None: ...
+
+    def partition(self) -> int | None: ...
+
+    def offset(self) -> int | None: ...
+
+    def timestamp(self) -> tuple[int, int]: ...
+
+
+#: Records the target acknowledged since the last call, in delivery order, with their delivery reports.
+Acknowledged = Sequence[tuple[SourceRecord, DeliveredRecord]]
+
+
+def metadata_of(delivered: DeliveredRecord) -> RecordMetadata:
+    """The :class:`RecordMetadata` of a delivery report (timestamp None when the broker gave none)."""
+    ts_type, ts = delivered.timestamp()
+    offset = delivered.offset()
+    return RecordMetadata(delivered.topic() or "", delivered.partition() or 0, -1 if offset is None else offset,
+                          ts if ts_type else None)

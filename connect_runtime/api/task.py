@@ -6,19 +6,27 @@ committed to the offsets store only after that acknowledgement, and only when ev
 the same source partition was acknowledged too. After a crash, the task resumes from the last committed
 offset, so records sent after it may be written twice, never lost.
 
-Threading contract: ``start``, ``poll``, ``commit_record`` and ``commit`` run on the task's own thread.
+Acknowledgements come in batches: after serving the producer's delivery reports the runtime calls
+``commit_records`` once with every record acknowledged since, whose default calls ``commit_record`` per
+record. A task that does per-record work on acknowledgement (MirrorSourceTask: metrics, offset syncs)
+overrides ``commit_records`` to do it in one loop; a task that needs neither pays nothing.
+
+Threading contract: ``start``, ``poll``, ``commit_record(s)`` and ``commit`` run on the task's own thread.
 ``stop`` is called from another thread to interrupt a blocking ``poll``; it must be thread-safe and
 must not block. Resources are released in ``stop`` or at the end of the task thread.
 """
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Protocol
 
 from connect_runtime.api.offsets import OffsetStorageReader
-from connect_runtime.api.records import RecordMetadata, SourceRecord
+from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord, metadata_of
+
+logger = logging.getLogger(__name__)
 
 
 class SourceTaskContext(Protocol):
@@ -72,3 +80,15 @@ class SourceTask(Task):
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         """Called once the target acknowledged ``record`` (metadata None: the record was dropped)."""
+
+    def commit_records(self, acknowledged: Acknowledged) -> None:
+        """Called with the records the target acknowledged since the last call, in delivery order.
+
+        The default calls :meth:`commit_record` for each; like Java's worker it logs a failing call and
+        carries on, since an acknowledgement is a notification that cannot be taken back.
+        """
+        for record, delivered in acknowledged:
+            try:
+                self.commit_record(record, metadata_of(delivered))
+            except Exception:
+                logger.exception("commit_record failed for a record of %s", record.topic)

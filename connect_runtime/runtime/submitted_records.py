@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from connect_runtime.api.records import SourceMap, SourceRecord
@@ -38,27 +38,28 @@ def partition_key(partition: SourceMap) -> Hashable:
         return json.dumps(partition, sort_keys=True, separators=(",", ":"), default=str)
 
 
-#: ``handler(submitted, error, message)``: what a delivery report of a submitted record triggers.
-DeliveryHandler = Callable[["SubmittedRecord", Any, Any], None]
+#: A delivery report as the producer gave it: ``(submitted record, error or None, message)``.
+Report = tuple["SubmittedRecord", Any, Any]
 
 
 class SubmittedRecord:
     """One record handed to the producer; ``acked`` once the target acknowledged it.
 
     The object is itself the producer's ``on_delivery`` callback, so sending a record allocates no
-    closure: ``__call__`` forwards the report to the handler given to :class:`SubmittedRecords`.
+    closure, and the callback only files the report: librdkafka calls it once per record, so it must be
+    one Python frame; the reports are then processed together by :meth:`SubmittedRecords.ack_reports`.
     """
 
-    __slots__ = ("acked", "handler", "queue", "record")
+    __slots__ = ("acked", "queue", "record", "reports")
 
-    def __init__(self, record: SourceRecord, queue: _PartitionQueue, handler: DeliveryHandler) -> None:
+    def __init__(self, record: SourceRecord, queue: _PartitionQueue, reports: list[Report]) -> None:
         self.record = record
         self.queue = queue
-        self.handler = handler
+        self.reports = reports
         self.acked = False
 
     def __call__(self, error: Any, message: Any) -> None:
-        self.handler(self, error, message)
+        self.reports.append((self, error, message))
 
 
 class _PartitionQueue:
@@ -76,13 +77,19 @@ class _PartitionQueue:
 class SubmittedRecords:
     """All records of one task between ``submit`` and the point where they join a committable prefix."""
 
-    __slots__ = ("_handler", "_last_key", "_last_partition", "_queues", "outstanding", "peak")
+    __slots__ = ("_by_identity", "_queues", "outstanding", "peak", "reports")
 
-    def __init__(self, handler: DeliveryHandler | None = None) -> None:
-        self._handler: DeliveryHandler = handler or _ignore
+    #: Bound of the identity cache: a task that builds a new partition map per record fills it quickly.
+    _IDENTITY_CACHE_MAX = 4096
+
+    def __init__(self) -> None:
         self._queues: dict[Hashable, _PartitionQueue] = {}
-        self._last_partition: SourceMap | None = None
-        self._last_key: Hashable = None
+        #: id(partition map) -> (the map, its queue): tasks usually reuse one map per source partition,
+        #: so most records find their queue without hashing the map's items. Holding the map keeps its id
+        #: from being reused by another object.
+        self._by_identity: dict[int, tuple[SourceMap, _PartitionQueue]] = {}
+        #: Delivery reports filed by the producer's callbacks, for :meth:`ack_reports`.
+        self.reports: list[Report] = []
         #: Records submitted and not yet trimmed (in flight, or acked behind an unacked one).
         self.outstanding = 0
         #: Highest value ``outstanding`` ever reached (tests assert the cap holds).
@@ -91,21 +98,24 @@ class SubmittedRecords:
     def submit(self, record: SourceRecord) -> SubmittedRecord:
         """Track ``record`` as sent (call just before producing it; :meth:`drop` it if that fails)."""
         partition = record.source_partition
-        # Tasks commonly reuse one partition dict per source partition: skip hashing then.
-        if partition is self._last_partition:
-            key = self._last_key
-        else:
-            key = partition_key(partition)
-            self._last_partition, self._last_key = partition, key
-        queue = self._queues.get(key)
-        if queue is None:
-            queue = self._queues[key] = _PartitionQueue(partition)
-        submitted = SubmittedRecord(record, queue, self._handler)
+        known = self._by_identity.get(id(partition))
+        queue = known[1] if known is not None and known[0] is partition else self._queue_of(partition)
+        submitted = SubmittedRecord(record, queue, self.reports)
         queue.records.append(submitted)
         self.outstanding += 1
         if self.outstanding > self.peak:
             self.peak = self.outstanding
         return submitted
+
+    def _queue_of(self, partition: SourceMap) -> _PartitionQueue:
+        key = partition_key(partition)
+        queue = self._queues.get(key)
+        if queue is None:
+            queue = self._queues[key] = _PartitionQueue(partition)
+        if len(self._by_identity) >= self._IDENTITY_CACHE_MAX:
+            self._by_identity.clear()
+        self._by_identity[id(partition)] = (partition, queue)
+        return queue
 
     def drop(self, submitted: SubmittedRecord) -> None:
         """Forget the most recently submitted record of its partition (the producer refused it)."""
@@ -132,6 +142,39 @@ class SubmittedRecords:
         if offset is not None:
             queue.committable = offset
 
+    def ack_reports(self, reports: list[Report],
+                    acknowledged: list[tuple[SourceRecord, Any]] | None = None) -> list[Report]:
+        """Process delivery reports: :meth:`ack` every success, in one loop; returns the failed reports.
+
+        With ``acknowledged`` the acknowledged records are appended to it with their delivery reports, in
+        delivery order (for ``SourceTask.commit_records``). A failed record stays tracked unacknowledged,
+        so nothing after it in its source partition can be committed.
+        """
+        failed: list[Report] = []
+        trimmed = 0
+        for report in reports:
+            submitted, error, message = report
+            if error is not None:
+                failed.append(report)
+                continue
+            submitted.acked = True
+            if acknowledged is not None:
+                acknowledged.append((submitted.record, message))
+            queue = submitted.queue
+            records = queue.records
+            if records[0] is not submitted:
+                continue  # out of order: stays until every earlier record of the partition is acked
+            offset = None
+            while records and records[0].acked:
+                head = records.popleft()
+                trimmed += 1
+                if head.record.source_offset is not None:
+                    offset = head.record.source_offset
+            if offset is not None:
+                queue.committable = offset
+        self.outstanding -= trimmed
+        return failed
+
     def take_committable(self) -> list[tuple[SourceMap, Mapping[str, Any]]]:
         """The committable offset of every partition that advanced since the last call, and forget them.
 
@@ -149,7 +192,7 @@ class SubmittedRecords:
         for key in empty:
             del self._queues[key]
         if empty:
-            self._last_partition = None
+            self._by_identity.clear()
         return out
 
     def restore(self, offsets: list[tuple[SourceMap, Mapping[str, Any]]]) -> None:
@@ -166,6 +209,3 @@ class SubmittedRecords:
         """Number of source partitions with records still in flight."""
         return sum(1 for q in self._queues.values() if q.records)
 
-
-def _ignore(submitted: SubmittedRecord, error: Any, message: Any) -> None:
-    """Default handler: delivery reports are acknowledged by the caller itself (tests)."""

@@ -4,7 +4,7 @@ The loop, all on the task thread::
 
     task.poll() -> records -> producer.produce(..., on_delivery=<SubmittedRecord>) -> producer.poll(0)
          ^                                                                               |
-         |        delivery reports: ack -> task.commit_record(record, metadata) <--------+
+         |   delivery reports, all of one poll: ack -> task.commit_records(acked) <------+
          +-- every offset.flush.interval.ms: OffsetStore.put(committable offsets) -> task.commit()
 
 Guarantees, and how they are kept:
@@ -30,12 +30,14 @@ Guarantees, and how they are kept:
   ``buffer.memory`` is 32 MiB): ``BufferError`` (queue full) is answered by ``producer.poll()`` until
   there is room, and the tracked records are the ones in that queue. Nothing queues without a bound.
 * **Threading.** Delivery callbacks run inside ``producer.poll()``/``flush()``, which only the task
-  thread calls, so ``commit_record`` runs on the task thread as the API promises and the tracking
+  thread calls, so ``commit_records`` runs on the task thread as the API promises and the tracking
   needs no lock. ``stop()``, ``transition_to()`` and ``request_commit()`` are the only calls from other
   threads; they set flags.
 
-Hot path: one :class:`SubmittedRecord` per record, which is also the delivery callback (no closure);
-metrics are updated once per batch; nothing is logged per record.
+Hot path: one :class:`SubmittedRecord` per record, which is also the delivery callback (no closure) and
+only files the report; after each ``producer.poll`` the reports are acknowledged in one loop and handed
+to the task in one ``commit_records`` call; metrics are updated once per batch; nothing is logged per
+record. ``bench/hot_path.py`` measures this path with fake clients.
 """
 
 from __future__ import annotations
@@ -50,13 +52,13 @@ from confluent_kafka import KafkaException, Producer
 
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.api.offsets import OffsetStorageReader
-from connect_runtime.api.records import RecordMetadata, SourceRecord
+from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.logging_context import set_context as set_log_context
 from connect_runtime.metrics import TaskMetrics
 from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
 from connect_runtime.runtime.status import StatusListener, trace_of
-from connect_runtime.runtime.submitted_records import SubmittedRecord, SubmittedRecords
+from connect_runtime.runtime.submitted_records import SubmittedRecords
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
 from connect_runtime.storage.offset_store import OffsetStore
 
@@ -170,9 +172,10 @@ class WorkerSourceTask:
         self._commit_requested = False
         self._thread: threading.Thread | None = None
         self._producer: Producer | None = None
-        self._submitted = SubmittedRecords(self._on_delivery)
-        # Building RecordMetadata for the base class's no-op commit_record is pure overhead: skip it.
-        self._wants_commit_record = type(task).commit_record is not SourceTask.commit_record
+        self._submitted = SubmittedRecords()
+        # Collecting acknowledged records for the base class's no-op commit_record(s) is pure overhead.
+        self._wants_commit_records = (type(task).commit_record is not SourceTask.commit_record
+                                      or type(task).commit_records is not SourceTask.commit_records)
         self._unreported_writes = 0
         #: The last poll batch while part of it is still to be sent (cap reached or queue full).
         self._batch: list[SourceRecord] | None = None
@@ -280,9 +283,9 @@ class WorkerSourceTask:
             if self._paused():
                 if self.state != "PAUSED":
                     self._report("PAUSED")
-                producer.poll(_IDLE_POLL_S)
+                self._serve(producer, _IDLE_POLL_S)
             elif submitted.outstanding >= self._cap:
-                producer.poll(_IDLE_POLL_S)  # at the cap: only serve delivery reports
+                self._serve(producer, _IDLE_POLL_S)  # at the cap: only serve delivery reports
             else:
                 if self.state != "RUNNING":
                     self._report("RUNNING")
@@ -293,10 +296,10 @@ class WorkerSourceTask:
                         self._batch, self._batch_pos = records, 0
                 if self._batch:
                     self._send(producer)
-                    producer.poll(0)
+                    self._serve(producer, 0)
                 else:
                     # poll() should block while idle; this short wait keeps one that does not from spinning
-                    producer.poll(_EMPTY_POLL_WAIT_S)
+                    self._serve(producer, _EMPTY_POLL_WAIT_S)
             if self.failure is not None:
                 raise self.failure
             if self._unreported_writes:
@@ -346,7 +349,7 @@ class WorkerSourceTask:
                         timestamp=record.timestamp or 0, headers=headers)
             except BufferError:
                 submitted.drop(sub)
-                producer.poll(_IDLE_POLL_S)  # librdkafka's queue is full: serve deliveries, retry later
+                self._serve(producer, _IDLE_POLL_S)  # librdkafka's queue is full: serve deliveries, retry later
                 break
             except (KafkaException, TypeError, ValueError) as exc:
                 submitted.drop(sub)
@@ -361,27 +364,31 @@ class WorkerSourceTask:
         else:
             self._batch = None
 
-    def _on_delivery(self, sub: SubmittedRecord, error: Any, message: Any) -> None:
-        """Delivery report of one record (runs inside ``producer.poll`` on the task thread)."""
-        if error is not None:
-            if self._closing:
-                return  # purged at close: not acknowledged, so not committed; nothing else to do
-            self._metrics.produce_errors.inc()
+    def _serve(self, producer: Producer, timeout_s: float) -> None:
+        """``producer.poll``, then acknowledge what it delivered (on the task thread)."""
+        producer.poll(timeout_s)
+        if self._submitted.reports:
+            self._acknowledge()
+
+    def _acknowledge(self) -> None:
+        """Acknowledge the filed delivery reports and tell the task, once for all of them."""
+        submitted = self._submitted
+        reports = submitted.reports.copy()
+        submitted.reports.clear()
+        acknowledged: list[tuple[SourceRecord, Any]] | None = [] if self._wants_commit_records else None
+        failed = submitted.ack_reports(reports, acknowledged)
+        self._unreported_writes += len(reports) - len(failed)
+        if failed and not self._closing:  # reports purged at close: not acknowledged, not committed
+            self._metrics.produce_errors.inc(len(failed))
             if self.failure is None:
+                sub, error, _ = failed[0]
                 self.failure = ConnectError(f"{self.id}: the target did not acknowledge a record for "
                                             f"{sub.record.topic}: {error.str()}")
-            return
-        self._submitted.ack(sub)
-        self._unreported_writes += 1
-        if not self._wants_commit_record:
-            return
-        ts_type, ts = message.timestamp()
-        metadata = RecordMetadata(message.topic(), message.partition(), message.offset(),
-                                  ts if ts_type else None)
-        try:
-            self._task.commit_record(sub.record, metadata)
-        except Exception:  # Java logs and carries on: commit_record is a notification
-            logger.exception("%s commit_record failed", self.id)
+        if acknowledged:
+            try:
+                self._task.commit_records(acknowledged)
+            except Exception:  # Java logs and carries on: commit_record is a notification
+                logger.exception("%s commit_records failed", self.id)
 
     def _commit_offsets(self) -> bool:
         """Store the committable offsets durably, then call ``task.commit()`` (also when there were none)."""
@@ -420,6 +427,7 @@ class WorkerSourceTask:
                 if requested is not None:
                     budget = max(0.0, budget - (time.monotonic() - requested))
                 remaining = producer.flush(budget)
+                self._acknowledge()
                 if remaining:
                     logger.warning("%s: %d records not acknowledged within %.1fs of stopping; their offsets "
                                    "are not committed, so they will be sent again after a restart",
@@ -431,7 +439,7 @@ class WorkerSourceTask:
             finally:
                 self._closing = True
                 producer.purge()
-                producer.poll(0)
+                self._serve(producer, 0)
                 self._producer = None
         if self._unreported_writes:
             self._metrics.records_written.inc(self._unreported_writes)

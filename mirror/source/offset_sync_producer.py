@@ -53,6 +53,14 @@ class OffsetSyncProducer:
         if self._writer.update(tp, upstream, downstream) or self._backlog:
             self.send_pending()
 
+    def record_run(self, tp: TopicPartition, upstream: list[int], downstream: list[int]) -> None:
+        """Several acknowledged records of one partition, in order: the same as :meth:`record` for each."""
+        if self._closed:
+            return
+        self._writer.update_run(tp, upstream, downstream, self.send_pending)
+        if self._backlog:
+            self.send_pending()
+
     def promote_delayed_and_send(self) -> None:
         """On task commit: every partition's latest sync becomes due (KAFKA-15906), then send."""
         if self._closed:

@@ -24,6 +24,7 @@ This module is the pure state machine; producing the records is the caller's job
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mirror.client.models import OffsetSync, TopicPartition
@@ -98,6 +99,47 @@ class OffsetSyncWriter:
                 return True
             self._delayed[tp] = (upstream, downstream)
             return False
+
+    def update_run(self, tp: TopicPartition, upstream: list[int], downstream: list[int],
+                   on_fire: Callable[[], None]) -> None:
+        """:meth:`update` for each (upstream[i], downstream[i]) of one partition, in order, calling
+        ``on_fire`` after every sync that went to *pending* (so each is sent before the next replaces it).
+
+        The same decisions as that many ``update`` calls, in one loop without a call or a lock per
+        record: the streaming task feeds every acknowledged record through here.
+        """
+        if not upstream:
+            return
+        if type(tp) is not TopicPartition:
+            tp = TopicPartition(*tp)
+        with self._lock:
+            state = self._states.get(tp)
+            if state is None:
+                state = self._states[tp] = PartitionState(self.max_offset_lag)
+        max_lag = state.max_offset_lag
+        prev_up, prev_down = state.previous_upstream, state.previous_downstream
+        last_sync, should_sync = state.last_sync_downstream, state.should_sync
+        fired_last = False
+        for up, down in zip(upstream, downstream, strict=True):
+            if (last_sync == -1 or down - (last_sync + 1) >= max_lag or up - prev_up != 1
+                    or down < prev_down):
+                last_sync = down
+                should_sync = True
+            prev_up, prev_down = up, down
+            fired_last = should_sync
+            if should_sync:
+                with self._lock:
+                    state.previous_upstream, state.previous_downstream = up, down
+                    state.last_sync_downstream = last_sync
+                    self._delayed.pop(tp, None)
+                    self._pending[tp] = OffsetSync(tp, up, down)
+                should_sync = False
+                on_fire()
+        with self._lock:
+            state.previous_upstream, state.previous_downstream = prev_up, prev_down
+            state.last_sync_downstream, state.should_sync = last_sync, False
+            if not fired_last:
+                self._delayed[tp] = (prev_up, prev_down)
 
     def take_pending(self, limit: int | None = None) -> list[OffsetSync]:
         """Remove and return up to ``limit`` pending syncs, oldest first (all if ``limit`` is None).

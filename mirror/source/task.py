@@ -31,13 +31,14 @@ import logging
 import threading
 import time
 import uuid
+from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import OFFSET_INVALID, TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from connect_runtime.api.records import RecordMetadata, SourceRecord
+from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord, metadata_of
 from connect_runtime.api.task import SourceTask
 from connect_runtime.clients.factory import new_consumer, translate
 from mirror.backfill.marker_log import MarkerLog
@@ -52,7 +53,7 @@ from mirror.backfill.markers import (
 )
 from mirror.client.models import TopicPartition
 from mirror.client.replication_policy import policy_from_config
-from mirror.metrics import MirrorSourceMetrics, registry_for
+from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats, registry_for
 from mirror.mirror_utils import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset, wrap_partition
 from mirror.source.config import MirrorSourceTaskConfig
 from mirror.source.offset_sync_producer import OffsetSyncProducer
@@ -66,6 +67,20 @@ MAX_POLL_RECORDS_DEFAULT = 500
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+class _SourcePartition:
+    """What the per-record loops need of one source partition, looked up once per record."""
+
+    __slots__ = ("partition", "remote", "source_map", "stats", "tp")
+
+    def __init__(self, source_map: dict[str, Any], remote: str, partition: int, tp: TopicPartition,
+                 stats: PartitionStats | None) -> None:
+        self.source_map = source_map
+        self.remote = remote
+        self.partition = partition
+        self.tp = tp
+        self.stats = stats
 
 
 class MirrorSourceTask(SourceTask):
@@ -88,7 +103,10 @@ class MirrorSourceTask(SourceTask):
         self._poll_timeout_s = 1.0
         self._max_records = MAX_POLL_RECORDS_DEFAULT
         self._label = ""
-        self._partition_maps: dict[tuple[str, int], dict[str, Any]] = {}
+        #: Per source partition: its shared Connect partition map, remote topic and metrics, found by
+        #: (topic, partition) when converting and by the map's identity when acknowledged.
+        self._by_source: dict[tuple[str, int], _SourcePartition] = {}
+        self._by_map: dict[int, _SourcePartition] = {}
         self._done_ends: dict[tuple[str, int], int] = {}
         self._events: MarkerLog | None = None
         self._instance = ""
@@ -114,8 +132,10 @@ class MirrorSourceTask(SourceTask):
         self._remote = {t: policy.format_remote_topic(self._source, t) for t, _ in partitions}
         self._metrics = MirrorSourceMetrics(registry_for(getattr(self, "context", None)), self._source,
                                             self._target)
+        self._by_source.clear()
+        self._by_map.clear()
         for topic, partition in partitions:
-            self._metrics.register(self._remote[topic], partition)
+            self._partition_state(topic, partition)  # also creates its series, as MM2 does
         if cfg.emit_offset_syncs_enabled:
             other = self._target if cfg.offset_syncs_topic_location == "source" else self._source
             self._offset_syncs = self._offset_sync_factory(
@@ -185,44 +205,69 @@ class MirrorSourceTask(SourceTask):
             self._consumer_lock.release()
 
     def _convert_all(self, messages: list[Message]) -> list[SourceRecord]:
+        """:meth:`convert` each message and count it in the source metrics, in one loop.
+
+        This loop runs once per replicated record: it calls nothing per record but the constructors
+        (the metric update of :meth:`PartitionStats.polled` is written out here).
+        """
         records: list[SourceRecord] = []
+        append = records.append
         now = self._clock_ms()
-        metrics = self._metrics
+        by_source = self._by_source
+        bounds = LATENCY_BOUNDS_MS
         for message in messages:
-            error = message.error()
-            if error is not None:
+            if message.error() is not None:
                 logger.warning("%s consumer error on %s-%s: %s", self._label, message.topic(),
-                               message.partition(), error)
+                               message.partition(), message.error())
                 continue
-            record = self.convert(message)
-            records.append(record)
-            if metrics is not None and record.partition is not None:
-                value = record.value
-                age = now - record.timestamp if record.timestamp is not None else 0
-                metrics.record_polled(record.topic, record.partition, 0 if value is None else len(value), age)
+            state = by_source.get((message.topic(), message.partition()))  # type: ignore[arg-type]
+            if state is None:
+                state = self._partition_state(message.topic() or "", message.partition() or 0)
+            ts_type, ts = message.timestamp()
+            value = message.value()
+            headers: Any = message.headers()  # consumed: a list of (str, bytes | None), or None
+            append(SourceRecord(state.remote, value, message.key(), state.partition, headers,
+                                None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts, state.source_map,
+                                {OFFSET_KEY: message.offset()}))
+            stats = state.stats
+            if stats is not None:
+                age = now - ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0
+                stats.bytes += 0 if value is None else len(value)
+                stats.age_ms = age
+                if age < 0:
+                    age = 0
+                stats.age_sum_ms += age
+                stats.age_buckets[bisect_left(bounds, age)] += 1
         return records
 
-    def convert(self, message: Message) -> SourceRecord:
-        """One consumed record as the SourceRecord written to the remote topic (§5.7)."""
-        topic = message.topic() or ""
-        partition = message.partition() or 0
-        offset = message.offset() or 0
-        ts_type, ts = message.timestamp()
-        # Consumed headers are always a list of (str, bytes | None); the stub's type is the produce-side one.
-        headers: Any = message.headers()
+    def _partition_state(self, topic: str, partition: int) -> _SourcePartition:
+        """The per-partition state of the hot loops, created on first use."""
         remote = self._remote.get(topic)
         if remote is None:  # not expected: only assigned partitions are consumed
             remote = self._remote[topic] = topic
-        # One partition map per source partition, shared by its records: the runtime then recognises
-        # the partition by identity instead of hashing a new map per record. Nobody mutates it.
-        source_partition = self._partition_maps.get((topic, partition))
-        if source_partition is None:
-            source_partition = self._partition_maps[(topic, partition)] = wrap_partition(
-                self._source, topic, partition)
+        stats = self._metrics.stats(remote, partition) if self._metrics is not None else None
+        state = _SourcePartition(wrap_partition(self._source, topic, partition), remote, partition,
+                                 TopicPartition(topic, partition), stats)
+        self._by_source[(topic, partition)] = state
+        self._by_map[id(state.source_map)] = state
+        return state
+
+    def convert(self, message: Message) -> SourceRecord:
+        """One consumed record as the SourceRecord written to the remote topic (§5.7).
+
+        Its source partition map is shared by every record of the partition (nobody mutates it): the
+        runtime then recognises the partition by identity instead of hashing a new map per record.
+        """
+        topic = message.topic() or ""
+        partition = message.partition() or 0
+        ts_type, ts = message.timestamp()
+        # Consumed headers are always a list of (str, bytes | None); the stub's type is the produce-side one.
+        headers: Any = message.headers()
+        state = self._by_source.get((topic, partition)) or self._partition_state(topic, partition)
         return SourceRecord(
-            topic=remote, partition=partition, key=message.key(), value=message.value(),
+            topic=state.remote, partition=partition, key=message.key(), value=message.value(),
             headers=headers, timestamp=None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts,
-            source_partition=source_partition, source_offset=wrap_offset(offset))
+            source_partition=state.source_map, source_offset=wrap_offset(message.offset() or 0))
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         if metadata is None:
@@ -239,6 +284,48 @@ class MirrorSourceTask(SourceTask):
             source_tp = TopicPartition(str(record.source_partition[TOPIC_KEY]),
                                        int(record.source_partition[PARTITION_KEY]))
             self._offset_syncs.record(source_tp, int(record.source_offset[OFFSET_KEY]), metadata.offset)
+
+    def commit_records(self, acknowledged: Acknowledged) -> None:
+        """What :meth:`commit_record` does for each record, in one loop (it runs once per record).
+
+        Metrics are counted per record; the (upstream, downstream) pairs are gathered per source
+        partition and handed to the offset-sync writer as runs, which decides exactly as it would one
+        record at a time (every sync that fires is sent in order).
+        """
+        by_map = self._by_map
+        now = self._clock_ms()
+        bounds = LATENCY_BOUNDS_MS
+        syncing = self._offset_syncs is not None
+        runs: dict[int, tuple[_SourcePartition, list[int], list[int]]] = {}
+        for record, delivered in acknowledged:
+            state = by_map.get(id(record.source_partition))
+            downstream = delivered.offset()
+            if state is None or state.source_map is not record.source_partition or downstream is None:
+                self.commit_record(record, metadata_of(delivered))  # not one of ours: the general path
+                continue
+            if downstream < 0:
+                logger.error("RecordMetadata has no offset -- can't sync offsets for %s.", record.topic)
+                continue
+            stats = state.stats
+            if stats is not None:
+                timestamp = record.timestamp
+                latency = now - timestamp if timestamp is not None else 0
+                stats.records += 1
+                stats.latency_ms = latency
+                if latency < 0:
+                    latency = 0
+                stats.latency_sum_ms += latency
+                stats.latency_buckets[bisect_left(bounds, latency)] += 1
+            if syncing and record.source_offset is not None:
+                run = runs.get(id(state))
+                if run is None:
+                    run = runs[id(state)] = (state, [], [])
+                run[1].append(record.source_offset[OFFSET_KEY])
+                run[2].append(downstream)
+        offset_syncs = self._offset_syncs
+        if offset_syncs is not None:
+            for state, upstream, downstream_offsets in runs.values():
+                offset_syncs.record_run(state.tp, upstream, downstream_offsets)
 
     def commit(self) -> None:
         """After each offset flush: emit every partition's latest sync (KAFKA-15906); close once stopped."""

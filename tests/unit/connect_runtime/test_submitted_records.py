@@ -98,12 +98,36 @@ def test_peak_counts_the_most_records_in_flight() -> None:
     assert (tracker.outstanding, tracker.peak) == (1, 4)
 
 
-def test_submitted_record_is_the_delivery_callback() -> None:
-    reports: list[tuple[object, object]] = []
-    tracker = SubmittedRecords(lambda sub, err, msg: reports.append((err, msg)))
+def test_submitted_record_is_the_delivery_callback_and_files_its_report() -> None:
+    tracker = SubmittedRecords()
     sub = tracker.submit(rec(0, 0))
     sub("error", "message")
-    assert reports == [("error", "message")]
+    assert tracker.reports == [(sub, "error", "message")]
+
+
+def test_ack_reports_acks_successes_in_one_pass_and_returns_failures() -> None:
+    tracker = SubmittedRecords()
+    subs = [tracker.submit(rec(0, i)) for i in range(4)]
+    subs[2]("boom", "m2")  # a failed record blocks every later offset of its partition
+    subs[1](None, "m1")
+    subs[0](None, "m0")
+    subs[3](None, "m3")
+    acknowledged: list[tuple[SourceRecord, object]] = []
+    failed = tracker.ack_reports(tracker.reports, acknowledged)
+    assert failed == [(subs[2], "boom", "m2")]
+    assert acknowledged == [(subs[1].record, "m1"), (subs[0].record, "m0"), (subs[3].record, "m3")]
+    assert [o for _, o in tracker.take_committable()] == [{"seq": 1}]
+    assert tracker.outstanding == 2
+
+
+def test_a_new_map_per_record_still_finds_its_queue_and_the_identity_cache_stays_bounded() -> None:
+    tracker = SubmittedRecords()
+    count = SubmittedRecords._IDENTITY_CACHE_MAX + 10
+    for i in range(count):
+        tracker.ack(tracker.submit(SourceRecord("t", b"v", source_partition={"p": 0}, source_offset={"o": i})))
+    assert tracker.pending_partitions() == 0
+    assert tracker.take_committable() == [({"p": 0}, {"o": count - 1})]
+    assert len(tracker._by_identity) <= SubmittedRecords._IDENTITY_CACHE_MAX
 
 
 def test_partition_key_ignores_key_order_and_handles_nested_values() -> None:

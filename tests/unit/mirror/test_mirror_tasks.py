@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_INVALID, Message, TopicPartition
+from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.connector import ExactlyOnceSupport
 from connect_runtime.api.errors import BadRequestError
-from connect_runtime.api.records import RecordMetadata, SourceMap
+from connect_runtime.api.records import RecordMetadata, SourceMap, metadata_of
 from mirror.checkpoint.connector import MirrorCheckpointConnector
 from mirror.client.models import Heartbeat, OffsetSync
 from mirror.heartbeat.connector import MirrorHeartbeatConnector
@@ -82,8 +83,9 @@ class Reader:
 
 
 class Context:
-    def __init__(self, stored: dict[int, int]) -> None:
+    def __init__(self, stored: dict[int, int], registry: CollectorRegistry | None = None) -> None:
         self.reader = Reader(stored)
+        self.metrics_registry = registry
 
     @property
     def task_id(self) -> int:
@@ -97,7 +99,8 @@ class Context:
         return self.reader
 
 
-def started_task(stored: dict[int, int], **overrides: str) -> tuple[MirrorSourceTask, FakeConsumer, FakeProducer]:
+def started_task(stored: dict[int, int], registry: CollectorRegistry | None = None,
+                 **overrides: str) -> tuple[MirrorSourceTask, FakeConsumer, FakeProducer]:
     consumers: list[FakeConsumer] = []
     producers: list[FakeProducer] = []
 
@@ -113,7 +116,7 @@ def started_task(stored: dict[int, int], **overrides: str) -> tuple[MirrorSource
 
     task = MirrorSourceTask(consumer_factory=consumer_factory, offset_sync_factory=sync_factory,
                             clock_ms=lambda: 10_000)
-    task.initialize(Context(stored))
+    task.initialize(Context(stored, registry))
     config = flow_config("src", "tgt", "a:1", "b:1", overrides={
         "task.assigned.partitions": "my-topic-0,my-topic-1,my-topic-2", "task.index": "0", "offset.lag.max": "0",
         **overrides})
@@ -169,6 +172,62 @@ def test_commit_record_sends_offset_syncs_to_partition_0_at_most_10_in_flight() 
     assert max(s.upstream_offset for s in syncs if s.topic_partition.partition == 2) == 4
     task.commit_record(records[0], None)  # filtered record: no sync, no error
     task.stop()
+
+
+@pytest.mark.parametrize("lag_max", ["0", "3", "100"])
+def test_commit_records_does_what_commit_record_does_for_each(lag_max: str) -> None:
+    """The runtime acknowledges in batches (commit_records); the syncs and metrics must not change.
+
+    The offset-syncs producer acknowledges at once here, so that no sync is replaced while waiting for
+    a free slot: every sync that fires is sent. Batches are processed partition by partition, so only
+    the order *within* a partition is compared.
+    """
+    results = []
+    for batched in (False, True):
+        registry = CollectorRegistry()
+        task, consumer, producer = started_task({}, registry, **{"offset.lag.max": lag_max})
+        produce = producer.produce
+
+        def produce_and_deliver(*args: Any, _produce: Any = produce, _producer: Any = producer,
+                                **kwargs: Any) -> None:
+            _produce(*args, **kwargs)
+            _producer.deliver()
+
+        producer.produce = produce_and_deliver  # type: ignore[method-assign]
+        # two polls; partition 1 skips upstream offset 3 (compaction) and partition 2 has no timestamp
+        consumer.batches.append([Message(topic="my-topic", partition=p, offset=o, value=b"x" * p,
+                                         timestamp=(0, 0) if p == 2 else (1, 9_000 + o))
+                                 for o in (0, 1, 2, 4, 5, 6) for p in range(3) if not (p != 1 and o == 4)])
+        consumer.batches.append([Message(topic="my-topic", partition=0, offset=o, value=b"y", timestamp=(1, 9_990))
+                                 for o in range(7, 30)])
+        downstream = {0: 500, 1: 0, 2: 70}
+        for _ in range(2):
+            records = task.poll() or []
+            acknowledged = []
+            for record in records:  # the target acknowledged them, partition by partition in order
+                partition = record.partition or 0
+                delivered = Message(topic=record.topic, partition=partition, offset=downstream[partition],
+                                    timestamp=(1, 9_999))
+                downstream[partition] += 1
+                acknowledged.append((record, delivered))
+            if batched:
+                task.commit_records(acknowledged)
+            else:
+                for record, delivered in acknowledged:
+                    task.commit_record(record, metadata_of(delivered))
+            producer.deliver()
+        task.commit()
+        producer.deliver()
+        syncs = sorted((OffsetSync.from_record(key, value).as_tuple() for _, key, value, _ in producer.sent),
+                       key=lambda sync: sync[1])  # stable: keeps each partition's order
+        samples = sorted((m.name, tuple(sorted(s.labels.items())), s.value)
+                         for m in registry.collect() for s in m.samples)
+        results.append((syncs, samples))
+        task.stop()
+    (syncs, samples), (batched_syncs, batched_samples) = results
+    assert syncs and samples
+    assert batched_syncs == syncs
+    assert batched_samples == samples
 
 
 def test_offset_syncs_can_be_disabled() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mirror.client.models import TopicPartition
 from mirror.source.offset_sync_writer import OffsetSyncWriter, PartitionState
@@ -106,3 +108,28 @@ def test_forget_drops_partition_state() -> None:
 def test_negative_lag_is_rejected() -> None:
     with pytest.raises(ValueError, match=r"offset\.lag\.max"):
         OffsetSyncWriter(max_offset_lag=-1)
+
+
+pairs_strategy = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 400)), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(pairs_strategy, st.lists(st.integers(1, 20), max_size=8), st.integers(0, 30))
+def test_update_run_decides_exactly_like_update_one_by_one(pairs: list[tuple[int, int]], cuts: list[int],
+                                                           max_lag: int) -> None:
+    """The streaming task feeds acknowledged records as runs: same syncs, same order, same leftovers."""
+    one_by_one, runs = OffsetSyncWriter(max_lag), OffsetSyncWriter(max_lag)
+    expected: list[tuple[str, int, int, int]] = []
+    for upstream, downstream in pairs:
+        if one_by_one.update(TP, upstream, downstream):
+            expected += [s.as_tuple() for s in one_by_one.take_pending()]
+    fired: list[tuple[str, int, int, int]] = []
+    position = 0
+    for size in [*cuts, len(pairs)]:  # the same pairs, cut into runs of arbitrary sizes
+        chunk = pairs[position:position + size]
+        position += len(chunk)
+        runs.update_run(TP, [u for u, _ in chunk], [d for _, d in chunk],
+                        lambda: fired.extend(s.as_tuple() for s in runs.take_pending()))
+    assert fired == expected
+    assert runs.delayed == one_by_one.delayed
+    assert runs.partition_state(TP) == one_by_one.partition_state(TP)
