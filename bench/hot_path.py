@@ -106,6 +106,10 @@ class FakeProducer:
         return len(self._pending)
 
 
+def fake_producer(config: Mapping[str, Any]) -> Any:
+    return FakeProducer(config)
+
+
 def build_messages(records: int, partitions: int, value_bytes: int) -> list[Any]:
     from confluent_kafka import Message
 
@@ -134,18 +138,21 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
 
     from connect_runtime.metrics import ConnectMetrics
     from connect_runtime.runtime.herder import ConnectorTaskId
+    from connect_runtime.runtime.status import RecordingStatusListener
     from connect_runtime.runtime.worker_source_task import WorkerSourceTask
-    from connect_runtime.testing.harness import InMemoryOffsetStore, RecordingStatusListener
+    from connect_runtime.testing.harness import InMemoryOffsetStore
     from mirror.source.offset_sync_producer import OffsetSyncProducer
     from mirror.source.task import MirrorSourceTask
 
     messages = build_messages(records, partitions, value_bytes)
 
     def offset_syncs(topic: str, config: Mapping[str, Any], writer: Any) -> OffsetSyncProducer:
-        return OffsetSyncProducer(topic, config, writer, producer_factory=FakeProducer)
+        return OffsetSyncProducer(topic, config, writer, producer_factory=fake_producer)
 
-    task = MirrorSourceTask(consumer_factory=lambda _config: FakeConsumer(messages),
-                            offset_sync_factory=offset_syncs)
+    def fake_consumer(_config: Mapping[str, Any]) -> Any:
+        return FakeConsumer(messages)
+
+    task = MirrorSourceTask(consumer_factory=fake_consumer, offset_sync_factory=offset_syncs)
     store = InMemoryOffsetStore()
     registry = CollectorRegistry()
     metrics = ConnectMetrics.create(registry)
@@ -154,7 +161,7 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
         task_id, task, task_config(partitions), worker_id="bench", offset_store=store,
         producer_config={"bootstrap.servers": "127.0.0.1:1"}, status_listener=RecordingStatusListener(),
         metrics=metrics.for_task(task_id.connector, 0), offset_flush_interval_ms=1_000,
-        producer_factory=FakeProducer, metrics_registry=registry)
+        producer_factory=fake_producer, metrics_registry=registry)
     profiler = None
     if profile:  # profile the task thread, where the per-record work runs
         import cProfile
