@@ -122,6 +122,6 @@ def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertis
         fence_producers=lambda ids: fence_producers(ids, fencing_producer),
         request_timeout_s=config[wc.REST_REQUEST_TIMEOUT_MS] / 1000,
         task_shutdown_timeout_s=config[wc.TASK_SHUTDOWN_TIMEOUT_MS] / 1000, start_timeout_s=start_timeout_s,
-        **herder_kwargs)
+        session_key_ttl_s=config[wc.INTER_WORKER_KEY_TTL_MS] / 1000, **herder_kwargs)
     relay.target = herder
     return herder

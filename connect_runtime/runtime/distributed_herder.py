@@ -271,6 +271,12 @@ class DistributedHerder(AbstractHerder):
             self._restart_requests.append(request)
         self._poke()
 
+    def on_session_key_update(self) -> None:
+        # A follower signs forwarded task configs with the snapshot's key. Without this refresh a
+        # follower whose last snapshot predates the key (the leader writes its first key right after
+        # joining, often after the connector configs) or a rotation never saw it, and retried forever.
+        self._poke()
+
     def wakeup(self) -> None:
         """Make the tick thread run a tick now (thread-safe): e.g. the group membership's ``notify``
         when a rebalance completed on its IO thread."""
@@ -566,9 +572,12 @@ class DistributedHerder(AbstractHerder):
 
     def _forward_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         """A follower hands new task configs to the leader, off the tick thread; retried on failure."""
-        leader_url, key = self._leader_url(), self._snapshot.session_key
+        # The store's key, not the snapshot's: the freshest one read (the leader verifies with its own
+        # freshest, so a key rotated since our last snapshot would be refused).
+        leader_url, key = self._leader_url(), self._config_store.snapshot().session_key
         if leader_url is None or key is None:
-            logger.info("Connector %s: no leader URL or session key yet; retrying task configs later", name)
+            logger.info("Connector %s: no %s yet; retrying task configs later", name,
+                        "leader URL" if leader_url is None else "session key")
             self._schedule_reconfiguration(name, _RECONFIGURE_BACKOFF_INITIAL_S * 4)
             return
 
@@ -589,12 +598,14 @@ class DistributedHerder(AbstractHerder):
             self._wake.notify_all()
 
     def _maybe_rotate_session_key(self) -> None:
-        """The leader writes a session key when there is none or it is older than its TTL (KIP-507)."""
+        """The leader writes a session key when there is none or it is older than its TTL (KIP-507;
+        ``inter.worker.key.ttl.ms``, 0 = never rotate, as in Java)."""
         if not self._is_leader():
             return
         now_ms = int(time.time() * 1000)
         current = self._snapshot.session_key
-        if current is not None and now_ms - current.creation_timestamp_ms < self._session_key_ttl_s * 1000:
+        if current is not None and (self._session_key_ttl_s <= 0 or
+                                    now_ms - current.creation_timestamp_ms < self._session_key_ttl_s * 1000):
             return
         logger.info("Writing a new session key (the previous one %s)", "expired" if current else "was missing")
         self._config_write(lambda: self._config_store.put_session_key(new_session_key(now_ms)))

@@ -61,6 +61,7 @@ CONFIG_PROVIDERS = "config.providers"
 TASK_SHUTDOWN_TIMEOUT_MS = "task.shutdown.graceful.timeout.ms"
 WORKER_SYNC_TIMEOUT_MS = "worker.sync.timeout.ms"
 REST_REQUEST_TIMEOUT_MS = "rest.request.timeout.ms"
+INTER_WORKER_KEY_TTL_MS = "inter.worker.key.ttl.ms"
 
 _CONNECT = "Connect"
 _REST = "REST"
@@ -142,6 +143,9 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
               "Names of config providers resolving ${provider:path:key} placeholders.", group=_CONNECT),
     ConfigKey(TASK_SHUTDOWN_TIMEOUT_MS, Type.LONG, 5000, Importance.LOW,
               "How long to wait for tasks to stop gracefully.", at_least(0), _CONNECT),
+    ConfigKey(INTER_WORKER_KEY_TTL_MS, Type.INT, 3600000, Importance.LOW,
+              "How long the leader uses one session key (KIP-507) for signed internal requests before "
+              "writing a new one.", at_least(0), _GROUP),
 ])
 
 #: Worker settings that are not client settings: kept away from the client factory (which would log

@@ -200,6 +200,11 @@ class ConfigUpdateListener(Protocol):
 
     def on_restart_request(self, request: RestartRequest) -> None: ...
 
+    def on_session_key_update(self) -> None:
+        """A new session key became visible (Java's ``onSessionKeyUpdate``): a follower must sign its
+        next internal request with it, or the leader refuses it (KIP-507)."""
+        ...
+
 
 LogFactory = Callable[..., KafkaBasedLog]
 #: (topic, producer config, transactional id, timeout_s) -> a writer that fences earlier holders.
@@ -450,6 +455,7 @@ class KafkaConfigStore:
             if value is not None:
                 self._session_key = SessionKey(base64.b64decode(value["key"]), str(value["algorithm"]),
                                                int(value["creation-timestamp"]))
+                return listener.on_session_key_update if listener else None
             return None
         # logger-cluster-*: not used by this runtime yet; kept by compaction for Java peers.
         return None

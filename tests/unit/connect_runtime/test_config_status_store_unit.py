@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.storage.config_store import KafkaConfigStore, RestartRequest, TaskKey, parse_task_key
+from connect_runtime.storage.config_store import (
+    KafkaConfigStore,
+    RestartRequest,
+    SessionKey,
+    TaskKey,
+    parse_task_key,
+)
 from connect_runtime.storage.status_store import KafkaStatusStore, Status, can_write_safely, parse_status_key
 from tests.unit.connect_runtime.herder_fakes import FakeBroker
 
@@ -41,6 +47,9 @@ class Recorder:
 
     def on_restart_request(self, request: RestartRequest) -> None:
         self.events.append(("restart", request))
+
+    def on_session_key_update(self) -> None:
+        self.events.append(("session-key", None))
 
 
 def test_config_store_writes_connects_exact_record_formats() -> None:
@@ -123,6 +132,21 @@ def test_listener_is_told_only_after_start_and_in_order() -> None:
     assert recorder.events == [("tasks", ("pre", ())), ("target", "pre"),
                                ("restart", RestartRequest("pre", True, True)), ("remove", "pre"),
                                ("target", "pre")]
+
+
+def test_listener_is_told_of_new_session_keys() -> None:
+    """A follower signs forwarded task configs with the key it last saw: it must hear of every new one
+    (Java's onSessionKeyUpdate), or it keeps a stale key (or none) until an unrelated config record."""
+    broker = FakeBroker()
+    leader, follower, recorder = config_store(broker), config_store(broker), Recorder()
+    leader.start()
+    leader.put_session_key(SessionKey(b"k1", "HmacSHA256", 1))
+    follower.set_update_listener(recorder)
+    follower.start()
+    assert recorder.events == [] and follower.snapshot().session_key == SessionKey(b"k1", "HmacSHA256", 1)
+    leader.put_session_key(SessionKey(b"k2", "HmacSHA256", 2))
+    assert recorder.events == [("session-key", None)]
+    assert follower.snapshot().session_key == SessionKey(b"k2", "HmacSHA256", 2)
 
 
 @pytest.mark.parametrize(("key", "expected"),
