@@ -6,17 +6,26 @@ for ``--duration`` seconds (10 minutes by default). The RSS of the replication p
 sampled every second from the moment the load starts. Printed: idle (when the load starts), start (after
 the warm-up: at 10% of the duration, at least 10 s, when client buffers and fetch queues are full), max
 and end, plus how far the replication was behind at the end (records produced minus records on B).
-Goal: flat, end <= start + 10%.
+Goal: flat, end <= start + 10%. To tell a leak (linear growth) from buffers filling up (a plateau),
+it also prints the RSS at each quarter of the run and the slope of the second half (MiB per minute).
+
+``--trace DIR`` instruments the replication process with bench/memtrace (sitecustomize, nothing in the
+product changes): per-second RSS, tracemalloc heap and malloc in-use/free figures in DIR/process.csv,
+librdkafka queue sizes of the hot-path clients in DIR/clients.csv, and tracemalloc snapshots at the
+process ages given by ``--snapshots`` (compare two with bench/memdiff.py). ``--env KEY=VALUE`` sets
+environment variables of the replication process only (e.g. ``MALLOC_ARENA_MAX=2``).
 
 Usage::
 
     python bench/memory.py [--rate 37500] [--duration 600] [--value-bytes 100] [--samples out.csv]
+                           [--trace DIR [--snapshots 90,390] [--frames 1]] [--env KEY=VALUE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -29,18 +38,47 @@ from bench.common import EndOffsets, rss_kb
 from bench.steady import PARTITIONS, steady_replication, stop_load
 
 DEFAULT_RATE = 37_500
+MEMTRACE_DIR = Path(__file__).resolve().parent / "memtrace"
+
+
+def trace_env(directory: Path, snapshots: str = "", frames: int = 1, tracemalloc: bool = True) -> dict[str, str]:
+    """The environment that makes a child Python process load bench/memtrace (see its docstring)."""
+    path = os.pathsep.join(filter(None, [str(MEMTRACE_DIR), os.environ.get("PYTHONPATH")]))
+    return {"PYTHONPATH": path, "BENCH_TRACE_DIR": str(directory), "BENCH_TRACE_SNAPSHOTS": snapshots,
+            "BENCH_TRACE_FRAMES": str(frames), "BENCH_TRACE_TRACEMALLOC": "1" if tracemalloc else "0"}
+
+
+def slope_mib_per_min(samples: list[tuple[float, int]]) -> float:
+    """Least-squares slope of RSS over time, MiB per minute (0 with fewer than two samples)."""
+    n = len(samples)
+    if n < 2:
+        return 0.0
+    mean_t = sum(t for t, _ in samples) / n
+    mean_kb = sum(kb for _, kb in samples) / n
+    var = sum((t - mean_t) ** 2 for t, _ in samples)
+    if var == 0:
+        return 0.0
+    cov = sum((t - mean_t) * (kb - mean_kb) for t, kb in samples)
+    return cov / var * 60 / 1024
 
 
 def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, str] | None = None,
-        samples_path: Path | None = None, code: Path | None = None) -> dict[str, Any]:
-    with steady_replication(extra, code=code) as steady:
+        samples_path: Path | None = None, code: Path | None = None,
+        env: dict[str, str] | None = None) -> dict[str, Any]:
+    load_before = os.getloadavg()
+    with steady_replication(extra, code=code, env=env) as steady:
         pid = steady.replication.pids[0]
         samples: list[tuple[float, int]] = []
+        out = None if samples_path is None else samples_path.open("w", buffering=1)
+        if out is not None:  # written as it goes: a run that fails still leaves its samples
+            out.write("seconds,rss_kb\n")
         load = steady.start_load(rate, duration, value_bytes)
         began = time.monotonic()
         try:
             while load.poll() is None:
                 samples.append((time.monotonic() - began, rss_kb(pid)))
+                if out is not None:
+                    out.write(f"{samples[-1][0]:.1f},{samples[-1][1]}\n")
                 if not steady.replication.alive():
                     raise SystemExit(f"replication exited:\n{steady.replication.tail()}")
                 time.sleep(max(0.0, len(samples) - (time.monotonic() - began)))
@@ -53,19 +91,23 @@ def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, s
             produced = int(steady.load_report().split()[1])
         finally:
             stop_load(load)
-    if samples_path is not None:
-        samples_path.write_text("seconds,rss_kb\n" + "".join(f"{t:.1f},{kb}\n" for t, kb in samples))
+            if out is not None:
+                out.close()
     idle, end = samples[0][1], samples[-1][1]
     # "start" is after the warm-up (client buffers, fetch queues and metric series fill in the first
     # seconds); the goal is about growth during the sustained run, i.e. a leak.
     warm_at = max(10.0, duration / 10)
     start = next((kb for t, kb in samples if t >= warm_at), end)
     peak = max(kb for _, kb in samples)
+    quarters = [next((kb for t, kb in samples if t >= duration * q / 4), end) / 1024 for q in (1, 2, 3)]
+    second_half = [(t, kb) for t, kb in samples if t >= duration / 2]
     return {"rate": rate, "duration_s": duration, "value_bytes": value_bytes, "samples": len(samples),
             "idle_mib": idle / 1024, "warm_at_s": warm_at,
             "start_mib": start / 1024, "max_mib": peak / 1024, "end_mib": end / 1024,
             "growth_pct": 100.0 * (end - start) / start if start else float("nan"),
-            "produced": produced, "behind_at_end": produced - replicated}
+            "produced": produced, "behind_at_end": produced - replicated,
+            "quarters_mib": quarters, "second_half_slope_mib_per_min": slope_mib_per_min(second_half),
+            "load_average_before": load_before[0], "load_average_after": os.getloadavg()[0]}
 
 
 def table(result: dict[str, Any]) -> str:
@@ -77,6 +119,10 @@ def table(result: dict[str, Any]) -> str:
         f"| {result['start_mib']:.1f} (at {result['warm_at_s']:.0f} s) | {result['max_mib']:.1f} "
         f"| {result['end_mib']:.1f} | {result['growth_pct']:+.1f}% | {result['behind_at_end']:,} of "
         f"{result['produced']:,} |",
+        "",
+        "RSS at 25/50/75% of the run: " + " / ".join(f"{q:.1f}" for q in result["quarters_mib"])
+        + f" MiB; second-half slope {result['second_half_slope_mib_per_min']:+.2f} MiB/min; load average "
+        f"{result['load_average_before']:.2f} before, {result['load_average_after']:.2f} after",
     ])
 
 
@@ -90,9 +136,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra mm2.properties entry (repeatable)")
     parser.add_argument("--code", type=Path, metavar="DIR",
                         help="run the replication on the packages in DIR (e.g. an older `git archive`)")
+    parser.add_argument("--trace", type=Path, metavar="DIR", help="instrument the replication (bench/memtrace)")
+    parser.add_argument("--snapshots", default="", help="with --trace: process ages (s) of tracemalloc snapshots")
+    parser.add_argument("--frames", type=int, default=1, help="with --trace: tracemalloc traceback depth")
+    parser.add_argument("--no-tracemalloc", action="store_true", help="with --trace: RSS and client stats only")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="environment variable of the replication process (repeatable)")
     args = parser.parse_args(argv)
+    env = dict(e.split("=", 1) for e in args.env)
+    if args.trace is not None:
+        env.update(trace_env(args.trace.resolve(), args.snapshots, args.frames, not args.no_tracemalloc))
     result = run(args.rate, args.duration, args.value_bytes, dict(s.split("=", 1) for s in args.set), args.samples,
-                 args.code)
+                 args.code, env)
     print(json.dumps(result))
     print()
     print(table(result))

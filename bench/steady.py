@@ -8,10 +8,11 @@ replication process.
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,13 +42,24 @@ class Steady:
                             self.workdir / "load.log")
 
     def load_report(self) -> str:
-        return (self.workdir / "load.log").read_text(errors="replace").strip()
+        """load.py's summary line (``produced N records in S s, F failed``), else its whole log.
+
+        The log also holds librdkafka's own lines (e.g. a broker closing an idle connection), so the
+        summary is not necessarily the first line.
+        """
+        text = (self.workdir / "load.log").read_text(errors="replace").strip()
+        summary = [line for line in text.splitlines() if line.startswith("produced ")]
+        return summary[-1] if summary else text
 
 
 @contextmanager
 def steady_replication(extra: dict[str, str] | None = None, warmup_timeout_s: float = 120.0,
-                       code: Path | None = None) -> Iterator[Steady]:
-    """``code``: run the replication on another version of the packages (``common.python_child``)."""
+                       code: Path | None = None, env: Mapping[str, str] | None = None) -> Iterator[Steady]:
+    """``code``: run the replication on another version of the packages (``common.python_child``).
+
+    ``env``: extra environment variables of the replication process only (not of the load generator),
+    e.g. ``MALLOC_ARENA_MAX`` or bench/memtrace's switches.
+    """
     with tempfile.TemporaryDirectory(prefix="bench-steady-") as tmp, \
             local_brokers(("bench-a", "bench-b")) as (source, target):
         workdir = Path(tmp)
@@ -57,8 +69,9 @@ def steady_replication(extra: dict[str, str] | None = None, warmup_timeout_s: fl
         for p in range(PARTITIONS):
             producer.produce(topic, value=b"warm-up", partition=p)
         producer.flush(30)
-        repl = replication.start(workdir, source, target, topic=topic, tasks=1, source_alias="A", extra=extra,
-                                 code=code)
+        with _environment(env or {}):
+            repl = replication.start(workdir, source, target, topic=topic, tasks=1, source_alias="A",
+                                     extra=extra, code=code)
         remote = f"A.{topic}"
         try:
             ends = EndOffsets(target, remote, PARTITIONS)
@@ -71,6 +84,21 @@ def steady_replication(extra: dict[str, str] | None = None, warmup_timeout_s: fl
             yield Steady(source, target, topic, remote, repl, workdir)
         finally:
             repl.stop()
+
+
+@contextmanager
+def _environment(overrides: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``overrides`` while starting a child (python_child passes os.environ on)."""
+    saved = {key: os.environ.get(key) for key in overrides}
+    os.environ.update(overrides)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def stop_load(load: Popen[bytes]) -> None:
