@@ -18,6 +18,7 @@ import importlib.util
 import os
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from subprocess import Popen
 from typing import Any
@@ -98,6 +99,24 @@ class Replication:
     def task_processes(self) -> int:
         """How many of the processes started a task of the source connector (from their logs)."""
         return sum(1 for log in self.logs if f"Starting task {self.connector}-" in log.read_text(errors="replace"))
+
+    def task_start_times(self) -> list[datetime]:
+        """When each process started its first task of the source connector (from its log lines)."""
+        marker = f"Starting task {self.connector}-"
+        times = []
+        for log in self.logs:
+            line = next((ln for ln in log.read_text(errors="replace").splitlines() if marker in ln), None)
+            if line is not None:
+                times.append(datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f"))
+        return times
+
+    def task_start_gap_s(self) -> float | None:
+        """Seconds between the first and the last process starting a task: (c) copies with one task only
+        for that long. On Tansu it varies from ~0 to ~10 s between runs: a member whose SyncGroup reaches
+        the broker before the leader's gets no answer until the next rebalance, which it then joins
+        (Apache Kafka answers it with the leader's assignment)."""
+        times = self.task_start_times()
+        return (max(times) - min(times)).total_seconds() if len(times) > 1 else None
 
     def task_states(self) -> list[tuple[str, str]]:
         """(worker_id, state) of every task of the source connector, from the first worker's REST API."""

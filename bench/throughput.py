@@ -72,6 +72,8 @@ class Result:
     startup_s: float = 0.0
     cpu_s: float = 0.0
     skipped: str | None = None
+    #: (c): seconds between the two processes starting their task (see Replication.task_start_gap_s).
+    task_start_gap_s: float | None = None
 
 
 def start_profiler(pid: int, output: Path) -> Popen[bytes]:
@@ -147,6 +149,8 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
                 stop_profiler(profiler)
             if mode != "pipe":
                 check_tasks(repl, tasks)
+                if tasks > 1:
+                    result.task_start_gap_s = repl.task_start_gap_s()
         finally:
             if profiler is not None and profiler.poll() is None:
                 profiler.kill()
@@ -223,6 +227,8 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
                 "startup_s": statistics.median(r.startup_s for r in done),
                 "cpu_s": statistics.median(r.cpu_s for r in done),
                 "seconds": statistics.median(r.seconds for r in done),
+                "task_start_gap_s": (statistics.median(gaps) if (gaps := [r.task_start_gap_s for r in done
+                                     if r.task_start_gap_s is not None]) else None),
             })
     return rows
 
