@@ -1,0 +1,166 @@
+"""The process trimmer gives freed heap memory back to the OS (connect_runtime.runtime.malloc_trim).
+
+The decision logic runs against a recording fake allocator; one test runs the real glibc path and
+checks RSS itself: memory freed in a thread's arena, pinned by one live block, stays resident until
+the trimmer runs (so it fails without the trimmer), and leaves once it has.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from connect_runtime.runtime import malloc_trim
+from connect_runtime.runtime.malloc_trim import GlibcAllocator, MallocTrimmer, start_process_trimmer
+from tests.support.kafka import wait_until
+
+MIB = 1024 * 1024
+
+
+class FakeAllocator:
+    def __init__(self, free: int | None) -> None:
+        self.free = free
+        self.trim_calls = 0
+
+    def free_bytes(self) -> int | None:
+        return self.free
+
+    def trim(self) -> None:
+        self.trim_calls += 1
+        self.free = 0 if self.free is not None else None
+
+
+def test_trims_only_when_enough_memory_is_free() -> None:
+    allocator = FakeAllocator(free=10 * MIB)
+    trimmer = MallocTrimmer(allocator, interval_s=60, min_free_bytes=32 * MIB)
+    assert trimmer.maybe_trim() is False
+    assert allocator.trim_calls == 0
+    allocator.free = 40 * MIB
+    assert trimmer.maybe_trim() is True
+    assert allocator.trim_calls == 1
+    assert trimmer.trims == 1
+
+
+def test_trims_every_time_when_the_allocator_cannot_tell_what_is_free() -> None:
+    allocator = FakeAllocator(free=None)
+    trimmer = MallocTrimmer(allocator, interval_s=60)
+    assert trimmer.maybe_trim() and trimmer.maybe_trim()
+    assert allocator.trim_calls == 2
+
+
+def test_the_thread_trims_on_its_interval_and_stops() -> None:
+    allocator = FakeAllocator(free=None)
+    trimmer = MallocTrimmer(allocator, interval_s=0.05).start()
+    try:
+        wait_until(lambda: allocator.trim_calls >= 2, 10, "two timed trims")
+    finally:
+        trimmer.stop()
+    calls = allocator.trim_calls
+    time.sleep(0.2)  # a stopped trimmer must stay quiet: nothing to poll for, so wait a few intervals
+    assert allocator.trim_calls == calls
+
+
+def test_a_failing_allocator_ends_trimming_without_raising() -> None:
+    class Broken(FakeAllocator):
+        def trim(self) -> None:
+            self.trim_calls += 1
+            raise OSError("boom")
+
+    allocator = Broken(free=None)
+    trimmer = MallocTrimmer(allocator, interval_s=0.02).start()
+    wait_until(lambda: allocator.trim_calls >= 1, 10, "the first trim")
+    wait_until(lambda: trimmer._thread is None or not trimmer._thread.is_alive(), 10, "the thread to end")
+    trimmer.stop()
+    assert allocator.trim_calls == 1
+
+
+def test_interval_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="interval"):
+        MallocTrimmer(FakeAllocator(free=0), interval_s=0)
+
+
+def test_process_trimmer_is_off_with_interval_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(malloc_trim, "_process_trimmer", None)
+    assert start_process_trimmer({malloc_trim.INTERVAL_ENV: "0"}) is None
+    assert malloc_trim._process_trimmer is None
+
+
+def test_process_trimmer_is_one_per_process_and_reads_the_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    if GlibcAllocator.load() is None:
+        pytest.skip("not glibc: no malloc_trim")
+    monkeypatch.setattr(malloc_trim, "_process_trimmer", None)
+    first = start_process_trimmer({malloc_trim.INTERVAL_ENV: "45000"})
+    try:
+        assert first is not None
+        assert first.interval_s == 45.0
+        assert start_process_trimmer({}) is first
+    finally:
+        if first is not None:
+            first.stop()
+
+
+def test_process_trimmer_falls_back_to_the_default_on_a_bad_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    if GlibcAllocator.load() is None:
+        pytest.skip("not glibc: no malloc_trim")
+    monkeypatch.setattr(malloc_trim, "_process_trimmer", None)
+    trimmer = start_process_trimmer({malloc_trim.INTERVAL_ENV: "soon"})
+    try:
+        assert trimmer is not None
+        assert trimmer.interval_s == malloc_trim.DEFAULT_INTERVAL_S
+    finally:
+        if trimmer is not None:
+            trimmer.stop()
+
+
+def _rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def test_freed_memory_of_a_thread_arena_leaves_the_process_only_with_the_trimmer() -> None:
+    allocator = GlibcAllocator.load()
+    if allocator is None or not Path("/proc/self/status").exists():
+        pytest.skip("needs glibc and /proc")
+    libc = ctypes.CDLL("libc.so.6")
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    kept: list[int] = []
+
+    def churn() -> None:
+        # Like a fetch queue that filled and drained on a librdkafka thread: 64 MiB of 4 KB blocks,
+        # all freed but the last one, which pins the top of the arena's heap (glibc's own trimming
+        # only shrinks a heap from its top).
+        blocks = []
+        for _ in range(16384):
+            block = libc.malloc(4000)
+            assert block
+            ctypes.memset(block, 1, 4000)
+            blocks.append(block)
+        for block in blocks[:-1]:
+            libc.free(block)
+        kept.append(blocks[-1])
+
+    trimmer = MallocTrimmer(allocator, interval_s=60)
+    trimmer.maybe_trim()  # memory earlier tests freed would hide the growth: start from a trimmed heap
+    before = _rss_mib()
+    thread = threading.Thread(target=churn)
+    thread.start()
+    thread.join()
+    try:
+        retained = _rss_mib() - before
+        assert retained > 40, f"expected the freed 64 MiB to stay resident, RSS grew {retained:.0f} MiB"
+        free = allocator.free_bytes()
+        assert free is None or free > 40 * MIB
+        assert trimmer.maybe_trim() is True
+        after = _rss_mib() - before
+        assert after < retained - 40, f"RSS after trim still {after:.0f} MiB above the start"
+    finally:
+        for block in kept:
+            libc.free(block)
