@@ -47,6 +47,7 @@ from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.assembly import MembershipFactory, build_herder, kafka_cluster_id, kafka_membership
 from connect_runtime.runtime.distributed_herder import DistributedHerder
+from connect_runtime.runtime.malloc_trim import start_process_trimmer
 from connect_runtime.runtime.plugins import Plugins
 
 logger = logging.getLogger(__name__)
@@ -174,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    start_process_trimmer()  # RSS follows live memory after backlogs drain (see its module docstring)
     process = ConnectDistributed(config, providers)
     try:
         process.start()

@@ -52,6 +52,7 @@ from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.assembly import build_herder
 from connect_runtime.runtime.distributed_herder import DistributedHerder
 from connect_runtime.runtime.herder import Herder, WorkerHealth
+from connect_runtime.runtime.malloc_trim import start_process_trimmer
 from connect_runtime.runtime.membership import Assignment
 from connect_runtime.runtime.plugins import Plugins
 from mirror.maker.config import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
@@ -358,6 +359,7 @@ def run(config: MirrorMakerConfig, clusters: list[str] | None, options: argparse
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    start_process_trimmer()  # RSS follows live memory after backlogs drain (see its module docstring)
     node = MirrorMaker(config, clusters, rest_port=getattr(options, "rest_port", None),
                        metrics_port=getattr(options, "metrics_port", None))
     try:
