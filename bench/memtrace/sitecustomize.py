@@ -5,7 +5,9 @@ process's) and sets ``BENCH_TRACE_DIR``. The process then, without any change to
 
 * samples every second into ``<dir>/process.csv``: RSS, the Python heap traced by ``tracemalloc``,
   glibc's ``mallinfo2`` (bytes in use vs. free-but-kept by malloc: tells fragmentation and arena growth
-  from live objects), thread count, and every 30 s the number of objects the GC tracks;
+  from live objects), thread count, and every 30 s the number of objects the GC tracks; every 10 s
+  into ``<dir>/details.csv``: RssAnon / RssFile, native threads (librdkafka's included) and Python's
+  small-object allocator (pymalloc arenas of 1 MiB, bytes in use), which malloc's figures do not see;
 * writes a ``tracemalloc`` snapshot at each second listed in ``BENCH_TRACE_SNAPSHOTS`` (process age,
   e.g. ``90,390``) to ``<dir>/snapshot-<s>.pickle`` (bench/memdiff.py compares two);
 * turns on librdkafka statistics (``statistics.interval.ms``) for the clients that are polled all the
@@ -75,6 +77,55 @@ def _rss_kb() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
+
+
+def _pymalloc() -> tuple[int, int]:
+    """(arenas allocated now, bytes in allocated blocks) of Python's small-object allocator.
+
+    ``sys._debugmallocstats`` prints to the C stderr only, so fd 2 points to a file meanwhile (a line
+    another thread writes to stderr in that millisecond lands there too).
+    """
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryFile() as tmp:
+        saved = os.dup(2)
+        try:
+            os.dup2(tmp.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        text = tmp.read().decode(errors="replace")
+    arenas = used = 0
+    for line in text.splitlines():
+        if line.startswith("# arenas allocated current"):
+            arenas = int(line.split("=")[1].replace(",", ""))
+        elif line.startswith("# bytes in allocated blocks"):
+            used = int(line.split("=")[1].replace(",", ""))
+    return arenas, used
+
+
+def _proc_fields() -> dict[str, int]:
+    """Native thread count and the anonymous / file-backed parts of RSS (kB)."""
+    fields: dict[str, int] = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(("Threads:", "RssAnon:", "RssFile:")):
+            fields[line.split(":")[0]] = int(line.split()[1])
+    return fields
+
+
+def _details(directory: Path) -> None:
+    """Every 10 s: pymalloc arenas and used bytes, native threads, RssAnon/RssFile (details.csv)."""
+    out = (directory / "details.csv").open("w", buffering=1)
+    out.write("seconds,rss_anon_kb,rss_file_kb,native_threads,pymalloc_arenas,pymalloc_used_kb\n")
+    while True:
+        fields = _proc_fields()
+        arenas, used = _pymalloc()
+        out.write(f"{time.monotonic() - _BORN:.1f},{fields.get('RssAnon', 0)},{fields.get('RssFile', 0)},"
+                  f"{fields.get('Threads', 0)},{arenas},{used // 1024}\n")
+        time.sleep(10.0)
 
 
 def _sampler(directory: Path, snapshot_at: list[float], tracing: bool) -> None:
@@ -169,6 +220,7 @@ def _start(directory: Path) -> None:
         threading.Thread(target=_trimmer, args=(directory, trim_s), name="bench-trim", daemon=True).start()
     threading.Thread(target=_sampler, args=(directory, snapshot_at, tracing), name="bench-memtrace",
                      daemon=True).start()
+    threading.Thread(target=_details, args=(directory,), name="bench-memtrace-details", daemon=True).start()
 
 
 if _DIR:
