@@ -10,6 +10,7 @@ Tests that stop, pause or kill a broker must use ``fresh_cluster`` so they do no
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,10 +26,54 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     They run several broker, worker and Spark processes on a 2-core machine, with group rebalances
     whose timing the test broker stretches (tansu.md §3); a scheduling hiccup must not hide the rest
     of a run. A test that fails twice fails the run. Unit tests never retry.
+
+    Under pytest-xdist (``scripts/test``: ``-n 3 --dist load --maxschedchunk 1``, one test at a time to
+    whichever worker is free) the slow tests go first, then the other integration tests, then the unit
+    tests: the long waits start at once, spread over all workers, and the many short unit tests fill
+    the gaps at the end instead of a 2-minute test starting last on one worker. A serial run keeps
+    the file order.
     """
     for item in items:
         if item.get_closest_marker("integration") is not None and item.get_closest_marker("flaky") is None:
             item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=2))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the same stable order in every worker, as xdist requires
+        items.sort(key=lambda item: (item.get_closest_marker("slow") is None,
+                                     item.get_closest_marker("integration") is None))
+
+
+def _pytest_handler(handler: logging.Handler) -> bool:
+    """pytest's own capture handlers, which it adds to and removes from the root logger per phase."""
+    return type(handler).__module__.startswith("_pytest")
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """Undo what a test did to the logging tree: levels, handlers, ``disabled`` flags.
+
+    CLI entry points run in-process (``main([...])``) configure logging for the whole process: the root
+    handler list is replaced by a handler on the test's captured stderr, levels are set, and
+    ``dictConfig`` disables existing loggers. Left in place, that changes what later tests in the same
+    process see (a caplog count, a write to a closed stream), so results would depend on which tests
+    an xdist worker happened to run before. Loggers first created during the test keep their level
+    and handlers (a module imported by the test may have set them) but are enabled again.
+    """
+    manager = logging.Logger.manager
+    root = logging.getLogger()
+    before = {name: lg for name, lg in list(manager.loggerDict.items()) if isinstance(lg, logging.Logger)}
+    saved = [(lg, lg.level, list(lg.handlers), lg.disabled, lg.propagate) for lg in before.values()]
+    root_saved = (root.level, [h for h in root.handlers if not _pytest_handler(h)])
+    disable = manager.disable
+    yield
+    for lg, level, handlers, disabled, propagate in saved:
+        lg.setLevel(level)
+        lg.handlers[:] = handlers
+        lg.disabled, lg.propagate = disabled, propagate
+    for name, created in list(manager.loggerDict.items()):  # (threads may add loggers)
+        if isinstance(created, logging.Logger) and name not in before:
+            created.disabled = False
+    root.setLevel(root_saved[0])
+    root.handlers[:] = [h for h in root.handlers if _pytest_handler(h)] + root_saved[1]
+    logging.disable(disable)
 
 
 class Cluster:
