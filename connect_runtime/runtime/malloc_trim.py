@@ -28,6 +28,7 @@ import ctypes.util
 import logging
 import os
 import threading
+from pathlib import Path
 from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
@@ -35,7 +36,12 @@ logger = logging.getLogger(__name__)
 INTERVAL_ENV = "CONNECT_MALLOC_TRIM_INTERVAL_MS"
 DEFAULT_INTERVAL_S = 30.0
 #: Below this much free-but-kept memory a trim is not worth its arena locks.
-DEFAULT_MIN_FREE_BYTES = 32 * 1024 * 1024
+DEFAULT_MIN_FREE_BYTES = 16 * 1024 * 1024
+#: ``mallinfo2`` counts free bytes whether or not a trim already gave their pages back, so after the
+#: first trim the free figure alone would trigger one every interval: also require RSS to have grown
+#: this much since the last trim.
+DEFAULT_MIN_GROWTH_BYTES = 8 * 1024 * 1024
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 class _MallInfo2(ctypes.Structure):
@@ -52,6 +58,9 @@ class Allocator(Protocol):
 
     def trim(self) -> None:
         """Return free memory to the OS."""
+
+    def resident_bytes(self) -> int | None:
+        """The process's RSS (None if it cannot tell)."""
 
 
 class GlibcAllocator:
@@ -84,30 +93,49 @@ class GlibcAllocator:
     def trim(self) -> None:
         self._libc.malloc_trim(0)
 
+    def resident_bytes(self) -> int | None:
+        try:
+            pages = int(Path("/proc/self/statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
+        return pages * _PAGE_SIZE
+
 
 class MallocTrimmer:
-    """Every ``interval_s``, trims the heap if at least ``min_free_bytes`` are free (see the module doc)."""
+    """Every ``interval_s``, trims the heap if at least ``min_free_bytes`` are free and RSS grew by
+    ``min_growth_bytes`` since the last trim (see the module docstring)."""
 
     def __init__(self, allocator: Allocator, interval_s: float = DEFAULT_INTERVAL_S,
-                 min_free_bytes: int = DEFAULT_MIN_FREE_BYTES) -> None:
+                 min_free_bytes: int = DEFAULT_MIN_FREE_BYTES,
+                 min_growth_bytes: int = DEFAULT_MIN_GROWTH_BYTES) -> None:
         if interval_s <= 0:
             raise ValueError(f"the trim interval must be > 0, got {interval_s}")
         self._allocator = allocator
         self.interval_s = interval_s
         self.min_free_bytes = min_free_bytes
+        self.min_growth_bytes = min_growth_bytes
+        #: RSS right after the last trim (None before the first one or if RSS is unknown).
+        self._rss_after_trim: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         #: Trims done so far (for tests and debugging).
         self.trims = 0
 
     def maybe_trim(self) -> bool:
-        """Trim now if enough memory is free; True if it trimmed."""
-        free = self._allocator.free_bytes()
+        """Trim now if enough memory is free and RSS grew since the last trim; True if it trimmed."""
+        allocator = self._allocator
+        free = allocator.free_bytes()
         if free is not None and free < self.min_free_bytes:
             return False
-        self._allocator.trim()
+        before = allocator.resident_bytes()
+        if (before is not None and self._rss_after_trim is not None
+                and before - self._rss_after_trim < self.min_growth_bytes):
+            return False
+        allocator.trim()
         self.trims += 1
-        logger.debug("malloc_trim: %s MiB were free", "?" if free is None else f"{free / 1048576:.0f}")
+        self._rss_after_trim = after = allocator.resident_bytes()
+        if before is not None and after is not None:
+            logger.debug("malloc_trim: RSS %.0f -> %.0f MiB", before / 1048576, after / 1048576)
         return True
 
     def start(self) -> MallocTrimmer:

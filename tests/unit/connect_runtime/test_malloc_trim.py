@@ -22,8 +22,12 @@ MIB = 1024 * 1024
 
 
 class FakeAllocator:
-    def __init__(self, free: int | None) -> None:
+    """Free bytes stay counted after a trim (as ``mallinfo2`` does); a trim brings RSS down to ``live``."""
+
+    def __init__(self, free: int | None, rss: int | None = None, live: int = 0) -> None:
         self.free = free
+        self.rss = rss
+        self.live = live
         self.trim_calls = 0
 
     def free_bytes(self) -> int | None:
@@ -31,7 +35,11 @@ class FakeAllocator:
 
     def trim(self) -> None:
         self.trim_calls += 1
-        self.free = 0 if self.free is not None else None
+        if self.rss is not None:
+            self.rss = self.live
+
+    def resident_bytes(self) -> int | None:
+        return self.rss
 
 
 def test_trims_only_when_enough_memory_is_free() -> None:
@@ -43,6 +51,19 @@ def test_trims_only_when_enough_memory_is_free() -> None:
     assert trimmer.maybe_trim() is True
     assert allocator.trim_calls == 1
     assert trimmer.trims == 1
+
+
+def test_after_a_trim_only_rss_growth_triggers_the_next() -> None:
+    # mallinfo2 still counts the trimmed bytes as free: without the RSS check every tick would trim
+    allocator = FakeAllocator(free=100 * MIB, rss=200 * MIB, live=120 * MIB)
+    trimmer = MallocTrimmer(allocator, interval_s=60, min_free_bytes=32 * MIB, min_growth_bytes=8 * MIB)
+    assert trimmer.maybe_trim() is True
+    assert allocator.rss == 120 * MIB
+    allocator.rss = 125 * MIB
+    assert trimmer.maybe_trim() is False
+    allocator.rss = 130 * MIB  # a backlog came and went: RSS grew again
+    assert trimmer.maybe_trim() is True
+    assert allocator.trim_calls == 2
 
 
 def test_trims_every_time_when_the_allocator_cannot_tell_what_is_free() -> None:
