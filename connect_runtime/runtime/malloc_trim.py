@@ -7,15 +7,18 @@ whose fetch buffers stay allocated while any of their records is queued), the tr
 (``max.outstanding.records``) and the producer queue. Once it catches up that memory is freed, but
 glibc keeps freed chunks inside its heaps: a heap shrinks only from its top, and librdkafka's threads
 allocate from their own arenas, each pinned by a few long-lived blocks. Measured with bench/memory.py
-at 5,000 records/s for 6 minutes (machine shared with other test runs): malloc's bytes in use stayed
-at ~50 MiB from start to end while the bytes it kept free grew from 7 MiB to 132 MiB, so RSS went from
-115 MiB to 271 MiB without a single leaked object (the tracemalloc heap was flat at ~32 MiB).
+(--trace) at 5,000 records/s for 5 minutes on a shared machine, without trimming: malloc's bytes in use
+stayed at 21-24 MiB throughout while the free bytes it kept grew from 5 to 33 MiB (55 MiB after the
+final burst), and RSS went from 76 to 117 MiB (162 MiB at the burst); the Python heap (tracemalloc,
+another run) was flat at ~32 MiB. Python's own small-object arenas (pymalloc, 1 MiB each) fragment the
+same way at each burst; they are outside malloc, so this cannot return them.
 
 ``malloc_trim(0)`` releases the free pages of *every* arena (``madvise(MADV_DONTNEED)`` on whole free
 pages, glibc >= 2.8), not only the top of the main heap as glibc does by itself. A trim walks the free
-lists while holding each arena's lock, so it runs on a timer and only when it is worth it: when
-``mallinfo2`` says at least ``min_free_bytes`` are free (``mallinfo2`` needs glibc >= 2.33; without it
-every tick trims). On a C library without ``malloc_trim`` (musl, macOS) nothing happens.
+lists while holding each arena's lock (a few ms here; ~35 ms with 700k free chunks), so it runs on a
+timer and only when it is worth it: when ``mallinfo2`` says at least ``min_free_bytes`` are free
+(``mallinfo2`` needs glibc >= 2.33; without it that check passes) and RSS grew by ``min_growth_bytes``
+since the last trim. On a C library without ``malloc_trim`` (musl, macOS) nothing happens.
 
 Java needs none of this: the JVM heap is sized up front. ``CONNECT_MALLOC_TRIM_INTERVAL_MS=0`` turns it
 off (any other value is the check interval).
