@@ -270,7 +270,10 @@ def python_child(args: list[str], log_path: Path, code: Path | None = None) -> s
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH")]))
     log = log_path.open("wb")
     try:
-        return subprocess.Popen([sys.executable, *args], stdout=log, stderr=subprocess.STDOUT, env=env)
+        # ``python -m`` puts the working directory first on sys.path, ahead of PYTHONPATH: run in ``code``
+        # so that a checkout as working directory cannot shadow it (the paths in ``args`` are absolute).
+        return subprocess.Popen([sys.executable, *args], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                cwd=None if code is None else str(code))
     finally:
         log.close()
 
