@@ -37,7 +37,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import EndOffsets, rss_kb
+from bench.common import EndOffsets, cpu_seconds, rss_kb
 from bench.steady import PARTITIONS, steady_replication, stop_load
 
 DEFAULT_RATE = 37_500
@@ -78,6 +78,7 @@ def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, s
         out = None if samples_path is None else samples_path.open("w", buffering=1)
         if out is not None:  # written as it goes: a run that fails still leaves its samples
             out.write("seconds,rss_kb\n")
+        cpu_before = cpu_seconds(pid)
         load = steady.start_load(rate, duration, value_bytes)
         began = time.monotonic()
 
@@ -97,6 +98,7 @@ def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, s
                 raise SystemExit(f"load generator failed: {steady.load_report()}")
             samples.append((time.monotonic() - began, rss_kb(pid)))
             load_end = len(samples)
+            cpu_used = cpu_seconds(pid) - cpu_before
             ends = EndOffsets(steady.target, steady.remote_topic, PARTITIONS)
             replicated = ends.total() - PARTITIONS  # minus the warm-up records
             produced = int(steady.load_report().split()[1])
@@ -135,7 +137,8 @@ def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, s
             "caught_up_after_s": caught_up_after, "settle_s": settle_s,
             "settled_mib": settled / 1024,
             "quarters_mib": quarters, "second_half_slope_mib_per_min": slope_mib_per_min(second_half),
-            "load_average_before": load_before[0], "load_average_after": os.getloadavg()[0]}
+            "replication_cpu_s": cpu_used, "load_average_before": load_before[0],
+            "load_average_after": os.getloadavg()[0]}
 
 
 def table(result: dict[str, Any]) -> str:
@@ -149,7 +152,8 @@ def table(result: dict[str, Any]) -> str:
         f"{result['produced']:,} |",
         "",
         "RSS at 25/50/75% of the run: " + " / ".join(f"{q:.1f}" for q in result["quarters_mib"])
-        + f" MiB; second-half slope {result['second_half_slope_mib_per_min']:+.2f} MiB/min; load average "
+        + f" MiB; second-half slope {result['second_half_slope_mib_per_min']:+.2f} MiB/min; replication CPU "
+        f"{result['replication_cpu_s']:.0f} s during the load; load average "
         f"{result['load_average_before']:.2f} before, {result['load_average_after']:.2f} after",
         f"Caught up {_seconds(result['caught_up_after_s'])} after the load stopped; RSS "
         f"{result['settle_s']:.0f} s later (settled): {result['settled_mib']:.1f} MiB "
