@@ -77,9 +77,11 @@ class Result:
 
 
 def start_profiler(pid: int, output: Path) -> Popen[bytes]:
-    """py-spy recording ``pid`` (all threads, native frames off) until :func:`stop_profiler`."""
+    """py-spy recording ``pid`` (every thread by name, idle samples too) until :func:`stop_profiler`."""
     fmt = {".json": "speedscope", ".txt": "raw"}.get(output.suffix, "flamegraph")
+    output.parent.mkdir(parents=True, exist_ok=True)
     return Popen([shutil.which("py-spy") or "py-spy", "record", "--pid", str(pid), "--rate", "200",
+                  "--idle", "--threads",
                   "--format", fmt, "--output", str(output)], stdout=DEVNULL, stderr=DEVNULL)
 
 
