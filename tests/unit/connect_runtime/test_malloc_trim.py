@@ -8,6 +8,8 @@ the trimmer runs (so it fails without the trimmer), and leaves once it has.
 from __future__ import annotations
 
 import ctypes
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -15,7 +17,16 @@ from pathlib import Path
 import pytest
 
 from connect_runtime.runtime import malloc_trim
-from connect_runtime.runtime.malloc_trim import GlibcAllocator, MallocTrimmer, start_process_trimmer
+from connect_runtime.runtime.malloc_trim import (
+    DEFAULT_ARENA_MAX,
+    DEFAULT_MMAP_THRESHOLD,
+    M_ARENA_MAX,
+    M_MMAP_THRESHOLD,
+    GlibcAllocator,
+    MallocTrimmer,
+    start_process_trimmer,
+    tune_allocator,
+)
 from tests.support.kafka import wait_until
 
 MIB = 1024 * 1024
@@ -106,6 +117,7 @@ def test_interval_must_be_positive() -> None:
 
 def test_process_trimmer_is_off_with_interval_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(malloc_trim, "_process_trimmer", None)
+    monkeypatch.setattr(malloc_trim, "_process_tuned", True)  # this test process keeps its malloc settings
     assert start_process_trimmer({malloc_trim.INTERVAL_ENV: "0"}) is None
     assert malloc_trim._process_trimmer is None
 
@@ -114,6 +126,7 @@ def test_process_trimmer_is_one_per_process_and_reads_the_interval(monkeypatch: 
     if GlibcAllocator.load() is None:
         pytest.skip("not glibc: no malloc_trim")
     monkeypatch.setattr(malloc_trim, "_process_trimmer", None)
+    monkeypatch.setattr(malloc_trim, "_process_tuned", True)  # this test process keeps its malloc settings
     first = start_process_trimmer({malloc_trim.INTERVAL_ENV: "45000"})
     try:
         assert first is not None
@@ -128,6 +141,7 @@ def test_process_trimmer_falls_back_to_the_default_on_a_bad_interval(monkeypatch
     if GlibcAllocator.load() is None:
         pytest.skip("not glibc: no malloc_trim")
     monkeypatch.setattr(malloc_trim, "_process_trimmer", None)
+    monkeypatch.setattr(malloc_trim, "_process_tuned", True)  # this test process keeps its malloc settings
     trimmer = start_process_trimmer({malloc_trim.INTERVAL_ENV: "soon"})
     try:
         assert trimmer is not None
@@ -185,3 +199,54 @@ def test_freed_memory_of_a_thread_arena_leaves_the_process_only_with_the_trimmer
     finally:
         for block in kept:
             libc.free(block)
+
+
+class RecordingTunable:
+    def __init__(self, accepted: bool = True) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self.accepted = accepted
+
+    def set_option(self, param: int, value: int) -> bool:
+        self.calls.append((param, value))
+        return self.accepted
+
+
+def test_tuning_sets_two_arenas_and_a_fixed_mmap_threshold() -> None:
+    tunable = RecordingTunable()
+    applied = tune_allocator(tunable, {})
+    assert tunable.calls == [(M_ARENA_MAX, DEFAULT_ARENA_MAX), (M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD)]
+    assert applied == {"arena_max": 2, "mmap_threshold": 128 * 1024}
+
+
+def test_tuning_leaves_the_users_malloc_environment_alone() -> None:
+    tunable = RecordingTunable()
+    assert tune_allocator(tunable, {"MALLOC_ARENA_MAX": "4"}) == {"mmap_threshold": DEFAULT_MMAP_THRESHOLD}
+    assert tunable.calls == [(M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD)]
+    assert tune_allocator(RecordingTunable(), {"MALLOC_MMAP_THRESHOLD_": "65536"}) == {"arena_max": 2}
+
+
+def test_tuning_can_be_turned_off_and_reports_only_accepted_settings() -> None:
+    tunable = RecordingTunable()
+    assert tune_allocator(tunable, {malloc_trim.TUNE_ENV: "0"}) == {}
+    assert tunable.calls == []
+    assert tune_allocator(RecordingTunable(accepted=False), {}) == {}
+
+
+def test_the_process_is_tuned_once_even_with_trimming_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    tunable = RecordingTunable()
+    monkeypatch.setattr(malloc_trim, "_process_trimmer", None)
+    monkeypatch.setattr(malloc_trim, "_process_tuned", False)
+    monkeypatch.setattr(GlibcAllocator, "load", classmethod(lambda cls: tunable))
+    assert start_process_trimmer({malloc_trim.INTERVAL_ENV: "0"}) is None
+    assert start_process_trimmer({malloc_trim.INTERVAL_ENV: "0"}) is None
+    assert tunable.calls == [(M_ARENA_MAX, DEFAULT_ARENA_MAX), (M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD)]
+
+
+def test_glibc_accepts_the_settings() -> None:
+    if GlibcAllocator.load() is None:
+        pytest.skip("not glibc")
+    # in a child process: the settings would change how this test process allocates
+    code = ("from connect_runtime.runtime.malloc_trim import GlibcAllocator, tune_allocator; "
+            "print(sorted(tune_allocator(GlibcAllocator.load(), {})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "['arena_max', 'mmap_threshold']"
