@@ -56,6 +56,10 @@ class FakeConsumer:
         self._next = start + num_messages
         return self._messages[start:self._next]
 
+    def poll(self, timeout: float = -1) -> Any:
+        taken = self.consume(1, timeout)
+        return taken[0] if taken else None
+
     def position(self, partitions: Any) -> list[Any]:
         return []
 

@@ -32,13 +32,28 @@ class FakeConsumer:
         self.config = dict(config)
         self.assigned: list[TopicPartition] = []
         self.batches: list[list[Message]] = []
+        self.waits: list[float] = []
         self.closed = False
 
     def assign(self, partitions: list[TopicPartition]) -> None:
         self.assigned = list(partitions)
 
     def consume(self, num_messages: int, timeout: float) -> list[Message]:
-        return self.batches.pop(0) if self.batches else []
+        self.waits.append(timeout)
+        if not self.batches:
+            return []
+        batch = self.batches[0]
+        taken, self.batches[0] = batch[:num_messages], batch[num_messages:]
+        if not self.batches[0]:
+            self.batches.pop(0)
+        return taken
+
+    def poll(self, timeout: float) -> Message | None:
+        """The first message of the next batch (a real consumer waits up to ``timeout`` for it)."""
+        self.waits.append(timeout)
+        taken = self.consume(1, 0)
+        self.waits.pop()
+        return taken[0] if taken else None
 
     def close(self) -> None:
         self.closed = True
@@ -152,6 +167,19 @@ def test_records_keep_key_value_headers_timestamp_and_partition() -> None:
     assert first.source_offset == {"offset": 7}
     assert second.timestamp is None  # no timestamp available upstream: the producer stamps it
     assert task.poll() is None  # nothing more
+    task.stop()
+
+
+def test_poll_returns_what_is_there_and_waits_only_for_a_first_record() -> None:
+    """Java's poll returns as soon as records are there; librdkafka's consume(n, t) would wait for n."""
+    task, consumer, _ = started_task({}, **{"source.consumer.max.poll.records": "3"})
+    consumer.batches.append([Message(topic="my-topic", partition=0, offset=o, value=b"x", timestamp=(1, 1))
+                             for o in range(5)])
+    assert [r.source_offset for r in task.poll() or []] == [{"offset": 0}, {"offset": 1}, {"offset": 2}]
+    assert [r.source_offset for r in task.poll() or []] == [{"offset": 3}, {"offset": 4}]
+    assert consumer.waits == [0, 0]  # records were there: no wait at all
+    assert task.poll() is None
+    assert consumer.waits[2:] == [0, 1.0]  # nothing there: one wait (consumer.poll.timeout.ms) for a first one
     task.stop()
 
 
