@@ -240,10 +240,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{args.records:,} records x {args.value_bytes} B, {args.partitions} partitions, fake clients, "
           f"median of {args.runs} (process CPU per record, us):")
     base = statistics.median(figures["before"]) if "before" in figures else None
+    print("\n| code | CPU per record (us), median | min-max | records/s of CPU | vs before |\n|---|---|---|---|---|")
     for name, values in figures.items():
         median = statistics.median(values)
-        change = f"  ({median / base:.2f}x of before)" if base and name != "before" else ""
-        print(f"  {name:8} {median:6.2f} us/record  [{min(values):.2f}-{max(values):.2f}]{change}")
+        change = f"{median / base:.2f}x" if base and name != "before" else "-"
+        print(f"| {name} | {median:.2f} | {min(values):.2f}-{max(values):.2f} | {1e6 / median:,.0f} | {change} |")
     return 0
 
 

@@ -2,7 +2,8 @@
 
 Order: throughput (the raw pipe baseline and our replication, side by side), then latency at 10% and
 memory at 50% of the replication's measured 100 B rate (tasks.max=1), then start-up (bench/startup.py)
-and backfill (bench/backfill.py, if present). Each benchmark starts its own embedded brokers.
+and backfill (bench/backfill.py, if present), and the per-record cost with fake clients (bench/hot_path.py).
+Each benchmark starts its own embedded brokers (hot_path needs none).
 
 Usage::
 
@@ -27,7 +28,7 @@ if __package__ in (None, ""):
 from bench import latency, memory, throughput
 from bench.common import BENCH_DIR, machine_facts
 
-ALL = ("throughput", "latency", "memory", "startup", "backfill")
+ALL = ("throughput", "latency", "memory", "startup", "backfill", "hot_path")
 
 
 def script_table(script: str, args: list[str], timeout_s: float) -> str:
@@ -100,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
              script_table("startup.py", startup_args, 1800))
     if "backfill" in only:
         show("backfill (bench/backfill.py)", script_table("backfill.py", backfill_args(args.quick), 3600))
+    if "hot_path" in only:
+        hot_args = ["--records", "100000", "--runs", "3"] if args.quick else ["--runs", "5"]
+        show("hot path, fake clients (bench/hot_path.py " + " ".join(hot_args) + ")",
+             script_table("hot_path.py", hot_args, 900))
 
     lines = [
         "# Benchmark results", "",
