@@ -223,6 +223,7 @@ def test_kill_9_and_restart_loses_nothing_and_duplicates_only_uncommitted(
     assert "Received SIGTERM" not in worker.log()
 
 
+@pytest.mark.slow
 def test_pause_resume_stop_restart_and_kip875_offsets(worker_factory: Any, cluster_a: Cluster) -> None:
     topic = create_topic(cluster_a.bootstrap, unique("cd-ctl"), partitions=1)
     worker = worker_factory().start()
