@@ -51,6 +51,9 @@ def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, s
         consumer.assign([TopicPartition(steady.remote_topic, p, ends[p]) for p in range(PARTITIONS)])
         load = steady.start_load(rate, duration, value_bytes)
         latencies: list[float] = []
+        #: per second of arrival: the worst latency, to tell a steady tail from a few stalls
+        worst_by_second: dict[int, float] = {}
+        began_ms = time.time() * 1000
         expected: int | None = None
         deadline = time.monotonic() + duration + 60
         try:
@@ -59,9 +62,13 @@ def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, s
                 first = consumer.poll(0.05)
                 now_ms = time.time() * 1000
                 messages = [first, *consumer.consume(10000, 0)] if first is not None else []
+                second = int((now_ms - began_ms) // 1000)
                 for m in messages:
                     if m.error() is None:
-                        latencies.append(now_ms - m.timestamp()[1])
+                        latency = now_ms - m.timestamp()[1]
+                        latencies.append(latency)
+                        if latency > worst_by_second.get(second, 0.0):
+                            worst_by_second[second] = latency
                 if expected is None and load.poll() is not None:
                     if load.returncode != 0:
                         raise SystemExit(f"load generator failed: {steady.load_report()}")
@@ -73,7 +80,9 @@ def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, s
     latencies.sort()
     return {"rate": rate, "duration_s": duration, "value_bytes": value_bytes, "expected": expected,
             "received": len(latencies), "p50_ms": percentile(latencies, 0.50),
-            "p99_ms": percentile(latencies, 0.99), "max_ms": latencies[-1] if latencies else float("nan")}
+            "p99_ms": percentile(latencies, 0.99), "max_ms": latencies[-1] if latencies else float("nan"),
+            "seconds_over_100ms": sorted(s for s, worst in worst_by_second.items() if worst > 100),
+            "worst_seconds": sorted(((s, round(w)) for s, w in worst_by_second.items()), key=lambda x: -x[1])[:5]}
 
 
 def table(result: dict[str, Any]) -> str:
