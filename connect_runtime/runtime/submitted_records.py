@@ -126,21 +126,7 @@ class SubmittedRecords:
 
     def ack(self, submitted: SubmittedRecord) -> None:
         """Mark acknowledged; trims the acknowledged prefix of its partition (Invariant C)."""
-        submitted.acked = True
-        queue = submitted.queue
-        records = queue.records
-        if records[0] is not submitted:
-            return  # out of order: stays until every earlier record of the partition is acked
-        trimmed = 0
-        offset = None
-        while records and records[0].acked:
-            head = records.popleft()
-            trimmed += 1
-            if head.record.source_offset is not None:
-                offset = head.record.source_offset
-        self.outstanding -= trimmed
-        if offset is not None:
-            queue.committable = offset
+        self.ack_reports([(submitted, None, None)])
 
     def ack_reports(self, reports: list[Report],
                     acknowledged: list[tuple[SourceRecord, Any]] | None = None) -> list[Report]:

@@ -62,6 +62,11 @@ class PartitionState:
         self.should_sync = False
 
 
+def _as_tp(tp: TopicPartition) -> TopicPartition:
+    """Callers may pass a plain (topic, partition) tuple; keys must be TopicPartition."""
+    return tp if type(tp) is TopicPartition else TopicPartition(*tp)
+
+
 class OffsetSyncWriter:
     """Decides which offset syncs to send and when; thread-safe (commit_record and commit run apart).
 
@@ -86,12 +91,9 @@ class OffsetSyncWriter:
 
         Called once per replicated record, so it allocates nothing unless a sync fires.
         """
-        if type(tp) is not TopicPartition:
-            tp = TopicPartition(*tp)
+        tp = _as_tp(tp)
         with self._lock:
-            state = self._states.get(tp)
-            if state is None:
-                state = self._states[tp] = PartitionState(self.max_offset_lag)
+            state = self._state_of(tp)
             if state.update(upstream, downstream):
                 self._delayed.pop(tp, None)
                 self._pending[tp] = OffsetSync(tp, upstream, downstream)
@@ -110,12 +112,9 @@ class OffsetSyncWriter:
         """
         if not upstream:
             return
-        if type(tp) is not TopicPartition:
-            tp = TopicPartition(*tp)
+        tp = _as_tp(tp)
         with self._lock:
-            state = self._states.get(tp)
-            if state is None:
-                state = self._states[tp] = PartitionState(self.max_offset_lag)
+            state = self._state_of(tp)
         max_lag = state.max_offset_lag
         prev_up, prev_down = state.previous_upstream, state.previous_downstream
         last_sync, should_sync = state.last_sync_downstream, state.should_sync
@@ -140,6 +139,13 @@ class OffsetSyncWriter:
             state.last_sync_downstream, state.should_sync = last_sync, False
             if not fired_last:
                 self._delayed[tp] = (prev_up, prev_down)
+
+    def _state_of(self, tp: TopicPartition) -> PartitionState:
+        """The partition's state, created on first use (call with the lock held)."""
+        state = self._states.get(tp)
+        if state is None:
+            state = self._states[tp] = PartitionState(self.max_offset_lag)
+        return state
 
     def take_pending(self, limit: int | None = None) -> list[OffsetSync]:
         """Remove and return up to ``limit`` pending syncs, oldest first (all if ``limit`` is None).

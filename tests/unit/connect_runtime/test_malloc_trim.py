@@ -122,33 +122,22 @@ def test_process_trimmer_is_off_with_interval_zero(monkeypatch: pytest.MonkeyPat
     assert malloc_trim._process_trimmer is None
 
 
-def test_process_trimmer_is_one_per_process_and_reads_the_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("interval", "expected_s"), [("45000", 45.0), ("soon", None)])
+def test_process_trimmer_is_one_per_process_and_reads_the_interval(monkeypatch: pytest.MonkeyPatch,
+                                                                   interval: str, expected_s: float | None) -> None:
+    """A bad interval falls back to the default (None here) rather than failing the process."""
     if GlibcAllocator.load() is None:
         pytest.skip("not glibc: no malloc_trim")
     monkeypatch.setattr(malloc_trim, "_process_trimmer", None)
     monkeypatch.setattr(malloc_trim, "_process_tuned", True)  # this test process keeps its malloc settings
-    first = start_process_trimmer({malloc_trim.INTERVAL_ENV: "45000"})
+    first = start_process_trimmer({malloc_trim.INTERVAL_ENV: interval})
     try:
         assert first is not None
-        assert first.interval_s == 45.0
+        assert first.interval_s == (malloc_trim.DEFAULT_INTERVAL_S if expected_s is None else expected_s)
         assert start_process_trimmer({}) is first
     finally:
         if first is not None:
             first.stop()
-
-
-def test_process_trimmer_falls_back_to_the_default_on_a_bad_interval(monkeypatch: pytest.MonkeyPatch) -> None:
-    if GlibcAllocator.load() is None:
-        pytest.skip("not glibc: no malloc_trim")
-    monkeypatch.setattr(malloc_trim, "_process_trimmer", None)
-    monkeypatch.setattr(malloc_trim, "_process_tuned", True)  # this test process keeps its malloc settings
-    trimmer = start_process_trimmer({malloc_trim.INTERVAL_ENV: "soon"})
-    try:
-        assert trimmer is not None
-        assert trimmer.interval_s == malloc_trim.DEFAULT_INTERVAL_S
-    finally:
-        if trimmer is not None:
-            trimmer.stop()
 
 
 def _rss_mib() -> float:
