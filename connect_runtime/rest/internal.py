@@ -12,9 +12,6 @@ Herders opt in by implementing :class:`InternalHerder`; others simply do not get
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -25,15 +22,13 @@ from connect_runtime.api.errors import BadRequestError
 from connect_runtime.rest.forwarding import PUBLIC_FORWARD_HEADERS, Forwarder
 from connect_runtime.rest.handling import DEFAULT_REQUEST_TIMEOUT_S, route
 from connect_runtime.rest.parsing import Call, json_type, strict_string_map
-from connect_runtime.rest.responses import empty_response, error_response
-
-SIGNATURE_HEADER = "X-Connect-Authorization"
-SIGNATURE_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
-DEFAULT_SIGNATURE_ALGORITHM = "HmacSHA256"
-
-#: Java Mac algorithm names -> hashlib digests.
-MAC_DIGESTS = {"HmacSHA256": "sha256", "HmacSHA1": "sha1", "HmacSHA224": "sha224", "HmacSHA384": "sha384",
-               "HmacSHA512": "sha512", "HmacMD5": "md5"}
+from connect_runtime.rest.responses import empty_response
+from connect_runtime.runtime.request_signing import (
+    DEFAULT_SIGNATURE_ALGORITHM,
+    SIGNATURE_ALGORITHM_HEADER,
+    SIGNATURE_HEADER,
+    verify_request,
+)
 
 INTERNAL_FORWARD_HEADERS = (*PUBLIC_FORWARD_HEADERS, SIGNATURE_HEADER.lower(),
                             SIGNATURE_ALGORITHM_HEADER.lower())
@@ -53,38 +48,6 @@ class InternalHerder(Protocol):
         """Run a zombie-fencing round for the connector's tasks (leader only)."""
 
 
-def sign(key: bytes, body: bytes, algorithm: str = DEFAULT_SIGNATURE_ALGORITHM) -> dict[str, str]:
-    """The headers that sign ``body`` (what a follower sends to the leader)."""
-    digest = hmac.new(key, body, MAC_DIGESTS[algorithm]).digest()
-    return {SIGNATURE_HEADER: base64.b64encode(digest).decode("ascii"), SIGNATURE_ALGORITHM_HEADER: algorithm}
-
-
-def signature_error(call: Call, key: bytes | None, allowed: Sequence[str]) -> Response | None:
-    """None if ``call`` is properly signed, else the error response Connect would give."""
-    algorithm = call.headers.get(SIGNATURE_ALGORITHM_HEADER)
-    encoded = call.headers.get(SIGNATURE_HEADER)
-    if algorithm is None or encoded is None:
-        return error_response(400, "Internal request missing required signature")
-    digest = MAC_DIGESTS.get(algorithm)
-    if digest is None:
-        return error_response(400, f"Algorithm {algorithm} not available")
-    try:
-        signature = base64.b64decode(encoded, validate=True)
-    except (binascii.Error, ValueError):
-        return error_response(400, "Internal request signature is not valid base64")
-    if algorithm not in allowed:
-        return error_response(400, f"This worker does not support the '{algorithm}' key signing algorithm "
-                                   f"used by other workers. This worker is currently configured to use: "
-                                   f"{list(allowed)}.")
-    if key is None:
-        return error_response(503, "This worker is still starting up and has not been able to read a "
-                                   "session key from the config topic yet")
-    expected = hmac.new(key, call.body, digest).digest()
-    if not hmac.compare_digest(expected, signature):
-        return error_response(403, "Internal request contained invalid signature.")
-    return None
-
-
 def _task_configs(body: object) -> list[dict[str, str]]:
     if not isinstance(body, list):
         raise BadRequestError(f"Expected a JSON array of task configs (objects of strings), "
@@ -101,17 +64,13 @@ class InternalResources:
         return tuple(allowed()) if callable(allowed) else (DEFAULT_SIGNATURE_ALGORITHM,)
 
     def put_task_configs(self, call: Call) -> Response:
-        error = signature_error(call, self._herder.session_key(), self._allowed())
-        if error is not None:
-            return error
+        verify_request(call.headers, call.body, self._herder.session_key(), self._allowed())
         configs = _task_configs(call.json("a JSON array of task configs"))
         self._herder.put_task_configs(call.param("connector"), configs)
         return empty_response(204)
 
     def fence(self, call: Call) -> Response:
-        error = signature_error(call, self._herder.session_key(), self._allowed())
-        if error is not None:
-            return error
+        verify_request(call.headers, call.body, self._herder.session_key(), self._allowed())
         self._herder.fence_zombies(call.param("connector"))
         return empty_response(204)
 

@@ -13,8 +13,9 @@ from starlette.testclient import TestClient
 from connect_runtime.api.errors import NotLeaderError
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.forwarding import Forwarder
-from connect_runtime.rest.internal import SIGNATURE_ALGORITHM_HEADER, SIGNATURE_HEADER, internal_routes, sign
+from connect_runtime.rest.internal import internal_routes
 from connect_runtime.rest.server import RestServer
+from connect_runtime.runtime.request_signing import SIGNATURE_ALGORITHM_HEADER, SIGNATURE_HEADER, signature_headers
 
 from .conftest import source_config
 from .fake_herder import FakeHerder
@@ -38,7 +39,7 @@ def mm2(flow_herder: FakeHerder) -> Iterator[TestClient]:
 
 def signed(herder: FakeHerder, body: bytes, algorithm: str = "HmacSHA256") -> dict[str, str]:
     assert herder.key is not None
-    return {**sign(herder.key, body, algorithm), "content-type": "application/json"}
+    return {**signature_headers(herder.key, algorithm, body), "content-type": "application/json"}
 
 
 def test_signed_task_configs_are_written(mm2: TestClient, flow_herder: FakeHerder) -> None:
