@@ -5,15 +5,14 @@ must carry ``X-Connect-Authorization`` = base64(HMAC(session key, raw body)) and
 ``X-Connect-Request-Signature-Algorithm``. The session key is the cluster's shared secret from the config
 topic, so any worker can verify; a non-leader then forwards (signature headers included, the body is
 unchanged so the signature still holds). Errors as in Connect's ``DistributedHerder``: missing signature
-or unsupported algorithm 400, no session key yet 503, bad signature 403.
+or unsupported algorithm 400, no session key yet 503, bad signature 403
+(:mod:`connect_runtime.runtime.request_signing` checks, the error tree carries the status).
 
-Herders opt in by implementing :class:`InternalHerder`; others simply do not get these routes.
+Every herder serves them: :class:`~connect_runtime.runtime.herder.InternalHerder` is part of the
+``Herder`` contract (as in Java, where a herder without a cluster refuses them itself).
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 from starlette.responses import Response
 from starlette.routing import BaseRoute
@@ -23,8 +22,8 @@ from connect_runtime.rest.forwarding import PUBLIC_FORWARD_HEADERS, Forwarder
 from connect_runtime.rest.handling import DEFAULT_REQUEST_TIMEOUT_S, route
 from connect_runtime.rest.parsing import Call, json_type, strict_string_map
 from connect_runtime.rest.responses import empty_response
+from connect_runtime.runtime.herder import InternalHerder
 from connect_runtime.runtime.request_signing import (
-    DEFAULT_SIGNATURE_ALGORITHM,
     SIGNATURE_ALGORITHM_HEADER,
     SIGNATURE_HEADER,
     verify_request,
@@ -32,20 +31,6 @@ from connect_runtime.runtime.request_signing import (
 
 INTERNAL_FORWARD_HEADERS = (*PUBLIC_FORWARD_HEADERS, SIGNATURE_HEADER.lower(),
                             SIGNATURE_ALGORITHM_HEADER.lower())
-
-
-@runtime_checkable
-class InternalHerder(Protocol):
-    """What a herder offers to serve the internal endpoints."""
-
-    def session_key(self) -> bytes | None:
-        """The current session key, or None while it has not been read from the config topic yet."""
-
-    def put_task_configs(self, connector: str, configs: list[dict[str, str]]) -> None:
-        """Write task configs (leader only: NotLeaderError otherwise)."""
-
-    def fence_zombies(self, connector: str) -> None:
-        """Run a zombie-fencing round for the connector's tasks (leader only)."""
 
 
 def _task_configs(body: object) -> list[dict[str, str]]:
@@ -59,27 +44,24 @@ class InternalResources:
     def __init__(self, herder: InternalHerder) -> None:
         self._herder = herder
 
-    def _allowed(self) -> Sequence[str]:
-        allowed = getattr(self._herder, "verification_algorithms", None)
-        return tuple(allowed()) if callable(allowed) else (DEFAULT_SIGNATURE_ALGORITHM,)
+    def _verify(self, call: Call) -> None:
+        verify_request(call.headers, call.body, self._herder.session_key(), self._herder.verification_algorithms())
 
     def put_task_configs(self, call: Call) -> Response:
-        verify_request(call.headers, call.body, self._herder.session_key(), self._allowed())
+        self._verify(call)
         configs = _task_configs(call.json("a JSON array of task configs"))
         self._herder.put_task_configs(call.param("connector"), configs)
         return empty_response(204)
 
     def fence(self, call: Call) -> Response:
-        verify_request(call.headers, call.body, self._herder.session_key(), self._allowed())
+        self._verify(call)
         self._herder.fence_zombies(call.param("connector"))
         return empty_response(204)
 
 
-def internal_routes(herder: object, forwarder: Forwarder,
+def internal_routes(herder: InternalHerder, forwarder: Forwarder,
                     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> list[BaseRoute]:
-    """The internal routes for ``herder``, or none if it does not implement :class:`InternalHerder`."""
-    if not isinstance(herder, InternalHerder):
-        return []
+    """The internal routes of ``herder``; the signature headers are forwarded with the body."""
     resources = InternalResources(herder)
     return [route("/connectors/{connector}/tasks", resources.put_task_configs, ["POST"], forwarder,
                   INTERNAL_FORWARD_HEADERS, request_timeout_s),
