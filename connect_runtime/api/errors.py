@@ -10,6 +10,8 @@ Every error a connector or the engine raises descends from :class:`ConnectError`
     ├── AlreadyExistsError    create of an existing connector (REST 409)
     ├── ConflictError         request cannot be served now, e.g. during a rebalance (REST 409)
     ├── BadRequestError       a well-formed request that is not acceptable (REST 400)
+    ├── ForbiddenError        refused: a disabled feature, a forged internal request (REST 403)
+    ├── ServiceUnavailableError  this worker cannot serve it yet, e.g. no session key (REST 503)
     └── RequestTargetError    the request must be served by another worker
         ├── NotLeaderError    ... the group leader (url in ``target_url``)
         └── NotAssignedError  ... the worker that owns the connector or task
@@ -58,6 +60,14 @@ class ConflictError(ConnectError):
 
 class BadRequestError(ConnectError):
     """The request is well formed but cannot be accepted (e.g. offsets altered while running)."""
+
+
+class ForbiddenError(ConnectError):
+    """The worker refuses the request: the feature is disabled here, or the caller is not trusted."""
+
+
+class ServiceUnavailableError(ConnectError):
+    """The worker is still starting and cannot serve the request yet; the caller retries later."""
 
 
 class RequestTargetError(ConnectError):

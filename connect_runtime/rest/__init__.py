@@ -5,7 +5,6 @@ namespace); ``RestServer`` serves it with uvicorn on a background thread.
 """
 
 from connect_runtime.rest.app import create_app, encode_namespace_element, namespace_path
-from connect_runtime.rest.internal import InternalHerder, sign
 from connect_runtime.rest.server import RestServer
 
-__all__ = ["InternalHerder", "RestServer", "create_app", "encode_namespace_element", "namespace_path", "sign"]
+__all__ = ["RestServer", "create_app", "encode_namespace_element", "namespace_path"]

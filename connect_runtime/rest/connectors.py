@@ -31,7 +31,7 @@ from connect_runtime.rest.parsing import (
     strict_string_map,
     string_map,
 )
-from connect_runtime.rest.responses import empty_response, error_response, json_response
+from connect_runtime.rest.responses import empty_response, json_response
 from connect_runtime.runtime.herder import (
     ConfigInfos,
     ConnectorOffset,
@@ -310,17 +310,11 @@ class ConnectorResources:
 
     # -- topic tracking (KIP-558) -------------------------------------------------------------------
     def topics(self, call: Call) -> Response:
-        active = getattr(self._herder, "connector_active_topics", None)
-        if active is None:
-            return error_response(403, "Topic tracking is disabled.")
         name = call.param("connector")
-        return json_response({name: {"topics": sorted(active(name))}})
+        return json_response({name: {"topics": sorted(self._herder.connector_active_topics(name))}})
 
     def reset_topics(self, call: Call) -> Response:
-        reset = getattr(self._herder, "reset_connector_active_topics", None)
-        if reset is None:
-            return error_response(403, "Topic tracking is disabled.")
-        reset(call.param("connector"))
+        self._herder.reset_connector_active_topics(call.param("connector"))
         return empty_response(202)
 
     # -- plugins ------------------------------------------------------------------------------------

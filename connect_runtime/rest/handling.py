@@ -23,8 +23,10 @@ from connect_runtime.api.errors import (
     BadRequestError,
     ConfigError,
     ConflictError,
+    ForbiddenError,
     NotFoundError,
     RequestTargetError,
+    ServiceUnavailableError,
 )
 from connect_runtime.rest.forwarding import PUBLIC_FORWARD_HEADERS, Forwarder
 from connect_runtime.rest.parsing import Call
@@ -44,6 +46,8 @@ _STATUS_BY_ERROR: tuple[tuple[type[Exception], int], ...] = (
     (ConflictError, 409),
     (BadRequestError, 400),
     (ConfigError, 400),
+    (ForbiddenError, 403),
+    (ServiceUnavailableError, 503),
 )
 
 

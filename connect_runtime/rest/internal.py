@@ -5,18 +5,14 @@ must carry ``X-Connect-Authorization`` = base64(HMAC(session key, raw body)) and
 ``X-Connect-Request-Signature-Algorithm``. The session key is the cluster's shared secret from the config
 topic, so any worker can verify; a non-leader then forwards (signature headers included, the body is
 unchanged so the signature still holds). Errors as in Connect's ``DistributedHerder``: missing signature
-or unsupported algorithm 400, no session key yet 503, bad signature 403.
+or unsupported algorithm 400, no session key yet 503, bad signature 403
+(:mod:`connect_runtime.runtime.request_signing` checks, the error tree carries the status).
 
-Herders opt in by implementing :class:`InternalHerder`; others simply do not get these routes.
+Every herder serves them: :class:`~connect_runtime.runtime.herder.InternalHerder` is part of the
+``Herder`` contract (as in Java, where a herder without a cluster refuses them itself).
 """
 
 from __future__ import annotations
-
-import base64
-import binascii
-import hmac
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 from starlette.responses import Response
 from starlette.routing import BaseRoute
@@ -25,64 +21,16 @@ from connect_runtime.api.errors import BadRequestError
 from connect_runtime.rest.forwarding import PUBLIC_FORWARD_HEADERS, Forwarder
 from connect_runtime.rest.handling import DEFAULT_REQUEST_TIMEOUT_S, route
 from connect_runtime.rest.parsing import Call, json_type, strict_string_map
-from connect_runtime.rest.responses import empty_response, error_response
-
-SIGNATURE_HEADER = "X-Connect-Authorization"
-SIGNATURE_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
-DEFAULT_SIGNATURE_ALGORITHM = "HmacSHA256"
-
-#: Java Mac algorithm names -> hashlib digests.
-MAC_DIGESTS = {"HmacSHA256": "sha256", "HmacSHA1": "sha1", "HmacSHA224": "sha224", "HmacSHA384": "sha384",
-               "HmacSHA512": "sha512", "HmacMD5": "md5"}
+from connect_runtime.rest.responses import empty_response
+from connect_runtime.runtime.herder import InternalHerder
+from connect_runtime.runtime.request_signing import (
+    SIGNATURE_ALGORITHM_HEADER,
+    SIGNATURE_HEADER,
+    verify_request,
+)
 
 INTERNAL_FORWARD_HEADERS = (*PUBLIC_FORWARD_HEADERS, SIGNATURE_HEADER.lower(),
                             SIGNATURE_ALGORITHM_HEADER.lower())
-
-
-@runtime_checkable
-class InternalHerder(Protocol):
-    """What a herder offers to serve the internal endpoints."""
-
-    def session_key(self) -> bytes | None:
-        """The current session key, or None while it has not been read from the config topic yet."""
-
-    def put_task_configs(self, connector: str, configs: list[dict[str, str]]) -> None:
-        """Write task configs (leader only: NotLeaderError otherwise)."""
-
-    def fence_zombies(self, connector: str) -> None:
-        """Run a zombie-fencing round for the connector's tasks (leader only)."""
-
-
-def sign(key: bytes, body: bytes, algorithm: str = DEFAULT_SIGNATURE_ALGORITHM) -> dict[str, str]:
-    """The headers that sign ``body`` (what a follower sends to the leader)."""
-    digest = hmac.new(key, body, MAC_DIGESTS[algorithm]).digest()
-    return {SIGNATURE_HEADER: base64.b64encode(digest).decode("ascii"), SIGNATURE_ALGORITHM_HEADER: algorithm}
-
-
-def signature_error(call: Call, key: bytes | None, allowed: Sequence[str]) -> Response | None:
-    """None if ``call`` is properly signed, else the error response Connect would give."""
-    algorithm = call.headers.get(SIGNATURE_ALGORITHM_HEADER)
-    encoded = call.headers.get(SIGNATURE_HEADER)
-    if algorithm is None or encoded is None:
-        return error_response(400, "Internal request missing required signature")
-    digest = MAC_DIGESTS.get(algorithm)
-    if digest is None:
-        return error_response(400, f"Algorithm {algorithm} not available")
-    try:
-        signature = base64.b64decode(encoded, validate=True)
-    except (binascii.Error, ValueError):
-        return error_response(400, "Internal request signature is not valid base64")
-    if algorithm not in allowed:
-        return error_response(400, f"This worker does not support the '{algorithm}' key signing algorithm "
-                                   f"used by other workers. This worker is currently configured to use: "
-                                   f"{list(allowed)}.")
-    if key is None:
-        return error_response(503, "This worker is still starting up and has not been able to read a "
-                                   "session key from the config topic yet")
-    expected = hmac.new(key, call.body, digest).digest()
-    if not hmac.compare_digest(expected, signature):
-        return error_response(403, "Internal request contained invalid signature.")
-    return None
 
 
 def _task_configs(body: object) -> list[dict[str, str]]:
@@ -96,31 +44,24 @@ class InternalResources:
     def __init__(self, herder: InternalHerder) -> None:
         self._herder = herder
 
-    def _allowed(self) -> Sequence[str]:
-        allowed = getattr(self._herder, "verification_algorithms", None)
-        return tuple(allowed()) if callable(allowed) else (DEFAULT_SIGNATURE_ALGORITHM,)
+    def _verify(self, call: Call) -> None:
+        verify_request(call.headers, call.body, self._herder.session_key(), self._herder.verification_algorithms())
 
     def put_task_configs(self, call: Call) -> Response:
-        error = signature_error(call, self._herder.session_key(), self._allowed())
-        if error is not None:
-            return error
+        self._verify(call)
         configs = _task_configs(call.json("a JSON array of task configs"))
         self._herder.put_task_configs(call.param("connector"), configs)
         return empty_response(204)
 
     def fence(self, call: Call) -> Response:
-        error = signature_error(call, self._herder.session_key(), self._allowed())
-        if error is not None:
-            return error
+        self._verify(call)
         self._herder.fence_zombies(call.param("connector"))
         return empty_response(204)
 
 
-def internal_routes(herder: object, forwarder: Forwarder,
+def internal_routes(herder: InternalHerder, forwarder: Forwarder,
                     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> list[BaseRoute]:
-    """The internal routes for ``herder``, or none if it does not implement :class:`InternalHerder`."""
-    if not isinstance(herder, InternalHerder):
-        return []
+    """The internal routes of ``herder``; the signature headers are forwarded with the body."""
     resources = InternalResources(herder)
     return [route("/connectors/{connector}/tasks", resources.put_task_configs, ["POST"], forwarder,
                   INTERNAL_FORWARD_HEADERS, request_timeout_s),

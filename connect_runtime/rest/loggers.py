@@ -20,7 +20,7 @@ from connect_runtime.api.errors import BadRequestError, NotFoundError
 from connect_runtime.rest.handling import route
 from connect_runtime.rest.parsing import Call, is_json_string, json_type
 from connect_runtime.rest.responses import empty_response, json_response
-from connect_runtime.runtime.herder import Herder
+from connect_runtime.runtime.herder import ClusterLoggerLevels
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def _existing_loggers() -> dict[str, logging.Logger]:
 class LoggerResources:
     """The admin logger endpoints; ``herder`` (optional) serves ``scope=cluster`` if it can."""
 
-    def __init__(self, herder: Herder | None = None) -> None:
+    def __init__(self, herder: ClusterLoggerLevels | None = None) -> None:
         self._herder = herder
         self._lock = threading.Lock()
         self._last_modified: dict[str, int] = {}
@@ -91,11 +91,8 @@ class LoggerResources:
             raise NotFoundError(f"invalid log level '{raw_level}'.")  # Connect answers 404 here
         scope = (call.query_values("scope") or ["worker"])[0].lower()
         if scope == "cluster":
-            cluster_setter = getattr(self._herder, "set_cluster_logger_level", None)
-            if cluster_setter is not None:
-                cluster_setter(name, level_name(level))
-            else:  # no cluster to tell (standalone-like): apply here, as Connect's standalone herder does
-                self.apply(name, level)
+            if self._herder is None or not self._herder.set_cluster_logger_level(name, level_name(level)):
+                self.apply(name, level)  # no cluster to tell: apply here, as Connect's standalone herder does
             return empty_response(204)
         if scope != "worker":
             logger.warning("Received request to alter logging level with unrecognized scope %s, "

@@ -6,18 +6,33 @@ runs. Every method is blocking and thread-safe; the REST layer calls them from i
 
 Errors are the ``connect_runtime.api.errors`` tree, which the REST layer maps to HTTP statuses:
 NotFoundError 404, AlreadyExistsError/ConflictError 409, BadRequestError/ConfigError 400,
-NotLeaderError/NotAssignedError: forward to ``target_url`` (see reference §11.3).
+ForbiddenError 403, NotLeaderError/NotAssignedError: forward to ``target_url`` (see reference §11.3).
+
+The contract is explicit and complete: REST calls these methods unconditionally and builds its
+routes from the types (mypy checks every herder and wrapper), never probing with ``getattr`` or
+``isinstance``. Why one ABC with defaults rather than a Protocol per optional capability: with
+separate Protocols, whether a herder has a capability is only known at run time, so REST would be
+back to probing. Here an optional capability is a real method whose default answers "not supported"
+the way Connect does (topic tracking: 403; cluster logger levels: applied on this worker only) and a
+herder opts in by overriding it; Java's ``Herder`` interface is shaped the same way. The REST
+resources that need only a few methods take a narrow Protocol (:class:`InternalHerder`,
+:class:`ClusterLoggerLevels`); :class:`Herder` subclasses both, so every herder satisfies them and a
+small test double can satisfy them structurally.
 """
 
 from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from connect_runtime.api.errors import ForbiddenError
 from connect_runtime.api.records import SourceMap
+from connect_runtime.runtime.request_signing import DEFAULT_SIGNATURE_ALGORITHM
+
+TOPIC_TRACKING_DISABLED_MESSAGE = "Topic tracking is disabled."
 
 
 class State(enum.Enum):
@@ -167,8 +182,41 @@ class Created:
     info: ConnectorInfo
 
 
-class Herder(ABC):
-    """One member of a Connect cluster, as the REST API sees it."""
+class InternalHerder(Protocol):
+    """What the KIP-507/KIP-710 internal endpoints (``POST .../tasks``, ``PUT .../fence``) need."""
+
+    @abstractmethod
+    def session_key(self) -> bytes | None:
+        """The current session key, or None while it has not been read from the config topic yet."""
+
+    @abstractmethod
+    def put_task_configs(self, connector: str, configs: list[dict[str, str]]) -> None:
+        """Write task configs a follower computed (leader only: NotLeaderError otherwise)."""
+
+    @abstractmethod
+    def fence_zombies(self, connector: str) -> None:
+        """Run a zombie-fencing round for the connector's tasks (leader only)."""
+
+    def verification_algorithms(self) -> Sequence[str]:
+        """The signature algorithms accepted on internal requests (``inter.worker.verification.algorithms``)."""
+        return (DEFAULT_SIGNATURE_ALGORITHM,)
+
+
+class ClusterLoggerLevels(Protocol):
+    """What ``PUT /admin/loggers/{name}?scope=cluster`` (KIP-976) needs."""
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> bool:
+        """Have every worker of the cluster set ``namespace`` to ``level`` (a log4j level name).
+
+        False (the default) when there is no cluster to tell: the caller then sets the level on this
+        worker only, which is what Connect's standalone herder does.
+        """
+        return False
+
+
+class Herder(InternalHerder, ClusterLoggerLevels, ABC):
+    """One member of a Connect cluster, as the REST API sees it: public API, internal endpoints and
+    cluster logger levels."""
 
     # -- cluster & worker ---------------------------------------------------------------------------
     @abstractmethod
@@ -246,3 +294,15 @@ class Herder(ABC):
 
     @abstractmethod
     def validate_connector_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos: ...
+
+    # -- topic tracking (KIP-558), optional ---------------------------------------------------------
+    def connector_active_topics(self, name: str) -> Collection[str]:
+        """The topics the connector has used since its creation or its last reset.
+
+        Not supported by default: ForbiddenError, Connect's 403 when ``topic.tracking.enable`` is false.
+        """
+        raise ForbiddenError(TOPIC_TRACKING_DISABLED_MESSAGE)
+
+    def reset_connector_active_topics(self, name: str) -> None:
+        """Forget the connector's active topics; ForbiddenError (403) when topic tracking is disabled."""
+        raise ForbiddenError(TOPIC_TRACKING_DISABLED_MESSAGE)

@@ -34,7 +34,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
@@ -51,7 +51,20 @@ from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.assembly import build_herder
 from connect_runtime.runtime.distributed_herder import DistributedHerder
-from connect_runtime.runtime.herder import Herder, WorkerHealth
+from connect_runtime.runtime.herder import (
+    ConfigInfos,
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorStateInfo,
+    ConnectorTaskId,
+    Created,
+    Herder,
+    PluginInfo,
+    TargetState,
+    TaskInfo,
+    TaskStateInfo,
+    WorkerHealth,
+)
 from connect_runtime.runtime.malloc_trim import start_process_trimmer
 from connect_runtime.runtime.membership import Assignment
 from connect_runtime.runtime.plugins import Plugins
@@ -106,20 +119,16 @@ class MirrorHerder(DistributedHerder):
                 logger.error("%s: connector %s not configured: %s", self.pair, name, exc)
 
 
-def _delegate(name: str) -> Callable[..., Any]:
-    def method(self: HerderSlot, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self.require(), name)(*args, **kwargs)
-
-    method.__name__ = name
-    return method
-
-
 class HerderSlot(Herder):
     """A stable REST target for one flow whose herder may be rebuilt (cluster unreachable at start).
 
     Supervision runs on the slot's own thread: build, start, wait until ready; on a start failure log
     it, keep the reason for ``/health``, back off and build a new herder. Once a herder is ready the
     slot only watches it (a herder that dies later is rebuilt the same way).
+
+    The REST app is built once, before any herder exists, so the slot is the :class:`Herder` REST
+    sees: every method of the contract is written out and delegates to the running herder, which lets
+    mypy check that nothing is missing.
     """
 
     def __init__(self, pair: SourceAndTarget, build: Callable[[], MirrorHerder]) -> None:
@@ -198,16 +207,99 @@ class HerderSlot(Herder):
             raise ConflictError(f"The herder of flow {self.pair} is not running: {self._problem}")
         return herder
 
-    # -- Herder ---------------------------------------------------------------------------------
+    # -- Herder: each method is served by the running herder ---------------------------------------
+    # Until a herder is ready, calls that need one raise ConflictError (409, with the reason);
+    # health and the session key answer for the slot itself; an optional capability answers what a
+    # herder without it would (Herder's default), so the REST answer does not depend on timing.
     def health(self) -> WorkerHealth:
         herder = self.herder
         if herder is None:
             return WorkerHealth("starting", f"Flow {self.pair}: {self._problem}")
         return herder.health()
 
-    # -- internal endpoints (KIP-710) -------------------------------------------------------------
-    # Defined here, not left to __getattr__: the REST layer decides once, when it builds the app (before
-    # any herder runs), whether a herder serves POST .../tasks and PUT .../fence.
+    def worker_id(self) -> str:
+        return self.require().worker_id()
+
+    def kafka_cluster_id(self) -> str | None:
+        return self.require().kafka_cluster_id()
+
+    def connectors(self) -> list[str]:
+        return self.require().connectors()
+
+    def connector_info(self, name: str) -> ConnectorInfo:
+        return self.require().connector_info(name)
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return self.require().connector_config(name)
+
+    def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,
+                             initial_state: TargetState | None = None) -> Created:
+        return self.require().put_connector_config(name, config, allow_replace, initial_state)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> ConnectorInfo:
+        return self.require().patch_connector_config(name, patch)
+
+    def delete_connector(self, name: str) -> None:
+        self.require().delete_connector(name)
+
+    def connector_status(self, name: str) -> ConnectorStateInfo:
+        return self.require().connector_status(name)
+
+    def task_status(self, task: ConnectorTaskId) -> TaskStateInfo:
+        return self.require().task_status(task)
+
+    def task_configs(self, name: str) -> list[TaskInfo]:
+        return self.require().task_configs(name)
+
+    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> ConnectorStateInfo | None:
+        return self.require().restart_connector(name, include_tasks, only_failed)
+
+    def restart_task(self, task: ConnectorTaskId) -> None:
+        self.require().restart_task(task)
+
+    def pause_connector(self, name: str) -> None:
+        self.require().pause_connector(name)
+
+    def resume_connector(self, name: str) -> None:
+        self.require().resume_connector(name)
+
+    def stop_connector(self, name: str) -> None:
+        self.require().stop_connector(name)
+
+    def connector_offsets(self, name: str) -> list[ConnectorOffset]:
+        return self.require().connector_offsets(name)
+
+    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> None:
+        self.require().alter_connector_offsets(name, offsets)
+
+    def reset_connector_offsets(self, name: str) -> None:
+        self.require().reset_connector_offsets(name)
+
+    def connector_plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
+        return self.require().connector_plugins(connectors_only)
+
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        return self.require().plugin_config(plugin)
+
+    def validate_connector_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
+        return self.require().validate_connector_config(config, plugin)
+
+    def connector_active_topics(self, name: str) -> Collection[str]:
+        herder = self.herder
+        return super().connector_active_topics(name) if herder is None else herder.connector_active_topics(name)
+
+    def reset_connector_active_topics(self, name: str) -> None:
+        herder = self.herder
+        if herder is None:
+            super().reset_connector_active_topics(name)
+        else:
+            herder.reset_connector_active_topics(name)
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> bool:
+        herder = self.herder
+        return False if herder is None else herder.set_cluster_logger_level(namespace, level)
+
+    # -- internal endpoints (KIP-507/KIP-710) -------------------------------------------------------
     def session_key(self) -> bytes | None:
         herder = self.herder
         return None if herder is None else herder.session_key()  # None: 503 until the key is known
@@ -218,20 +310,9 @@ class HerderSlot(Herder):
     def fence_zombies(self, connector: str) -> None:
         self.require().fence_zombies(connector)
 
-    def __getattr__(self, name: str) -> Any:
-        # Optional herder capabilities the REST layer probes for (internal endpoints): only while a
-        # herder runs; AttributeError otherwise, which is what hasattr() expects.
-        if name.startswith("_"):
-            raise AttributeError(name)
-        herder = self.__dict__.get("_herder")
-        if herder is None or not hasattr(herder, name):
-            raise AttributeError(name)
-        return getattr(herder, name)
-
-
-for _name in sorted(Herder.__abstractmethods__ - {"health"}):
-    setattr(HerderSlot, _name, _delegate(_name))
-HerderSlot.__abstractmethods__ = frozenset()
+    def verification_algorithms(self) -> Sequence[str]:
+        herder = self.herder
+        return super().verification_algorithms() if herder is None else herder.verification_algorithms()
 
 
 def _listeners(config: MirrorMakerConfig, rest_port: int | None) -> str:
@@ -289,8 +370,7 @@ class MirrorMaker:
         self.worker_id = f"{advertised_host}:{self.rest.port}"
         self.url = f"http://{self.worker_id}"
         for pair in self.pairs:
-            # HerderSlot's abstract methods are filled in by delegation below its class body.
-            self.slots[pair] = HerderSlot(pair, functools.partial(self._build_herder, pair))  # type: ignore[abstract]
+            self.slots[pair] = HerderSlot(pair, functools.partial(self._build_herder, pair))
         extra_routes = self._start_health()
         self.rest.app = create_app({(p.source, p.target): slot for p, slot in self.slots.items()},
                                    registry=self.registry, extra_routes=extra_routes)

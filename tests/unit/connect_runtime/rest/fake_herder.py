@@ -3,7 +3,8 @@
 It keeps connectors, task configs, target states and offsets in dicts, records every call in
 ``calls`` as ``(method, args...)``, and can be told to raise any error from a method
 (``fail("put_connector_config", NotLeaderError(...))``) to exercise error mapping and forwarding.
-It implements the internal-endpoint protocol too (session key, task configs, fencing).
+It implements the whole contract (internal endpoints too: session key, task configs, fencing) and
+keeps the defaults of the optional capabilities (topic tracking 403, no cluster logger levels).
 The real herder is tested end to end against real brokers elsewhere; this fake only pins the
 REST layer's own contract: statuses, JSON shapes, validation, forwarding.
 """
@@ -214,7 +215,7 @@ class FakeHerder(Herder):
                    for k, v in sorted(config.items())]
         return ConfigInfos(plugin or config.get("connector.class", ""), 0, ["Common"], configs)
 
-    # -- internal endpoints (connect_runtime.rest.internal.InternalHerder) ---------------------------
+    # -- internal endpoints (connect_runtime.runtime.herder.InternalHerder) ------------------------
     def session_key(self) -> bytes | None:
         return self.key
 

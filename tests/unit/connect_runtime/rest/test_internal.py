@@ -12,9 +12,8 @@ from starlette.testclient import TestClient
 
 from connect_runtime.api.errors import NotLeaderError
 from connect_runtime.rest.app import create_app
-from connect_runtime.rest.forwarding import Forwarder
-from connect_runtime.rest.internal import SIGNATURE_ALGORITHM_HEADER, SIGNATURE_HEADER, internal_routes, sign
 from connect_runtime.rest.server import RestServer
+from connect_runtime.runtime.request_signing import SIGNATURE_ALGORITHM_HEADER, SIGNATURE_HEADER, signature_headers
 
 from .conftest import source_config
 from .fake_herder import FakeHerder
@@ -38,7 +37,7 @@ def mm2(flow_herder: FakeHerder) -> Iterator[TestClient]:
 
 def signed(herder: FakeHerder, body: bytes, algorithm: str = "HmacSHA256") -> dict[str, str]:
     assert herder.key is not None
-    return {**sign(herder.key, body, algorithm), "content-type": "application/json"}
+    return {**signature_headers(herder.key, algorithm, body), "content-type": "application/json"}
 
 
 def test_signed_task_configs_are_written(mm2: TestClient, flow_herder: FakeHerder) -> None:
@@ -101,10 +100,6 @@ def test_unknown_flow_is_404_with_connect_message(mm2: TestClient) -> None:
     response = mm2.put("/X/Y%20Z/connectors/src/fence", headers={})
     assert response.status_code == 404
     assert response.json()["message"] == "No replication flow found for source 'X' and target 'Y Z'"
-
-
-def test_herders_without_internal_support_get_no_routes() -> None:
-    assert internal_routes(object(), Forwarder()) == []
 
 
 def test_follower_forwards_signed_request_to_leader(flow_herder: FakeHerder) -> None:

@@ -58,8 +58,9 @@ def test_unknown_logger_is_404(client: TestClient) -> None:
 
 def test_cluster_scope_uses_herder_when_it_can() -> None:
     class ClusterHerder(FakeHerder):
-        def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        def set_cluster_logger_level(self, namespace: str, level: str) -> bool:
             self.calls.append(("set_cluster_logger_level", namespace, level))
+            return True
 
     herder = ClusterHerder()
     with TestClient(create_app(herder)) as client:
