@@ -1,14 +1,15 @@
 """Membership of a Connect group through Kafka's own group coordinator (Java's ``WorkerCoordinator``).
 
 :class:`KafkaGroupMembership` implements :class:`~connect_runtime.runtime.membership.GroupMembership`
-on kafka-python's ``BaseCoordinator``: JoinGroup / SyncGroup / Heartbeat / LeaveGroup with protocol
-type ``connect`` (wire format in :mod:`.protocol`). The broker picks the leader; the leader runs the
+on kafka-python's ``BaseCoordinator``, reached only through :mod:`.kafka_python_adapter` (the one
+module that touches kafka-python): JoinGroup / SyncGroup / Heartbeat / LeaveGroup with protocol type
+``connect`` (wire format in :mod:`.protocol`). The broker picks the leader; the leader runs the
 incremental cooperative assignor (:mod:`connect_runtime.runtime.assignor`) over the config snapshot the
 herder last handed to :meth:`KafkaGroupMembership.poll`; every member learns its share in SyncGroup.
 
 Threads. kafka-python runs one IO thread per client: heartbeats, and the JoinGroup/SyncGroup exchange
-including :meth:`_WorkerCoordinator.group_protocols` and ``_perform_assignment`` (the leader's
-assignor), run there. The herder's tick thread calls ``join`` / ``poll`` / ``leave``; ``poll`` drives
+including the adapter's callbacks (``_join_metadata``, ``_leader_assign`` - the leader's assignor -,
+``_joined``, ``_confirm``), run there. The herder's tick thread calls ``join`` / ``poll`` / ``leave``; ``poll`` drives
 rejoins (``ensure_active_group``) and hands finished assignments over. The two sides share a few
 fields under ``_state_lock``; the IO side never blocks on the herder.
 
@@ -48,66 +49,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-with warnings.catch_warnings():
-    # kafka-python 3.0 loads its protocol schemas with importlib.resources.read_text, deprecated since
-    # Python 3.11: keep that import-time DeprecationWarning out of our users' logs and strict test runs.
-    warnings.simplefilter("ignore", DeprecationWarning)
-    from kafka import errors as kafka_errors
-    from kafka.coordinator.base import BaseCoordinator
-
-    try:
-        from kafka.net.compat import KafkaNetClient
-    except ImportError as exc:  # kafka-python 2.x: another coordinator API altogether
-        raise ImportError("Connect group membership needs kafka-python >= 3.0") from exc
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
 from connect_runtime.runtime.coordination import protocol
+from connect_runtime.runtime.coordination.kafka_python_adapter import (
+    CoordinatorCallbacks,
+    CoordinatorSettings,
+    KafkaError,
+    KafkaPythonCoordinator,
+    kafka_python_config,
+)
 from connect_runtime.runtime.herder import ConnectorTaskId
 from connect_runtime.runtime.membership import Assignment
 from connect_runtime.storage.config_store import ClusterConfigState
 
 logger = logging.getLogger(__name__)
-
-#: librdkafka property -> kafka-python keyword, for the client settings the coordinator needs.
-_CLIENT_KEYS = {
-    "bootstrap.servers": "bootstrap_servers", "client.id": "client_id",
-    "request.timeout.ms": "request_timeout_ms", "retry.backoff.ms": "retry_backoff_ms",
-    "reconnect.backoff.ms": "reconnect_backoff_ms", "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
-    "connections.max.idle.ms": "connections_max_idle_ms", "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism", "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username", "sasl.password": "sasl_plain_password",
-    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
-    "ssl.ca.location": "ssl_cafile", "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile", "ssl.key.password": "ssl_password", "ssl.crl.location": "ssl_crlfile",
-}
-_INT_KEYS = frozenset({"request_timeout_ms", "retry_backoff_ms", "reconnect_backoff_ms",
-                       "reconnect_backoff_max_ms", "connections_max_idle_ms"})
-
-
-def kafka_python_config(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
-    """kafka-python client keywords from a librdkafka config (``DistributedWorkerConfig.admin_config()``).
-
-    Only connection and security settings matter to a group member; other keys are ignored.
-    """
-    out: dict[str, Any] = {}
-    for key, value in librdkafka.items():
-        name = _CLIENT_KEYS.get(key)
-        if name is None or value is None:
-            continue
-        text = str(value)
-        out[name] = int(text) if name in _INT_KEYS else text
-    if "security_protocol" in out:
-        out["security_protocol"] = str(out["security_protocol"]).upper()
-    if str(librdkafka.get("ssl.endpoint.identification.algorithm", "https")).lower() == "none":
-        out["ssl_check_hostname"] = False
-    return out
 
 
 class _MustStopFirst(Exception):
@@ -119,92 +80,6 @@ class _Completed:
     generation: int
     member_id: str
     data: bytes
-
-
-class _WorkerCoordinator(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
-    """The IO-thread half: group protocol callbacks. All state it shares lives in the membership."""
-
-    def __init__(self, owner: KafkaGroupMembership, client: KafkaNetClient, **configs: Any) -> None:
-        super().__init__(client, **configs)
-        self._owner = owner
-        self._unclaimed: bytes | None = None  # IO thread only
-
-    def protocol_type(self) -> str:
-        return protocol.PROTOCOL_TYPE
-
-    def group_protocols(self) -> list[tuple[str, bytes]]:
-        owner = self._owner
-        with owner._state_lock:
-            owned, snapshot = owner._owned, owner._snapshot
-            owner._join_seq += 1
-            join_seq = owner._join_seq
-        if owned and self._generation.is_lost():
-            raise _MustStopFirst()
-        metadata = protocol.MemberMetadata(owner.advertised_url, snapshot.offset, owned, join_seq)
-        return [(protocol.PROTOCOL_NAME, protocol.encode_metadata(metadata))]
-
-    def _perform_assignment(self, leader_id: str, protocol_name: str, members: list[Any]) -> dict[str, bytes]:
-        return self._owner._leader_assign(leader_id, self._generation.generation_id,
-                                          {m.member_id: bytes(m.metadata) for m in members})
-
-    async def _on_join_complete_async(self, generation: int, member_id: str, protocol_name: str,
-                                      member_assignment_bytes: bytes) -> None:
-        self._unclaimed = None
-        with self._owner._state_lock:
-            self._owner._completed = _Completed(generation, member_id, bytes(member_assignment_bytes))
-            self._owner._last_completed_generation = generation
-        self._owner._notify()
-
-    async def _do_join_and_sync_async(self) -> Any:
-        """One JoinGroup + SyncGroup, unless the previous one finished while nobody was waiting.
-
-        kafka-python 3.0 keeps the join task across ``ensure_active_group`` calls, but when the task
-        completes between two calls, the next call sees it done and starts a new one: the assignment
-        is dropped and a fresh JoinGroup sent. With a herder polling at a zero timeout that happens on
-        nearly every rebalance (each JoinGroup of the leader starting yet another rebalance). So a
-        finished exchange is kept here until ``_on_join_complete_async`` has consumed it.
-        """
-        if self._unclaimed is not None:
-            claimed, self._unclaimed = self._unclaimed, None
-            return claimed
-        self._owner._set_join_started(time.monotonic())
-        try:
-            self._unclaimed = await super()._do_join_and_sync_async()
-            return self._unclaimed
-        finally:
-            self._owner._set_join_started(None)
-            self._owner._notify()  # the herder's next poll completes the join
-
-    def _process_sync_group_response(self, response: Any, send_time: float) -> Any:
-        try:
-            result = super()._process_sync_group_response(response, send_time)
-        except kafka_errors.RebalanceInProgressError:
-            # Still a member; it must rejoin. The broker held this SyncGroup until another member's
-            # JoinGroup started a new rebalance, and restarted our session when it answered (Kafka's
-            # coordinator reschedules the heartbeat expiry of every member it answers that way), so
-            # the answer's arrival confirms us, give or take one network latency. Confirming at the
-            # send time instead made a worker whose SyncGroup was held for a session fence itself.
-            self._owner._confirm(time.monotonic())
-            raise
-        self._owner._confirm(send_time)
-        return result
-
-    def _handle_heartbeat_response(self, response: Any, send_time: float) -> Any:
-        try:
-            result = super()._handle_heartbeat_response(response, send_time)
-        except kafka_errors.RebalanceInProgressError:
-            self._owner._confirm(send_time)  # still a member; it must rejoin
-            raise
-        self._owner._confirm(send_time)
-        return result
-
-    def request_rejoin(self) -> None:
-        super().request_rejoin()
-        self._owner._notify()
-
-    def reset_generation(self, member_id: str = "") -> None:
-        super().reset_generation(member_id)
-        self._owner._notify()
 
 
 class KafkaGroupMembership:
@@ -227,17 +102,14 @@ class KafkaGroupMembership:
         self._session_s = session_timeout_ms / 1000
         self._rebalance_s = rebalance_timeout_ms / 1000
         self._heartbeat_s = heartbeat_interval_ms / 1000
-        self._coordinator_config = {
-            "group_id": group_id, "session_timeout_ms": session_timeout_ms,
-            "heartbeat_interval_ms": heartbeat_interval_ms, "max_poll_interval_ms": rebalance_timeout_ms,
-            "retry_backoff_ms": int(self._client_config.get("retry_backoff_ms", 100)),
-            "request_timeout_ms": int(self._client_config.get("request_timeout_ms", 30_000)),
-        }
+        self._settings = CoordinatorSettings(
+            group_id, session_timeout_ms, heartbeat_interval_ms, rebalance_timeout_ms,
+            retry_backoff_ms=int(self._client_config.get("retry_backoff_ms", 100)),
+            request_timeout_ms=int(self._client_config.get("request_timeout_ms", 30_000)))
         self._bootstrap_timeout_s = bootstrap_timeout_s
         self._notify_herder = notify
         self._assignor = IncrementalCooperativeAssignor(scheduled_rebalance_max_delay_ms)
-        self._client: KafkaNetClient | None = None
-        self._coordinator: _WorkerCoordinator | None = None
+        self._coordinator: KafkaPythonCoordinator | None = None
         self._wakeup = threading.Event()
         self._state_lock = threading.Lock()
         # Shared with the IO thread (under _state_lock):
@@ -274,7 +146,7 @@ class KafkaGroupMembership:
 
     @property
     def member_id(self) -> str | None:
-        return None if self._coordinator is None else str(self._coordinator._generation.member_id)
+        return None if self._coordinator is None else self._coordinator.member_id
 
     @property
     def generation(self) -> int:
@@ -317,7 +189,7 @@ class KafkaGroupMembership:
         while True:
             try:
                 coordinator.poll_heartbeat()
-            except kafka_errors.KafkaError as exc:
+            except KafkaError as exc:
                 logger.warning("Group %s: heartbeat loop failed (%r); it restarts on the next join",
                                self.group_id, exc)
             fenced = self._fence_if_lost()
@@ -355,15 +227,13 @@ class KafkaGroupMembership:
     def leave(self) -> None:
         """LeaveGroup and close the client. Call after stopping all owned work: the group reassigns it
         (after ``scheduled.rebalance.max.delay.ms``) without waiting for this worker's session to expire."""
-        coordinator, client = self._coordinator, self._client
-        self._coordinator = self._client = None
+        coordinator, self._coordinator = self._coordinator, None
         if coordinator is not None:
             try:
-                coordinator.close(timeout_ms=self._coordinator_config["request_timeout_ms"])
-            except (kafka_errors.KafkaError, RuntimeError) as exc:
+                coordinator.leave_group(timeout_ms=self._settings.request_timeout_ms)
+            except (KafkaError, RuntimeError) as exc:
                 logger.warning("Group %s: LeaveGroup failed: %r", self.group_id, exc)
-        if client is not None:
-            client.close()
+            coordinator.close()
         with self._state_lock:
             self._owned = EMPTY
             self._completed = None
@@ -375,31 +245,22 @@ class KafkaGroupMembership:
     def _start(self, timeout_s: float) -> None:
         if self._coordinator is not None:
             return
-        config = {"client_id": f"connect-{self.group_id}", **self._client_config}
-        client = KafkaNetClient(**config)
-        client._net.start()
-        try:
-            client._manager.bootstrap(int(timeout_s * 1000))
-        except kafka_errors.KafkaError as exc:
-            client.close()
-            raise ConnectError(
-                f"cannot reach the Kafka cluster of Connect group {self.group_id}: {exc!r}") from exc
-        version = client._manager.broker_version
-        if version is None:
-            client.close()
-            raise ConnectError(f"cannot reach the Kafka cluster of Connect group {self.group_id}")
-        self._client = client
-        self._coordinator = _WorkerCoordinator(self, client, api_version=version, **self._coordinator_config)
+        callbacks = CoordinatorCallbacks(metadata=self._join_metadata, assign=self._leader_assign,
+                                         joined=self._joined, join_in_flight=self._set_join_started,
+                                         confirmed=self._confirm, changed=self._notify)
+        self._coordinator = KafkaPythonCoordinator.connect(
+            {"client_id": f"connect-{self.group_id}", **self._client_config}, self._settings,
+            protocol.PROTOCOL_TYPE, protocol.PROTOCOL_NAME, callbacks, timeout_s)
         logger.info("Group %s: member client started (broker version %s), advertised URL %s",
-                    self.group_id, version, self.advertised_url)
+                    self.group_id, self._coordinator.broker_version, self.advertised_url)
 
     def _join_once(self, timeout_s: float) -> Assignment | None:
         assert self._coordinator is not None
         try:
-            joined = self._coordinator.ensure_active_group(timeout_ms=max(1, int(timeout_s * 1000)))
+            joined = self._coordinator.ensure_active_group(timeout_s)
         except _MustStopFirst:
             return self._fence("its membership was lost during a rejoin")
-        except kafka_errors.KafkaError as exc:
+        except KafkaError as exc:
             raise ConnectError(f"worker cannot join Connect group {self.group_id}: {exc!r}") from exc
         with self._state_lock:
             completed, self._completed = self._completed, None
@@ -448,7 +309,7 @@ class KafkaGroupMembership:
                 # The broker keeps a joining member for up to rebalance.timeout.ms, then it has a
                 # session to sync; heartbeats pause meanwhile.
                 deadline = max(deadline, self._join_started_at + self._rebalance_s + self._session_s)
-        if self._coordinator._generation.is_lost():
+        if self._coordinator.generation_lost:
             return self._fence("its membership was lost")
         if time.monotonic() > deadline:
             return self._fence(f"no heartbeat was acknowledged for {self._session_s} s")
@@ -469,6 +330,23 @@ class KafkaGroupMembership:
             # leader would believe the work still ran there: nothing would ever restart it.
             self._coordinator.request_rejoin()
         return self._current
+
+    def _join_metadata(self, generation_lost: bool) -> bytes:
+        """IO thread: what this member reports in its JoinGroup; refuses to report work it lost."""
+        with self._state_lock:
+            owned, snapshot = self._owned, self._snapshot
+            self._join_seq += 1
+            join_seq = self._join_seq
+        if owned and generation_lost:
+            raise _MustStopFirst()
+        return protocol.encode_metadata(protocol.MemberMetadata(self.advertised_url, snapshot.offset, owned, join_seq))
+
+    def _joined(self, generation: int, member_id: str, data: bytes) -> None:
+        """IO thread: a JoinGroup + SyncGroup finished; the herder's next poll applies it."""
+        with self._state_lock:
+            self._completed = _Completed(generation, member_id, data)
+            self._last_completed_generation = generation
+        self._notify()
 
     def _leader_assign(self, leader_id: str, generation: int,
                        metadata: Mapping[str, bytes]) -> dict[str, bytes]:

@@ -12,6 +12,7 @@ import pytest
 
 from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks
 from connect_runtime.runtime.coordination import KafkaGroupMembership, kafka_python_config, protocol
+from connect_runtime.runtime.coordination.kafka_membership import _MustStopFirst
 from connect_runtime.runtime.herder import ConnectorTaskId
 from connect_runtime.runtime.worker_config import DistributedWorkerConfig
 from connect_runtime.storage.config_store import ClusterConfigState
@@ -95,11 +96,10 @@ def test_a_leader_behind_a_member_on_the_config_topic_assigns_nothing() -> None:
 
 
 def _owning(member: KafkaGroupMembership, generation_lost: bool) -> None:
-    """A joined member owning work; only its coordinator's generation matters to the fencing check."""
-    generation = SimpleNamespace(is_lost=lambda: generation_lost)
+    """A joined member owning work; only whether its generation is lost matters to the fencing check."""
     rejoins: list[bool] = []
     member._coordinator = SimpleNamespace(  # type: ignore[assignment]
-        _generation=generation, request_rejoin=lambda: rejoins.append(True), rejoins=rejoins)
+        generation_lost=generation_lost, request_rejoin=lambda: rejoins.append(True), rejoins=rejoins)
     member._owned = ConnectorsAndTasks.of({"a"}, {ConnectorTaskId("a", 0)})
 
 
@@ -136,6 +136,28 @@ def test_a_member_whose_generation_is_lost_stops_everything_before_rejoining() -
     assert fenced is not None and not fenced.tasks
 
 
+def test_join_metadata_reports_owned_work_and_refuses_once_the_generation_is_lost() -> None:
+    member = membership()
+    member._snapshot = snapshot(offset=5)
+    owned = ConnectorsAndTasks.of({"a"}, {ConnectorTaskId("a", 0)})
+    member._owned = owned
+    reported = protocol.decode_metadata(member._join_metadata(False))
+    assert reported == protocol.MemberMetadata("http://leader:8083/", 5, owned, join_seq=1)
+    with pytest.raises(_MustStopFirst):  # it must stop its work before it rejoins
+        member._join_metadata(True)
+    member._owned = EMPTY
+    assert protocol.decode_metadata(member._join_metadata(True)).join_seq == 3  # nothing owned: rejoin
+
+
+def test_a_finished_join_is_handed_to_the_next_poll_and_wakes_the_herder() -> None:
+    woken: list[bool] = []
+    member = KafkaGroupMembership("g", None, {"bootstrap_servers": "127.0.0.1:1"}, notify=lambda: woken.append(True))
+    member._joined(4, "m1", b"{}")
+    assert member._completed is not None and member._completed.generation == 4
+    assert member._last_completed_generation == 4
+    assert woken == [True]
+
+
 def test_from_worker_config_takes_group_timeouts_and_client_security_settings() -> None:
     config = DistributedWorkerConfig({
         "bootstrap.servers": "h:9092", "group.id": "connect-cluster", "config.storage.topic": "c",
@@ -151,7 +173,8 @@ def test_from_worker_config_takes_group_timeouts_and_client_security_settings() 
     assert member._client_config == {"bootstrap_servers": "h:9092", "security_protocol": "SASL_PLAINTEXT",
                                      "sasl_mechanism": "PLAIN", "client_id": "connect-connect-cluster-coordinator",
                                      "sasl_plain_username": "u", "sasl_plain_password": "p"}
-    assert member._coordinator_config["session_timeout_ms"] == 7000
-    assert member._coordinator_config["heartbeat_interval_ms"] == 2000
-    assert member._coordinator_config["max_poll_interval_ms"] == 30000
+    coordinator_config = member._settings.coordinator_config()
+    assert coordinator_config["session_timeout_ms"] == 7000
+    assert coordinator_config["heartbeat_interval_ms"] == 2000
+    assert coordinator_config["max_poll_interval_ms"] == 30000  # kafka-python's name for rebalance.timeout.ms
     assert member._assignor.max_delay_ms == 12345
