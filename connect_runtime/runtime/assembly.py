@@ -8,6 +8,7 @@ how the worker id and generations are chosen) exists once.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -21,6 +22,7 @@ from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.distributed_herder import DistributedHerder
 from connect_runtime.runtime.membership import GroupMembership
 from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.released_work import released_work
 from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.runtime.worker import Worker
 from connect_runtime.storage.config_store import KafkaConfigStore
@@ -54,12 +56,14 @@ class WakeupRelay:
             target.wakeup()
 
 
-def kafka_membership(config: wc.DistributedWorkerConfig, advertised_url: str, _status_store: KafkaStatusStore,
+def kafka_membership(config: wc.DistributedWorkerConfig, advertised_url: str, status_store: KafkaStatusStore,
                      notify: Callable[[], None]) -> GroupMembership:
-    """Membership through Kafka's group coordinator for ``group.id`` (several workers share the work)."""
+    """Membership through Kafka's group coordinator for ``group.id`` (several workers share the work);
+    the leader tells a clean departure from a crash by the statuses (see :mod:`released_work`)."""
     from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
 
-    return KafkaGroupMembership.from_worker_config(config, advertised_url, notify=notify)
+    return KafkaGroupMembership.from_worker_config(
+        config, advertised_url, notify=notify, released_work=functools.partial(released_work, status_store))
 
 
 def sole_membership(_config: wc.DistributedWorkerConfig, advertised_url: str, status_store: KafkaStatusStore,

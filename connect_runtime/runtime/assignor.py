@@ -20,14 +20,23 @@ Invariants (the coordinator and the herder keep the other half; see ``kafka_memb
 * **C. Balanced within one.** Connectors and tasks are balanced separately (as Java does): after the
   rounds settle, every worker holds ``floor(n/w)`` or ``ceil(n/w)`` of each. The ceil slots go to the
   currently most loaded workers, so the fewest items move.
-* **D. Lost work is held.** Work the leader assigned last round that no member reports any more (its
-  worker left or died) is held unassigned for up to ``max_delay_ms`` (``scheduled.rebalance.max.delay.ms``)
-  so that a restarting worker finds it still free; no balance revocation happens while work is held
-  (moving things around for a worker that is about to come back is wasted churn). When the delay
-  expires, lost work goes to the least loaded workers, which are the ones that (re)joined empty.
-  Exceptions, as in Java: when every member of the previous round is still present (the work was
-  lost by a member that missed its assignment, not by a departure) or when this leader has no valid
-  memory (new leader, or it missed a generation), missing work is treated as new and assigned at once.
+* **D. Lost work is held only when its owner let it go.** Work the leader assigned last round that no
+  member reports any more (its worker left or died) is *lost*. Lost work whose last status says its
+  owner stopped it cleanly (``released``: UNASSIGNED, written by a worker that shut down or restarts)
+  is held unassigned for up to ``max_delay_ms`` (``scheduled.rebalance.max.delay.ms``) so that the
+  restarting worker finds it still free; as soon as a new, empty member joins while work is held (the
+  restarted worker, under its new member id) the held work goes to it at once instead of waiting out
+  the delay. Lost work whose owner did *not* release it (a crash, kill -9, a machine or network loss:
+  its status still says it runs there) is held only for ``crash_delay_ms``
+  (``scheduled.rebalance.crash.delay.ms``, default 0: reassigned in the round that notices the
+  departure). Java holds all lost work for the full delay, so a dead node stops its share of the work
+  for five minutes; for a replicator that is five minutes of extra RPO exactly when a machine dies.
+  No balance revocation happens while work is held (moving things around for a worker that is about
+  to come back is wasted churn). When the delay expires, lost work goes to the least loaded workers,
+  which are the ones that (re)joined empty. Exceptions, as in Java: when every member of the previous
+  round is still present (the work was lost by a member that missed its assignment, not by a
+  departure) or when this leader has no valid memory (new leader, or it missed a generation), missing
+  work is treated as new and assigned at once.
 * **E. Deterministic.** Members and items are visited in sorted order; the same inputs and memory
   give the same plan.
 """
@@ -37,7 +46,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from connect_runtime.runtime.herder import ConnectorTaskId
@@ -115,6 +124,26 @@ class AssignmentPlan:
 
 
 @dataclass
+class _Deadline:
+    """When held lost work is reassigned anyway; ``at_ms`` 0: nothing held."""
+
+    at_ms: float = 0.0
+
+    def hold(self, work: ConnectorsAndTasks, delay_ms: int, now_ms: float) -> tuple[ConnectorsAndTasks, int]:
+        """(work still held, ms left); starts the clock on first use, clears it when it expires."""
+        if not work or delay_ms <= 0:
+            self.at_ms = 0.0
+            return EMPTY, 0
+        if self.at_ms > 0 and now_ms >= self.at_ms:
+            logger.info("Scheduled rebalance delay expired; reassigning lost work %s", work)
+            self.at_ms = 0.0
+            return EMPTY, 0
+        if self.at_ms <= 0:
+            self.at_ms = now_ms + delay_ms
+        return work, max(1, int(self.at_ms - now_ms))
+
+
+@dataclass
 class _Memory:
     """What the leader remembers from the round it computed last (Java's ``previousAssignment`` etc.)."""
 
@@ -122,24 +151,29 @@ class _Memory:
     revoked: ConnectorsAndTasks = EMPTY  # revoked last round (to detect a revocation that did not happen)
     members: frozenset[str] = frozenset()
     generation: int | None = None
-    scheduled_ms: float = 0.0  # when held lost work is released; 0: nothing scheduled
+    clean_hold: _Deadline = field(default_factory=_Deadline)  # work its owner released
+    crash_hold: _Deadline = field(default_factory=_Deadline)  # work of crashed members
+    hold_members: frozenset[str] = frozenset()  # the members when the current hold began
 
 
 class IncrementalCooperativeAssignor:
     """KIP-415 assignment with memory across rounds; one instance per worker (used while it leads)."""
 
-    def __init__(self, max_delay_ms: int) -> None:
+    def __init__(self, max_delay_ms: int, crash_delay_ms: int = 0) -> None:
         self.max_delay_ms = max_delay_ms
+        self.crash_delay_ms = crash_delay_ms
         self._memory = _Memory()
 
     def assign(self, configured: ConnectorsAndTasks, owned: Mapping[str, ConnectorsAndTasks], *,
-               generation: int, last_completed_generation: int | None, now_ms: float) -> AssignmentPlan:
+               generation: int, last_completed_generation: int | None, now_ms: float,
+               released: ConnectorsAndTasks = EMPTY) -> AssignmentPlan:
         """Compute the plan for ``generation``.
 
         ``owned`` maps every member id of the new generation to what it reports it runs.
         ``last_completed_generation`` is the last generation this worker completed (any leader); if
         it is not the one this assignor computed last, the memory is stale and is dropped (Java does
-        the same) so missing work is treated as new.
+        the same) so missing work is treated as new. ``released`` is the work whose last status says
+        its owner stopped it cleanly (invariant D); other lost work counts as crashed.
         """
         if not owned:
             return AssignmentPlan({})
@@ -161,9 +195,8 @@ class IncrementalCooperativeAssignor:
         current = {m: owned[m] - revoke[m] for m in members}
         lost = (previous & configured) - active
         new = configured - previous - active
-        held, delay_ms = self._handle_lost(lost, set(owned), now_ms)
-        if not held:
-            new = new | lost
+        held, delay_ms = self._handle_lost(lost, released, owned, now_ms)
+        new = new | (lost - held)
 
         if delay_ms == 0:
             for member, extra in self._balance_revocations(configured, current).items():
@@ -199,27 +232,40 @@ class IncrementalCooperativeAssignor:
             logger.warning("Work owned by more than one member, revoked from all of them: %s", duplicated)
         return {m: (o - configured) | (o & duplicated) for m, o in owned.items()}
 
-    def _handle_lost(self, lost: ConnectorsAndTasks, members: set[str],
-                     now_ms: float) -> tuple[ConnectorsAndTasks, int]:
-        """Invariant D: returns (work to hold back, delay_ms); nothing held: lost work is reassigned now."""
+    def _handle_lost(self, lost: ConnectorsAndTasks, released: ConnectorsAndTasks,
+                     owned: Mapping[str, ConnectorsAndTasks], now_ms: float) -> tuple[ConnectorsAndTasks, int]:
+        """Invariant D: returns (work to hold back, delay_ms); lost work not held is reassigned now."""
         memory = self._memory
         if not lost:
-            memory.scheduled_ms = 0.0
+            memory.clean_hold.at_ms = memory.crash_hold.at_ms = 0.0
             return EMPTY, 0
-        if self.max_delay_ms <= 0:
-            return EMPTY, 0
-        if memory.scheduled_ms <= 0 and memory.members <= members:
+        holding = memory.clean_hold.at_ms > 0 or memory.crash_hold.at_ms > 0
+        if not holding and memory.members <= set(owned):
             logger.info("Work %s missing although no member departed; reassigning it now", lost)
             return EMPTY, 0
-        if memory.scheduled_ms > 0 and now_ms >= memory.scheduled_ms:
-            logger.info("Scheduled rebalance delay expired; reassigning lost work %s", lost)
-            memory.scheduled_ms = 0.0
-            return EMPTY, 0
-        if memory.scheduled_ms <= 0:
-            memory.scheduled_ms = now_ms + self.max_delay_ms
-        delay_ms = max(1, int(memory.scheduled_ms - now_ms))
-        logger.info("Holding lost work %s for %d ms (scheduled.rebalance.max.delay.ms)", lost, delay_ms)
-        return lost, delay_ms
+        if not holding:
+            memory.hold_members = memory.members
+        clean = lost & released
+        crashed = lost - clean
+        held_clean, clean_delay = memory.clean_hold.hold(clean, self.max_delay_ms, now_ms)
+        if held_clean and self._newcomers(owned):
+            logger.info("Lost work %s goes to the member(s) that joined since it was released: %s", held_clean,
+                        ", ".join(self._newcomers(owned)))
+            memory.clean_hold.at_ms, held_clean, clean_delay = 0.0, EMPTY, 0
+        held_crashed, crash_delay = memory.crash_hold.hold(crashed, self.crash_delay_ms, now_ms)
+        if crashed and not held_crashed:
+            logger.info("Reassigning work %s of departed member(s) that did not release it (crash or lost "
+                        "connection)", crashed)
+        held = held_clean | held_crashed
+        delays = [d for d in (clean_delay, crash_delay) if d > 0]
+        if held:
+            logger.info("Holding lost work %s for %d ms (released: scheduled.rebalance.max.delay.ms; "
+                        "crashed: scheduled.rebalance.crash.delay.ms)", held, min(delays))
+        return held, min(delays) if delays else 0
+
+    def _newcomers(self, owned: Mapping[str, ConnectorsAndTasks]) -> list[str]:
+        """Members that joined empty since the hold began: restarted workers, under new member ids."""
+        return sorted(m for m, work in owned.items() if not work and m not in self._memory.hold_members)
 
     @staticmethod
     def _balance_revocations(configured: ConnectorsAndTasks,

@@ -244,7 +244,10 @@ class DistributedHerder(AbstractHerder):
             logger.exception("Error while stopping connectors and tasks")
         steps = list(reversed(self._stops))  # worker first, the stores it writes to last
         if self._ready.is_set():
-            steps.insert(0, self._membership.leave)  # our work is stopped: others may take it at once
+            # Our work is stopped: others may take it at once. The UNASSIGNED statuses of that work
+            # are flushed first: they tell the leader that we left cleanly, so it holds our work for
+            # our return instead of reassigning it as a crashed member's (see released_work.py).
+            steps[:0] = [self._status_store.flush, self._membership.leave]
         for step in steps:
             try:
                 step()

@@ -53,6 +53,7 @@ ADVERTISED_HOST = "rest.advertised.host.name"
 ADVERTISED_PORT = "rest.advertised.port"
 ADVERTISED_LISTENER = "rest.advertised.listener"
 SCHEDULED_REBALANCE_MAX_DELAY_MS = "scheduled.rebalance.max.delay.ms"
+SCHEDULED_REBALANCE_CRASH_DELAY_MS = "scheduled.rebalance.crash.delay.ms"
 SESSION_TIMEOUT_MS = "session.timeout.ms"
 HEARTBEAT_INTERVAL_MS = "heartbeat.interval.ms"
 REBALANCE_TIMEOUT_MS = "rebalance.timeout.ms"
@@ -124,7 +125,14 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
               "How long a REST request waits for the herder before answering 500 'Request timed out'.",
               at_least(1), _REST),
     ConfigKey(SCHEDULED_REBALANCE_MAX_DELAY_MS, Type.INT, 300000, Importance.LOW,
-              "How long the leader waits for a departed worker to return before reassigning its work.",
+              "How long the leader holds the work of a worker that shut down cleanly (a rolling restart) "
+              "before reassigning it; a worker that joins empty meanwhile gets it at once.",
+              at_least(0), _GROUP),
+    ConfigKey(SCHEDULED_REBALANCE_CRASH_DELAY_MS, Type.INT, 0, Importance.LOW,
+              "How long the leader holds the work of a worker that left without stopping it (crash, kill -9, "
+              "lost machine or network: its statuses still say RUNNING) before reassigning it. Not in Java "
+              "Connect, which holds all lost work for scheduled.rebalance.max.delay.ms; set both to the same "
+              "value for Java's behaviour.",
               at_least(0), _GROUP),
     ConfigKey(SESSION_TIMEOUT_MS, Type.INT, 10000, Importance.HIGH,
               "Group session timeout: a worker silent for this long is removed from the group.",

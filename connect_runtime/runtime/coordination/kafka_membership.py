@@ -95,7 +95,9 @@ class KafkaGroupMembership:
     def __init__(self, group_id: str, advertised_url: str | None, client_config: Mapping[str, Any], *,
                  session_timeout_ms: int = 10_000, heartbeat_interval_ms: int = 3_000,
                  rebalance_timeout_ms: int = 60_000, scheduled_rebalance_max_delay_ms: int = 300_000,
-                 bootstrap_timeout_s: float = 30.0, notify: Callable[[], None] | None = None) -> None:
+                 scheduled_rebalance_crash_delay_ms: int = 0, bootstrap_timeout_s: float = 30.0,
+                 notify: Callable[[], None] | None = None,
+                 released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None) -> None:
         self.group_id = group_id
         self.advertised_url = advertised_url
         self._client_config = dict(client_config)
@@ -108,7 +110,11 @@ class KafkaGroupMembership:
             request_timeout_ms=int(self._client_config.get("request_timeout_ms", 30_000)))
         self._bootstrap_timeout_s = bootstrap_timeout_s
         self._notify_herder = notify
-        self._assignor = IncrementalCooperativeAssignor(scheduled_rebalance_max_delay_ms)
+        self._assignor = IncrementalCooperativeAssignor(scheduled_rebalance_max_delay_ms,
+                                                        scheduled_rebalance_crash_delay_ms)
+        #: Which of the given work its last owner stopped cleanly (the assignor's invariant D); without
+        #: it every departure counts as a crash.
+        self._released_work = released_work
         self._coordinator: KafkaPythonCoordinator | None = None
         self._wakeup = threading.Event()
         self._state_lock = threading.Lock()
@@ -126,7 +132,9 @@ class KafkaGroupMembership:
 
     @classmethod
     def from_worker_config(cls, config: wc.DistributedWorkerConfig, advertised_url: str | None,
-                           notify: Callable[[], None] | None = None) -> KafkaGroupMembership:
+                           notify: Callable[[], None] | None = None,
+                           released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None,
+                           ) -> KafkaGroupMembership:
         """From the worker config: group.id, the session / heartbeat / rebalance timeouts, the delay,
         and the connection and security settings (``admin.``-prefixed overrides included)."""
         client = kafka_python_config(config.admin_config("coordinator"))
@@ -135,7 +143,8 @@ class KafkaGroupMembership:
                    heartbeat_interval_ms=int(config[wc.HEARTBEAT_INTERVAL_MS]),
                    rebalance_timeout_ms=int(config[wc.REBALANCE_TIMEOUT_MS]),
                    scheduled_rebalance_max_delay_ms=int(config[wc.SCHEDULED_REBALANCE_MAX_DELAY_MS]),
-                   notify=notify)
+                   scheduled_rebalance_crash_delay_ms=int(config[wc.SCHEDULED_REBALANCE_CRASH_DELAY_MS]),
+                   notify=notify, released_work=released_work)
 
     # -- what the herder and REST read ---------------------------------------------------------------
 
@@ -376,9 +385,10 @@ class KafkaGroupMembership:
             return {member_id: wire(error=protocol.CONFIG_MISMATCH) for member_id in members}
         configured = ConnectorsAndTasks.of(snapshot.connectors(),
                                            (ConnectorTaskId(c, t) for c, t in snapshot.all_tasks()))
+        released = self._released_work(configured) if self._released_work is not None else EMPTY
         plan = self._assignor.assign(configured, {m: s.owned for m, s in members.items()},
                                      generation=generation, last_completed_generation=last_completed,
-                                     now_ms=time.monotonic() * 1000)
+                                     now_ms=time.monotonic() * 1000, released=released)
         return {member_id: wire(plan.members[member_id], delay_ms=plan.delay_ms) for member_id in members}
 
     def _confirm(self, send_time: float) -> None:

@@ -22,8 +22,11 @@ DELAY_MS = 10_000
 class Group:
     """Members that apply plans the way the coordinator does: stop revoked, start assigned, report owned."""
 
-    def __init__(self, max_delay_ms: int = DELAY_MS, members: tuple[str, ...] = ("w1", "w2")) -> None:
-        self.assignor = IncrementalCooperativeAssignor(max_delay_ms)
+    def __init__(self, max_delay_ms: int = DELAY_MS, members: tuple[str, ...] = ("w1", "w2"),
+                 crash_delay_ms: int = 0) -> None:
+        self.assignor = IncrementalCooperativeAssignor(max_delay_ms, crash_delay_ms)
+        #: Work whose last status says its owner stopped it cleanly (UNASSIGNED in the status topic).
+        self.released = EMPTY
         self.owned: dict[str, ConnectorsAndTasks] = {m: EMPTY for m in members}
         self.generation = 0
         self.last_completed: int | None = None
@@ -34,12 +37,13 @@ class Group:
         self.generation += 1
         plan = self.assignor.assign(ConnectorsAndTasks.from_work(self.work), dict(self.owned),
                                     generation=self.generation, last_completed_generation=self.last_completed,
-                                    now_ms=self.now_ms)
+                                    now_ms=self.now_ms, released=self.released)
         for member, change in plan.members.items():
             assert not (change.assigned & change.revoked)
             # Invariant A: nothing assigned is owned by anyone at this point.
             assert not (change.assigned & union(self.owned.values()))
             self.owned[member] = (self.owned[member] - change.revoked) | change.assigned
+            self.released = self.released - change.assigned  # its new owner reports it RUNNING
         self.last_completed = self.generation
         return plan
 
@@ -50,6 +54,13 @@ class Group:
             assert len(plans) < max_rounds, f"did not settle: {plans}"
             plans.append(self.round())
         return plans
+
+    def leave(self, member: str, *, clean: bool) -> ConnectorsAndTasks:
+        """``member`` leaves: a clean shutdown releases its work (statuses UNASSIGNED), a crash does not."""
+        lost = self.owned.pop(member)
+        if clean:
+            self.released = self.released | lost
+        return lost
 
     def moved(self, before: Mapping[str, ConnectorsAndTasks]) -> int:
         """How many items left the member that had them."""
@@ -116,7 +127,7 @@ def test_leave_holds_lost_work_until_the_delay_expires_then_spreads_it() -> None
     group = Group(members=("w1", "w2", "w3"))
     group.work = {"a": 6, "b": 3}
     group.settle()
-    lost = group.owned.pop("w3")
+    lost = group.leave("w3", clean=True)
     kept = dict(group.owned)
 
     held = group.round()
@@ -139,28 +150,70 @@ def test_leave_holds_lost_work_until_the_delay_expires_then_spreads_it() -> None
     assert_complete_disjoint_balanced(group)
 
 
-def test_rolling_restart_gives_the_lost_work_back_to_the_restarted_worker() -> None:
+def test_rolling_restart_gives_the_lost_work_back_to_the_restarted_worker_as_soon_as_it_joins() -> None:
     group = Group(members=("w1", "w2", "w3"))
     group.work = {"a": 6, "b": 3}
     group.settle()
     before = dict(group.owned)
-    lost = group.owned.pop("w3")
-    group.round()  # w3 gone: work held
+    lost = group.leave("w3", clean=True)
+    assert group.round().held == lost  # w3 gone: its released work is held for it
     group.now_ms += 1000
     group.owned["w3-restarted"] = EMPTY
-    while_held = group.round()
-    assert not any(c.assigned or c.revoked for c in while_held.members.values())
-    group.now_ms += DELAY_MS
-    group.settle()
-    assert group.owned["w3-restarted"] == lost
+    back = group.round()
+    assert back.held == EMPTY and back.delay_ms == 0
+    assert back.members["w3-restarted"].assigned == lost
+    assert not any(c.revoked for c in back.members.values())
     assert {m: group.owned[m] for m in ("w1", "w2")} == {m: before[m] for m in ("w1", "w2")}
+    assert_complete_disjoint_balanced(group)
+
+
+def test_crashed_members_work_is_reassigned_in_the_round_that_notices_the_departure() -> None:
+    group = Group(members=("w1", "w2", "w3"))
+    group.work = {"a": 6, "b": 3}
+    group.settle()
+    lost = group.leave("w3", clean=False)
+    kept = dict(group.owned)
+    plan = group.round()
+    assert plan.held == EMPTY and plan.delay_ms == 0
+    assert union(c.assigned for c in plan.members.values()) == lost
+    assert group.moved(kept) == 0
+    assert_complete_disjoint_balanced(group)
+
+
+def test_crash_delay_holds_a_crashed_members_work_for_that_long_only() -> None:
+    group = Group(members=("w1", "w2", "w3"), crash_delay_ms=2_000)
+    group.work = {"a": 6}
+    group.settle()
+    lost = group.leave("w3", clean=False)
+    plan = group.round()
+    assert plan.held == lost and plan.delay_ms == 2_000
+    group.now_ms += 2_000
+    plan = group.round()
+    assert plan.held == EMPTY
+    assert union(c.assigned for c in plan.members.values()) == lost
+
+
+def test_released_and_crashed_work_are_held_separately() -> None:
+    group = Group(members=("w1", "w2", "w3", "w4"))
+    group.work = {"a": 8}
+    group.settle()
+    clean = group.leave("w3", clean=True)
+    crashed = group.leave("w4", clean=False)
+    plan = group.round()
+    assert plan.held == clean and plan.delay_ms == DELAY_MS
+    assert union(c.assigned for c in plan.members.values()) == crashed
+    group.now_ms += DELAY_MS
+    plan = group.round()
+    assert plan.held == EMPTY
+    assert union(c.assigned for c in plan.members.values()) == clean
+    assert_complete_disjoint_balanced(group)
 
 
 def test_new_work_is_assigned_while_lost_work_is_held() -> None:
     group = Group(members=("w1", "w2", "w3"))
     group.work = {"a": 3}
     group.settle()
-    group.owned.pop("w3")
+    group.leave("w3", clean=True)
     group.work["b"] = 2
     plan = group.round()
     assert plan.delay_ms == DELAY_MS
@@ -248,6 +301,7 @@ def test_zero_delay_reassigns_lost_work_immediately() -> None:
 EVENTS = st.lists(st.one_of(
     st.tuples(st.just("join"), st.integers(0, 5)),
     st.tuples(st.just("leave"), st.integers(0, 5)),
+    st.tuples(st.just("crash"), st.integers(0, 5)),
     st.tuples(st.just("tasks"), st.sampled_from("abc"), st.integers(0, 5)),
     st.tuples(st.just("wait"), st.integers(0, 2 * DELAY_MS)),
 ), max_size=12)
@@ -263,8 +317,8 @@ def test_random_histories_never_double_assign_and_settle_balanced(events: list[t
         kind = event[0]
         if kind == "join":
             group.owned.setdefault(f"w{event[1]}", EMPTY)
-        elif kind == "leave" and len(group.owned) > 1:
-            group.owned.pop(f"w{event[1]}", None)
+        elif kind in ("leave", "crash") and len(group.owned) > 1 and f"w{event[1]}" in group.owned:
+            group.leave(f"w{event[1]}", clean=kind == "leave")
         elif kind == "tasks":
             group.work[str(event[1])] = int(str(event[2]))
         elif kind == "wait":
