@@ -1,12 +1,13 @@
-"""Keys shared by the three MM2 connectors (Kafka's ``MirrorConnectorConfig`` + ``ConnectorConfig``).
+"""Keys and config view shared by the three MM2 connectors (Kafka's ``MirrorConnectorConfig``).
 
 Everything here is data on top of :mod:`connect_runtime.api.config`, so the same definitions drive
 parsing, REST validation and the generated reference (``mirror config docs``). The driver
-(:mod:`mirror.maker.config`) uses the *names* of these keys to decide which top-level properties reach a
-connector (§1.3(c)), so a key missing here would be silently dropped from every flow: keep the set
-complete, as Java MM2 defines it.
+(:mod:`mirror.config.mirror_maker`) uses the *names* of these keys to decide which top-level properties
+reach a connector (§1.3(c)), so a key missing here would be silently dropped from every flow: keep the
+set complete, as Java MM2 defines it. Connect's own connector keys come from the runtime's API
+(:mod:`connect_runtime.api.connector_config`), the client keys from :mod:`mirror.config.client_keys`.
 
-:class:`MirrorConnectorConfig` is the typed accessor the connector/task configs extend. Its client
+:class:`MirrorConnectorConfig` is the typed view the connector/task configs extend. Its client
 config builders follow Java's precedence exactly (lowest first): ``<side>.cluster.*`` restricted to
 connection/security keys, then connector-level ``<client>.*``, then ``<side>.<client>.*``.
 """
@@ -28,162 +29,13 @@ from connect_runtime.api.config import (
     non_empty_string,
     one_of,
 )
+from connect_runtime.api.connector_config import CONNECTOR_CONFIG_DEF, NAME
 from connect_runtime.api.errors import ConfigError
 from mirror.client.replication_policy import load_policy_class
+from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_ID, CLIENT_SECURITY_CONFIG_DEF
+from mirror.config.settings import Choice, Flag, Integer, Text
 
 logger = logging.getLogger(__name__)
-
-# ---- client connection and security keys (CommonClientConfigs, SslConfigs, SaslConfigs) ----------------
-
-BOOTSTRAP_SERVERS = "bootstrap.servers"
-CLIENT_ID = "client.id"
-SECURITY_PROTOCOL = "security.protocol"
-SECURITY_PROTOCOL_DEFAULT = "PLAINTEXT"
-
-_SSL_KEYS: list[tuple[str, Type, Any, str]] = [
-    ("ssl.protocol", Type.STRING, "TLSv1.3", "The SSL protocol used to generate the SSLContext."),
-    ("ssl.provider", Type.STRING, None, "The name of the security provider used for SSL connections."),
-    ("ssl.cipher.suites", Type.LIST, None, "A list of cipher suites."),
-    ("ssl.enabled.protocols", Type.LIST, "TLSv1.2,TLSv1.3", "The protocols enabled for SSL connections."),
-    ("ssl.keystore.type", Type.STRING, "JKS", "The file format of the key store file."),
-    ("ssl.keystore.location", Type.STRING, None, "The location of the key store file."),
-    ("ssl.keystore.password", Type.PASSWORD, None, "The store password for the key store file."),
-    ("ssl.key.password", Type.PASSWORD, None, "The password of the private key in the key store file."),
-    ("ssl.keystore.key", Type.PASSWORD, None, "Private key in the format specified by ssl.keystore.type."),
-    ("ssl.keystore.certificate.chain", Type.PASSWORD, None, "Certificate chain in the key store format."),
-    ("ssl.truststore.certificates", Type.PASSWORD, None, "Trusted certificates in the trust store format."),
-    ("ssl.truststore.type", Type.STRING, "JKS", "The file format of the trust store file."),
-    ("ssl.truststore.location", Type.STRING, None, "The location of the trust store file."),
-    ("ssl.truststore.password", Type.PASSWORD, None, "The password for the trust store file."),
-    ("ssl.keymanager.algorithm", Type.STRING, "SunX509", "The key manager factory algorithm."),
-    ("ssl.trustmanager.algorithm", Type.STRING, "PKIX", "The trust manager factory algorithm."),
-    ("ssl.endpoint.identification.algorithm", Type.STRING, "https",
-     "The endpoint identification algorithm used to validate the server hostname."),
-    ("ssl.secure.random.implementation", Type.STRING, None, "The SecureRandom PRNG implementation."),
-    ("ssl.engine.factory.class", Type.CLASS, None, "An SslEngineFactory class."),
-]
-
-_SASL_KEYS: list[tuple[str, Type, Any, str]] = [
-    ("sasl.mechanism", Type.STRING, "GSSAPI", "SASL mechanism used for client connections."),
-    ("sasl.jaas.config", Type.PASSWORD, None, "JAAS login context parameters for SASL connections."),
-    ("sasl.client.callback.handler.class", Type.CLASS, None, "A SASL client callback handler class."),
-    ("sasl.login.callback.handler.class", Type.CLASS, None, "A SASL login callback handler class."),
-    ("sasl.login.class", Type.CLASS, None, "A class that implements the Login interface."),
-    ("sasl.kerberos.service.name", Type.STRING, None, "The Kerberos principal name that Kafka runs as."),
-    ("sasl.kerberos.kinit.cmd", Type.STRING, "/usr/bin/kinit", "Kerberos kinit command path."),
-    ("sasl.kerberos.ticket.renew.window.factor", Type.DOUBLE, 0.8, "Kerberos ticket renew window factor."),
-    ("sasl.kerberos.ticket.renew.jitter", Type.DOUBLE, 0.05, "Random jitter added to the renewal time."),
-    ("sasl.kerberos.min.time.before.relogin", Type.LONG, 60000, "Login thread sleep time between refreshes."),
-    ("sasl.login.refresh.window.factor", Type.DOUBLE, 0.8, "Login refresh window factor (OAUTHBEARER)."),
-    ("sasl.login.refresh.window.jitter", Type.DOUBLE, 0.05, "Login refresh jitter (OAUTHBEARER)."),
-    ("sasl.login.refresh.min.period.seconds", Type.INT, 60, "Minimum time between credential refreshes."),
-    ("sasl.login.refresh.buffer.seconds", Type.INT, 300, "Buffer time before credential expiration."),
-    ("sasl.login.connect.timeout.ms", Type.INT, None, "Connect timeout of the external login provider."),
-    ("sasl.login.read.timeout.ms", Type.INT, None, "Read timeout of the external login provider."),
-    ("sasl.login.retry.backoff.max.ms", Type.LONG, 10000, "Maximum wait between login attempts."),
-    ("sasl.login.retry.backoff.ms", Type.LONG, 100, "Initial wait between login attempts."),
-    ("sasl.oauthbearer.scope.claim.name", Type.STRING, "scope", "The OAuth claim for the scope."),
-    ("sasl.oauthbearer.sub.claim.name", Type.STRING, "sub", "The OAuth claim for the subject."),
-    ("sasl.oauthbearer.token.endpoint.url", Type.STRING, None, "The OAuth/OIDC token endpoint URL."),
-    ("sasl.oauthbearer.jwks.endpoint.url", Type.STRING, None, "The OAuth/OIDC JWKS endpoint URL."),
-    ("sasl.oauthbearer.jwks.endpoint.refresh.ms", Type.LONG, 3600000, "JWKS cache refresh period."),
-    ("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", Type.LONG, 10000, "Maximum JWKS retry wait."),
-    ("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", Type.LONG, 100, "Initial JWKS retry wait."),
-    ("sasl.oauthbearer.clock.skew.seconds", Type.INT, 30, "Allowed clock skew for OAuth tokens."),
-    ("sasl.oauthbearer.expected.audience", Type.LIST, None, "Expected JWT audiences."),
-    ("sasl.oauthbearer.expected.issuer", Type.STRING, None, "Expected JWT issuer."),
-]
-
-#: ``security.protocol`` plus every client ``ssl.*`` and ``sasl.*`` key, as Kafka defines them.
-CLIENT_SECURITY_CONFIG_DEF = ConfigDef(
-    [ConfigKey(SECURITY_PROTOCOL, Type.STRING, SECURITY_PROTOCOL_DEFAULT, Importance.MEDIUM,
-               "Protocol used to communicate with brokers.",
-               one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), group="Security")]
-    + [ConfigKey(n, t, d, Importance.LOW, doc, group="Security") for n, t, d, doc in _SSL_KEYS + _SASL_KEYS]
-)
-
-#: Kafka's ``MirrorClientConfig.CLIENT_CONFIG_DEF``: the connection keys that flow between client configs.
-CLIENT_CONFIG_DEF = ConfigDef(
-    [ConfigKey(BOOTSTRAP_SERVERS, Type.LIST, None, Importance.HIGH,
-               "A list of host/port pairs used to establish the initial connection to the Kafka cluster.")]
-).merge(CLIENT_SECURITY_CONFIG_DEF)
-
-#: Names of the client connection keys: bootstrap.servers, security.protocol, ssl.*, sasl.*.
-CLIENT_CONFIG_NAMES: frozenset[str] = frozenset(CLIENT_CONFIG_DEF.names())
-
-# ---- Kafka Connect ConnectorConfig / SourceConnectorConfig base keys ----------------------------------
-
-NAME = "name"
-CONNECTOR_CLASS = "connector.class"
-TASKS_MAX = "tasks.max"
-TASKS_MAX_ENFORCE = "tasks.max.enforce"
-KEY_CONVERTER = "key.converter"
-VALUE_CONVERTER = "value.converter"
-HEADER_CONVERTER = "header.converter"
-TRANSFORMS = "transforms"
-PREDICATES = "predicates"
-CONFIG_ACTION_RELOAD = "config.action.reload"
-ERRORS_RETRY_TIMEOUT = "errors.retry.timeout"
-ERRORS_RETRY_DELAY_MAX_MS = "errors.retry.delay.max.ms"
-ERRORS_TOLERANCE = "errors.tolerance"
-ERRORS_LOG_ENABLE = "errors.log.enable"
-ERRORS_LOG_INCLUDE_MESSAGES = "errors.log.include.messages"
-EXACTLY_ONCE_SUPPORT = "exactly.once.support"
-TRANSACTION_BOUNDARY = "transaction.boundary"
-TRANSACTION_BOUNDARY_INTERVAL_MS = "transaction.boundary.interval.ms"
-OFFSETS_STORAGE_TOPIC = "offsets.storage.topic"
-TOPIC_CREATION_GROUPS = "topic.creation.groups"
-
-#: Connect's connector-level keys (``ConnectorConfig`` + ``SourceConnectorConfig``).
-CONNECT_CONNECTOR_CONFIG_DEF = ConfigDef([
-    ConfigKey(NAME, Type.STRING, NO_DEFAULT, Importance.HIGH,
-              "Globally unique name to use for this connector.", non_empty_string, "Common"),
-    ConfigKey(CONNECTOR_CLASS, Type.STRING, NO_DEFAULT, Importance.HIGH,
-              "Name or alias of the class for this connector.", group="Common"),
-    ConfigKey(TASKS_MAX, Type.INT, 1, Importance.HIGH,
-              "Maximum number of tasks to use for this connector.", at_least(1), "Common"),
-    ConfigKey(TASKS_MAX_ENFORCE, Type.BOOLEAN, True, Importance.LOW,
-              "Fail tasks when the connector generates more task configs than tasks.max (deprecated).",
-              group="Common"),
-    ConfigKey(KEY_CONVERTER, Type.CLASS, None, Importance.LOW,
-              "Converter for record keys; the worker's converter when unset.", group="Common"),
-    ConfigKey(VALUE_CONVERTER, Type.CLASS, None, Importance.LOW,
-              "Converter for record values; the worker's converter when unset.", group="Common"),
-    ConfigKey(HEADER_CONVERTER, Type.CLASS, None, Importance.LOW,
-              "Converter for record headers; the worker's converter when unset.", group="Common"),
-    ConfigKey(TRANSFORMS, Type.LIST, [], Importance.LOW,
-              "Aliases for the transformations to apply to records.", group="Transforms"),
-    ConfigKey(PREDICATES, Type.LIST, [], Importance.LOW,
-              "Aliases for the predicates used by transformations.", group="Predicates"),
-    ConfigKey(CONFIG_ACTION_RELOAD, Type.STRING, "restart", Importance.LOW,
-              "What to do when external configuration providers report a change.",
-              one_of("none", "restart"), "Common"),
-    ConfigKey(ERRORS_RETRY_TIMEOUT, Type.LONG, 0, Importance.MEDIUM,
-              "Maximum duration in ms a failed operation is retried; 0 means no retries, -1 infinite.",
-              group="Error Handling"),
-    ConfigKey(ERRORS_RETRY_DELAY_MAX_MS, Type.LONG, 60000, Importance.MEDIUM,
-              "Maximum duration in ms between consecutive retries.", group="Error Handling"),
-    ConfigKey(ERRORS_TOLERANCE, Type.STRING, "none", Importance.MEDIUM,
-              "Behaviour for errors during operation: 'none' fails the task, 'all' skips bad records.",
-              one_of("none", "all"), "Error Handling"),
-    ConfigKey(ERRORS_LOG_ENABLE, Type.BOOLEAN, False, Importance.MEDIUM,
-              "Log each error and the details of the failed operation.", group="Error Handling"),
-    ConfigKey(ERRORS_LOG_INCLUDE_MESSAGES, Type.BOOLEAN, False, Importance.MEDIUM,
-              "Include the failing record in the error log.", group="Error Handling"),
-    ConfigKey(EXACTLY_ONCE_SUPPORT, Type.STRING, "requested", Importance.MEDIUM,
-              "Whether the connector must support exactly-once semantics ('required') or not.",
-              one_of("requested", "required"), "Exactly Once Support"),
-    ConfigKey(TRANSACTION_BOUNDARY, Type.STRING, "poll", Importance.MEDIUM,
-              "Transaction boundaries for exactly-once source tasks.",
-              one_of("poll", "interval", "connector"), "Exactly Once Support"),
-    ConfigKey(TRANSACTION_BOUNDARY_INTERVAL_MS, Type.LONG, None, Importance.LOW,
-              "Transaction commit interval when transaction.boundary=interval.", at_least(0),
-              "Exactly Once Support"),
-    ConfigKey(OFFSETS_STORAGE_TOPIC, Type.STRING, None, Importance.LOW,
-              "A separate offsets topic for this connector; the worker's when unset.", group="Offsets Topic"),
-    ConfigKey(TOPIC_CREATION_GROUPS, Type.LIST, [], Importance.LOW,
-              "Groups of configurations for topics created by source connectors.", group="Topic Creation"),
-])
 
 # ---- MM2 keys shared by the three connectors ---------------------------------------------------------
 
@@ -274,7 +126,7 @@ MIRROR_SHARED_CONFIG_DEF = ConfigDef([
 ])
 
 #: Every connector's base definition: Connect's keys, MM2's shared keys, client security keys.
-BASE_CONNECTOR_CONFIG_DEF = CONNECT_CONNECTOR_CONFIG_DEF.merge(MIRROR_SHARED_CONFIG_DEF).merge(
+BASE_CONNECTOR_CONFIG_DEF = CONNECTOR_CONFIG_DEF.merge(MIRROR_SHARED_CONFIG_DEF).merge(
     CLIENT_SECURITY_CONFIG_DEF)
 
 TOPIC_FILTER_CLASS_KEY = ConfigKey(
@@ -288,11 +140,6 @@ OFFSET_SYNCS_TOPIC_LOCATION_KEY = ConfigKey(
 def entries_with_prefix(props: Mapping[str, str], prefix: str) -> dict[str, str]:
     """Entries whose key starts with ``prefix``, prefix stripped (Kafka ``originalsWithPrefix``)."""
     return {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
-
-
-def seconds_or_never(enabled: bool, seconds: int) -> int:
-    """A period in seconds, or ``-1`` ("never schedule") when the matching ``*.enabled`` flag is false."""
-    return seconds if enabled else -1
 
 
 class MirrorConnectorConfig:
@@ -322,41 +169,15 @@ class MirrorConnectorConfig:
 
     # ---- shared keys ----
 
-    @property
-    def connector_name(self) -> str:
-        return str(self._values[NAME])
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self._values[ENABLED])
-
-    @property
-    def source_alias(self) -> str:
-        return str(self._values[SOURCE_CLUSTER_ALIAS])
-
-    @property
-    def target_alias(self) -> str:
-        return str(self._values[TARGET_CLUSTER_ALIAS])
-
-    @property
-    def admin_timeout_ms(self) -> int:
-        return int(self._values[ADMIN_TASK_TIMEOUT_MILLIS])
-
-    @property
-    def replication_policy_class(self) -> str:
-        return str(self._values[REPLICATION_POLICY_CLASS])
-
-    @property
-    def replication_policy_separator(self) -> str:
-        return str(self._values[REPLICATION_POLICY_SEPARATOR])
-
-    @property
-    def internal_topic_separator_enabled(self) -> bool:
-        return bool(self._values[INTERNAL_TOPIC_SEPARATOR_ENABLED])
-
-    @property
-    def forwarding_admin_class(self) -> str:
-        return str(self._values[FORWARDING_ADMIN_CLASS])
+    connector_name = Text(NAME)
+    enabled = Flag(ENABLED)
+    source_alias = Text(SOURCE_CLUSTER_ALIAS)
+    target_alias = Text(TARGET_CLUSTER_ALIAS)
+    admin_timeout_ms = Integer(ADMIN_TASK_TIMEOUT_MILLIS)
+    replication_policy_class = Text(REPLICATION_POLICY_CLASS)
+    replication_policy_separator = Text(REPLICATION_POLICY_SEPARATOR)
+    internal_topic_separator_enabled = Flag(INTERNAL_TOPIC_SEPARATOR_ENABLED)
+    forwarding_admin_class = Text(FORWARDING_ADMIN_CLASS)
 
     @property
     def task_index(self) -> int | None:
@@ -424,9 +245,7 @@ class MirrorConnectorConfig:
 class OffsetSyncsLocationMixin(MirrorConnectorConfig):
     """``offset-syncs.topic.location`` handling shared by the source and checkpoint configs."""
 
-    @property
-    def offset_syncs_topic_location(self) -> str:
-        return str(self._values[OFFSET_SYNCS_TOPIC_LOCATION]).lower()
+    offset_syncs_topic_location = Choice(OFFSET_SYNCS_TOPIC_LOCATION)
 
     @property
     def offset_syncs_topic_cluster_alias(self) -> str:

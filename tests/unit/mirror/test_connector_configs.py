@@ -6,12 +6,12 @@ import pytest
 
 from connect_runtime.api.errors import ConfigError
 from mirror import connector_config as cc
-from mirror.checkpoint import config as ckpt
-from mirror.checkpoint.config import MirrorCheckpointConfig, MirrorCheckpointTaskConfig
-from mirror.heartbeat import config as hb
-from mirror.heartbeat.config import MirrorHeartbeatConfig
-from mirror.source import config as src
-from mirror.source.config import MirrorSourceConfig, MirrorSourceTaskConfig, decode_topic_partition
+from mirror.config import checkpoint as ckpt
+from mirror.config import heartbeat as hb
+from mirror.config import source as src
+from mirror.config.checkpoint import MirrorCheckpointConfig, MirrorCheckpointTaskConfig
+from mirror.config.heartbeat import MirrorHeartbeatConfig
+from mirror.config.source import MirrorSourceConfig, MirrorSourceTaskConfig, decode_topic_partition
 
 
 def props(**extra: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ import pytest
 
 from connect_runtime.api.errors import ConflictError
 from connect_runtime.rest.internal import InternalHerder
-from mirror.maker.config import SourceAndTarget
+from mirror.config.mirror_maker import SourceAndTarget
 from mirror.maker.driver import HerderSlot
 
 
