@@ -78,5 +78,5 @@ def test_class_access_gives_the_setting_itself() -> None:
 
 
 def test_connect_keys_of_every_connector_are_the_runtime_definitions() -> None:
-    for key in CONNECTOR_CONFIG_DEF.keys():
+    for key in CONNECTOR_CONFIG_DEF.keys():  # noqa: SIM118 - ConfigDef.keys() returns ConfigKeys
         assert BASE_CONNECTOR_CONFIG_DEF[key.name] is key
