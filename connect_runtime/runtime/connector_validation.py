@@ -1,8 +1,9 @@
 """Validating a connector config before it is stored (Connect's ``AbstractHerder.validateConnectorConfig``).
 
-A config is checked against two definitions: the keys every connector has (:data:`BASE_CONNECTOR_DEF`,
-Connect's ``ConnectorConfig``: ``name``, ``connector.class``, ``tasks.max``...) and the connector's
-own ``validate`` (by default its ``config_def()``). The result is Connect's ConfigInfos shape, which
+A config is checked against two definitions: the keys every connector has
+(:data:`connect_runtime.api.connector_config.CONNECTOR_CONFIG_DEF`, Connect's ``ConnectorConfig``:
+``name``, ``connector.class``, ``tasks.max``...) and the connector's own ``validate`` (by default its
+``config_def()``). The result is Connect's ConfigInfos shape, which
 ``PUT /connector-plugins/{plugin}/config/validate`` returns as is and which a create/update turns into
 a 400 listing the errors. Values are returned as given (the REST layer redacts secrets); errors name
 keys, never values.
@@ -13,57 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_runtime.api.config import (
-    ConfigDef,
-    ConfigKey,
-    ConfigValue,
-    Importance,
-    Type,
-    at_least,
-    non_empty_string,
-    one_of,
-    parse_value,
-)
+from connect_runtime.api.config import ConfigDef, ConfigKey, ConfigValue, Type, parse_value
 from connect_runtime.api.connector import Connector
+from connect_runtime.api.connector_config import COMMON_GROUP, CONNECTOR_CONFIG_DEF, TASKS_MAX
+from connect_runtime.api.connector_config import CONNECTOR_CLASS as CONNECTOR_CLASS  # read by the herders
 from connect_runtime.api.errors import BadRequestError, ConnectError
 from connect_runtime.runtime.herder import ConfigInfos
-
-NAME = "name"
-CONNECTOR_CLASS = "connector.class"
-TASKS_MAX = "tasks.max"
-COMMON_GROUP = "Common"
-
-BASE_CONNECTOR_DEF = ConfigDef([
-    ConfigKey(NAME, Type.STRING, importance=Importance.HIGH, validator=non_empty_string, group=COMMON_GROUP,
-              order_in_group=1, display_name="Connector name",
-              doc="Globally unique name to use for this connector."),
-    ConfigKey(CONNECTOR_CLASS, Type.STRING, importance=Importance.HIGH, group=COMMON_GROUP, order_in_group=2,
-              display_name="Connector class",
-              doc="Name or alias of the connector class, e.g. MirrorSourceConnector, or a dotted path."),
-    ConfigKey(TASKS_MAX, Type.INT, 1, Importance.HIGH, "Maximum number of tasks to use for this connector.",
-              at_least(1), COMMON_GROUP, 3, "Tasks max"),
-    ConfigKey("tasks.max.enforce", Type.BOOLEAN, True, Importance.LOW,
-              "Fail the connector if it generates more task configs than tasks.max (deprecated in Kafka).",
-              group=COMMON_GROUP, order_in_group=4),
-    ConfigKey("key.converter", Type.CLASS, None, Importance.LOW,
-              "Converter class for record keys; records are bytes here, so only ByteArrayConverter applies.",
-              group=COMMON_GROUP, order_in_group=5),
-    ConfigKey("value.converter", Type.CLASS, None, Importance.LOW,
-              "Converter class for record values (see key.converter).", group=COMMON_GROUP,
-              order_in_group=6),
-    ConfigKey("header.converter", Type.CLASS, None, Importance.LOW,
-              "Converter class for record headers (see key.converter).", group=COMMON_GROUP,
-              order_in_group=7),
-    ConfigKey("config.action.reload", Type.STRING, "restart", Importance.LOW,
-              "What to do when an external config provider's value changes: none or restart.",
-              one_of("none", "restart"), COMMON_GROUP, 8),
-    ConfigKey("exactly.once.support", Type.STRING, "requested", Importance.MEDIUM,
-              "requested or required: whether the connector must guarantee exactly-once delivery.",
-              one_of("requested", "required"), COMMON_GROUP, 9),
-    ConfigKey("transaction.boundary", Type.STRING, "poll", Importance.MEDIUM,
-              "Transaction boundaries of an exactly-once source connector: poll, interval or connector.",
-              one_of("poll", "interval", "connector"), COMMON_GROUP, 10),
-])
 
 
 def config_key_info(key: ConfigKey) -> dict[str, Any]:
@@ -91,7 +47,7 @@ def _plugin_def(connector: Connector) -> ConfigDef:
 
 def validate(connector: Connector, config: Mapping[str, str]) -> ConfigInfos:
     """Validate ``config`` for ``connector`` (an unstarted instance); never raises for bad values."""
-    base = BASE_CONNECTOR_DEF.validate(config)
+    base = CONNECTOR_CONFIG_DEF.validate(config)
     plugin_def = _plugin_def(connector)
     try:
         plugin_results = connector.validate(config)
@@ -103,9 +59,8 @@ def validate(connector: Connector, config: Mapping[str, str]) -> ConfigInfos:
     groups: list[str] = [COMMON_GROUP]
     configs: list[dict[str, Any]] = []
     error_count = 0
-    base_keys, plugin_keys = BASE_CONNECTOR_DEF.keys(), plugin_def.keys()
-    definitions = {k.name: k for k in base_keys}
-    for key in plugin_keys:
+    definitions: dict[str, ConfigKey] = {}
+    for key in CONNECTOR_CONFIG_DEF.keys() + plugin_def.keys():
         definitions.setdefault(key.name, key)
         if key.group and key.group not in groups:
             groups.append(key.group)

@@ -48,6 +48,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from connect_runtime.api.config import redact
+from connect_runtime.api.connector_config import CONNECTOR_CLASS
 from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
 from connect_runtime.api.task import SourceTask, Task
 from connect_runtime.metrics import ConnectMetrics
@@ -64,8 +65,6 @@ from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
 from connect_runtime.storage.offset_store import OffsetStore
 
 logger = logging.getLogger(__name__)
-
-CONNECTOR_CLASS = "connector.class"
 
 ConfigTransformer = Callable[[Mapping[str, str]], dict[str, str]]
 

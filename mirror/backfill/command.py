@@ -27,14 +27,14 @@ from mirror.backfill.handover import (
     stored_offsets,
     wait_released,
 )
-from mirror.backfill.marker_log import MarkerLog
-from mirror.backfill.markers import BACKFILLING, TopicPartitionT, marker_topic
 from mirror.backfill.plan import PartitionRange, plan_ranges, waves
 from mirror.backfill.progress import ProgressDisplay, Tracked
 from mirror.backfill.watermarks import snapshot_watermarks
+from mirror.backfill_markers.marker_log import MarkerLog
+from mirror.backfill_markers.markers import BACKFILLING, TopicPartitionT, marker_topic
 from mirror.client.replication_policy import policy_from_config
+from mirror.config.source import MirrorSourceConfig
 from mirror.filters import load_config_property_filter, load_topic_filter
-from mirror.source.config import MirrorSourceConfig
 from mirror.source.topic_sync import TopicSync
 
 logger = logging.getLogger(__name__)

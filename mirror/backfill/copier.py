@@ -31,10 +31,11 @@ from typing import Any
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from mirror.backfill.marker_log import MarkerLog
-from mirror.backfill.markers import BACKFILLING, PartitionMarker
 from mirror.backfill.watermarks import snapshot_watermarks
+from mirror.backfill_markers.marker_log import MarkerLog
+from mirror.backfill_markers.markers import BACKFILLING, PartitionMarker
 from mirror.client.models import TopicPartition
+from mirror.errors import MirrorError
 from mirror.source.offset_sync_producer import OffsetSyncProducer
 from mirror.source.offset_sync_writer import OffsetSyncWriter
 
@@ -90,7 +91,7 @@ class ChunkResult:
 HANG_AFTER_ENV = "MIRROR_BACKFILL_TEST_HANG_AFTER"
 
 
-class CopyError(Exception):
+class CopyError(MirrorError):
     """A record of the chunk could not be written; the Spark task fails and is retried."""
 
 

@@ -20,14 +20,15 @@ import time
 from collections.abc import Iterable, Mapping
 
 from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore
-from mirror.backfill.marker_log import MarkerLog
-from mirror.backfill.markers import BACKFILLING, DONE, STOPPED, PartitionMarker, TaskEvent, TopicPartitionT
-from mirror.mirror_utils import OFFSET_KEY, wrap_offset, wrap_partition
+from mirror.backfill_markers.marker_log import MarkerLog
+from mirror.backfill_markers.markers import BACKFILLING, DONE, STOPPED, PartitionMarker, TaskEvent, TopicPartitionT
+from mirror.errors import MirrorError
+from mirror.offset_maps import OFFSET_KEY, wrap_offset, wrap_partition
 
 logger = logging.getLogger(__name__)
 
 
-class HandoverError(Exception):
+class HandoverError(MirrorError):
     """Streaming still holds partitions the backfill needs, or a handover write failed."""
 
 

@@ -2,7 +2,7 @@
 
 ``start`` is the MirrorSource connector's stored offset + 1 (where streaming would resume), else the
 partition's log start; a previous interrupted run's progress moves it further (see
-:meth:`~mirror.backfill.markers.PartitionMarker.resume_from`). ``end`` is the partition's end offset
+:meth:`~mirror.backfill_markers.markers.PartitionMarker.resume_from`). ``end`` is the partition's end offset
 snapshotted when the job starts (the fetch-response high watermark): records written later are left
 to streaming. A start below the log start means retention already deleted records streaming never
 copied: the range is *truncated* and reported, and copying begins at the log start.

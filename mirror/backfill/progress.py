@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from mirror.backfill.marker_log import MarkerLog
-from mirror.backfill.markers import BACKFILLING, DONE, MarkerState, TopicPartitionT
+from mirror.backfill_markers.marker_log import MarkerLog
+from mirror.backfill_markers.markers import BACKFILLING, DONE, MarkerState, TopicPartitionT
 
 logger = logging.getLogger(__name__)
 

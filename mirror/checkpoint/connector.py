@@ -22,17 +22,18 @@ from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import Task
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.factory import translate
-from mirror.checkpoint.config import (
+from mirror.checkpoint.task import MirrorCheckpointTask
+from mirror.client.replication_policy import policy_from_config
+from mirror.config.checkpoint import (
     CONFIG_DEF,
     EMIT_CHECKPOINTS_ENABLED,
     TASK_CONSUMER_GROUPS,
     TASK_INDEX,
     MirrorCheckpointConfig,
 )
-from mirror.checkpoint.task import MirrorCheckpointTask
-from mirror.client.replication_policy import policy_from_config
 from mirror.filters import GroupFilter, TopicFilter, load_group_filter, load_topic_filter
-from mirror.mirror_utils import CONSUMER_GROUP_ID_KEY, TOPIC_KEY, validate_offsets
+from mirror.offset_maps import CONSUMER_GROUP_ID_KEY, TOPIC_KEY
+from mirror.offset_validation import validate_offsets
 from mirror.scheduler import Scheduler
 
 logger = logging.getLogger(__name__)

@@ -34,14 +34,14 @@ from connect_runtime.clients.factory import translate
 from connect_runtime.logging_context import carry_context
 from mirror.checkpoint.checkpoint_filter import checkpoint_is_more_recent, rename_topic_partition
 from mirror.checkpoint.checkpoint_store import CheckpointStore
-from mirror.checkpoint.config import MirrorCheckpointTaskConfig
 from mirror.checkpoint.offset_sync_reader import OffsetSyncReader
 from mirror.checkpoint.offset_sync_store import OffsetSyncStore
 from mirror.client.models import Checkpoint, OffsetAndMetadata, TopicPartition
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
+from mirror.config.checkpoint import MirrorCheckpointTaskConfig
 from mirror.filters import TopicFilter, load_topic_filter
 from mirror.metrics import MirrorCheckpointMetrics, registry_for
-from mirror.mirror_utils import CONSUMER_GROUP_ID_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset
+from mirror.offset_maps import CONSUMER_GROUP_ID_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset
 from mirror.scheduler import Scheduler
 
 logger = logging.getLogger(__name__)

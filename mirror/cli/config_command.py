@@ -14,18 +14,15 @@ import sys
 from typing import Any
 
 from connect_runtime.api.config import redact
-from mirror.checkpoint import config as checkpoint_config
+from connect_runtime.api.connector_config import CONNECTOR_CONFIG_DEF
 from mirror.cli._common import split_clusters
-from mirror.connector_config import (
-    BASE_CONNECTOR_CONFIG_DEF,
-    CLIENT_SECURITY_CONFIG_DEF,
-    CONNECT_CONNECTOR_CONFIG_DEF,
-    MIRROR_SHARED_CONFIG_DEF,
-)
-from mirror.heartbeat import config as heartbeat_config
-from mirror.maker import config as maker_config
-from mirror.maker.config import CONNECTOR_CLASSES, MirrorMakerConfig, connector_simple_name
-from mirror.source import config as source_config
+from mirror.config import checkpoint as checkpoint_config
+from mirror.config import heartbeat as heartbeat_config
+from mirror.config import mirror_maker as maker_config
+from mirror.config import source as source_config
+from mirror.config.client_keys import CLIENT_SECURITY_CONFIG_DEF
+from mirror.config.connector_base import BASE_CONNECTOR_CONFIG_DEF, MIRROR_SHARED_CONFIG_DEF
+from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, connector_simple_name
 
 
 def add_parser(subparsers: Any) -> None:
@@ -99,7 +96,7 @@ def reference_markdown() -> str:
         "## Keys of every connector",
         "",
         MIRROR_SHARED_CONFIG_DEF.to_markdown("MirrorMaker keys"),
-        CONNECT_CONNECTOR_CONFIG_DEF.to_markdown("Kafka Connect connector keys"),
+        CONNECTOR_CONFIG_DEF.to_markdown("Kafka Connect connector keys"),
         CLIENT_SECURITY_CONFIG_DEF.to_markdown("Client security keys"),
     ]
     for title, definition, task_definition in (

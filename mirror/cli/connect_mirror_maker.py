@@ -47,7 +47,7 @@ from mirror.cli._common import (
     print_error,
     split_clusters,
 )
-from mirror.maker.config import MirrorMakerConfig
+from mirror.config.mirror_maker import MirrorMakerConfig
 
 logger = logging.getLogger(__name__)
 

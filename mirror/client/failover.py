@@ -55,6 +55,7 @@ from mirror.client.mirror_client import (
 )
 from mirror.client.models import Checkpoint, MalformedRecordError, OffsetSync
 from mirror.client.replication_policy import policy_from_config
+from mirror.errors import MirrorError
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ _EOF = KafkaError._PARTITION_EOF
 _UNKNOWN = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION})
 
 
-class GroupActiveError(RuntimeError):
+class GroupActiveError(MirrorError, RuntimeError):
     """The group has active members on the target: its offsets were not changed."""
 
 

@@ -19,6 +19,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from mirror.errors import MirrorError
+
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
@@ -29,7 +31,7 @@ _INT32_RANGE = (-(2**31), 2**31 - 1)
 _INT64_RANGE = (-(2**63), 2**63 - 1)
 
 
-class MalformedRecordError(ValueError):
+class MalformedRecordError(MirrorError, ValueError):
     """A key or value of an MM2 internal topic cannot be decoded (truncated, bad length, bad version)."""
 
 

@@ -23,9 +23,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from connect_runtime.api.errors import ConfigError
+from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
 from mirror.health.model import FlowHealth, HealthReport, State, ThresholdError
 from mirror.health.probe import HealthProbe
-from mirror.maker.config import MirrorMakerConfig, SourceAndTarget
 
 logger = logging.getLogger(__name__)
 

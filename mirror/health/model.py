@@ -36,6 +36,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from mirror.errors import MirrorError
+
 
 class State(enum.IntEnum):
     """Health states; the value is the ``mirror status`` exit code, so ``max()`` is "the worst"."""
@@ -69,7 +71,7 @@ THRESHOLD_KEYS: dict[str, str] = {
 }
 
 
-class ThresholdError(ValueError):
+class ThresholdError(MirrorError, ValueError):
     """A health.* value that is not a number (or boolean); carries the key for the error message."""
 
     def __init__(self, key: str, message: str) -> None:

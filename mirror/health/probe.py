@@ -43,7 +43,16 @@ from connect_runtime.clients.factory import translate
 from mirror.client.mirror_client import is_connection_key
 from mirror.client.models import Checkpoint, Heartbeat, MalformedRecordError, OffsetSync
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
-from mirror.connector_config import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
+from mirror.config.connector_base import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
+from mirror.config.heartbeat import EMIT_HEARTBEATS_INTERVAL_SECONDS, EMIT_HEARTBEATS_INTERVAL_SECONDS_DEFAULT
+from mirror.config.mirror_maker import (
+    CHECKPOINT_CONNECTOR_CLASS,
+    HEARTBEAT_CONNECTOR_CLASS,
+    SOURCE_CONNECTOR_CLASS,
+    MirrorMakerConfig,
+    SourceAndTarget,
+    parse_boolean,
+)
 from mirror.filters import GroupFilter, TopicFilter, load_group_filter, load_topic_filter
 from mirror.health.kafka_io import TP, ClusterIO
 from mirror.health.model import (
@@ -55,15 +64,6 @@ from mirror.health.model import (
     estimate_rpo,
     evaluate,
     lag_of,
-)
-from mirror.heartbeat.config import EMIT_HEARTBEATS_INTERVAL_SECONDS, EMIT_HEARTBEATS_INTERVAL_SECONDS_DEFAULT
-from mirror.maker.config import (
-    CHECKPOINT_CONNECTOR_CLASS,
-    HEARTBEAT_CONNECTOR_CLASS,
-    SOURCE_CONNECTOR_CLASS,
-    MirrorMakerConfig,
-    SourceAndTarget,
-    parse_boolean,
 )
 
 logger = logging.getLogger(__name__)

@@ -18,9 +18,10 @@ from connect_runtime.api.task import Task
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.factory import translate
 from mirror.client.replication_policy import policy_from_config
-from mirror.heartbeat.config import CONFIG_DEF, MirrorHeartbeatConfig
+from mirror.config.heartbeat import CONFIG_DEF, MirrorHeartbeatConfig
 from mirror.heartbeat.task import MirrorHeartbeatTask
-from mirror.mirror_utils import SOURCE_CLUSTER_ALIAS_KEY, TARGET_CLUSTER_ALIAS_KEY, validate_offsets
+from mirror.offset_maps import SOURCE_CLUSTER_ALIAS_KEY, TARGET_CLUSTER_ALIAS_KEY
+from mirror.offset_validation import validate_offsets
 from mirror.scheduler import Scheduler
 
 logger = logging.getLogger(__name__)

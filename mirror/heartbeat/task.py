@@ -15,8 +15,8 @@ from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.task import SourceTask
 from mirror.client.models import Heartbeat
 from mirror.client.replication_policy import policy_from_config
-from mirror.heartbeat.config import MirrorHeartbeatConfig
-from mirror.mirror_utils import wrap_offset
+from mirror.config.heartbeat import MirrorHeartbeatConfig
+from mirror.offset_maps import wrap_offset
 
 
 class MirrorHeartbeatTask(SourceTask):

@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from mirror.errors import MirrorError
+
 logger = logging.getLogger(__name__)
 
 
-class BrokerStartError(RuntimeError):
+class BrokerStartError(MirrorError, RuntimeError):
     """The embedded broker did not come up."""
 
 

@@ -68,7 +68,9 @@ from connect_runtime.runtime.herder import (
 from connect_runtime.runtime.malloc_trim import start_process_trimmer
 from connect_runtime.runtime.membership import Assignment
 from connect_runtime.runtime.plugins import Plugins
-from mirror.maker.config import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
+from mirror.health.collector import start_health_monitor
+from mirror.health.ui_routes import ui_routes
 
 logger = logging.getLogger(__name__)
 
@@ -387,12 +389,6 @@ class MirrorMaker:
 
     def _start_health(self) -> list[Any]:
         if not self._health:
-            return []
-        try:
-            from mirror.health.collector import start_health_monitor
-            from mirror.health.ui_routes import ui_routes
-        except ImportError as exc:
-            logger.info("Health monitor not available: %s", exc)
             return []
         self._monitor = start_health_monitor(self.config, self.pairs, self.registry)
         return list(ui_routes(self._monitor))

@@ -27,18 +27,10 @@ from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import Task
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.factory import translate
-from mirror.backfill.marker_log import MarkerLog
-from mirror.backfill.markers import (
-    TASK_DONE_OFFSETS,
-    TASK_MARKER_TOPIC,
-    encode_done_offsets,
-    marker_topic,
-)
+from mirror.backfill_markers.marker_log import MarkerLog
+from mirror.backfill_markers.markers import TASK_DONE_OFFSETS, TASK_MARKER_TOPIC, encode_done_offsets, marker_topic
 from mirror.client.replication_policy import policy_from_config
-from mirror.filters import load_config_property_filter, load_topic_filter
-from mirror.mirror_utils import SOURCE_CLUSTER_KEY, TOPIC_KEY, validate_offsets
-from mirror.scheduler import Scheduler
-from mirror.source.config import (
+from mirror.config.source import (
     CONFIG_DEF,
     EMIT_OFFSET_SYNCS_ENABLED,
     TASK_INDEX,
@@ -46,6 +38,10 @@ from mirror.source.config import (
     MirrorSourceConfig,
     encode_topic_partition,
 )
+from mirror.filters import load_config_property_filter, load_topic_filter
+from mirror.offset_maps import SOURCE_CLUSTER_KEY, TOPIC_KEY
+from mirror.offset_validation import validate_offsets
+from mirror.scheduler import Scheduler
 from mirror.source.task import MirrorSourceTask
 from mirror.source.topic_sync import TopicSync, assign_round_robin
 

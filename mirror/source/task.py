@@ -41,8 +41,8 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord, metadata_of
 from connect_runtime.api.task import SourceTask
 from connect_runtime.clients.factory import new_consumer, translate
-from mirror.backfill.marker_log import MarkerLog
-from mirror.backfill.markers import (
+from mirror.backfill_markers.marker_log import MarkerLog
+from mirror.backfill_markers.markers import (
     STARTED,
     STOPPED,
     TASK_DONE_OFFSETS,
@@ -53,9 +53,9 @@ from mirror.backfill.markers import (
 )
 from mirror.client.models import TopicPartition
 from mirror.client.replication_policy import policy_from_config
+from mirror.config.source import MirrorSourceTaskConfig
 from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats, registry_for
-from mirror.mirror_utils import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset, wrap_partition
-from mirror.source.config import MirrorSourceTaskConfig
+from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset, wrap_partition
 from mirror.source.offset_sync_producer import OffsetSyncProducer
 from mirror.source.offset_sync_writer import OffsetSyncWriter
 

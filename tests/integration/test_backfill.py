@@ -27,13 +27,13 @@ from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore
 from connect_runtime.testing.harness import run_source_task
 from mirror.backfill.command import BackfillOptions, BackfillSummary, run_backfill
 from mirror.backfill.copier import HANG_AFTER_ENV, ChunkResult
-from mirror.backfill.marker_log import MarkerLog
-from mirror.backfill.markers import BACKFILLING, DONE, marker_topic
+from mirror.backfill_markers.marker_log import MarkerLog
+from mirror.backfill_markers.markers import BACKFILLING, DONE, marker_topic
 from mirror.checkpoint.connector import MirrorCheckpointConnector
 from mirror.checkpoint.task import MirrorCheckpointTask
 from mirror.cli.main import main
 from mirror.client.models import Checkpoint
-from mirror.maker.config import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster

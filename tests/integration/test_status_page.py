@@ -21,10 +21,10 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.server import RestServer
+from mirror.config.mirror_maker import MirrorMakerConfig
 from mirror.health.collector import start_health_monitor
 from mirror.health.ui_routes import ui_routes
 from mirror.local.broker import free_port
-from mirror.maker.config import MirrorMakerConfig
 from tests.conftest import Cluster
 from tests.integration.support.replication import (
     ROOT,

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from connect_runtime.api.errors import ConnectError, RetriableError
-from mirror.checkpoint.config import MirrorCheckpointConfig
 from mirror.checkpoint.connector import MirrorCheckpointConnector, find_consumer_groups, group_partitions
 from mirror.checkpoint.task import MirrorCheckpointTask, checkpoints_for_group, offsets_to_sync
 from mirror.client.models import Checkpoint, OffsetAndMetadata, TopicPartition
 from mirror.client.replication_policy import DefaultReplicationPolicy
+from mirror.config.checkpoint import MirrorCheckpointConfig
 from mirror.filters import DefaultGroupFilter, DefaultTopicFilter
 from tests.support.mm2 import RecordingConnectorContext, flow_config
 

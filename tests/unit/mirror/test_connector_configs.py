@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from connect_runtime.api.connector_config import TASKS_MAX
 from connect_runtime.api.errors import ConfigError
-from mirror import connector_config as cc
-from mirror.checkpoint import config as ckpt
-from mirror.checkpoint.config import MirrorCheckpointConfig, MirrorCheckpointTaskConfig
-from mirror.heartbeat import config as hb
-from mirror.heartbeat.config import MirrorHeartbeatConfig
-from mirror.source import config as src
-from mirror.source.config import MirrorSourceConfig, MirrorSourceTaskConfig, decode_topic_partition
+from mirror.config import checkpoint as ckpt
+from mirror.config import heartbeat as hb
+from mirror.config import source as src
+from mirror.config.checkpoint import MirrorCheckpointConfig, MirrorCheckpointTaskConfig
+from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
+from mirror.config.connector_base import ADMIN_TASK_TIMEOUT_MILLIS
+from mirror.config.heartbeat import MirrorHeartbeatConfig
+from mirror.config.source import MirrorSourceConfig, MirrorSourceTaskConfig, decode_topic_partition
 
 
 def props(**extra: str) -> dict[str, str]:
@@ -41,7 +43,7 @@ def test_source_defaults_match_java_mm2() -> None:
     assert config.replication_policy_separator == "."
     assert config.emit_offset_syncs_enabled and config.heartbeats_replication_enabled
     assert config.use_defaults_from == "target"
-    assert config.get(cc.TASKS_MAX) == 1
+    assert config.get(TASKS_MAX) == 1
     assert config.enabled is True  # the ConfigDef default; the driver injects false
 
 
@@ -94,7 +96,7 @@ def test_checkpoint_validates_topics_read_from_originals() -> None:
     (src.OFFSET_LAG_MAX, "1.5"),
     (src.REFRESH_TOPICS_INTERVAL_SECONDS, "10m"),
     (src.CONSUMER_POLL_TIMEOUT_MILLIS, ""),
-    (cc.ADMIN_TASK_TIMEOUT_MILLIS, "sixty"),
+    (ADMIN_TASK_TIMEOUT_MILLIS, "sixty"),
 ])
 def test_source_intervals_reject_non_integers(key: str, value: str) -> None:
     with pytest.raises(ConfigError, match="expected an integer") as err:
@@ -202,13 +204,13 @@ def test_decode_topic_partition_uses_last_dash() -> None:
 
 
 def test_client_security_keys_are_declared_with_kafka_types() -> None:
-    names = cc.CLIENT_CONFIG_NAMES
+    names = CLIENT_CONFIG_NAMES
     for key in ("bootstrap.servers", "security.protocol", "ssl.truststore.location", "sasl.mechanism",
                 "sasl.jaas.config", "ssl.keystore.password", "ssl.key.password"):
         assert key in names
-    assert cc.CLIENT_SECURITY_CONFIG_DEF["sasl.jaas.config"].type.value == "PASSWORD"
-    assert all(cc.CLIENT_SECURITY_CONFIG_DEF[k].type.value == "PASSWORD"
-               for k in cc.CLIENT_SECURITY_CONFIG_DEF.names() if k.endswith(".password"))
+    assert CLIENT_SECURITY_CONFIG_DEF["sasl.jaas.config"].type.value == "PASSWORD"
+    assert all(CLIENT_SECURITY_CONFIG_DEF[k].type.value == "PASSWORD"
+               for k in CLIENT_SECURITY_CONFIG_DEF.names() if k.endswith(".password"))
 
 
 def test_connect_base_keys_are_part_of_every_connector_def() -> None:

@@ -20,7 +20,7 @@ from connect_runtime.api.errors import ConflictError, ForbiddenError
 from connect_runtime.rest.app import create_app
 from connect_runtime.runtime.herder import Herder
 from connect_runtime.runtime.request_signing import DEFAULT_SIGNATURE_ALGORITHM, signature_headers
-from mirror.maker.config import SourceAndTarget
+from mirror.config.mirror_maker import SourceAndTarget
 from mirror.maker.driver import HerderSlot, MirrorHerder
 
 #: Every method of the herder contract (public API, internal endpoints, optional capabilities).

@@ -6,7 +6,7 @@ import pytest
 
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import parse_properties
-from mirror.maker.config import (
+from mirror.config.mirror_maker import (
     CHECKPOINT_CONNECTOR_CLASS,
     HEARTBEAT_CONNECTOR_CLASS,
     SOURCE_CONNECTOR_CLASS,
@@ -14,7 +14,7 @@ from mirror.maker.config import (
     SourceAndTarget,
     parse_boolean,
 )
-from mirror.source.config import MirrorSourceConfig
+from mirror.config.source import MirrorSourceConfig
 
 AB = SourceAndTarget("a", "b")
 

@@ -9,9 +9,9 @@ import pytest
 
 from mirror.backfill.command import BackfillSummary
 from mirror.backfill.copier import ChunkResult
-from mirror.backfill.markers import BACKFILLING, MarkerState, PartitionMarker, partition_key
 from mirror.backfill.plan import PartitionRange
 from mirror.backfill.progress import ProgressDisplay, Tracked
+from mirror.backfill_markers.markers import BACKFILLING, MarkerState, PartitionMarker, partition_key
 from mirror.cli.main import main
 
 

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirror.backfill.copier import ChunkSpec, CopyError, feed_syncs, records_to_skip, resume_point
-from mirror.backfill.markers import BACKFILLING, DONE, MarkerState, PartitionMarker, partition_key
 from mirror.backfill.progress import Tracked, copied_of
+from mirror.backfill_markers.markers import BACKFILLING, DONE, MarkerState, PartitionMarker, partition_key
 from mirror.client.models import OffsetSync, TopicPartition
 from mirror.source.offset_sync_writer import OffsetSyncWriter
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mirror.backfill.markers import (
+from mirror.backfill_markers.markers import (
     BACKFILLING,
     DONE,
     STARTED,

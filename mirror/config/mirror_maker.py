@@ -20,22 +20,20 @@ from typing import Any
 
 from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type
 from connect_runtime.api.config_provider import ConfigProvider, build_providers, resolve
+from connect_runtime.api.connector_config import CONNECTOR_CLASS, NAME
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import PropertiesFile, load_properties
-from mirror.checkpoint import config as checkpoint_config
-from mirror.connector_config import (
-    BOOTSTRAP_SERVERS,
-    CLIENT_CONFIG_NAMES,
-    CLIENT_SECURITY_CONFIG_DEF,
-    CONNECTOR_CLASS,
-    NAME,
+from mirror.config import checkpoint as checkpoint_config
+from mirror.config import heartbeat as heartbeat_config
+from mirror.config import source as source_config
+from mirror.config.client_keys import BOOTSTRAP_SERVERS, CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
+from mirror.config.connector_base import (
     REPLICATION_POLICY_CLASS,
     SOURCE_CLUSTER_ALIAS,
     TARGET_CLUSTER_ALIAS,
     validate_replication_policy_class,
 )
-from mirror.heartbeat import config as heartbeat_config
-from mirror.source import config as source_config
+from mirror.config.settings import Flag
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +147,9 @@ class MirrorMakerConfig:
     providers; :meth:`validate` checks everything a run would need.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+    enable_internal_rest = Flag(ENABLE_INTERNAL_REST)
+
     def __init__(self, props: Mapping[str, str]) -> None:
         self._file: PropertiesFile | None = props if isinstance(props, PropertiesFile) else None
         self._raw: dict[str, str] = dict(props)
@@ -178,10 +179,6 @@ class MirrorMakerConfig:
     def clusters(self) -> list[str]:
         """The declared aliases, in file order, without duplicates."""
         return list(self._clusters)
-
-    @property
-    def enable_internal_rest(self) -> bool:
-        return bool(self._values[ENABLE_INTERNAL_REST])
 
     def get(self, name: str) -> Any:
         """Parsed value of a driver key (§1.2)."""

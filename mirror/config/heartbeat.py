@@ -9,12 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type, at_least
-from mirror.connector_config import (
-    BASE_CONNECTOR_CONFIG_DEF,
-    MirrorConnectorConfig,
-    replication_factor,
-    seconds_or_never,
-)
+from mirror.config.connector_base import BASE_CONNECTOR_CONFIG_DEF, MirrorConnectorConfig, replication_factor
+from mirror.config.settings import Flag, Integer, Period
 
 EMIT_HEARTBEATS_ENABLED = "emit.heartbeats.enabled"
 EMIT_HEARTBEATS_INTERVAL_SECONDS = "emit.heartbeats.interval.seconds"
@@ -42,19 +38,10 @@ class MirrorHeartbeatConfig(MirrorConnectorConfig):
     def __init__(self, props: Mapping[str, str], config_def: ConfigDef | None = None) -> None:
         super().__init__(props, config_def or type(self).CONFIG_DEF)
 
-    @property
-    def emit_heartbeats_enabled(self) -> bool:
-        return bool(self._values[EMIT_HEARTBEATS_ENABLED])
-
-    @property
-    def emit_heartbeats_interval_s(self) -> int:
-        """Seconds between heartbeats; ``-1`` when ``emit.heartbeats.enabled=false``."""
-        return seconds_or_never(self._values[EMIT_HEARTBEATS_ENABLED],
-                                self._values[EMIT_HEARTBEATS_INTERVAL_SECONDS])
-
-    @property
-    def heartbeats_topic_replication_factor(self) -> int:
-        return int(self._values[HEARTBEATS_TOPIC_REPLICATION_FACTOR])
+    emit_heartbeats_enabled = Flag(EMIT_HEARTBEATS_ENABLED)
+    #: Seconds between heartbeats; ``-1`` when ``emit.heartbeats.enabled=false``.
+    emit_heartbeats_interval_s = Period(EMIT_HEARTBEATS_ENABLED, EMIT_HEARTBEATS_INTERVAL_SECONDS)
+    heartbeats_topic_replication_factor = Integer(HEARTBEATS_TOPIC_REPLICATION_FACTOR)
 
     def target_admin_config(self, role: str | None = "heartbeats-target-admin") -> dict[str, str]:
         return self.client_config("target", "admin", role)

@@ -1,4 +1,4 @@
-"""Reading and writing the backfill marker topic (see :mod:`mirror.backfill.markers` for the format).
+"""Reading and writing the backfill marker topic (see :mod:`mirror.backfill_markers.markers` for the format).
 
 Used by the backfill command (driver), the Spark executors (progress), the progress display and the
 source connector/task. Every read starts a short-lived consumer at the next unread offset and stops at
@@ -16,7 +16,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from mirror.backfill.markers import MarkerState, PartitionMarker, TaskEvent, partition_key, task_key
+from mirror.backfill_markers.markers import MarkerState, PartitionMarker, TaskEvent, partition_key, task_key
 
 logger = logging.getLogger(__name__)
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type, at_least, regex_list
-from mirror.connector_config import (
+from mirror.config.connector_base import (
     BASE_CONNECTOR_CONFIG_DEF,
     OFFSET_SYNCS_TOPIC_LOCATION_KEY,
+    TOPIC_FILTER_CLASS,
     TOPIC_FILTER_CLASS_KEY,
     OffsetSyncsLocationMixin,
     replication_factor,
-    seconds_or_never,
 )
+from mirror.config.settings import Flag, Integer, Period, Text, TextList
 
 TOPICS = "topics"
 TOPICS_DEFAULT = ".*"
@@ -130,79 +131,29 @@ class MirrorSourceConfig(OffsetSyncsLocationMixin):
     def __init__(self, props: Mapping[str, str], config_def: ConfigDef | None = None) -> None:
         super().__init__(props, config_def or type(self).CONFIG_DEF)
 
-    @property
-    def topics(self) -> list[str]:
-        return list(self._values[TOPICS])
-
-    @property
-    def topics_exclude(self) -> list[str]:
-        return list(self._values[TOPICS_EXCLUDE])
-
-    @property
-    def config_properties_exclude(self) -> list[str]:
-        return list(self._values[CONFIG_PROPERTIES_EXCLUDE])
+    topics = TextList(TOPICS)
+    topics_exclude = TextList(TOPICS_EXCLUDE)
+    config_properties_exclude = TextList(CONFIG_PROPERTIES_EXCLUDE)
+    topic_filter_class = Text(TOPIC_FILTER_CLASS)
+    config_property_filter_class = Text(CONFIG_PROPERTY_FILTER_CLASS)
+    consumer_poll_timeout_ms = Integer(CONSUMER_POLL_TIMEOUT_MILLIS)
+    #: Seconds between topic refreshes; ``-1`` when ``refresh.topics.enabled=false``.
+    refresh_topics_interval_s = Period(REFRESH_TOPICS_ENABLED, REFRESH_TOPICS_INTERVAL_SECONDS)
+    #: Seconds between topic-config syncs; ``-1`` when ``sync.topic.configs.enabled=false``.
+    sync_topic_configs_interval_s = Period(SYNC_TOPIC_CONFIGS_ENABLED, SYNC_TOPIC_CONFIGS_INTERVAL_SECONDS)
+    #: Seconds between ACL syncs; ``-1`` when ``sync.topic.acls.enabled=false``.
+    sync_topic_acls_interval_s = Period(SYNC_TOPIC_ACLS_ENABLED, SYNC_TOPIC_ACLS_INTERVAL_SECONDS)
+    sync_topic_configs_enabled = Flag(SYNC_TOPIC_CONFIGS_ENABLED)
+    sync_topic_acls_enabled = Flag(SYNC_TOPIC_ACLS_ENABLED)
+    replication_factor = Integer(REPLICATION_FACTOR)
+    offset_syncs_topic_replication_factor = Integer(OFFSET_SYNCS_TOPIC_REPLICATION_FACTOR)
+    offset_lag_max = Integer(OFFSET_LAG_MAX)
+    emit_offset_syncs_enabled = Flag(EMIT_OFFSET_SYNCS_ENABLED)
+    heartbeats_replication_enabled = Flag(HEARTBEATS_REPLICATION_ENABLED)
 
     @property
     def use_defaults_from(self) -> str:
         return self._originals.get(USE_DEFAULTS_FROM, USE_DEFAULTS_FROM_DEFAULT).strip().lower()
-
-    @property
-    def topic_filter_class(self) -> str:
-        return str(self._values[TOPIC_FILTER_CLASS_KEY.name])
-
-    @property
-    def config_property_filter_class(self) -> str:
-        return str(self._values[CONFIG_PROPERTY_FILTER_CLASS])
-
-    @property
-    def consumer_poll_timeout_ms(self) -> int:
-        return int(self._values[CONSUMER_POLL_TIMEOUT_MILLIS])
-
-    @property
-    def refresh_topics_interval_s(self) -> int:
-        """Seconds between topic refreshes; ``-1`` when ``refresh.topics.enabled=false``."""
-        return seconds_or_never(self._values[REFRESH_TOPICS_ENABLED],
-                                self._values[REFRESH_TOPICS_INTERVAL_SECONDS])
-
-    @property
-    def sync_topic_configs_interval_s(self) -> int:
-        """Seconds between topic-config syncs; ``-1`` when ``sync.topic.configs.enabled=false``."""
-        return seconds_or_never(self._values[SYNC_TOPIC_CONFIGS_ENABLED],
-                                self._values[SYNC_TOPIC_CONFIGS_INTERVAL_SECONDS])
-
-    @property
-    def sync_topic_acls_interval_s(self) -> int:
-        """Seconds between ACL syncs; ``-1`` when ``sync.topic.acls.enabled=false``."""
-        return seconds_or_never(self._values[SYNC_TOPIC_ACLS_ENABLED],
-                                self._values[SYNC_TOPIC_ACLS_INTERVAL_SECONDS])
-
-    @property
-    def sync_topic_configs_enabled(self) -> bool:
-        return bool(self._values[SYNC_TOPIC_CONFIGS_ENABLED])
-
-    @property
-    def sync_topic_acls_enabled(self) -> bool:
-        return bool(self._values[SYNC_TOPIC_ACLS_ENABLED])
-
-    @property
-    def replication_factor(self) -> int:
-        return int(self._values[REPLICATION_FACTOR])
-
-    @property
-    def offset_syncs_topic_replication_factor(self) -> int:
-        return int(self._values[OFFSET_SYNCS_TOPIC_REPLICATION_FACTOR])
-
-    @property
-    def offset_lag_max(self) -> int:
-        return int(self._values[OFFSET_LAG_MAX])
-
-    @property
-    def emit_offset_syncs_enabled(self) -> bool:
-        return bool(self._values[EMIT_OFFSET_SYNCS_ENABLED])
-
-    @property
-    def heartbeats_replication_enabled(self) -> bool:
-        return bool(self._values[HEARTBEATS_REPLICATION_ENABLED])
 
     # ---- clients (roles of §1.5) ----
 
@@ -229,4 +180,4 @@ class MirrorSourceTaskConfig(MirrorSourceConfig):
 
     @property
     def task_topic_partitions(self) -> list[tuple[str, int]]:
-        return [decode_topic_partition(tp) for tp in self._values[TASK_TOPIC_PARTITIONS] or []]
+        return [decode_topic_partition(tp) for tp in self.get(TASK_TOPIC_PARTITIONS) or []]

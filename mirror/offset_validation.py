@@ -1,9 +1,8 @@
-"""Helpers shared by the three MM2 connectors (Kafka ``MirrorUtils``).
+"""Checks on the source partition / offset maps users write through the KIP-875 REST API (``MirrorUtils``).
 
-The Connect source partition / offset maps written by MM2 live in ``mm2-offsets.<src>.internal`` and can
-be edited by users through the KIP-875 REST API; the validators here refuse maps a task could not use
-later (§3.7), with Java's messages. A null offset (reset) is always accepted so that garbage can still be
-cleaned up.
+The maps written by MM2 live in ``mm2-offsets.<src>.internal`` and can be edited by users through the
+KIP-875 REST API; the validators here refuse maps a task could not use later (§3.7), with Java's
+messages. A null offset (reset) is always accepted so that garbage can still be cleaned up.
 """
 
 from __future__ import annotations
@@ -13,28 +12,9 @@ from typing import Any
 
 from connect_runtime.api.errors import BadRequestError
 from connect_runtime.api.records import SourceMap
-
-SOURCE_CLUSTER_KEY = "cluster"
-TOPIC_KEY = "topic"
-PARTITION_KEY = "partition"
-OFFSET_KEY = "offset"
-CONSUMER_GROUP_ID_KEY = "group"
-SOURCE_CLUSTER_ALIAS_KEY = "sourceClusterAlias"
-TARGET_CLUSTER_ALIAS_KEY = "targetClusterAlias"
+from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY
 
 _INT32_MAX = 2**31 - 1
-
-
-def wrap_partition(source_alias: str, topic: str, partition: int) -> dict[str, Any]:
-    """The source task's Connect partition, keys in Java ``HashMap`` order (cluster, partition, topic, §13).
-
-    The order matters only for byte-identical keys in a shared offsets topic (compaction compares bytes).
-    """
-    return {SOURCE_CLUSTER_KEY: source_alias, PARTITION_KEY: partition, TOPIC_KEY: topic}
-
-
-def wrap_offset(offset: int) -> dict[str, int]:
-    return {OFFSET_KEY: offset}
 
 
 def _is_int(value: Any) -> bool:

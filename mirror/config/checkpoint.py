@@ -17,15 +17,16 @@ from connect_runtime.api.config import (
     parse_value,
     regex_list,
 )
-from mirror.connector_config import (
+from mirror.config.connector_base import (
     BASE_CONNECTOR_CONFIG_DEF,
     OFFSET_SYNCS_TOPIC_LOCATION_KEY,
+    TOPIC_FILTER_CLASS,
     TOPIC_FILTER_CLASS_KEY,
     OffsetSyncsLocationMixin,
     replication_factor,
-    seconds_or_never,
 )
-from mirror.source.config import TOPICS, TOPICS_DEFAULT, TOPICS_EXCLUDE, TOPICS_EXCLUDE_DEFAULT
+from mirror.config.settings import Flag, Integer, Period, Text, TextList
+from mirror.config.source import TOPICS, TOPICS_DEFAULT, TOPICS_EXCLUDE, TOPICS_EXCLUDE_DEFAULT
 
 GROUPS = "groups"
 GROUPS_DEFAULT = ".*"
@@ -104,13 +105,20 @@ class MirrorCheckpointConfig(OffsetSyncsLocationMixin):
             TOPICS_EXCLUDE, Type.LIST, self._originals.get(TOPICS_EXCLUDE, TOPICS_EXCLUDE_DEFAULT))
         regex_list(TOPICS_EXCLUDE, self._topics_exclude)
 
-    @property
-    def groups(self) -> list[str]:
-        return list(self._values[GROUPS])
-
-    @property
-    def groups_exclude(self) -> list[str]:
-        return list(self._values[GROUPS_EXCLUDE])
+    groups = TextList(GROUPS)
+    groups_exclude = TextList(GROUPS_EXCLUDE)
+    group_filter_class = Text(GROUP_FILTER_CLASS)
+    topic_filter_class = Text(TOPIC_FILTER_CLASS)
+    consumer_poll_timeout_ms = Integer(CONSUMER_POLL_TIMEOUT_MILLIS)
+    #: Seconds between group refreshes; ``-1`` when ``refresh.groups.enabled=false``.
+    refresh_groups_interval_s = Period(REFRESH_GROUPS_ENABLED, REFRESH_GROUPS_INTERVAL_SECONDS)
+    emit_checkpoints_enabled = Flag(EMIT_CHECKPOINTS_ENABLED)
+    #: Seconds between checkpoint emissions; ``-1`` when ``emit.checkpoints.enabled=false``.
+    emit_checkpoints_interval_s = Period(EMIT_CHECKPOINTS_ENABLED, EMIT_CHECKPOINTS_INTERVAL_SECONDS)
+    sync_group_offsets_enabled = Flag(SYNC_GROUP_OFFSETS_ENABLED)
+    #: Seconds between group-offset syncs; ``-1`` when ``sync.group.offsets.enabled=false``.
+    sync_group_offsets_interval_s = Period(SYNC_GROUP_OFFSETS_ENABLED, SYNC_GROUP_OFFSETS_INTERVAL_SECONDS)
+    checkpoints_topic_replication_factor = Integer(CHECKPOINTS_TOPIC_REPLICATION_FACTOR)
 
     @property
     def topics(self) -> list[str]:
@@ -119,48 +127,6 @@ class MirrorCheckpointConfig(OffsetSyncsLocationMixin):
     @property
     def topics_exclude(self) -> list[str]:
         return list(self._topics_exclude)
-
-    @property
-    def group_filter_class(self) -> str:
-        return str(self._values[GROUP_FILTER_CLASS])
-
-    @property
-    def topic_filter_class(self) -> str:
-        return str(self._values[TOPIC_FILTER_CLASS_KEY.name])
-
-    @property
-    def consumer_poll_timeout_ms(self) -> int:
-        return int(self._values[CONSUMER_POLL_TIMEOUT_MILLIS])
-
-    @property
-    def refresh_groups_interval_s(self) -> int:
-        """Seconds between group refreshes; ``-1`` when ``refresh.groups.enabled=false``."""
-        return seconds_or_never(self._values[REFRESH_GROUPS_ENABLED],
-                                self._values[REFRESH_GROUPS_INTERVAL_SECONDS])
-
-    @property
-    def emit_checkpoints_enabled(self) -> bool:
-        return bool(self._values[EMIT_CHECKPOINTS_ENABLED])
-
-    @property
-    def emit_checkpoints_interval_s(self) -> int:
-        """Seconds between checkpoint emissions; ``-1`` when ``emit.checkpoints.enabled=false``."""
-        return seconds_or_never(self._values[EMIT_CHECKPOINTS_ENABLED],
-                                self._values[EMIT_CHECKPOINTS_INTERVAL_SECONDS])
-
-    @property
-    def sync_group_offsets_enabled(self) -> bool:
-        return bool(self._values[SYNC_GROUP_OFFSETS_ENABLED])
-
-    @property
-    def sync_group_offsets_interval_s(self) -> int:
-        """Seconds between group-offset syncs; ``-1`` when ``sync.group.offsets.enabled=false``."""
-        return seconds_or_never(self._values[SYNC_GROUP_OFFSETS_ENABLED],
-                                self._values[SYNC_GROUP_OFFSETS_INTERVAL_SECONDS])
-
-    @property
-    def checkpoints_topic_replication_factor(self) -> int:
-        return int(self._values[CHECKPOINTS_TOPIC_REPLICATION_FACTOR])
 
     # ---- clients (roles of §1.5) ----
 
@@ -185,6 +151,4 @@ class MirrorCheckpointTaskConfig(MirrorCheckpointConfig):
 
     CONFIG_DEF = TASK_CONFIG_DEF
 
-    @property
-    def task_consumer_groups(self) -> list[str]:
-        return list(self._values[TASK_CONSUMER_GROUPS] or [])
+    task_consumer_groups = TextList(TASK_CONSUMER_GROUPS)

@@ -1,0 +1,97 @@
+"""The keys every source connector has (Kafka's ``ConnectorConfig`` + ``SourceConnectorConfig``), defined once.
+
+The runtime validates each submitted config against :data:`CONNECTOR_CONFIG_DEF` before the connector's
+own keys (``PUT /connector-plugins/{plugin}/config/validate``), and connectors built on the runtime
+(MirrorMaker 2's three) merge it into their own ConfigDef, so the REST answer, a connector's parsing and
+its generated reference all describe the same keys. It lives in the API layer because connectors may
+import the API but never the engine.
+"""
+
+from __future__ import annotations
+
+from connect_runtime.api.config import (
+    NO_DEFAULT,
+    ConfigDef,
+    ConfigKey,
+    Importance,
+    Type,
+    at_least,
+    non_empty_string,
+    one_of,
+)
+
+NAME = "name"
+CONNECTOR_CLASS = "connector.class"
+TASKS_MAX = "tasks.max"
+TASKS_MAX_ENFORCE = "tasks.max.enforce"
+KEY_CONVERTER = "key.converter"
+VALUE_CONVERTER = "value.converter"
+HEADER_CONVERTER = "header.converter"
+TRANSFORMS = "transforms"
+PREDICATES = "predicates"
+CONFIG_ACTION_RELOAD = "config.action.reload"
+ERRORS_RETRY_TIMEOUT = "errors.retry.timeout"
+ERRORS_RETRY_DELAY_MAX_MS = "errors.retry.delay.max.ms"
+ERRORS_TOLERANCE = "errors.tolerance"
+ERRORS_LOG_ENABLE = "errors.log.enable"
+ERRORS_LOG_INCLUDE_MESSAGES = "errors.log.include.messages"
+EXACTLY_ONCE_SUPPORT = "exactly.once.support"
+TRANSACTION_BOUNDARY = "transaction.boundary"
+TRANSACTION_BOUNDARY_INTERVAL_MS = "transaction.boundary.interval.ms"
+OFFSETS_STORAGE_TOPIC = "offsets.storage.topic"
+TOPIC_CREATION_GROUPS = "topic.creation.groups"
+
+COMMON_GROUP = "Common"
+_ERRORS = "Error Handling"
+_EOS = "Exactly Once Support"
+
+#: Connect's connector-level keys, in Java's order.
+CONNECTOR_CONFIG_DEF = ConfigDef([
+    ConfigKey(NAME, Type.STRING, NO_DEFAULT, Importance.HIGH,
+              "Globally unique name to use for this connector.", non_empty_string, COMMON_GROUP, 1,
+              "Connector name"),
+    ConfigKey(CONNECTOR_CLASS, Type.STRING, NO_DEFAULT, Importance.HIGH,
+              "Name or alias of the class for this connector.", None, COMMON_GROUP, 2, "Connector class"),
+    ConfigKey(TASKS_MAX, Type.INT, 1, Importance.HIGH,
+              "Maximum number of tasks to use for this connector.", at_least(1), COMMON_GROUP, 3, "Tasks max"),
+    ConfigKey(TASKS_MAX_ENFORCE, Type.BOOLEAN, True, Importance.LOW,
+              "Fail tasks when the connector generates more task configs than tasks.max (deprecated).",
+              None, COMMON_GROUP, 4),
+    ConfigKey(KEY_CONVERTER, Type.CLASS, None, Importance.LOW,
+              "Converter for record keys; the worker's converter when unset.", None, COMMON_GROUP, 5),
+    ConfigKey(VALUE_CONVERTER, Type.CLASS, None, Importance.LOW,
+              "Converter for record values; the worker's converter when unset.", None, COMMON_GROUP, 6),
+    ConfigKey(HEADER_CONVERTER, Type.CLASS, None, Importance.LOW,
+              "Converter for record headers; the worker's converter when unset.", None, COMMON_GROUP, 7),
+    ConfigKey(TRANSFORMS, Type.LIST, [], Importance.LOW,
+              "Aliases for the transformations to apply to records.", group="Transforms"),
+    ConfigKey(PREDICATES, Type.LIST, [], Importance.LOW,
+              "Aliases for the predicates used by transformations.", group="Predicates"),
+    ConfigKey(CONFIG_ACTION_RELOAD, Type.STRING, "restart", Importance.LOW,
+              "What to do when external configuration providers report a change.",
+              one_of("none", "restart"), COMMON_GROUP, 8),
+    ConfigKey(ERRORS_RETRY_TIMEOUT, Type.LONG, 0, Importance.MEDIUM,
+              "Maximum duration in ms a failed operation is retried; 0 means no retries, -1 infinite.",
+              group=_ERRORS),
+    ConfigKey(ERRORS_RETRY_DELAY_MAX_MS, Type.LONG, 60000, Importance.MEDIUM,
+              "Maximum duration in ms between consecutive retries.", group=_ERRORS),
+    ConfigKey(ERRORS_TOLERANCE, Type.STRING, "none", Importance.MEDIUM,
+              "Behaviour for errors during operation: 'none' fails the task, 'all' skips bad records.",
+              one_of("none", "all"), _ERRORS),
+    ConfigKey(ERRORS_LOG_ENABLE, Type.BOOLEAN, False, Importance.MEDIUM,
+              "Log each error and the details of the failed operation.", group=_ERRORS),
+    ConfigKey(ERRORS_LOG_INCLUDE_MESSAGES, Type.BOOLEAN, False, Importance.MEDIUM,
+              "Include the failing record in the error log.", group=_ERRORS),
+    ConfigKey(EXACTLY_ONCE_SUPPORT, Type.STRING, "requested", Importance.MEDIUM,
+              "Whether the connector must support exactly-once semantics ('required') or not.",
+              one_of("requested", "required"), _EOS),
+    ConfigKey(TRANSACTION_BOUNDARY, Type.STRING, "poll", Importance.MEDIUM,
+              "Transaction boundaries for exactly-once source tasks.",
+              one_of("poll", "interval", "connector"), _EOS),
+    ConfigKey(TRANSACTION_BOUNDARY_INTERVAL_MS, Type.LONG, None, Importance.LOW,
+              "Transaction commit interval when transaction.boundary=interval.", at_least(0), _EOS),
+    ConfigKey(OFFSETS_STORAGE_TOPIC, Type.STRING, None, Importance.LOW,
+              "A separate offsets topic for this connector; the worker's when unset.", group="Offsets Topic"),
+    ConfigKey(TOPIC_CREATION_GROUPS, Type.LIST, [], Importance.LOW,
+              "Groups of configurations for topics created by source connectors.", group="Topic Creation"),
+])

@@ -1,0 +1,258 @@
+"""Keys and config view shared by the three MM2 connectors (Kafka's ``MirrorConnectorConfig``).
+
+Everything here is data on top of :mod:`connect_runtime.api.config`, so the same definitions drive
+parsing, REST validation and the generated reference (``mirror config docs``). The driver
+(:mod:`mirror.config.mirror_maker`) uses the *names* of these keys to decide which top-level properties
+reach a connector (§1.3(c)), so a key missing here would be silently dropped from every flow: keep the
+set complete, as Java MM2 defines it. Connect's own connector keys come from the runtime's API
+(:mod:`connect_runtime.api.connector_config`), the client keys from :mod:`mirror.config.client_keys`.
+
+:class:`MirrorConnectorConfig` is the typed view the connector/task configs extend. Its client
+config builders follow Java's precedence exactly (lowest first): ``<side>.cluster.*`` restricted to
+connection/security keys, then connector-level ``<client>.*``, then ``<side>.<client>.*``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from connect_runtime.api.config import (
+    NO_DEFAULT,
+    ConfigDef,
+    ConfigKey,
+    Importance,
+    Type,
+    Validator,
+    at_least,
+    non_empty_string,
+    one_of,
+)
+from connect_runtime.api.connector_config import CONNECTOR_CONFIG_DEF, NAME
+from connect_runtime.api.errors import ConfigError
+from mirror.client.replication_policy import load_policy_class
+from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_ID, CLIENT_SECURITY_CONFIG_DEF
+from mirror.config.settings import Choice, Flag, Integer, Text
+
+logger = logging.getLogger(__name__)
+
+# ---- MM2 keys shared by the three connectors ---------------------------------------------------------
+
+ENABLED = "enabled"
+SOURCE_CLUSTER_ALIAS = "source.cluster.alias"
+TARGET_CLUSTER_ALIAS = "target.cluster.alias"
+TARGET_CLUSTER_ALIAS_DEFAULT = "target"
+ADMIN_TASK_TIMEOUT_MILLIS = "admin.timeout.ms"
+ADMIN_TASK_TIMEOUT_MILLIS_DEFAULT = 60000
+REPLICATION_POLICY_CLASS = "replication.policy.class"
+REPLICATION_POLICY_CLASS_DEFAULT = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+REPLICATION_POLICY_SEPARATOR = "replication.policy.separator"
+REPLICATION_POLICY_SEPARATOR_DEFAULT = "."
+INTERNAL_TOPIC_SEPARATOR_ENABLED = "replication.policy.internal.topic.separator.enabled"
+FORWARDING_ADMIN_CLASS = "forwarding.admin.class"
+FORWARDING_ADMIN_CLASS_DEFAULT = "org.apache.kafka.clients.admin.ForwardingAdmin"
+METRIC_REPORTERS = "metric.reporters"
+METRIC_REPORTERS_DEFAULT = "org.apache.kafka.common.metrics.JmxReporter"
+
+# Defined on the source and checkpoint connectors (not heartbeat), declared once here.
+TOPIC_FILTER_CLASS = "topic.filter.class"
+TOPIC_FILTER_CLASS_DEFAULT = "org.apache.kafka.connect.mirror.DefaultTopicFilter"
+OFFSET_SYNCS_TOPIC_LOCATION = "offset-syncs.topic.location"
+OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT = "source"
+
+SOURCE_CLUSTER_PREFIX = "source.cluster."
+TARGET_CLUSTER_PREFIX = "target.cluster."
+SOURCE_PREFIX = "source."
+TARGET_PREFIX = "target."
+PRODUCER_CLIENT_PREFIX = "producer."
+CONSUMER_CLIENT_PREFIX = "consumer."
+ADMIN_CLIENT_PREFIX = "admin."
+
+
+def validate_replication_policy_class(name: str, value: Any) -> None:
+    """Reject a replication policy class that cannot be loaded, naming the key.
+
+    Accepts Java's ``org.apache.kafka.connect.mirror.*ReplicationPolicy`` names (mapped by the loader)
+    and dotted Python paths.
+    """
+    if value is None:
+        return
+    try:
+        load_policy_class(str(value))
+    except ValueError as exc:
+        raise ConfigError(
+            f"Invalid value {value!r} for configuration {name}: expected a ReplicationPolicy class such as "
+            f"{REPLICATION_POLICY_CLASS_DEFAULT} or "
+            f"org.apache.kafka.connect.mirror.IdentityReplicationPolicy ({exc})", name) from exc
+
+
+validate_replication_policy_class.__doc__ = "a ReplicationPolicy class"
+
+
+def _replication_factor(name: str, value: Any) -> None:
+    if value is not None and value != -1 and value < 1:
+        raise ConfigError(
+            f"Invalid value {value} for configuration {name}: must be -1 (broker default) or at least 1",
+            name)
+
+
+_replication_factor.__doc__ = "-1 or [1,...]"
+replication_factor: Validator = _replication_factor
+
+#: The MM2 keys every connector defines (``MirrorConnectorConfig.BASE_CONNECTOR_CONFIG_DEF`` minus Connect's).
+MIRROR_SHARED_CONFIG_DEF = ConfigDef([
+    ConfigKey(ENABLED, Type.BOOLEAN, True, Importance.LOW,
+              "Whether to replicate source->target. The driver sets false unless the flow enables it.",
+              group="Mirror"),
+    ConfigKey(SOURCE_CLUSTER_ALIAS, Type.STRING, NO_DEFAULT, Importance.HIGH,
+              "Alias of the source cluster.", non_empty_string, "Mirror"),
+    ConfigKey(TARGET_CLUSTER_ALIAS, Type.STRING, TARGET_CLUSTER_ALIAS_DEFAULT, Importance.HIGH,
+              "Alias of the target cluster. Used in metrics and naming.", group="Mirror"),
+    ConfigKey(ADMIN_TASK_TIMEOUT_MILLIS, Type.LONG, ADMIN_TASK_TIMEOUT_MILLIS_DEFAULT, Importance.LOW,
+              "Timeout for administrative tasks, e.g. detecting new topics.", at_least(0), "Mirror"),
+    ConfigKey(REPLICATION_POLICY_CLASS, Type.CLASS, REPLICATION_POLICY_CLASS_DEFAULT, Importance.LOW,
+              "Class which defines the remote topic naming convention.",
+              validate_replication_policy_class, "Mirror"),
+    ConfigKey(REPLICATION_POLICY_SEPARATOR, Type.STRING, REPLICATION_POLICY_SEPARATOR_DEFAULT, Importance.LOW,
+              "Separator used in remote topic naming convention.", group="Mirror"),
+    ConfigKey(INTERNAL_TOPIC_SEPARATOR_ENABLED, Type.BOOLEAN, True, Importance.LOW,
+              "Whether replication.policy.separator is also used in the names of the checkpoints and "
+              "offset-syncs topics; false keeps the pre-3.1 names.", group="Mirror"),
+    ConfigKey(FORWARDING_ADMIN_CLASS, Type.CLASS, FORWARDING_ADMIN_CLASS_DEFAULT, Importance.LOW,
+              "Class of the Admin client used for every MM2 admin call (KIP-787).", group="Mirror"),
+    ConfigKey(METRIC_REPORTERS, Type.LIST, METRIC_REPORTERS_DEFAULT, Importance.LOW,
+              "Classes to use as metrics reporters.", group="Mirror"),
+])
+
+#: Every connector's base definition: Connect's keys, MM2's shared keys, client security keys.
+BASE_CONNECTOR_CONFIG_DEF = CONNECTOR_CONFIG_DEF.merge(MIRROR_SHARED_CONFIG_DEF).merge(
+    CLIENT_SECURITY_CONFIG_DEF)
+
+TOPIC_FILTER_CLASS_KEY = ConfigKey(
+    TOPIC_FILTER_CLASS, Type.CLASS, TOPIC_FILTER_CLASS_DEFAULT, Importance.LOW,
+    "TopicFilter to use. Selects topics to replicate.", group="Mirror")
+OFFSET_SYNCS_TOPIC_LOCATION_KEY = ConfigKey(
+    OFFSET_SYNCS_TOPIC_LOCATION, Type.STRING, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT, Importance.LOW,
+    "The location (source/target) of the offset-syncs topic.", one_of("source", "target"), "Mirror")
+
+
+def entries_with_prefix(props: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """Entries whose key starts with ``prefix``, prefix stripped (Kafka ``originalsWithPrefix``)."""
+    return {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
+
+
+class MirrorConnectorConfig:
+    """Typed view of one connector's or task's config map (Kafka ``MirrorConnectorConfig``).
+
+    ``props`` are the raw strings the connector receives; they are kept unchanged because client
+    configs are built from the originals, not from parsed values (a Password stays a string here).
+    """
+
+    CONFIG_DEF: ConfigDef = BASE_CONNECTOR_CONFIG_DEF
+
+    def __init__(self, props: Mapping[str, str], config_def: ConfigDef | None = None) -> None:
+        self._originals: dict[str, str] = dict(props)
+        self._values: dict[str, Any] = (config_def or self.CONFIG_DEF).parse(self._originals)
+
+    # ---- raw access ----
+
+    def originals(self) -> dict[str, str]:
+        return dict(self._originals)
+
+    def originals_with_prefix(self, prefix: str) -> dict[str, str]:
+        return entries_with_prefix(self._originals, prefix)
+
+    def get(self, name: str) -> Any:
+        """The parsed value of a defined key."""
+        return self._values[name]
+
+    # ---- shared keys ----
+
+    connector_name = Text(NAME)
+    enabled = Flag(ENABLED)
+    source_alias = Text(SOURCE_CLUSTER_ALIAS)
+    target_alias = Text(TARGET_CLUSTER_ALIAS)
+    admin_timeout_ms = Integer(ADMIN_TASK_TIMEOUT_MILLIS)
+    replication_policy_class = Text(REPLICATION_POLICY_CLASS)
+    replication_policy_separator = Text(REPLICATION_POLICY_SEPARATOR)
+    internal_topic_separator_enabled = Flag(INTERNAL_TOPIC_SEPARATOR_ENABLED)
+    forwarding_admin_class = Text(FORWARDING_ADMIN_CLASS)
+
+    @property
+    def task_index(self) -> int | None:
+        """``task.index`` for task configs (used in client ids); ``None`` for connector configs."""
+        raw = self._originals.get("task.index")
+        return None if raw is None or raw.strip() == "" else int(raw.strip())
+
+    def replication_policy_config(self) -> dict[str, str]:
+        """The originals, which is what Java passes to ``ReplicationPolicy.configure``."""
+        return dict(self._originals)
+
+    # ---- client configs ----
+
+    def entity_label(self) -> str:
+        """``<src>-><tgt>|<connector name>[-<task index>]`` (KAFKA-14838)."""
+        label = f"{self.source_alias}->{self.target_alias}|{self._originals.get(NAME, '')}"
+        index = self.task_index
+        return label if index is None else f"{label}-{index}"
+
+    def add_client_id(self, config: dict[str, str], role: str | None) -> dict[str, str]:
+        """Set ``client.id`` to ``[<user client.id>|]<entity label>|<role>``, as Java's ``addClientId``."""
+        client_id = self.entity_label() + ("" if role is None else f"|{role}")
+        if CLIENT_ID in config:
+            client_id = f"{config[CLIENT_ID]}|{client_id}"
+        config[CLIENT_ID] = client_id
+        return config
+
+    def client_config(self, side: str, client: str, role: str | None) -> dict[str, str]:
+        """Config for a ``client`` (admin/consumer/producer) of cluster ``side`` (source/target).
+
+        Lowest precedence first: ``<side>.cluster.*`` (connection/security keys only), connector-level
+        ``<client>.*``, then ``<side>.<client>.*``. Consumers never auto-commit and start at ``earliest``
+        unless configured, because MM2 tracks its own positions.
+        """
+        if side not in ("source", "target") or client not in ("admin", "consumer", "producer"):
+            raise ValueError(f"unknown client {side}/{client}")
+        config = {k: v for k, v in self.originals_with_prefix(f"{side}.cluster.").items()
+                  if k in CLIENT_CONFIG_NAMES}
+        config.update(self.originals_with_prefix(f"{client}."))
+        config.update(self.originals_with_prefix(f"{side}.{client}."))
+        if client == "consumer":
+            config["enable.auto.commit"] = "false"
+            config.setdefault("auto.offset.reset", "earliest")
+        return self.add_client_id(config, role)
+
+    def source_admin_config(self, role: str | None) -> dict[str, str]:
+        return self.client_config("source", "admin", role)
+
+    def target_admin_config(self, role: str | None) -> dict[str, str]:
+        return self.client_config("target", "admin", role)
+
+    def source_consumer_config(self, role: str | None) -> dict[str, str]:
+        return self.client_config("source", "consumer", role)
+
+    def target_consumer_config(self, role: str | None) -> dict[str, str]:
+        return self.client_config("target", "consumer", role)
+
+    def source_producer_config(self, role: str | None) -> dict[str, str]:
+        return self.client_config("source", "producer", role)
+
+    def target_producer_config(self, role: str | None) -> dict[str, str]:
+        return self.client_config("target", "producer", role)
+
+
+class OffsetSyncsLocationMixin(MirrorConnectorConfig):
+    """``offset-syncs.topic.location`` handling shared by the source and checkpoint configs."""
+
+    offset_syncs_topic_location = Choice(OFFSET_SYNCS_TOPIC_LOCATION)
+
+    @property
+    def offset_syncs_topic_cluster_alias(self) -> str:
+        """Alias of the cluster that hosts the offset-syncs topic (its name embeds this alias)."""
+        return self.source_alias if self.offset_syncs_topic_location == "source" else self.target_alias
+
+    def offset_syncs_topic_admin_config(self) -> dict[str, str]:
+        if self.offset_syncs_topic_location == "source":
+            return self.source_admin_config("offset-syncs-source-admin")
+        return self.target_admin_config("offset-syncs-target-admin")
