@@ -13,7 +13,6 @@ from mirror.checkpoint.offset_sync_store import OffsetSyncStore
 from mirror.client.models import Checkpoint, OffsetSync, TopicPartition
 from tests.support.kafka import wait_until
 
-
 CHECKPOINTS, OFFSET_SYNCS = "a.checkpoints.internal", "mm2-offset-syncs.b.internal"
 
 
