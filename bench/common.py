@@ -5,8 +5,9 @@ is Tansu (shared/reference/tansu.md):
 
 * ListOffsets "latest" is wrong on Tansu when a batch holds more than one record (§2.1): it answers the
   base offset of the newest batch + 1. :class:`EndOffsets` therefore uses it only as a *lower bound* and
-  reads the exact high watermark from a fetch (``enable.partition.eof``) starting one record below it,
-  which transfers only the tail of each partition instead of the whole topic.
+  reads the exact high watermark from one fetch starting one record below it
+  (:func:`connect_runtime.clients.log_reader.end_offsets`), which transfers only the tail of each
+  partition instead of the whole topic.
 * Admin metadata lookups auto-create topics unless ``allow.auto.create.topics=false``.
 """
 
@@ -25,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import confluent_kafka
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 from confluent_kafka.cimpl import NewTopic
+
+from connect_runtime.clients.log_reader import end_offsets, ignore_error
 
 BENCH_DIR = Path(__file__).resolve().parent
 MB = 1_000_000  # MB/s figures count payload bytes (key + value), 10^6 bytes, as tansu.md §10
@@ -169,18 +172,13 @@ class EndOffsets:
         wanted = {p for p in range(self.partitions) if lows[p] > 0}
         if not wanted:
             return ends
-        self._consumer.assign([TopicPartition(self.topic, p, lows[p] - 1) for p in sorted(wanted)])
-        deadline = time.monotonic() + timeout_s
-        while wanted and time.monotonic() < deadline:
-            for msg in self._consumer.consume(10000, 0.2):
-                err = msg.error()
-                if err is not None and err.code() == KafkaError._PARTITION_EOF:
-                    p = msg.partition()
-                    if p in wanted:
-                        ends[p] = msg.offset() or 0
-                        wanted.discard(p)
-        if wanted:
-            raise TimeoutError(f"no end of partition(s) {sorted(wanted)} of {self.topic} within {timeout_s}s")
+        found = end_offsets(self._consumer, {(self.topic, p): lows[p] - 1 for p in sorted(wanted)}, timeout_s,
+                            on_error=ignore_error)
+        late = sorted(wanted - {p for _, p in found})
+        if late:
+            raise TimeoutError(f"no end of partition(s) {late} of {self.topic} within {timeout_s}s")
+        for (_, p), end in found.items():
+            ends[p] = end
         self._consumer.unassign()
         return ends
 

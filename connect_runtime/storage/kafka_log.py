@@ -6,17 +6,20 @@ read from the beginning to its end before ``start`` returns, then followed by a 
 hands every record to the consumer callback, in log order per partition.
 
 How "the end" is found. Java asks ListOffsets for the end offsets and consumes up to them. We instead
-take the end from the *fetch responses*: the consumer runs with ``enable.partition.eof=true``, and a
-partition is at its end when librdkafka reports ``_PARTITION_EOF``, i.e. a fetch response came back
-whose high watermark (last stable offset under read_committed) equals our position. That is exact on
-Apache Kafka and also on brokers whose ListOffsets "latest" is wrong (Tansu returns the base offset of
-the last batch + 1, so a ListOffsets-based reader would stop early or wait for ever). It costs one empty
-fetch round trip per partition, which is why the consumer's ``fetch.wait.max.ms`` defaults to 100 ms.
+take the end from the *fetch responses*, through :func:`connect_runtime.clients.log_reader.read_to_end`:
+the consumer runs with ``enable.partition.eof=true``, and a partition is at its end when librdkafka
+reports ``_PARTITION_EOF``, i.e. a fetch response came back whose high watermark (last stable offset
+under read_committed) equals our position. That is exact on Apache Kafka and also on brokers whose
+ListOffsets "latest" is wrong (Tansu returns the base offset of the last batch + 1, so a
+ListOffsets-based reader would stop early or wait for ever). It costs one empty fetch round trip per
+partition, which is why the consumer's ``fetch.wait.max.ms`` defaults to 100 ms.
 
 ``read_to_end`` (a barrier: every record written before the call has been consumed when it returns)
-uses the same signal: the log thread seeks every partition to its current position, which discards
-prefetched data and starts new fetches, and librdkafka reports EOF again once a fetch issued *after*
-the seek reaches the high watermark. Records acknowledged before the call are below that watermark.
+is one such read, run by the log thread in rounds: it re-assigns every partition at its current
+position, which discards prefetched data and starts new fetches, and librdkafka reports EOF again once
+a fetch issued *after* that reaches the high watermark. Records acknowledged before the call are below
+that watermark. Barriers requested during a round wait for the next one. Between rounds the thread
+simply follows the topic.
 
 The consumer keeps librdkafka's default ``isolation.level=read_committed`` unless the caller sets it:
 without transactions it reads the same as read_uncommitted (Java's default), and with transactional
@@ -55,6 +58,7 @@ from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.errors import map_kafka_errors, to_connect_error
 from connect_runtime.clients.factory import new_consumer, new_producer
+from connect_runtime.clients.log_reader import read_to_end
 from connect_runtime.logging_context import carry_context
 
 logger = logging.getLogger(__name__)
@@ -142,7 +146,6 @@ class KafkaBasedLog:
         self._txn_lock = threading.Lock()
         self._pending: list[Future[None]] = []
         self._round: list[Future[None]] | None = None
-        self._awaiting: set[int] = set()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._producer_thread: threading.Thread | None = None
@@ -172,10 +175,8 @@ class KafkaBasedLog:
             if self._transactional:
                 self._producer.init_transactions(max(1.0, deadline - time.monotonic()))
             self._consumer = new_consumer(self._consumer_config)
-            self._consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in self._partitions])
         started: Future[None] = Future()
-        self._round = [started]
-        self._awaiting = set(self._partitions)
+        self._round = [started]  # the first round reads every partition from its beginning
         self._stopping.clear()
         self._producer_thread = threading.Thread(target=carry_context(self._serve_producer), daemon=True,
                                                  name=f"kafka-log-producer-{self.topic}")
@@ -369,70 +370,93 @@ class KafkaBasedLog:
                 from exc
 
     def _follow(self) -> None:
+        """The log thread: read-to-end rounds while barriers wait for one, following the topic between."""
         consumer = self._consumer
         assert consumer is not None
-        consumed = self._consumed
-        topic = self.topic
         while not self._stopping.is_set():
-            self._maybe_start_round(consumer)
-            try:
-                messages = consumer.consume(_BATCH, _POLL_S)
-            except (KafkaException, RuntimeError) as exc:
-                if self._stopping.is_set():
-                    return
-                logger.warning("Reading topic %s failed: %s", topic, exc)
-                time.sleep(_POLL_S)
-                continue
-            if not messages:
-                continue
-            batch_consumed = self._batch_consumed
-            if batch_consumed is not None:
-                try:
-                    batch_consumed(messages)
-                except Exception:
-                    logger.exception("Batch callback for topic %s raised", topic)
+            if self._round_due():
+                self._read_round(consumer)
             else:
-                for msg in messages:
-                    if msg.error() is None:
-                        try:
-                            consumed(LogRecord(topic, msg.partition() or 0, msg.offset() or 0, msg.key(),
-                                               msg.value(), msg.timestamp()[1]))
-                        except Exception:
-                            logger.exception("Consumer callback for topic %s raised on offset %s of "
-                                             "partition %s", topic, msg.offset(), msg.partition())
-            # Error events (EOF) are handled after the records of the same batch were handed over, so a
-            # read-to-end round never completes before the records it covers were consumed.
-            eofs = {}
+                self._follow_batch(consumer)
+
+    def _round_due(self) -> bool:
+        """Whether a round is running, starting one for the barriers requested so far if none is."""
+        with self._lock:
+            if self._round is None and self._pending:
+                self._round, self._pending = self._pending, []
+            return self._round is not None
+
+    def _read_round(self, consumer: Consumer) -> None:
+        """Read every partition from what was consumed so far to its end, then complete the round."""
+        with self._consumed_cond:
+            positions = {(self.topic, p): self._positions.get(p, OFFSET_BEGINNING) for p in self._partitions}
+        try:
+            reached = read_to_end(consumer, positions, lambda records: self._deliver(consumer, records), None,
+                                  on_error=self._client_error, stop=self._stopping.is_set)
+        except (KafkaException, RuntimeError) as exc:  # the round stays open: the next try reads on
+            if not self._stopping.is_set():
+                logger.warning("Reading topic %s failed: %s", self.topic, exc)
+                time.sleep(_POLL_S)
+            return
+        with self._consumed_cond:
+            for (_, partition), end in reached.ends.items():
+                if end > self._positions.get(partition, -1):
+                    self._positions[partition] = end
+            self._consumed_cond.notify_all()
+        if reached.complete:
+            self._finish_round()
+
+    def _follow_batch(self, consumer: Consumer) -> None:
+        try:
+            messages = consumer.consume(_BATCH, _POLL_S)
+        except (KafkaException, RuntimeError) as exc:
+            if not self._stopping.is_set():
+                logger.warning("Reading topic %s failed: %s", self.topic, exc)
+                time.sleep(_POLL_S)
+            return
+        records = [msg for msg in messages if msg.error() is None]
+        if records:
+            self._deliver(consumer, records)
+        if len(records) < len(messages):
             for msg in messages:
                 err = msg.error()
-                if err is not None:
-                    if err.code() == _EOF:
-                        eofs[msg.partition() or 0] = msg.offset() or 0
-                    else:
-                        self._client_error(err)
-            self._advance(consumer, eofs)
+                if err is not None and err.code() != _EOF:  # at the end: nothing to do between rounds
+                    self._client_error(err)
 
-    def _advance(self, consumer: Consumer, eofs: Mapping[int, int]) -> None:
+    def _deliver(self, consumer: Consumer, records: list[Message]) -> None:
+        """Hand records to the callbacks, then record how far each partition was consumed."""
+        topic = self.topic
+        batch_consumed = self._batch_consumed
+        if batch_consumed is not None:
+            try:
+                batch_consumed(records)
+            except Exception:
+                logger.exception("Batch callback for topic %s raised", topic)
+        else:
+            consumed = self._consumed
+            for msg in records:
+                try:
+                    consumed(LogRecord(topic, msg.partition() or 0, msg.offset() or 0, msg.key(), msg.value(),
+                                       msg.timestamp()[1]))
+                except Exception:
+                    logger.exception("Consumer callback for topic %s raised on offset %s of partition %s",
+                                     topic, msg.offset(), msg.partition())
+        self._advance(consumer)
+
+    def _advance(self, consumer: Consumer) -> None:
         """Record how far each partition has been consumed (one position() call per batch, not per
-        record) and complete the read-to-end round once every partition reported EOF."""
+        record), for :meth:`position` and :meth:`wait_until_consumed`."""
         try:
             positions = consumer.position(self._assignment)
         except KafkaException as exc:
             logger.debug("position() on topic %s failed: %s", self.topic, exc)
-            positions = []
+            return
         with self._consumed_cond:
             applied = self._positions
             for tp in positions:
                 if tp.offset >= 0 and tp.offset > applied.get(tp.partition, -1):
                     applied[tp.partition] = tp.offset
-            for partition, offset in eofs.items():
-                if offset > applied.get(partition, -1):
-                    applied[partition] = offset
             self._consumed_cond.notify_all()
-        if eofs:
-            self._awaiting.difference_update(eofs)
-            if not self._awaiting:
-                self._finish_round()
 
     def position(self, partition: int) -> int:
         """The next offset of ``partition`` to be consumed: every record below it was handed over."""
@@ -456,8 +480,8 @@ class KafkaBasedLog:
     def use_batch_callback(self, callback: Callable[[list[Message]], None]) -> None:
         """Hand every consumed batch of raw confluent-kafka Messages to ``callback`` instead of calling
         ``consumed`` per record. For bulk loaders (the offset store reads millions of records at start):
-        it saves building a LogRecord per record. The list also holds error events, which the callback
-        must skip (``msg.error() is not None``). Call before :meth:`start`."""
+        it saves building a LogRecord per record. The list holds records only (no error events).
+        Call before :meth:`start`."""
         if self._thread is not None:
             raise ConnectError("use_batch_callback must be called before start")
         self._batch_consumed = callback
@@ -468,20 +492,3 @@ class KafkaBasedLog:
         for future in done:
             if not future.done():
                 future.set_result(None)
-
-    def _maybe_start_round(self, consumer: Consumer) -> None:
-        """Start a read-to-end round for the barriers requested so far, unless one is running."""
-        with self._lock:
-            if self._round is not None or not self._pending:
-                return
-            self._round, self._pending = self._pending, []
-        self._awaiting = set(self._partitions)
-        with self._consumed_cond:
-            positions = [TopicPartition(self.topic, p, self._positions.get(p, OFFSET_BEGINNING))
-                         for p in self._partitions]
-        try:
-            for tp in positions:
-                consumer.seek(tp)
-        except KafkaException as exc:  # seek needs an active fetcher; a fresh assignment always works
-            logger.debug("Seek on topic %s failed (%s); re-assigning", self.topic, exc)
-            consumer.assign(positions)

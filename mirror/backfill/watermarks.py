@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from connect_runtime.clients.log_reader import end_offsets, raise_error
 
 TopicPartitionT = tuple[str, int]
 
@@ -18,7 +19,8 @@ def snapshot_watermarks(consumer_config: Mapping[str, Any], partitions: Iterable
 
     ListOffsets "latest" is wrong on some brokers (Tansu: the last batch's base offset + 1); the fetch
     high watermark is exact everywhere. Each partition is fetched from its start until it returned one
-    record or its end-of-partition event, then the cached (fetch-response) watermarks are read.
+    record or its end-of-partition event (:func:`~connect_runtime.clients.log_reader.end_offsets`); the
+    log start is the cached (fetch-response) low watermark.
     """
     wanted = sorted(set(partitions))
     if not wanted:
@@ -31,26 +33,16 @@ def snapshot_watermarks(consumer_config: Mapping[str, Any], partitions: Iterable
                          "fetch.wait.max.ms": 10})
     try:
         # offset 0 + auto.offset.reset=earliest reaches the log start without a ListOffsets round trip
-        consumer.assign([KafkaTopicPartition(t, p, 0) for t, p in wanted])
-        pending = set(wanted)
-        deadline = time.monotonic() + timeout_s
-        while pending:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no fetch response within {timeout_s}s for {sorted(pending)[:5]}")
-            for msg in consumer.consume(1000, 0.05):
-                error = msg.error()
-                if error is not None and error.code() != KafkaError._PARTITION_EOF:
-                    raise KafkaException(error)
-                tp = (msg.topic() or "", msg.partition() or 0)
-                if tp in pending:
-                    pending.discard(tp)
-                    consumer.pause([KafkaTopicPartition(*tp)])
+        ends = end_offsets(consumer, dict.fromkeys(wanted, 0), timeout_s, on_error=raise_error)
+        if len(ends) < len(wanted):
+            late = sorted(set(wanted) - set(ends))
+            raise TimeoutError(f"no fetch response within {timeout_s}s for {late[:5]}")
         result = {}
         for topic, partition in wanted:
-            low, high = consumer.get_watermark_offsets(KafkaTopicPartition(topic, partition), cached=True)
+            low, _ = consumer.get_watermark_offsets(KafkaTopicPartition(topic, partition), cached=True)
             if low < 0:  # not reported by the fetch: the log start is exact through ListOffsets
                 low, _ = consumer.get_watermark_offsets(KafkaTopicPartition(topic, partition), timeout=10)
-            result[(topic, partition)] = (max(0, low), max(0, high))
+            result[(topic, partition)] = (max(0, low), max(0, ends[(topic, partition)]))
         return result
     finally:
         consumer.close()

@@ -9,13 +9,13 @@ the fetch response's end of partition (``enable.partition.eof``), which is exact
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 
+from connect_runtime.clients.log_reader import raise_error, read_to_end
 from mirror.backfill_markers.markers import MarkerState, PartitionMarker, TaskEvent, partition_key, task_key
 
 logger = logging.getLogger(__name__)
@@ -60,28 +60,20 @@ class MarkerLog:
 
     def read_to_end(self, timeout_s: float = 30.0) -> MarkerState:
         """Fold in every record written so far; TimeoutError if the end is not reached in time."""
+
+        def fold(records: list[Message]) -> None:
+            for msg in records:
+                self.state.apply(msg.key(), msg.value())
+            self._next = (records[-1].offset() or 0) + 1
+
         consumer = Consumer(self._consumer_config)
         try:
-            consumer.assign([TopicPartition(self.topic, 0, self._next)])
-            deadline = time.monotonic() + timeout_s
-            while True:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"could not read {self.topic} to its end within {timeout_s}s")
-                messages = consumer.consume(10_000, 0.05)
-                at_end = False
-                for msg in messages:
-                    error = msg.error()
-                    if error is not None:
-                        if error.code() == KafkaError._PARTITION_EOF:
-                            at_end = True
-                            continue
-                        raise KafkaException(error)
-                    self.state.apply(msg.key(), msg.value())
-                    self._next = (msg.offset() or 0) + 1
-                if at_end:
-                    return self.state
+            reached = read_to_end(consumer, {(self.topic, 0): self._next}, fold, timeout_s, on_error=raise_error)
         finally:
             consumer.close()
+        if not reached.complete:
+            raise TimeoutError(f"could not read {self.topic} to its end within {timeout_s}s")
+        return self.state
 
     # -- writing ----------------------------------------------------------------------------------
 

@@ -15,18 +15,27 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
 
 from connect_runtime.clients.factory import new_consumer
+from connect_runtime.clients.log_reader import read_to_end
 from mirror.checkpoint.offset_sync_reader import read_only_consumer_config
 from mirror.client.models import Checkpoint, MalformedRecordError, OffsetAndMetadata
 from mirror.client.models import TopicPartition as MirrorTopicPartition
+from mirror.errors import MirrorError
 
 logger = logging.getLogger(__name__)
+
+
+class _Unreadable(MirrorError):
+    """The checkpoints topic cannot be read at all (fatal client error, no permission)."""
+
+    def __init__(self, error: KafkaError) -> None:
+        super().__init__(error.str())
+        self.error = error
 
 
 class CheckpointStore:
@@ -71,30 +80,9 @@ class CheckpointStore:
 
     def _read(self) -> dict[str, dict[MirrorTopicPartition, Checkpoint]] | None:
         result: dict[str, dict[MirrorTopicPartition, Checkpoint]] = {}
-        consumer = self._consumer_factory(self._config)
-        deadline = time.monotonic() + self._timeout_s
-        try:
-            consumer.assign([TopicPartition(self._topic, 0, OFFSET_BEGINNING)])
-            while True:
-                if self._stopping.is_set():
-                    return None
-                if time.monotonic() >= deadline:
-                    logger.error("Timed out after %.0f s reading checkpoints from %s", self._timeout_s,
-                                 self._topic)
-                    return None
-                message = consumer.poll(0.2)
-                if message is None:
-                    continue
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        return result
-                    if error.fatal() or error.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED,
-                                                         KafkaError.GROUP_AUTHORIZATION_FAILED):
-                        logger.error("Cannot read checkpoints from %s: %s", self._topic, error)
-                        return None
-                    logger.warning("Error reading checkpoints from %s: %s", self._topic, error)
-                    continue
+
+        def keep(records: list[Message]) -> None:
+            for message in records:
                 try:
                     checkpoint = Checkpoint.from_record(message.key(), message.value())
                 except MalformedRecordError as exc:
@@ -104,11 +92,32 @@ class CheckpointStore:
                 if checkpoint.consumer_group_id in self._groups:
                     group = result.setdefault(checkpoint.consumer_group_id, {})
                     group[checkpoint.topic_partition] = checkpoint
+
+        consumer = self._consumer_factory(self._config)
+        try:
+            reached = read_to_end(consumer, {(self._topic, 0): OFFSET_BEGINNING}, keep, self._timeout_s,
+                                  on_error=self._unless_unreadable, stop=self._stopping.is_set)
+        except _Unreadable as exc:
+            logger.error("Cannot read checkpoints from %s: %s", self._topic, exc.error)
+            return None
         finally:
             try:
                 consumer.close()
             except (KafkaException, RuntimeError):
                 pass
+        if reached.complete:
+            return result
+        if not self._stopping.is_set():
+            logger.error("Timed out after %.0f s reading checkpoints from %s", self._timeout_s, self._topic)
+        return None
+
+    def _unless_unreadable(self, error: KafkaError) -> None:
+        """Fatal and authorization errors end the read (no READ permission: start empty, §6.2); librdkafka
+        recovers from the others by itself."""
+        if error.fatal() or error.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                                             KafkaError.GROUP_AUTHORIZATION_FAILED):
+            raise _Unreadable(error)
+        logger.warning("Error reading checkpoints from %s: %s", self._topic, error)
 
     def update(self, group: str, checkpoints: Mapping[MirrorTopicPartition, Checkpoint]) -> None:
         with self._lock:

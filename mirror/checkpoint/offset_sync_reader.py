@@ -17,9 +17,10 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
 
 from connect_runtime.clients.factory import new_consumer
+from connect_runtime.clients.log_reader import read_to_end
 from connect_runtime.logging_context import carry_context
 from mirror.checkpoint.offset_sync_store import OffsetSyncStore
 
@@ -66,23 +67,21 @@ class OffsetSyncReader:
             logger.error("Cannot create the consumer of %s: %s", self._topic, exc)
             return
         try:
-            consumer.assign([TopicPartition(self._topic, 0, OFFSET_BEGINNING)])
-            while not self._stopping.is_set():
+            reached = read_to_end(consumer, {(self._topic, 0): OFFSET_BEGINNING}, self._handle, None,
+                                  on_error=self._warn, stop=self._stopping.is_set)
+            if reached.complete and not self._store.ready:
+                self._store.finish_initial_load()
+                logger.info("Read %d offset syncs from %s; offset translation is available",
+                            self.records_read, self._topic)
+            while not self._stopping.is_set():  # then follow the topic
                 message = consumer.poll(_POLL_S)
                 if message is None:
                     continue
                 error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        if not self._store.ready:
-                            self._store.finish_initial_load()
-                            logger.info("Read %d offset syncs from %s; offset translation is available",
-                                        self.records_read, self._topic)
-                        continue
-                    logger.warning("Error reading %s: %s", self._topic, error)
-                    continue
-                self.records_read += 1
-                self._store.handle_record(message.key(), message.value())
+                if error is None:
+                    self._handle([message])
+                elif error.code() != KafkaError._PARTITION_EOF:
+                    self._warn(error)
         except Exception:
             logger.exception("Offset-sync reader of %s failed", self._topic)
         finally:
@@ -90,6 +89,14 @@ class OffsetSyncReader:
                 consumer.close()
             except (KafkaException, RuntimeError):
                 pass
+
+    def _handle(self, records: list[Message]) -> None:
+        for message in records:
+            self.records_read += 1
+            self._store.handle_record(message.key(), message.value())
+
+    def _warn(self, error: KafkaError) -> None:
+        logger.warning("Error reading %s: %s", self._topic, error)
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self._stopping.set()

@@ -148,8 +148,10 @@ def _seed_source(bootstrap: str, records: int) -> dict[int, int]:
 
 def _count(bootstrap: str, topic: str) -> int:
     """Records in a topic, read to the fetch high watermark (exact on any Kafka-compatible broker)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Message
     from confluent_kafka.admin import AdminClient
+
+    from connect_runtime.clients.log_reader import ignore_error, read_to_end
 
     metadata = AdminClient({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False}).list_topics(
         topic, timeout=10).topics.get(topic)
@@ -157,21 +159,15 @@ def _count(bootstrap: str, topic: str) -> int:
         return 0
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirror-quickstart-counter",
                          "enable.auto.commit": False, "enable.partition.eof": True})
-    partitions = list(metadata.partitions)
-    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-    done: set[int] = set()
     count = 0
-    deadline = time.monotonic() + 10
+
+    def tally(records: list[Message]) -> None:
+        nonlocal count
+        count += len(records)
+
     try:
-        while len(done) < len(partitions) and time.monotonic() < deadline:
-            for msg in consumer.consume(10_000, 0.5):
-                err = msg.error()
-                partition = msg.partition()
-                if err is None:
-                    count += 1
-                    done.discard(partition if partition is not None else -1)
-                elif err.code() == KafkaError._PARTITION_EOF and partition is not None:
-                    done.add(partition)
+        read_to_end(consumer, dict.fromkeys(((topic, p) for p in metadata.partitions), OFFSET_BEGINNING), tally,
+                    10, on_error=ignore_error)
     finally:
         consumer.close()
     return count
@@ -190,28 +186,26 @@ def _settled(translated: dict[Any, Any], committed: dict[int, int]) -> dict[Any,
 
 
 def _newest_heartbeat(bootstrap: str) -> Any:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message
 
+    from connect_runtime.clients.log_reader import raise_error, read_to_end
     from mirror.client.models import Heartbeat, MalformedRecordError
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirror-quickstart-heartbeats",
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "allow.auto.create.topics": False})
-    consumer.assign([TopicPartition("heartbeats", 0, OFFSET_BEGINNING)])
     newest = None
-    deadline = time.monotonic() + 5
-    try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    break
-                return None
+
+    def keep_newest(records: list[Message]) -> None:
+        nonlocal newest
+        for msg in records:
             with contextlib.suppress(MalformedRecordError):
                 newest = Heartbeat.from_record(msg.key(), msg.value())
+
+    try:
+        read_to_end(consumer, {("heartbeats", 0): OFFSET_BEGINNING}, keep_newest, 5, on_error=raise_error)
+    except KafkaException:
+        return None
     finally:
         consumer.close()
     return newest

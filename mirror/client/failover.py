@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import bisect
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -47,6 +46,7 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
+from mirror.client.log_reader import end_offsets, ignore_error, read_to_end
 from mirror.client.mirror_client import (
     ADMIN_CLIENT_PREFIX,
     CONSUMER_CLIENT_PREFIX,
@@ -63,8 +63,6 @@ logger = logging.getLogger(__name__)
 SOURCE_TIMEOUT_S = 5.0
 #: Group states in which nobody consumes, so offsets may be rewritten.
 INACTIVE_STATES = frozenset({ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN})
-_EOF = KafkaError._PARTITION_EOF
-_UNKNOWN = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION})
 
 
 class GroupActiveError(MirrorError, RuntimeError):
@@ -285,26 +283,20 @@ def _read_topic(config: Mapping[str, str], topic: str, timeout_s: float) -> list
         metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
         if metadata is None or metadata.error is not None:
             return []
-        parts = list(metadata.partitions)
-        consumer.assign([KafkaTopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
-        pending, records = set(parts), []
-        deadline = time.monotonic() + timeout_s
-        while pending and time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is None:
-                records.append(msg)
-            elif err.code() in (_EOF, *_UNKNOWN):
-                pending.discard(msg.partition())
-            elif err.fatal():
-                raise KafkaException(err)
-        if pending:
+        records: list[Message] = []
+        reached = read_to_end(consumer, dict.fromkeys(((topic, p) for p in metadata.partitions), OFFSET_BEGINNING),
+                              records.extend, timeout_s, on_error=_raise_fatal, missing_ok=True)
+        if not reached.complete:
             logger.warning("Timed out reading %s; using what was read", topic)
         return records
     finally:
         consumer.close()
+
+
+def _raise_fatal(err: KafkaError) -> None:
+    """Only a fatal error ends a read early; librdkafka recovers from the others by itself."""
+    if err.fatal():
+        raise KafkaException(err)
 
 
 def _ends(config: Mapping[str, str], positions: Mapping[tuple[str, int], int],
@@ -313,26 +305,10 @@ def _ends(config: Mapping[str, str], positions: Mapping[tuple[str, int], int],
     if not positions:
         return {}
     consumer = _consumer({**config, "max.partition.fetch.bytes": "65536"})
-    ends: dict[tuple[str, int], int] = {}
     try:
         metadata = consumer.list_topics(timeout=timeout_s).topics
         positions = {(t, p): o for (t, p), o in positions.items()
                      if t in metadata and metadata[t].error is None and p in metadata[t].partitions}
-        consumer.assign([KafkaTopicPartition(t, p, o) for (t, p), o in positions.items()])
-        deadline = time.monotonic() + timeout_s
-        while len(ends) < len(positions) and time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            key = (msg.topic() or "", msg.partition() or 0)
-            err = msg.error()
-            if err is not None:
-                if err.code() == _EOF:
-                    ends[key] = msg.offset() or 0
-                continue
-            _, high = consumer.get_watermark_offsets(KafkaTopicPartition(*key), cached=True)
-            ends[key] = max(high, (msg.offset() or 0) + 1)
-            consumer.pause([KafkaTopicPartition(*key)])
-        return ends
+        return end_offsets(consumer, positions, timeout_s, on_error=ignore_error, missing_ok=True)
     finally:
         consumer.close()

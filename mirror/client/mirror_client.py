@@ -17,21 +17,21 @@ Config (Kafka ``MirrorClientConfig``, reference §1.6):
   to tune the clients). ``producer.*`` is ignored: the client does not produce.
 
 The checkpoints topic is read to its end using the **fetch high watermark** (``enable.partition.eof``),
-never ListOffsets: that is exact on Kafka and on brokers where ListOffsets "latest" is not (Tansu).
+never ListOffsets (:mod:`mirror.client.log_reader`): that is exact on Kafka and on brokers where
+ListOffsets "latest" is not (Tansu).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Protocol
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException
-from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
 from confluent_kafka.admin import AdminClient
 
+from mirror.client.log_reader import read_to_end
 from mirror.client.models import Checkpoint, MalformedRecordError, OffsetAndMetadata, TopicPartition
 from mirror.client.replication_policy import SOURCE_CLUSTER_ALIAS, ReplicationPolicy, policy_from_config
 
@@ -42,7 +42,6 @@ CONSUMER_CLIENT_PREFIX = "consumer."
 PRODUCER_CLIENT_PREFIX = "producer."
 FORWARDING_ADMIN_CLASS = "forwarding.admin.class"
 DEFAULT_TIMEOUT_S = 30.0
-_POLL_INTERVAL_S = 0.5
 _CONNECTION_KEYS = frozenset({"bootstrap.servers", "security.protocol", "client.id"})
 _CONNECTION_PREFIXES = ("ssl.", "sasl.")
 _AUTHORIZATION_CODES = frozenset(
@@ -53,9 +52,6 @@ _AUTHORIZATION_CODES = frozenset(
         KafkaError._AUTHENTICATION,
         KafkaError.SASL_AUTHENTICATION_FAILED,
     }
-)
-_UNKNOWN_TOPIC_CODES = frozenset(
-    {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
 )
 
 
@@ -274,41 +270,44 @@ class MirrorClient:
         offsets: dict[TopicPartition, OffsetAndMetadata],
         timeout_s: float,
     ) -> tuple[bool, int]:
-        consumer.assign([KafkaTopicPartition(topic, 0, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + timeout_s
         records = 0
-        while (remaining := deadline - time.monotonic()) > 0:
-            msg = consumer.poll(min(remaining, _POLL_INTERVAL_S))
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    return True, records
-                if err.code() in _UNKNOWN_TOPIC_CODES:
-                    logger.warning("Checkpoints topic %s disappeared while reading: %s", topic, err)
-                    return True, records
-                if err.fatal() or err.code() in _AUTHORIZATION_CODES:
-                    raise KafkaException(err)
-                # Connection blips and the like: librdkafka recovers by itself, so keep reading until
-                # the deadline, as Java's poll loop does.
-                logger.warning("Error reading %s (will keep trying until the deadline): %s", topic, err)
-                continue
-            records += 1
-            try:
-                checkpoint = Checkpoint.from_record(msg.key(), msg.value())
-            except MalformedRecordError as exc:
-                logger.warning(
-                    "Could not deserialize record %s[%d]@%d. Skipping: %s",
-                    topic,
-                    msg.partition(),
-                    msg.offset(),
-                    exc,
-                )
-                continue
-            if checkpoint.consumer_group_id == group:
-                offsets[checkpoint.topic_partition] = checkpoint.offset_and_metadata()
-        return False, records
+
+        def keep(batch: list[Message]) -> None:
+            nonlocal records
+            records += len(batch)
+            for msg in batch:
+                try:
+                    checkpoint = Checkpoint.from_record(msg.key(), msg.value())
+                except MalformedRecordError as exc:
+                    logger.warning(
+                        "Could not deserialize record %s[%d]@%d. Skipping: %s",
+                        topic,
+                        msg.partition(),
+                        msg.offset(),
+                        exc,
+                    )
+                    continue
+                if checkpoint.consumer_group_id == group:
+                    offsets[checkpoint.topic_partition] = checkpoint.offset_and_metadata()
+
+        def unless_unrecoverable(err: KafkaError) -> None:
+            if err.fatal() or err.code() in _AUTHORIZATION_CODES:
+                raise KafkaException(err)
+            # Connection blips and the like: librdkafka recovers by itself, so keep reading until
+            # the deadline, as Java's poll loop does.
+            logger.warning("Error reading %s (will keep trying until the deadline): %s", topic, err)
+
+        reached = read_to_end(
+            consumer,
+            {(topic, 0): OFFSET_BEGINNING},
+            keep,
+            timeout_s,
+            on_error=unless_unrecoverable,
+            missing_ok=True,
+        )
+        if reached.missing:
+            logger.warning("Checkpoints topic %s disappeared while reading", topic)
+        return reached.complete, records
 
 
 # ------------------------------------------------------------------ RemoteClusterUtils: one call, one client

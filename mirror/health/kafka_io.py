@@ -1,9 +1,10 @@
 """The few Kafka reads the health probe needs, done the way that is exact on every broker.
 
 End offsets come from the **fetch response high watermark** (``enable.partition.eof`` and
-``get_watermark_offsets(cached=True)`` after a fetch), never from ListOffsets: that is exact on Kafka
-and also on brokers whose ListOffsets "latest" is not (Tansu with multi-record batches). The same fetch
-that tells the end also returns the first unread record, whose timestamp is the lag in seconds.
+``get_watermark_offsets(cached=True)`` after a fetch, through :mod:`connect_runtime.clients.log_reader`),
+never from ListOffsets: that is exact on Kafka and also on brokers whose ListOffsets "latest" is not
+(Tansu with multi-record batches). The same fetch that tells the end also returns the first unread
+record, whose timestamp is the lag in seconds.
 
 One consumer per cluster is reused for every read (``assign`` replaces the assignment and restarts the
 fetch state, so each read ends with a fresh end-of-partition event). Nothing here joins a group or
@@ -13,21 +14,19 @@ commits: the group id only satisfies librdkafka.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message
-from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
+
+from connect_runtime.clients.log_reader import end_offsets, ignore_error, read_to_end
 
 logger = logging.getLogger(__name__)
 
 TP = tuple[str, int]
-
-_UNKNOWN = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION})
 
 
 @dataclass(frozen=True)
@@ -86,77 +85,55 @@ class ClusterIO:
         """Every record from ``positions`` to each partition's current end; ``positions`` advance in place.
 
         A position may be ``OFFSET_BEGINNING``. Returns the records and whether every partition reached
-        its end before the timeout (a partial read is still used: the next read continues from it).
+        its end (or does not exist) before the timeout (a partial read is still used: the next read
+        continues from it).
         """
         if not positions:
             return [], True
-        consumer = self.consumer
-        consumer.assign([KafkaTopicPartition(t, p, o) for (t, p), o in positions.items()])
-        pending = set(positions)
         records: list[Message] = []
-        deadline = time.monotonic() + timeout_s
+
+        def collect(batch: list[Message]) -> None:
+            records.extend(batch)
+            for msg in batch:
+                positions[(msg.topic() or "", msg.partition() or 0)] = (msg.offset() or 0) + 1
+
         try:
-            while pending and (remaining := deadline - time.monotonic()) > 0:
-                msg = consumer.poll(min(remaining, 0.2))
-                if msg is None:
-                    continue
-                key = (msg.topic() or "", msg.partition() or 0)
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        pending.discard(key)
-                        if (msg.offset() or 0) >= 0 and key in positions:
-                            positions[key] = max(positions[key], msg.offset() or 0)
-                    elif err.code() in _UNKNOWN:
-                        pending.discard(key)
-                    else:
-                        logger.debug("%s: read error (retrying until the deadline): %s", self.alias, err)
-                    continue
-                records.append(msg)
-                positions[key] = (msg.offset() or 0) + 1
+            reached = read_to_end(self.consumer, dict(positions), collect, timeout_s, on_error=self._retry,
+                                  missing_ok=True)
         finally:
-            consumer.unassign()
-        return records, not pending
+            self.consumer.unassign()
+        for key, end in reached.ends.items():
+            if end >= 0:
+                positions[key] = max(positions[key], end)
+        return records, reached.complete
 
     def probe(self, positions: Mapping[TP, int], timeout_s: float) -> dict[TP, PartitionProbe]:
         """For each partition: its end offset and the first record at or after the given position.
 
         The end offset is the high watermark of the fetch response. Partitions that did not answer
-        before the timeout are missing from the result.
+        before the timeout, or do not exist, are missing from the result.
         """
         if not positions:
             return {}
-        consumer = self.consumer
-        assignment = [KafkaTopicPartition(t, p, o if o >= 0 else OFFSET_BEGINNING) for (t, p), o in positions.items()]
-        consumer.assign(assignment)
-        result: dict[TP, PartitionProbe] = {}
-        paused: list[KafkaTopicPartition] = []
-        deadline = time.monotonic() + timeout_s
+        first: dict[TP, Message] = {}
+
+        def keep_first(msg: Message) -> None:
+            first[(msg.topic() or "", msg.partition() or 0)] = msg
+
         try:
-            while len(result) < len(positions) and (remaining := deadline - time.monotonic()) > 0:
-                msg = consumer.poll(min(remaining, 0.2))
-                if msg is None:
-                    continue
-                key = (msg.topic() or "", msg.partition() or 0)
-                if key in result or key not in positions:
-                    continue
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        result[key] = PartitionProbe(msg.offset() or 0, None, None)
-                    elif err.code() in _UNKNOWN:
-                        logger.debug("%s: %s-%d does not exist", self.alias, *key)
-                    continue
-                _, high = consumer.get_watermark_offsets(KafkaTopicPartition(*key), cached=True)
-                offset = msg.offset() or 0
-                result[key] = PartitionProbe(max(high, offset + 1), offset, _timestamp(msg))
-                consumer.pause([KafkaTopicPartition(*key)])  # one record is all we need
-                paused.append(KafkaTopicPartition(*key))
+            ends = end_offsets(self.consumer, {tp: o if o >= 0 else OFFSET_BEGINNING for tp, o in positions.items()},
+                               timeout_s, on_first=keep_first, on_error=ignore_error, missing_ok=True)
         finally:
-            if paused:  # librdkafka keeps a partition paused across unassign/assign: undo it
-                consumer.resume(paused)
-            consumer.unassign()
+            self.consumer.unassign()
+        result: dict[TP, PartitionProbe] = {}
+        for key, end in ends.items():
+            msg = first.get(key)
+            result[key] = (PartitionProbe(end, None, None) if msg is None
+                           else PartitionProbe(end, msg.offset() or 0, _timestamp(msg)))
         return result
+
+    def _retry(self, error: KafkaError) -> None:
+        logger.debug("%s: read error (retrying until the deadline): %s", self.alias, error)
 
     def committed_offsets(self, timeout_s: float) -> dict[str, dict[TP, int]]:
         """Every consumer group's committed offsets (group -> (topic, partition) -> offset)."""

@@ -1,6 +1,7 @@
 """Small helpers for integration tests against real brokers.
 
-Counting records uses ``enable.partition.eof`` (the fetch-response high watermark), never ListOffsets:
+Counting records uses ``enable.partition.eof`` (the fetch-response high watermark, through
+:func:`connect_runtime.clients.log_reader.read_to_end`), never ListOffsets:
 on Tansu ListOffsets "latest" is the base offset of the last batch + 1 (tansu.md §2.1), while the
 fetch high watermark is exact on Tansu and on Kafka alike.
 """
@@ -13,8 +14,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from connect_runtime.clients.log_reader import read_to_end
 
 T = TypeVar("T")
 
@@ -108,28 +111,27 @@ def consume_all(bootstrap: str, topic: str, timeout_s: float = 30.0,
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("test-reader"),
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "auto.offset.reset": "earliest", "isolation.level": "read_uncommitted"})
-    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
     out: list[Consumed] = []
-    at_eof: set[int] = set()
+
+    def collect(records: list[Message]) -> None:
+        out.extend(Consumed(msg.topic() or "", msg.partition() or 0, msg.offset() or 0, msg.key(), msg.value(),
+                            msg.headers(), msg.timestamp()[1]) for msg in records)
+
+    def fail(err: KafkaError) -> None:
+        raise AssertionError(f"consume error: {err}")
+
+    positions = {(topic, p): OFFSET_BEGINNING for p in parts}
     deadline = time.monotonic() + timeout_s
     try:
-        while time.monotonic() < deadline:
-            done = len(at_eof) == len(parts)
-            if done and (expect is None or len(out) >= expect):
+        while (remaining := deadline - time.monotonic()) > 0:
+            reached = read_to_end(consumer, positions, collect, remaining, on_error=fail)
+            if not reached.complete or expect is None or len(out) >= expect:
                 break
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    at_eof.add(msg.partition())
-                    continue
-                raise AssertionError(f"consume error: {err}")
-            at_eof.discard(msg.partition())
-            ts = msg.timestamp()[1]
-            out.append(Consumed(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value(),
-                                msg.headers(), ts))
+            # expecting more: read on from where this read ended
+            positions = {key: max(end, positions[key]) for key, end in reached.ends.items()}
+            for record in out:
+                key = (record.topic, record.partition)
+                positions[key] = max(positions[key], record.offset + 1)
     finally:
         consumer.close()
     return out

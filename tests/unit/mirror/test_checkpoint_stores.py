@@ -13,9 +13,11 @@ from mirror.checkpoint.offset_sync_store import OffsetSyncStore
 from mirror.client.models import Checkpoint, OffsetSync, TopicPartition
 from tests.support.kafka import wait_until
 
+CHECKPOINTS, OFFSET_SYNCS = "a.checkpoints.internal", "mm2-offset-syncs.b.internal"
 
-def eof() -> Message:
-    return Message(topic="t", partition=0, error=KafkaError(KafkaError._PARTITION_EOF))
+
+def eof(topic: str = CHECKPOINTS) -> Message:
+    return Message(topic=topic, partition=0, error=KafkaError(KafkaError._PARTITION_EOF))
 
 
 class ScriptedConsumer:
@@ -31,6 +33,10 @@ class ScriptedConsumer:
     def poll(self, timeout: float) -> Message | None:
         return self.script.pop(0) if self.script else None
 
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        message = self.poll(timeout)
+        return [] if message is None else [message]
+
     def close(self) -> None:
         self.closed = True
 
@@ -43,21 +49,22 @@ def factory(consumer: ScriptedConsumer) -> Any:
 
 
 def record(checkpoint: Checkpoint) -> Message:
-    return Message(topic="t", partition=0, offset=0, key=checkpoint.key_bytes(), value=checkpoint.value_bytes())
+    return Message(topic=CHECKPOINTS, partition=0, offset=0, key=checkpoint.key_bytes(),
+                   value=checkpoint.value_bytes())
 
 
 def test_checkpoint_store_keeps_the_last_checkpoint_of_assigned_groups() -> None:
     tp = TopicPartition("a.t", 0)
     consumer = ScriptedConsumer([
         record(Checkpoint("g", tp, 10, 9)),
-        Message(topic="t", partition=0, offset=1, key=b"junk", value=b"junk"),  # undecodable: skipped
+        Message(topic=CHECKPOINTS, partition=0, offset=1, key=b"junk", value=b"junk"),  # undecodable: skipped
         record(Checkpoint("other", tp, 5, 5)),  # not assigned to this task
         None,
         record(Checkpoint("g", tp, 20, 19)),
         eof(),
         record(Checkpoint("g", tp, 99, 99)),  # after the end: not read
     ])
-    store = CheckpointStore("a.checkpoints.internal", {"bootstrap.servers": "x"}, ["g"],
+    store = CheckpointStore(CHECKPOINTS, {"bootstrap.servers": "x"}, ["g"],
                             consumer_factory=factory(consumer))
     assert not store.initialized
     assert store.start()
@@ -81,13 +88,13 @@ def test_checkpoint_store_that_cannot_read_starts_empty_and_says_so() -> None:
 
 def sync_record(upstream: int, downstream: int) -> Message:
     sync = OffsetSync(TopicPartition("t", 0), upstream, downstream)
-    return Message(topic="s", partition=0, offset=0, key=sync.key_bytes(), value=sync.value_bytes())
+    return Message(topic=OFFSET_SYNCS, partition=0, offset=0, key=sync.key_bytes(), value=sync.value_bytes())
 
 
 def test_offset_sync_reader_makes_translation_available_after_the_first_end() -> None:
-    consumer = ScriptedConsumer([sync_record(0, 0), sync_record(10, 10), eof(), sync_record(20, 20)])
+    consumer = ScriptedConsumer([sync_record(0, 0), sync_record(10, 10), eof(OFFSET_SYNCS), sync_record(20, 20)])
     store = OffsetSyncStore()
-    reader = OffsetSyncReader("mm2-offset-syncs.b.internal", {}, store, consumer_factory=factory(consumer))
+    reader = OffsetSyncReader(OFFSET_SYNCS, {}, store, consumer_factory=factory(consumer))
     reader.start(initialization_must_read_to_end=True)
     try:
         wait_until(lambda: reader.records_read == 3, 5, "the live sync read")

@@ -244,7 +244,7 @@ def test_public_surface_is_sorted_and_complete() -> None:
     for name in mirror.client.__all__:
         assert getattr(mirror.client, name) is not None
     public = {n for n in dir(mirror.client) if not n.startswith("_")}
-    modules = {"failover", "mirror_client", "models", "plugins", "replication_policy"}
+    modules = {"failover", "log_reader", "mirror_client", "models", "plugins", "replication_policy"}
     assert public - modules == set(mirror.client.__all__)
 
 
@@ -260,6 +260,10 @@ class FakeMessage:
         offset: int = 0,
     ) -> None:
         self._key, self._value, self._error, self._offset = key, value, error, offset
+        self._topic = ""  # set by FakeConsumer: a message comes from the partition it was assigned
+
+    def topic(self) -> str:
+        return self._topic
 
     def error(self) -> KafkaError | None:
         return self._error
@@ -294,7 +298,14 @@ class FakeConsumer:
         self.assigned = partitions
 
     def poll(self, timeout: float) -> FakeMessage | None:
-        return self.messages.pop(0) if self.messages else None
+        message = self.messages.pop(0) if self.messages else None
+        if message is not None:
+            message._topic = self.assigned[0].topic
+        return message
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[FakeMessage]:
+        message = self.poll(timeout)
+        return [] if message is None else [message]
 
     def close(self) -> None:
         self.closed = True

@@ -1,0 +1,165 @@
+"""Reading partitions to their end: the one way that is exact on every broker (mirror.client side).
+
+"The end" of a partition is the high watermark of a **fetch response** (a ``_PARTITION_EOF`` event with
+``enable.partition.eof=true``, or ``get_watermark_offsets(cached=True)`` after a fetch), never
+ListOffsets "latest", which Tansu answers with the base offset of the last batch + 1 (tansu.md §2.1).
+:func:`read_to_end` hands over every record up to each partition's end (the checkpoints topic for
+MirrorClient and failover); :func:`end_offsets` only finds the ends, one fetch per partition (failover's
+replay bounds).
+
+This is the twin of ``connect_runtime/clients/log_reader.py``, which documents the design: mirror.client
+is a standalone library that may import confluent-kafka only, so it cannot share the runtime's copy.
+The code below this docstring is the same in both, and a unit test keeps it so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+#: (topic, partition); a NamedTuple of the same shape (mirror.client's TopicPartition) works as a key.
+PartitionKey = tuple[str, int]
+#: Called with every error event except end-of-partition (and "does not exist" under ``missing_ok``).
+ErrorHandler = Callable[[KafkaError], None]
+
+#: The errors that say a topic or partition does not exist.
+UNKNOWN_PARTITION_CODES = frozenset(
+    {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION})
+
+_EOF = KafkaError._PARTITION_EOF
+_BATCH = 10_000
+#: consume() waits this long for a full batch when fewer records are ready: the latency of one step.
+_WAIT_S = 0.05
+
+
+def raise_error(error: KafkaError) -> None:
+    """``on_error`` for readers whose result is worthless after any error: the read ends, raising."""
+    raise KafkaException(error)
+
+
+def ignore_error(error: KafkaError) -> None:
+    """``on_error`` that keeps reading until the deadline: librdkafka recovers from transient errors."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """How far a :func:`read_to_end` got."""
+
+    #: The end offset (fetch high watermark) of every partition that reported its end, the latest one
+    #: when it reported it more than once.
+    ends: dict[PartitionKey, int]
+    #: Partitions the broker said do not exist (only with ``missing_ok``): read, and empty.
+    missing: frozenset[PartitionKey]
+    #: Every partition reached its end or is missing; False when the timeout or ``stop`` came first.
+    complete: bool
+
+
+def read_to_end(consumer: Consumer, positions: Mapping[PartitionKey, int],
+                on_records: Callable[[list[Message]], None], timeout_s: float | None, *,
+                on_error: ErrorHandler = raise_error, missing_ok: bool = False,
+                stop: Callable[[], bool] | None = None) -> ReadResult:
+    """Hand every record from ``positions`` on to ``on_records`` until each partition reported its end.
+
+    ``positions`` maps each partition to the offset to start at (``OFFSET_BEGINNING`` allowed).
+    ``on_records`` runs on the calling thread with the records of one fetch batch at a time (error
+    events removed), in log order per partition. A partition is done at its first end-of-partition
+    event: records written after it are still handed over while other partitions are being read, but
+    are not waited for, so a busy log cannot keep the read going for ever. Returns when every
+    partition is done, at ``timeout_s`` (``None``: no deadline), or once ``stop()`` is true.
+    """
+    pending = set(positions)
+    ends: dict[PartitionKey, int] = {}
+    missing: set[PartitionKey] = set()
+    consumer.assign([TopicPartition(topic, partition, offset) for (topic, partition), offset in positions.items()])
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while pending and (stop is None or not stop()):
+        wait = _WAIT_S
+        if deadline is not None:
+            wait = min(wait, deadline - time.monotonic())
+            if wait <= 0:
+                break
+        batch = consumer.consume(_BATCH, wait)
+        handed = 0  # records before this index were handed over
+        for index, message in enumerate(batch):
+            error = message.error()
+            if error is None:
+                continue
+            if index > handed:  # records before an error event first: on_error may raise
+                on_records(batch[handed:index])
+            handed = index + 1
+            if error.code() == _EOF:
+                key = _key(message)
+                if key in positions:
+                    ends[key] = message.offset() or 0
+                    pending.discard(key)
+            elif missing_ok and error.code() in UNKNOWN_PARTITION_CODES:
+                gone = _partitions_of(message, pending)
+                pending -= gone
+                missing |= gone
+            else:
+                on_error(error)
+        if handed < len(batch):
+            on_records(batch if handed == 0 else batch[handed:])
+    return ReadResult(ends, frozenset(missing), not pending)
+
+
+def end_offsets(consumer: Consumer, positions: Mapping[PartitionKey, int], timeout_s: float, *,
+                on_first: Callable[[Message], None] | None = None, on_error: ErrorHandler = raise_error,
+                missing_ok: bool = False) -> dict[PartitionKey, int]:
+    """Each partition's end offset (fetch high watermark), from one fetch at its position.
+
+    A partition at its end answers with an end-of-partition event. One behind its end answers with its
+    first record at the position, whose fetch response carried the high watermark: that partition is
+    paused there and ``on_first`` gets the record (its timestamp tells how far behind the position is).
+    Paused partitions are resumed before returning (librdkafka keeps a pause across re-assignments).
+    Partitions that did not answer within ``timeout_s``, or do not exist (``missing_ok``), are absent.
+    """
+    pending = set(positions)
+    ends: dict[PartitionKey, int] = {}
+    paused: list[TopicPartition] = []
+    consumer.assign([TopicPartition(topic, partition, offset) for (topic, partition), offset in positions.items()])
+    deadline = time.monotonic() + timeout_s
+    try:
+        while pending and (remaining := deadline - time.monotonic()) > 0:
+            for message in consumer.consume(_BATCH, min(_WAIT_S, remaining)):
+                error = message.error()
+                if error is None:
+                    key = _key(message)
+                    if key not in pending:  # the rest of a batch, or a partition already answered
+                        continue
+                    partition = TopicPartition(*key)
+                    _, high = consumer.get_watermark_offsets(partition, cached=True)
+                    ends[key] = max(high, (message.offset() or 0) + 1)
+                    pending.discard(key)
+                    consumer.pause([partition])
+                    paused.append(partition)
+                    if on_first is not None:
+                        on_first(message)
+                elif error.code() == _EOF:
+                    key = _key(message)
+                    if key in pending:
+                        ends[key] = message.offset() or 0
+                        pending.discard(key)
+                elif missing_ok and error.code() in UNKNOWN_PARTITION_CODES:
+                    pending -= _partitions_of(message, pending)
+                else:
+                    on_error(error)
+    finally:
+        if paused:
+            consumer.resume(paused)
+    return ends
+
+
+def _key(message: Message) -> PartitionKey:
+    return message.topic() or "", message.partition() or 0
+
+
+def _partitions_of(message: Message, pending: set[PartitionKey]) -> set[PartitionKey]:
+    """The pending partitions an error event is about: all of its topic's when it names no partition."""
+    topic, partition = message.topic() or "", message.partition()
+    if partition is None or partition < 0:
+        return {key for key in pending if key[0] == topic}
+    return {(topic, partition)} & pending

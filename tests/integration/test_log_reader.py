@@ -1,0 +1,77 @@
+"""read_to_end / end_offsets (both twins) on a real broker.
+
+The case that matters: the last batch of a partition holds several records. Tansu answers ListOffsets
+"latest" with that batch's base offset + 1 (tansu.md §2.1); the fetch high watermark the readers use
+is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import ModuleType
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, Producer, TopicPartition
+
+import connect_runtime.clients.log_reader as runtime_reader
+import mirror.client.log_reader as client_reader
+from tests.conftest import Cluster
+from tests.support.kafka import create_topic, topics, unique
+
+pytestmark = pytest.mark.integration
+
+TWINS = [pytest.param(runtime_reader, id="runtime"), pytest.param(client_reader, id="mirror.client")]
+PER_PARTITION = 7
+
+
+@pytest.fixture
+def consumer(cluster_a: Cluster) -> Iterator[Consumer]:
+    consumer = Consumer({"bootstrap.servers": cluster_a.bootstrap, "group.id": unique("log-reader"),
+                         "enable.auto.commit": False, "enable.partition.eof": True,
+                         "auto.offset.reset": "earliest", "allow.auto.create.topics": False})
+    yield consumer
+    consumer.close()
+
+
+def batched_topic(bootstrap: str) -> str:
+    """Partitions 0 and 1 hold PER_PARTITION records each, written as one batch; partition 2 is empty."""
+    topic = create_topic(bootstrap, unique("log-reader"), partitions=3)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 500, "batch.num.messages": 10000,
+                         "allow.auto.create.topics": False})
+    for i in range(2 * PER_PARTITION):
+        producer.produce(topic, value=f"v{i}".encode(), partition=i % 2)
+    assert producer.flush(30) == 0
+    return topic
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_the_end_is_exact_when_the_last_batch_holds_several_records(cluster_a: Cluster, consumer: Consumer,
+                                                                    reader: ModuleType) -> None:
+    topic = batched_topic(cluster_a.bootstrap)
+    records: list[Message] = []
+    reached = reader.read_to_end(consumer, {(topic, p): OFFSET_BEGINNING for p in range(3)}, records.extend, 30)
+    assert reached.complete
+    assert reached.ends == {(topic, 0): PER_PARTITION, (topic, 1): PER_PARTITION, (topic, 2): 0}
+    assert sorted((m.partition(), m.offset()) for m in records) == [
+        (p, o) for p in range(2) for o in range(PER_PARTITION)]
+
+    # From the start, from inside the last batch, at the end, and an empty partition.
+    ends = reader.end_offsets(consumer, {(topic, 0): 0, (topic, 1): PER_PARTITION - 2, (topic, 2): 0}, 30)
+    assert ends == {(topic, 0): PER_PARTITION, (topic, 1): PER_PARTITION, (topic, 2): 0}
+    assert reader.end_offsets(consumer, {(topic, 0): PER_PARTITION}, 30) == {(topic, 0): PER_PARTITION}
+
+    if cluster_a.broker is not None:  # Tansu: proves the batch held several records, i.e. this test bites
+        _, latest = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        assert latest < PER_PARTITION
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_a_topic_that_does_not_exist_never_ends_and_is_not_created(cluster_a: Cluster, consumer: Consumer,
+                                                                  reader: ModuleType) -> None:
+    """librdkafka reports no end (and, here, no error) for an assigned topic that does not exist: that
+    is why callers that tolerate a missing topic look it up in the metadata first."""
+    topic = unique("log-reader-absent")
+    reached = reader.read_to_end(consumer, {(topic, 0): OFFSET_BEGINNING}, list[Message]().extend, 2,
+                                 missing_ok=True)
+    assert not reached.complete and reached.ends == {}
+    assert topic not in topics(cluster_a.bootstrap)

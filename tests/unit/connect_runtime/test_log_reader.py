@@ -1,0 +1,210 @@
+"""read_to_end / end_offsets over a scripted consumer, for both twins (runtime and mirror.client)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from types import ModuleType
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message, TopicPartition
+
+import connect_runtime.clients.log_reader as runtime_reader
+import mirror.client.log_reader as client_reader
+
+TWINS = [pytest.param(runtime_reader, id="runtime"), pytest.param(client_reader, id="mirror.client")]
+
+
+def record(topic: str, partition: int, offset: int, value: bytes = b"v") -> Message:
+    return Message(topic=topic, partition=partition, offset=offset, value=value)
+
+
+def eof(topic: str, partition: int, offset: int) -> Message:
+    return Message(topic=topic, partition=partition, offset=offset, error=KafkaError(KafkaError._PARTITION_EOF))
+
+
+def error(code: int, topic: str | None = None, partition: int = -1) -> Message:
+    """An error event; partition -1 (reported as None) is librdkafka's "no partition"."""
+    return Message(topic=topic, partition=partition, error=KafkaError(code))
+
+
+class ScriptedConsumer:
+    """Plays back one scripted batch per consume() call (then empty batches), like a real consumer
+    whose fetches return those records and events; records assignment, pauses and resumes."""
+
+    def __init__(self, batches: list[list[Message]], high_watermarks: dict[tuple[str, int], int] | None = None) -> None:
+        self.batches = list(batches)
+        self.high_watermarks = high_watermarks or {}
+        self.assigned: list[tuple[str, int, int]] = []
+        self.paused: list[tuple[str, int]] = []
+        self.resumed: list[tuple[str, int]] = []
+        self.consume_calls = 0
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.assigned = [(tp.topic, tp.partition, tp.offset) for tp in partitions]
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        self.consume_calls += 1
+        return self.batches.pop(0) if self.batches else []
+
+    def get_watermark_offsets(self, partition: TopicPartition, cached: bool = False) -> tuple[int, int]:
+        assert cached, "the end must come from the fetch response, never from ListOffsets"
+        return 0, self.high_watermarks[(partition.topic, partition.partition)]
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        self.paused += [(tp.topic, tp.partition) for tp in partitions]
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        self.resumed += [(tp.topic, tp.partition) for tp in partitions]
+
+
+class Collected:
+    def __init__(self) -> None:
+        self.batches: list[list[tuple[str, int, int]]] = []
+
+    def __call__(self, records: list[Message]) -> None:
+        assert all(m.error() is None for m in records) and records
+        self.batches.append([(m.topic() or "", m.partition() or 0, m.offset() or 0) for m in records])
+
+    @property
+    def offsets(self) -> list[tuple[str, int, int]]:
+        return [r for batch in self.batches for r in batch]
+
+
+# --------------------------------------------------------------------------------------------- read_to_end
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_reads_every_partition_to_its_first_end(reader: ModuleType) -> None:
+    consumer = ScriptedConsumer([
+        [record("t", 0, 5), record("t", 1, 0), record("t", 0, 6)],
+        [eof("t", 0, 7), record("t", 1, 1)],
+        [record("t", 0, 7)],  # written after partition 0's end: handed over, not waited for
+        [eof("t", 1, 2)],
+        [record("t", 0, 8)],  # after the read: not consumed
+    ])
+    got = Collected()
+    result = reader.read_to_end(consumer, {("t", 0): 5, ("t", 1): OFFSET_BEGINNING}, got, 5.0)
+    assert result.complete and result.ends == {("t", 0): 7, ("t", 1): 2} and result.missing == frozenset()
+    assert got.offsets == [("t", 0, 5), ("t", 1, 0), ("t", 0, 6), ("t", 1, 1), ("t", 0, 7)]
+    assert consumer.assigned == [("t", 0, 5), ("t", 1, OFFSET_BEGINNING)]
+    assert len(consumer.batches) == 1  # the record after the read was not consumed
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_an_empty_partition_ends_at_its_log_start(reader: ModuleType) -> None:
+    """A partition whose log starts above 0 and holds nothing: its end is where the fetch stopped."""
+    consumer = ScriptedConsumer([[eof("t", 0, 40)]])
+    got = Collected()
+    result = reader.read_to_end(consumer, {("t", 0): 0}, got, 5.0)
+    assert result.complete and result.ends == {("t", 0): 40} and got.batches == []
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_records_before_an_error_are_handed_over_before_it_is_raised(reader: ModuleType) -> None:
+    consumer = ScriptedConsumer([[record("t", 0, 0), record("t", 0, 1), error(KafkaError._TRANSPORT),
+                                  record("t", 0, 2)]])
+    got = Collected()
+    with pytest.raises(KafkaException):
+        reader.read_to_end(consumer, {("t", 0): 0}, got, 5.0)  # on_error defaults to raise_error
+    assert got.offsets == [("t", 0, 0), ("t", 0, 1)]
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_on_error_decides_and_the_read_goes_on(reader: ModuleType) -> None:
+    consumer = ScriptedConsumer([[record("t", 0, 0), error(KafkaError._TRANSPORT), record("t", 0, 1)],
+                                 [eof("t", 0, 2)]])
+    got, errors = Collected(), list[KafkaError]()
+    result = reader.read_to_end(consumer, {("t", 0): 0}, got, 5.0, on_error=errors.append)
+    assert result.complete and result.ends == {("t", 0): 2}
+    assert got.batches == [[("t", 0, 0)], [("t", 0, 1)]]
+    assert [e.code() for e in errors] == [KafkaError._TRANSPORT]
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_timeout_returns_what_was_read(reader: ModuleType) -> None:
+    consumer = ScriptedConsumer([[record("t", 0, 0), eof("t", 1, 0)]])  # partition 0 never ends
+    got = Collected()
+    result = reader.read_to_end(consumer, {("t", 0): 0, ("t", 1): 0}, got, 0.2)
+    assert not result.complete and result.ends == {("t", 1): 0}
+    assert got.offsets == [("t", 0, 0)]
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_stop_ends_a_read_without_deadline(reader: ModuleType) -> None:
+    consumer = ScriptedConsumer([[record("t", 0, 0)]])
+    calls = iter([False, False, False, True])
+    result = reader.read_to_end(consumer, {("t", 0): 0}, Collected(), None, stop=lambda: next(calls))
+    assert not result.complete and consumer.consume_calls == 3
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_missing_partitions_count_as_read_only_when_allowed(reader: ModuleType) -> None:
+    script = [[error(KafkaError.UNKNOWN_TOPIC_OR_PART, "gone", 0), eof("t", 0, 3)],
+              [error(KafkaError._UNKNOWN_TOPIC, "also-gone")]]  # names no partition: the whole topic
+    positions = {("t", 0): 0, ("gone", 0): 0, ("also-gone", 0): 0, ("also-gone", 1): 0}
+    result = reader.read_to_end(ScriptedConsumer(script), positions, Collected(), 5.0, missing_ok=True)
+    assert result.complete and result.ends == {("t", 0): 3}
+    assert result.missing == {("gone", 0), ("also-gone", 0), ("also-gone", 1)}
+    with pytest.raises(KafkaException):
+        reader.read_to_end(ScriptedConsumer(script), positions, Collected(), 5.0)
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_an_end_of_a_partition_not_asked_for_is_ignored(reader: ModuleType) -> None:
+    consumer = ScriptedConsumer([[eof("other", 0, 9)]])
+    result = reader.read_to_end(consumer, {("t", 0): 0}, Collected(), 0.2)
+    assert not result.complete and result.ends == {}
+
+
+# --------------------------------------------------------------------------------------------- end_offsets
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_end_offsets_from_the_end_event_or_the_first_records_fetch(reader: ModuleType) -> None:
+    consumer = ScriptedConsumer(
+        [[eof("t", 0, 12), record("t", 1, 3), record("t", 1, 4)],  # 1: behind, the rest is not wanted
+         [record("t", 2, 7)]],  # its fetch response said 20
+        high_watermarks={("t", 1): 9, ("t", 2): 20})
+    first: list[tuple[int, int]] = []
+    ends = reader.end_offsets(consumer, {("t", 0): 12, ("t", 1): 3, ("t", 2): 7}, 5.0,
+                              on_first=lambda m: first.append((m.partition(), m.offset())))
+    assert ends == {("t", 0): 12, ("t", 1): 9, ("t", 2): 20}
+    assert first == [(1, 3), (2, 7)]
+    assert consumer.paused == [("t", 1), ("t", 2)] and consumer.resumed == consumer.paused
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_end_offsets_is_never_below_the_record_it_saw(reader: ModuleType) -> None:
+    """A cached watermark older than the record (or unknown, -1001) cannot put the end behind it."""
+    consumer = ScriptedConsumer([[record("t", 0, 41)]], high_watermarks={("t", 0): -1001})
+    assert reader.end_offsets(consumer, {("t", 0): 41}, 5.0) == {("t", 0): 42}
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_end_offsets_leaves_out_missing_and_silent_partitions(reader: ModuleType) -> None:
+    script = [[error(KafkaError.UNKNOWN_TOPIC_OR_PART, "gone", 0), error(KafkaError._TRANSPORT)]]
+    ends = reader.end_offsets(ScriptedConsumer(script), {("gone", 0): 0, ("t", 0): 0}, 0.2,
+                              on_error=reader.ignore_error, missing_ok=True)
+    assert ends == {}
+    with pytest.raises(KafkaException):
+        reader.end_offsets(ScriptedConsumer(script), {("gone", 0): 0}, 5.0)
+
+
+# ------------------------------------------------------------------------------------------------ the twins
+
+
+def _code(module: ModuleType) -> str:
+    """The module's source without its docstring."""
+    tree = ast.parse(inspect.getsource(module))
+    docstring = tree.body[0]
+    assert isinstance(docstring, ast.Expr) and isinstance(docstring.value, ast.Constant)
+    assert docstring.end_lineno is not None
+    return inspect.getsource(module).split("\n", docstring.end_lineno)[-1]
+
+
+def test_the_twins_are_the_same_code() -> None:
+    """mirror.client cannot import the runtime, so it has its own copy; the copies must not drift."""
+    assert _code(runtime_reader) == _code(client_reader)
+    assert runtime_reader.__doc__ != client_reader.__doc__
+
