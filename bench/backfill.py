@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,10 @@ from typing import Any
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
+from prometheus_client import CollectorRegistry
 
+from connect_runtime.api.offsets import OffsetStorageReader
+from connect_runtime.api.records import SourceMap
 from connect_runtime.testing.harness import run_source_task
 from mirror.backfill.command import BackfillOptions, run_backfill
 from mirror.source.connector import MirrorSourceConnector
@@ -90,8 +93,33 @@ def connector_props(alias: str, source: str, target: str, topic: str) -> dict[st
             "refresh.topics.enabled": "false", "sync.topic.configs.enabled": "false"}
 
 
+class BenchConnectorContext:
+    """The connector runs without a herder here: the task set is fixed, reconfiguration is not acted on."""
+
+    def __init__(self) -> None:
+        self.metrics_registry = CollectorRegistry()
+
+    def request_task_reconfiguration(self) -> None:
+        pass
+
+    def raise_error(self, error: BaseException) -> None:
+        logging.error("the connector failed: %s", error)
+
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        return _NoOffsets()
+
+
+class _NoOffsets:
+    def offset(self, partition: SourceMap) -> Mapping[str, Any] | None:
+        return None
+
+    def offsets(self, partitions: Iterable[SourceMap]) -> list[tuple[SourceMap, Mapping[str, Any] | None]]:
+        return [(p, None) for p in partitions]
+
+
 def run_streaming(source: str, target: str, topic: str, records: int, tasks: int) -> dict[str, Any]:
     connector = MirrorSourceConnector()
+    connector.initialize(BenchConnectorContext())
     connector.start(connector_props(f"stream{uuid.uuid4().hex[:6]}", source, target, topic))
     try:
         configs = connector.task_configs(tasks)

@@ -32,12 +32,10 @@ Source metrics are counted in plain ints by the task thread (:class:`PartitionSt
 one collector per registry at scrape time: prometheus_client's metric objects take a lock per update,
 which cost the source task a third of its time at one update per record and metric.
 
-Registry: metrics never go to the process-global default registry (two tasks in one process, or two
-tests, would collide). A task asks :func:`registry_for` with its context: a context exposing
-``metrics_registry`` wins; otherwise the provider set with :func:`set_registry_provider` is used (the
-runtime sets it to the registry it serves); otherwise one private registry is created lazily. Metric
-families (and the source collector) are created once per registry and shared by the tasks using it;
-each task owns and removes its label sets.
+Registry: the one the runtime offers in the task's context (``context.metrics_registry``, the registry
+of the herder running the task), never the process-global default (two herders in one process, or two
+tests, would collide). Metric families (and the source collector) are created once per registry and
+shared by the tasks using it; each task owns and removes its label sets.
 """
 
 from __future__ import annotations
@@ -45,12 +43,13 @@ from __future__ import annotations
 import threading
 import weakref
 from bisect import bisect_left
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
+
+from connect_runtime.api.metrics_registry import MetricsRegistry
 
 _LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0,
                       3600.0)
@@ -59,30 +58,6 @@ _SOURCE_LABELS = ("source", "target", "topic", "partition")
 _CHECKPOINT_LABELS = ("source", "target", "group", "topic", "partition")
 
 _lock = threading.Lock()
-_default_registry: CollectorRegistry | None = None
-_provider: Callable[[], CollectorRegistry] | None = None
-
-
-def set_registry_provider(provider: Callable[[], CollectorRegistry] | None) -> None:
-    """Let the runtime say which registry MM2 task metrics go to (None: back to the private default)."""
-    global _provider
-    with _lock:
-        _provider = provider
-
-
-def registry_for(context: object | None = None) -> CollectorRegistry:
-    """The registry for a task or connector: its context's ``metrics_registry``, else the provider's."""
-    global _default_registry
-    registry = getattr(context, "metrics_registry", None)
-    if isinstance(registry, CollectorRegistry):
-        return registry
-    with _lock:
-        provider = _provider
-        if provider is None:
-            if _default_registry is None:
-                _default_registry = CollectorRegistry(auto_describe=True)
-            return _default_registry
-    return provider()
 
 
 @dataclass(frozen=True)
@@ -91,11 +66,11 @@ class _CheckpointFamilies:
     latency_ms: Gauge
 
 
-_checkpoint_families: weakref.WeakKeyDictionary[CollectorRegistry, _CheckpointFamilies] = (
+_checkpoint_families: weakref.WeakKeyDictionary[MetricsRegistry, _CheckpointFamilies] = (
     weakref.WeakKeyDictionary())
 
 
-def _checkpoint_families_of(registry: CollectorRegistry) -> _CheckpointFamilies:
+def _checkpoint_families_of(registry: MetricsRegistry) -> _CheckpointFamilies:
     with _lock:
         families = _checkpoint_families.get(registry)
         if families is None:
@@ -103,11 +78,13 @@ def _checkpoint_families_of(registry: CollectorRegistry) -> _CheckpointFamilies:
                 latency_s=Histogram("mirror_checkpoint_latency_seconds",
                                     "Time from listing a group's source offsets to the checkpoint's "
                                     "acknowledgement (MM2 checkpoint-latency-ms).",
-                                    _CHECKPOINT_LABELS, buckets=_LATENCY_BUCKETS_S, registry=registry),
+                                    _CHECKPOINT_LABELS, buckets=_LATENCY_BUCKETS_S, registry=None),
                 latency_ms=Gauge("mirror_checkpoint_latency_ms",
                                  "Last checkpoint latency in ms (MM2 checkpoint-latency-ms).",
-                                 _CHECKPOINT_LABELS, registry=registry),
+                                 _CHECKPOINT_LABELS, registry=None),
             )
+            registry.register(families.latency_s)
+            registry.register(families.latency_ms)
             _checkpoint_families[registry] = families
         return families
 
@@ -252,10 +229,10 @@ def _add(into: PartitionStats, stats: PartitionStats) -> None:
         into.age_ms = stats.age_ms
 
 
-_source_collectors: weakref.WeakKeyDictionary[CollectorRegistry, _SourceCollector] = weakref.WeakKeyDictionary()
+_source_collectors: weakref.WeakKeyDictionary[MetricsRegistry, _SourceCollector] = weakref.WeakKeyDictionary()
 
 
-def _source_collector_of(registry: CollectorRegistry) -> _SourceCollector:
+def _source_collector_of(registry: MetricsRegistry) -> _SourceCollector:
     with _lock:
         collector = _source_collectors.get(registry)
         if collector is None:
@@ -271,7 +248,7 @@ class MirrorSourceMetrics:
     them in their own per-partition state); the registry's collector reads them when scraped.
     """
 
-    def __init__(self, registry: CollectorRegistry, source: str, target: str) -> None:
+    def __init__(self, registry: MetricsRegistry, source: str, target: str) -> None:
         self._source = source
         self._target = target
         self._stats: dict[tuple[str, int], PartitionStats] = {}
@@ -308,7 +285,7 @@ class MirrorSourceMetrics:
 class MirrorCheckpointMetrics:
     """Per-task checkpoint metrics, one series per (group, target-side topic, partition)."""
 
-    def __init__(self, registry: CollectorRegistry, source: str, target: str) -> None:
+    def __init__(self, registry: MetricsRegistry, source: str, target: str) -> None:
         self._families = _checkpoint_families_of(registry)
         self._source = source
         self._target = target

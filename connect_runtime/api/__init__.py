@@ -25,6 +25,7 @@ from connect_runtime.api.errors import (
     RequestTargetError,
     RetriableError,
 )
+from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.api.records import Headers, RecordMetadata, SourceMap, SourceRecord
 from connect_runtime.api.task import SourceTask, SourceTaskContext, Task
@@ -45,6 +46,7 @@ __all__ = [
     "ExactlyOnceSupport",
     "Headers",
     "Importance",
+    "MetricsRegistry",
     "NotAssignedError",
     "NotFoundError",
     "NotLeaderError",

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from connect_runtime.api.config import ConfigDef, ConfigValue
+from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import Task
@@ -37,6 +38,11 @@ class ConnectorContext(Protocol):
         """Stored source offsets of this connector (source connectors)."""
         ...
 
+    @property
+    def metrics_registry(self) -> MetricsRegistry:
+        """Where the connector registers its own metrics (its herder's registry)."""
+        ...
+
 
 class ExactlyOnceSupport(enum.Enum):
     SUPPORTED = "SUPPORTED"
@@ -44,7 +50,12 @@ class ExactlyOnceSupport(enum.Enum):
 
 
 class Connector(ABC):
-    """Base of all connectors. Subclasses must have a no-argument constructor."""
+    """Base of all connectors. Subclasses must have a no-argument constructor.
+
+    The runtime calls :meth:`initialize` before anything else, so ``context`` is set whenever
+    ``start``, ``task_configs`` or ``stop`` run; code that drives a connector without a runtime (tests,
+    benchmarks) must initialize it with a context of its own.
+    """
 
     context: ConnectorContext
 

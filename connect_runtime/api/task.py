@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Protocol
 
+from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord, metadata_of
 
@@ -43,6 +44,11 @@ class SourceTaskContext(Protocol):
     def offset_storage_reader(self) -> OffsetStorageReader:
         ...
 
+    @property
+    def metrics_registry(self) -> MetricsRegistry:
+        """Where the task registers its own metrics (its herder's registry, shared by its tasks)."""
+        ...
+
 
 class Task(ABC):
     """Base of all tasks. Subclasses must have a no-argument constructor."""
@@ -60,7 +66,10 @@ class Task(ABC):
 
 
 class SourceTask(Task):
-    """A task that produces :class:`SourceRecord` s."""
+    """A task that produces :class:`SourceRecord` s.
+
+    ``context`` is set by :meth:`initialize`, which the runtime calls before ``start``.
+    """
 
     context: SourceTaskContext
 

@@ -7,8 +7,9 @@ Usage::
     --log-level LEVEL   DEBUG, INFO, WARNING, ERROR or CRITICAL       env CONNECT_LOG_LEVEL
     --log-config FILE   logging config (YAML dictConfig or .ini)      env CONNECT_LOG_CONFIG
 
-Exit codes: 0 stopped cleanly (SIGTERM/SIGINT), 1 failed while running, 2 bad usage or an invalid
-worker.properties (one ``error: <file>:<line>: <message>`` line, no traceback), 3 failed to start.
+Exit codes (:class:`~connect_runtime.cli.process.ExitCode`): 0 stopped cleanly (SIGTERM/SIGINT/SIGHUP),
+1 failed while running, 2 bad usage or an invalid worker.properties (one
+``error: <file>:<line>: <message>`` line, no traceback), 3 failed to start.
 
 Start order: the REST server binds first, because the worker id (``<advertised host>:<port>``, what
 status records carry) needs the bound port when ``listeners`` asks for port 0; until the herder exists
@@ -19,19 +20,16 @@ herder joins the Connect group ``group.id`` through Kafka's group coordinator
 processes with the same ``group.id`` share connectors and tasks. ``/health`` says "starting" until
 the stores are read and the first assignment is applied.
 
-Shutdown (SIGTERM/SIGINT) is bounded: tasks get ``task.shutdown.graceful.timeout.ms`` to stop and
-commit their offsets, then the stores are closed and the REST server stops.
+Shutdown (SIGTERM/SIGINT/SIGHUP, :func:`~connect_runtime.cli.process.run_until_stopped`) is bounded:
+tasks get ``task.shutdown.graceful.timeout.ms`` to stop and commit their offsets, then the stores are
+closed and the REST server stops.
 """
 
 from __future__ import annotations
 
 import logging
-import logging.config
-import signal
 import sys
-import threading
 from collections.abc import Sequence
-from types import FrameType
 from typing import Any
 
 import configargparse
@@ -41,19 +39,18 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from connect_runtime.api.config_provider import build_providers, resolve
 from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.api.properties import PropertiesFile, load_properties
+from connect_runtime.cli.process import ExitCode, parse_args, print_error, run_until_stopped
 from connect_runtime.logging_setup import configure_logging, log_level
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.assembly import MembershipFactory, build_herder, kafka_cluster_id, kafka_membership
 from connect_runtime.runtime.distributed_herder import DistributedHerder
-from connect_runtime.runtime.malloc_trim import start_process_trimmer
 from connect_runtime.runtime.plugins import Plugins
 
 logger = logging.getLogger(__name__)
 
 PROG = "connect-distributed"
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_START_FAILURE = 0, 1, 2, 3
 _STOP_MARGIN_S = 15.0
 
 
@@ -123,6 +120,9 @@ class ConnectDistributed:
         listeners = ",".join(f"{lst.scheme}://{lst.host}:{lst.port}" for lst in config.listeners)
         self.rest = RestServer(self.app, listeners)
         self.herder: DistributedHerder | None = None
+        self.worker_id = ""
+        self.url = ""
+        self._started = False
 
     def start(self, timeout_s: float = 120.0) -> None:
         config = self.config
@@ -132,8 +132,8 @@ class ConnectDistributed:
         self.rest.start()
         listener = config.listeners[0]
         logger.info("REST server listening on http://%s:%d", listener.host or "0.0.0.0", self.rest.port)
-        worker_id = wc.worker_id(config, self.rest.port)
-        url = wc.advertised_url(config, self.rest.port)
+        worker_id = self.worker_id = wc.worker_id(config, self.rest.port)
+        url = self.url = wc.advertised_url(config, self.rest.port)
 
         self.herder = build_herder(config, worker_id=worker_id, advertised_url=url, plugins=Plugins(),
                                    registry=self.registry, providers=self.providers,
@@ -143,10 +143,22 @@ class ConnectDistributed:
         self.herder.start()
         if not self.herder.wait_until_ready(timeout_s):
             raise ConnectError(f"Worker did not start within {timeout_s:.0f}s")
-        logger.info("Worker %s started (group %s), advertised as %s", worker_id, config.group_id, url)
+        self._started = True
+
+    def ready(self) -> bool:
+        """``start`` returned: the stores are read and the first assignment is applied."""
+        return self._started
+
+    def announce_ready(self, _elapsed_s: float) -> None:
+        logger.info("Worker %s started (group %s), advertised as %s", self.worker_id, self.config.group_id,
+                    self.url)
 
     def failed(self) -> bool:
         return self.herder is not None and self.herder.health().status == "unhealthy"
+
+    def failure(self) -> str | None:
+        """Why the worker must exit while running (its herder died), or None."""
+        return "the herder failed; see the log" if self.failed() else None
 
     def stop(self) -> None:
         if self.herder is not None:
@@ -155,44 +167,18 @@ class ConnectDistributed:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(None if argv is None else list(argv))
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     try:
         configure_logging(args.log_level, args.log_config)
         config, providers = load_worker_config(args.config)
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        logger.info("Received %s, shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    start_process_trimmer()  # RSS follows live memory after backlogs drain (see its module docstring)
+        print_error(str(exc))
+        return ExitCode.USAGE
     process = ConnectDistributed(config, providers)
-    try:
-        process.start()
-    except Exception as exc:
-        logger.debug("start failed", exc_info=True)
-        print(f"error: failed to start: {exc}", file=sys.stderr)
-        process.stop()
-        return EXIT_START_FAILURE
-    code = EXIT_OK
-    while not stop.wait(1.0):
-        if process.failed():
-            print("error: the herder failed; see the log", file=sys.stderr)
-            code = EXIT_FAILURE
-            break
-    process.stop()
-    logger.info("connect-distributed stopped")
-    return code
+    return run_until_stopped(process, name=PROG, announce_ready=process.announce_ready, failure=process.failure,
+                             log=logger)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ every method is blocking, thread-safe, and called from the herder thread unless 
            offset_flush_interval_ms: int = 60000, task_shutdown_timeout_ms: int = 5000,
            config_transformer: Callable[[Mapping[str, str]], dict[str, str]] | None = None,
            *, max_outstanding_records: int = 100_000, offset_flush_timeout_ms: int = 5000,
-           producer_factory: Callable[[dict[str, str]], Producer] = confluent_kafka.Producer)
+           producer_factory: Callable[[dict[str, str]], Producer] = confluent_kafka.Producer,
+           metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None)
 
     start() -> None                      # starts the offset store (as Java's Worker.start does)
     stop() -> None                       # stops connectors and tasks (tasks flush + commit), then the store
@@ -43,13 +44,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
 from confluent_kafka import Producer
+from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.config import redact
 from connect_runtime.api.connector_config import CONNECTOR_CLASS
 from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
+from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.task import SourceTask, Task
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
@@ -78,7 +80,7 @@ class Worker:
                  config_transformer: ConfigTransformer | None = None, *,
                  max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
                  offset_flush_timeout_ms: int = 5_000, producer_factory: ProducerFactory = Producer,
-                 metrics_registry: Any = None, log_flow: str | None = None) -> None:
+                 metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None) -> None:
         self.worker_id = worker_id
         self.offset_store = offset_store
         self.plugins = plugins
@@ -92,8 +94,10 @@ class Worker:
         self._max_outstanding = max_outstanding_records
         self._producer_factory = producer_factory
         #: Given to every connector and task context (see WorkerSourceTask), with the flow name that
-        #: task threads put in their log lines: what lets several herders share one process.
-        self.metrics_registry = metrics_registry
+        #: task threads put in their log lines: what lets several herders share one process. Without
+        #: one (a worker nobody scrapes, in tests) its plugins get a private registry of their own.
+        self.metrics_registry: MetricsRegistry = (
+            metrics_registry if metrics_registry is not None else CollectorRegistry())
         self.log_flow = log_flow
         self._lock = threading.RLock()
         self._connectors: dict[str, WorkerConnector] = {}

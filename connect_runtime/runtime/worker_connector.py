@@ -14,11 +14,11 @@ import enum
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from connect_runtime.api.config import redact
 from connect_runtime.api.connector import Connector
 from connect_runtime.api.errors import ConnectError
+from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.runtime.herder import TargetState
 from connect_runtime.runtime.plugins import class_path
@@ -41,12 +41,11 @@ class ConnectorContextImpl:
     """The ConnectorContext handed to a connector."""
 
     def __init__(self, owner: WorkerConnector, on_reconfigure: Callable[[str], None],
-                 reader: OffsetStorageReader, metrics_registry: Any = None) -> None:
+                 reader: OffsetStorageReader, metrics_registry: MetricsRegistry) -> None:
         self._owner = owner
         self._on_reconfigure = on_reconfigure
         self._reader = reader
-        #: Where the connector registers its own metrics (None: its choice).
-        self.metrics_registry = metrics_registry
+        self._metrics_registry = metrics_registry
 
     def request_task_reconfiguration(self) -> None:
         self._on_reconfigure(self._owner.name)
@@ -57,13 +56,17 @@ class ConnectorContextImpl:
     def offset_storage_reader(self) -> OffsetStorageReader:
         return self._reader
 
+    @property
+    def metrics_registry(self) -> MetricsRegistry:
+        return self._metrics_registry
+
 
 class WorkerConnector:
     """A connector instance and its state; every method is blocking and thread-safe."""
 
     def __init__(self, name: str, connector: Connector, config: Mapping[str, str], listener: StatusListener,
                  on_reconfigure: Callable[[str], None], reader: OffsetStorageReader,
-                 metrics_registry: Any = None) -> None:
+                 metrics_registry: MetricsRegistry) -> None:
         self.name = name
         self.connector = connector
         self.config = dict(config)

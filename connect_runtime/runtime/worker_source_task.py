@@ -51,6 +51,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 
 from connect_runtime.api.errors import ConnectError, RetriableError
+from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.task import SourceTask
@@ -103,16 +104,14 @@ def task_producer_config(base: Mapping[str, str], task: ConnectorTaskId) -> dict
 class _TaskContext:
     """The SourceTaskContext a task receives."""
 
-    __slots__ = ("_reader", "_task_id", "_worker_id", "metrics_registry")
+    __slots__ = ("_metrics_registry", "_reader", "_task_id", "_worker_id")
 
     def __init__(self, task_id: int, worker_id: str, reader: OffsetStorageReader,
-                 metrics_registry: Any = None) -> None:
+                 metrics_registry: MetricsRegistry) -> None:
         self._task_id = task_id
         self._worker_id = worker_id
         self._reader = reader
-        #: Where the task registers its own metrics (e.g. MM2's), so that several herders in one
-        #: process keep theirs apart; None lets the task choose.
-        self.metrics_registry = metrics_registry
+        self._metrics_registry = metrics_registry
 
     @property
     def task_id(self) -> int:
@@ -125,6 +124,10 @@ class _TaskContext:
     def offset_storage_reader(self) -> OffsetStorageReader:
         return self._reader
 
+    @property
+    def metrics_registry(self) -> MetricsRegistry:
+        return self._metrics_registry
+
 
 class WorkerSourceTask:
     """One running source task: its thread, producer and offset bookkeeping.
@@ -133,17 +136,19 @@ class WorkerSourceTask:
     ``join(timeout_s)`` waits. On the way out the thread stops the task, flushes the producer for at
     most ``shutdown_timeout_ms``, commits the offsets of every acknowledged prefix and reports
     UNASSIGNED (or FAILED with the trace, if anything failed).
+
+    ``metrics_registry`` is what the task's context offers it for its own metrics (the herder's
+    registry); ``metrics`` are the runtime's own series of this task.
     """
 
     def __init__(self, task_id: ConnectorTaskId, task: SourceTask, task_config: Mapping[str, str], *,
                  worker_id: str, offset_store: OffsetStore, producer_config: Mapping[str, str],
-                 status_listener: StatusListener, metrics: TaskMetrics,
+                 status_listener: StatusListener, metrics: TaskMetrics, metrics_registry: MetricsRegistry,
                  target_state: TargetState = TargetState.STARTED,
                  offset_flush_interval_ms: int = 60_000, offset_flush_timeout_ms: int = 5_000,
                  shutdown_timeout_ms: int = 5_000,
                  max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
-                 producer_factory: ProducerFactory = Producer, metrics_registry: Any = None,
-                 log_flow: str | None = None) -> None:
+                 producer_factory: ProducerFactory = Producer, log_flow: str | None = None) -> None:
         if max_outstanding_records < 1:
             raise ConnectError(f"max outstanding records must be >= 1, got {max_outstanding_records}")
         self.id = task_id

@@ -166,7 +166,7 @@ def run_source_task(task: SourceTask | type[SourceTask], config: Mapping[str, st
         producer_config={"bootstrap.servers": bootstrap_servers, **(producer_config or {})},
         status_listener=listener, metrics=metrics.for_task(connector, task_number), target_state=target_state,
         offset_flush_interval_ms=offset_flush_interval_ms, shutdown_timeout_ms=shutdown_timeout_ms,
-        max_outstanding_records=max_outstanding_records)
+        max_outstanding_records=max_outstanding_records, metrics_registry=registry)
     running = RunningSourceTask(worker_task, task_id, store, listener, registry, metrics)
     worker_task.start()
     try:

@@ -140,9 +140,7 @@ class MirrorCheckpointConnector(SourceConnector):
                     self._config.target_alias if self._config else "?", len(added), added, len(removed),
                     removed)
         self._known_groups = groups
-        context = getattr(self, "context", None)
-        if context is not None:
-            context.request_task_reconfiguration()
+        self.context.request_task_reconfiguration()
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         cfg = self._config

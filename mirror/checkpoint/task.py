@@ -40,7 +40,7 @@ from mirror.client.models import Checkpoint, OffsetAndMetadata, TopicPartition
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
 from mirror.config.checkpoint import MirrorCheckpointTaskConfig
 from mirror.filters import TopicFilter, load_topic_filter
-from mirror.metrics import MirrorCheckpointMetrics, registry_for
+from mirror.metrics import MirrorCheckpointMetrics
 from mirror.offset_maps import CONSUMER_GROUP_ID_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset
 from mirror.scheduler import Scheduler
 
@@ -120,8 +120,7 @@ class MirrorCheckpointTask(SourceTask):
                                                  timeout_s=timeout_s)
         self._target_admin = self._admin_factory(translate(cfg.target_admin_config(), "admin"),
                                                  timeout_s=timeout_s)
-        self._metrics = MirrorCheckpointMetrics(registry_for(getattr(self, "context", None)), self._source,
-                                                self._target)
+        self._metrics = MirrorCheckpointMetrics(self.context.metrics_registry, self._source, self._target)
         self._syncs = OffsetSyncStore()
         offset_syncs_topic = self._policy.offset_syncs_topic(
             self._target if cfg.offset_syncs_topic_location == "source" else self._source)

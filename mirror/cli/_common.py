@@ -1,38 +1,31 @@
-"""What every ``mirror`` subcommand shares: exit codes, one-line errors, logging setup.
+"""What every ``mirror`` subcommand shares: one-line errors, exit codes, logging setup.
 
 A command-line tool must never answer a typo in a config file with a Python traceback: every
 subcommand runs through :func:`invoke`, which turns a :class:`ConfigError` into one ``error: ...`` line
 and exit code 2, and any other exception into one line and exit code 1 (the traceback is logged at
-DEBUG level for whoever needs it).
+DEBUG level for whoever needs it). The exit codes and the error line are the runtime's
+(:mod:`connect_runtime.cli.process`), shared with ``connect-distributed``.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from connect_runtime import logging_setup as setup
 from connect_runtime.api.errors import ConfigError
-from connect_runtime.logging_setup import log_level as log_level  # re-exported for the subcommands
+from connect_runtime.cli.process import ExitCode
+from connect_runtime.cli.process import parse_args as parse_args  # re-exported for the subcommands
+from connect_runtime.cli.process import print_error as print_error
+from connect_runtime.logging_setup import log_level as log_level
 
 logger = logging.getLogger(__name__)
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_START_FAILURE = 3
 
 DEFAULT_LOG_CONFIG = Path("etc/logging.yaml")
 
 Command = Callable[[argparse.Namespace], int]
-
-
-def print_error(message: str) -> None:
-    """The one-line error format of every subcommand."""
-    print(f"error: {message}", file=sys.stderr)
 
 
 def invoke(func: Command, args: argparse.Namespace) -> int:
@@ -41,25 +34,16 @@ def invoke(func: Command, args: argparse.Namespace) -> int:
         return int(func(args))
     except ConfigError as exc:
         print_error(str(exc))
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         print_error("interrupted")
-        return EXIT_FAILURE
+        return ExitCode.FAILURE
     except BrokenPipeError:  # e.g. `mirror config show ... | head`
-        return EXIT_OK
+        return ExitCode.OK
     except Exception as exc:
         logger.debug("%s failed", getattr(args, "command", "command"), exc_info=True)
         print_error(f"{type(exc).__name__}: {exc} (run with --log-level DEBUG for details)")
-        return EXIT_FAILURE
-
-
-def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
-    """Parse, returning argparse's own exit code (2 for usage errors, 0 for --help) instead of exiting."""
-    try:
-        return parser.parse_args(None if argv is None else list(argv))
-    except SystemExit as exc:
-        code = exc.code
-        return code if isinstance(code, int) else (EXIT_OK if code is None else EXIT_USAGE)
+        return ExitCode.FAILURE
 
 
 def split_clusters(values: Sequence[str] | None) -> list[str] | None:

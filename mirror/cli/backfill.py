@@ -15,7 +15,8 @@ import argparse
 import logging
 from typing import Any
 
-from mirror.cli._common import EXIT_FAILURE, EXIT_OK, print_error
+from connect_runtime.cli.process import ExitCode
+from mirror.cli._common import print_error
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         logger.debug("backfill failed", exc_info=True)
         print_error(f"backfill of {flow} failed: {exc}. Partitions not handed over stay claimed; re-run the same "
                     "command to resume.")
-        return EXIT_FAILURE
+        return ExitCode.FAILURE
     for line in summary.lines():
         print(line)
-    return EXIT_OK
+    return ExitCode.OK

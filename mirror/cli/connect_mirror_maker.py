@@ -37,8 +37,8 @@ from typing import Any
 
 import configargparse
 
+from connect_runtime.cli.process import ExitCode
 from mirror.cli._common import (
-    EXIT_START_FAILURE,
     configure_logging,
     invoke,
     log_level,
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         else:  # the driver exists but a dependency of it is missing: a start failure too
             logger.debug("cannot import %s", DRIVER_MODULE, exc_info=True)
             print_error(f"the replication driver cannot be loaded: {exc}")
-        return EXIT_START_FAILURE
+        return ExitCode.START_FAILURE
     result: int = driver.run(config, clusters, args)
     return int(result)
 

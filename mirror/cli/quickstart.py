@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mirror.cli._common import EXIT_FAILURE, EXIT_OK
+from connect_runtime.cli.process import ExitCode
 
 T = TypeVar("T")
 
@@ -269,10 +269,10 @@ def run(args: argparse.Namespace) -> int:
         except RuntimeError as exc:
             print(f"error: {exc}", file=sys.stderr)
             _stop_driver(driver)
-            return EXIT_FAILURE
+            return ExitCode.FAILURE
         code = _stop_driver(driver)
         _say(f"Stopped connect-mirror-maker (exit code {code}) and both clusters.")
-        return EXIT_OK if code == 0 else EXIT_FAILURE
+        return ExitCode.OK if code == 0 else ExitCode.FAILURE
 
 
 def _summary(remote: str, count: int, heartbeat: Any, committed: dict[int, int], translated: dict[Any, Any],

@@ -29,13 +29,9 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
-import signal
 import socket
-import sys
 import threading
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -43,6 +39,7 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.config_provider import build_providers
 from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
+from connect_runtime.cli.process import ExitCode, run_until_stopped
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.logging_context import set_context
 from connect_runtime.metrics import LabelledRegistries
@@ -65,7 +62,6 @@ from connect_runtime.runtime.herder import (
     TaskStateInfo,
     WorkerHealth,
 )
-from connect_runtime.runtime.malloc_trim import start_process_trimmer
 from connect_runtime.runtime.membership import Assignment
 from connect_runtime.runtime.plugins import Plugins
 from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
@@ -74,7 +70,6 @@ from mirror.health.ui_routes import ui_routes
 
 logger = logging.getLogger(__name__)
 
-EXIT_OK, EXIT_FAILURE, EXIT_START_FAILURE = 0, 1, 3
 DEFAULT_LISTENERS = "http://:8083"
 _BACKOFF_INITIAL_S = 1.0
 _BACKOFF_MAX_S = 60.0
@@ -425,32 +420,17 @@ class MirrorMaker:
         self.rest.stop()
 
 
-def run(config: MirrorMakerConfig, clusters: list[str] | None, options: argparse.Namespace) -> int:
-    """Run until SIGTERM/SIGINT; the exit codes of :mod:`mirror.cli.connect_mirror_maker`."""
-    stop = threading.Event()
+def run(config: MirrorMakerConfig, clusters: list[str] | None, options: argparse.Namespace) -> ExitCode:
+    """Run until SIGTERM/SIGINT/SIGHUP: :func:`connect_runtime.cli.process.run_until_stopped` and its exit codes.
 
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        logger.info("Received %s, shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    start_process_trimmer()  # RSS follows live memory after backlogs drain (see its module docstring)
+    Herders start in the background (each slot retries its own cluster), so readiness is announced
+    once every herder runs; only a REST or metrics port that cannot be bound fails the start.
+    """
     node = MirrorMaker(config, clusters, rest_port=getattr(options, "rest_port", None),
                        metrics_port=getattr(options, "metrics_port", None))
-    try:
-        node.start()
-    except (OSError, ConnectError) as exc:
-        logger.debug("start failed", exc_info=True)
-        print(f"error: failed to start: {exc}", file=sys.stderr, flush=True)
-        node.stop()
-        return EXIT_START_FAILURE
-    started = time.monotonic()
-    announced = False
-    while not stop.wait(0.5):
-        if not announced and node.ready():
-            logger.info("All %d herder(s) running after %.1fs", len(node.slots), time.monotonic() - started)
-            announced = True
-    node.stop()
-    logger.info("connect-mirror-maker stopped")
-    return EXIT_OK
+
+    def announce_ready(elapsed_s: float) -> None:
+        logger.info("All %d herder(s) running after %.1fs", len(node.slots), elapsed_s)
+
+    return run_until_stopped(node, name="connect-mirror-maker", announce_ready=announce_ready,
+                             poll_interval_s=0.5, start_errors=(OSError, ConnectError), log=logger)

@@ -118,9 +118,7 @@ class MirrorSourceConnector(SourceConnector):
                     cfg.target_alias, len(sync.known_source_topic_partitions))
 
     def _raise_error(self, error: BaseException) -> None:
-        context = getattr(self, "context", None)
-        if context is not None:
-            context.raise_error(error)
+        self.context.raise_error(error)
 
     def _create_offset_syncs_topic(self) -> None:
         cfg = self._config
@@ -161,15 +159,11 @@ class MirrorSourceConnector(SourceConnector):
         if changed:
             logger.info("backfill markers changed: %d partitions being backfilled; reconfiguring tasks",
                         len(self._backfill_view[0]))
-            context = getattr(self, "context", None)
-            if context is not None:
-                context.request_task_reconfiguration()
+            self.context.request_task_reconfiguration()
 
     def _refresh_topic_partitions(self) -> None:
         if self._sync is not None and self._sync.refresh_topic_partitions():
-            context = getattr(self, "context", None)
-            if context is not None:
-                context.request_task_reconfiguration()
+            self.context.request_task_reconfiguration()
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         cfg, sync = self._config, self._sync

@@ -54,7 +54,7 @@ from mirror.backfill_markers.markers import (
 from mirror.client.models import TopicPartition
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import MirrorSourceTaskConfig
-from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats, registry_for
+from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats
 from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset, wrap_partition
 from mirror.source.offset_sync_producer import OffsetSyncProducer
 from mirror.source.offset_sync_writer import OffsetSyncWriter
@@ -130,8 +130,7 @@ class MirrorSourceTask(SourceTask):
         consumer_config.setdefault("isolation.level", "read_uncommitted")
         partitions = cfg.task_topic_partitions
         self._remote = {t: policy.format_remote_topic(self._source, t) for t, _ in partitions}
-        self._metrics = MirrorSourceMetrics(registry_for(getattr(self, "context", None)), self._source,
-                                            self._target)
+        self._metrics = MirrorSourceMetrics(self.context.metrics_registry, self._source, self._target)
         self._by_source.clear()
         self._by_map.clear()
         for topic, partition in partitions:
@@ -161,8 +160,7 @@ class MirrorSourceTask(SourceTask):
 
     def _initial_assignment(self, partitions: list[tuple[str, int]]) -> list[KafkaTopicPartition]:
         wrapped = [wrap_partition(self._source, topic, partition) for topic, partition in partitions]
-        context = getattr(self, "context", None)
-        stored = context.offset_storage_reader().offsets(wrapped) if (context is not None and wrapped) else []
+        stored = self.context.offset_storage_reader().offsets(wrapped) if wrapped else []
         offsets: dict[tuple[str, int], int] = {}
         for partition_map, offset_map in stored:
             value = None if offset_map is None else offset_map.get(OFFSET_KEY)

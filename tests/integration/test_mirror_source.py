@@ -17,7 +17,6 @@ from confluent_kafka.admin import ConfigResource, ResourceType
 
 from connect_runtime.testing.harness import InMemoryOffsetStore, run_source_task
 from mirror.client.models import OffsetSync
-from mirror.metrics import registry_for
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster
@@ -150,7 +149,7 @@ def test_resumes_after_stored_offset(cluster_a: Cluster, cluster_b: Cluster) -> 
             wait_until(lambda: run.records_written() >= 5, 30, "5 records written")
             run.commit_now()
             labels = {"source": src, "target": tgt, "topic": remote, "partition": "0"}
-            assert registry_for(None).get_sample_value("mirror_source_record_count_total", labels) == 5
+            assert run.registry.get_sample_value("mirror_source_record_count_total", labels) == 5
         assert store.get("MirrorSourceConnector", partition) == {"offset": 9}
         produce(cluster_a.bootstrap, topic, [(b"late", b"late")])
         with run_source_task(MirrorSourceTask, task_config, bootstrap_servers=cluster_b.bootstrap,

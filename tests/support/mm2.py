@@ -6,6 +6,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from connect_runtime.api.records import SourceMap
 
 
@@ -13,6 +15,7 @@ class RecordingConnectorContext:
     """A ConnectorContext that records reconfiguration requests and raised errors."""
 
     def __init__(self) -> None:
+        self.metrics_registry = CollectorRegistry()
         self.reconfigurations = 0
         self.errors: list[BaseException] = []
         self._lock = threading.Lock()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from connect_runtime.api.config_provider import build_providers, resolve
 from connect_runtime.api.connector import SourceConnector
@@ -77,6 +77,20 @@ def test_start_connector_resolves_placeholders_and_reports_running(
     assert worker.is_running("c") and worker.connector_names() == ["c"]
     with pytest.raises(ConflictError):
         worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
+
+
+def test_the_connector_context_carries_the_workers_metrics_registry(listener: RecordingStatusListener) -> None:
+    registry = CollectorRegistry()
+    worker = Worker("w1", InMemoryOffsetStore(), Plugins(), ConnectMetrics.create(CollectorRegistry()), listener,
+                    {}, metrics_registry=registry)
+    worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
+    assert RecordingConnector.instances[-1].context.metrics_registry is registry
+
+
+def test_a_worker_without_a_registry_gives_its_plugins_a_private_one(worker: Worker) -> None:
+    worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
+    registry = RecordingConnector.instances[-1].context.metrics_registry
+    assert isinstance(registry, CollectorRegistry) and registry is not REGISTRY
 
 
 def test_task_configs_carry_the_task_class_and_respect_tasks_max(worker: Worker) -> None:

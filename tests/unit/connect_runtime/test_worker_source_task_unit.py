@@ -88,6 +88,7 @@ class ListTask(SourceTask):
         self.started = threading.Event()
 
     def start(self, config: Mapping[str, str]) -> None:
+        self.registry_at_start = self.context.metrics_registry
         self.started.set()
         if self.start_gate is not None:
             self.start_gate.wait(10)
@@ -103,8 +104,8 @@ def rec(partition: str, seq: int) -> SourceRecord:
     return SourceRecord("t", b"v", source_partition={"p": partition}, source_offset={"seq": seq})
 
 
-def make(task: SourceTask, store: InMemoryOffsetStore) -> tuple[WorkerSourceTask, list[FakeProducer],
-                                                                 RecordingStatusListener]:
+def make(task: SourceTask, store: InMemoryOffsetStore, registry: CollectorRegistry | None = None,
+         ) -> tuple[WorkerSourceTask, list[FakeProducer], RecordingStatusListener]:
     producers: list[FakeProducer] = []
 
     def factory(config: dict[str, str]) -> Any:
@@ -115,7 +116,8 @@ def make(task: SourceTask, store: InMemoryOffsetStore) -> tuple[WorkerSourceTask
     worker_task = WorkerSourceTask(TASK, task, {}, worker_id="w", offset_store=store, producer_config={},
                                    status_listener=listener,
                                    metrics=ConnectMetrics.create(CollectorRegistry()).for_task("c", 0),
-                                   offset_flush_interval_ms=600_000, producer_factory=factory)
+                                   offset_flush_interval_ms=600_000, producer_factory=factory,
+                                   metrics_registry=registry or CollectorRegistry())
     return worker_task, producers, listener
 
 
@@ -172,3 +174,17 @@ def test_stop_during_start_is_applied_once_start_returns() -> None:
     assert worker_task.join(10)
     assert task.stop_calls == 1  # ...but right after it, exactly once
     assert listener.state(TASK) == "UNASSIGNED"
+
+
+def test_the_task_context_carries_the_metrics_registry_before_start() -> None:
+    registry = CollectorRegistry()
+    task = ListTask([])
+    worker_task, _, _ = make(task, InMemoryOffsetStore(), registry)
+    worker_task.start()
+    try:
+        assert task.started.wait(10)
+        assert task.registry_at_start is registry
+        assert task.context.task_id == 0 and task.context.worker_id == "w"
+    finally:
+        worker_task.stop()
+        assert worker_task.join(10)

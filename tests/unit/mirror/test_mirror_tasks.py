@@ -100,7 +100,7 @@ class Reader:
 class Context:
     def __init__(self, stored: dict[int, int], registry: CollectorRegistry | None = None) -> None:
         self.reader = Reader(stored)
-        self.metrics_registry = registry
+        self.metrics_registry = registry if registry is not None else CollectorRegistry()
 
     @property
     def task_id(self) -> int:

@@ -8,7 +8,7 @@ import threading
 import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from mirror.metrics import MirrorCheckpointMetrics, MirrorSourceMetrics, registry_for, set_registry_provider
+from mirror.metrics import MirrorCheckpointMetrics, MirrorSourceMetrics
 from mirror.scheduler import Scheduler
 from tests.support.kafka import wait_until
 
@@ -110,16 +110,20 @@ def test_checkpoint_metrics_are_per_group_and_partition() -> None:
     assert sample(registry, "mirror_checkpoint_latency_seconds_count", **g1) == 1
 
 
-def test_registry_comes_from_context_then_provider_then_default() -> None:
-    class Context:
-        metrics_registry = CollectorRegistry()
-
-    assert registry_for(Context()) is Context.metrics_registry
-    provided = CollectorRegistry()
-    set_registry_provider(lambda: provided)
-    try:
-        assert registry_for(object()) is provided
-    finally:
-        set_registry_provider(None)
-    default = registry_for(None)
-    assert default is registry_for(None) and default is not REGISTRY  # never the process-global one
+def test_metrics_go_to_the_registry_given_and_only_there() -> None:
+    """Two herders in one process: each task's series are in its herder's registry, families once each."""
+    first, second = CollectorRegistry(), CollectorRegistry()
+    tasks = [MirrorCheckpointMetrics(first, "a", "b"), MirrorCheckpointMetrics(first, "a", "b"),
+             MirrorCheckpointMetrics(second, "c", "d")]  # a second task on one registry: no duplicate families
+    for metrics in tasks:
+        metrics.checkpoint_latency("g", "t", 0, 7)
+    source = MirrorSourceMetrics(second, "c", "d")
+    source.record_committed("c.t", 0, 5)
+    labels = {"group": "g", "topic": "t", "partition": "0"}
+    assert sample(first, "mirror_checkpoint_latency_ms", source="a", target="b", **labels) == 7
+    assert sample(second, "mirror_checkpoint_latency_ms", source="c", target="d", **labels) == 7
+    assert first.get_sample_value("mirror_checkpoint_latency_ms", {"source": "c", "target": "d", **labels}) is None
+    assert first.get_sample_value("mirror_source_record_count_total",
+                                  {"source": "c", "target": "d", "topic": "c.t", "partition": "0"}) is None
+    assert sample(second, "mirror_source_record_count_total", source="c", target="d", topic="c.t", partition="0") == 1
+    assert REGISTRY.get_sample_value("mirror_checkpoint_latency_ms", {"source": "a", "target": "b", **labels}) is None
