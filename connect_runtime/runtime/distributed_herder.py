@@ -64,15 +64,14 @@ from connect_runtime.api.errors import (
 )
 from connect_runtime.api.records import SourceMap
 from connect_runtime.logging_context import carry_context
+from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime import connector_validation as validation
 from connect_runtime.runtime.abstract_herder import AbstractHerder
 from connect_runtime.runtime.herder import (
     ConnectorInfo,
     ConnectorOffset,
     ConnectorStateInfo,
-    ConnectorTaskId,
     Created,
-    TargetState,
     WorkerHealth,
 )
 from connect_runtime.runtime.herder_support import (
@@ -87,13 +86,8 @@ from connect_runtime.runtime.herder_support import (
 from connect_runtime.runtime.membership import Assignment, GroupMembership
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status_writer import StatusWriter
-from connect_runtime.storage.config_store import (
-    ClusterConfigState,
-    KafkaConfigStore,
-    RestartRequest,
-    TaskKey,
-    WritePrivilegesError,
-)
+from connect_runtime.storage.config_records import RestartRequest
+from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore, WritePrivilegesError
 from connect_runtime.storage.fenced_writer import FencedError, task_transactional_id
 from connect_runtime.storage.offset_store import OffsetStore
 from connect_runtime.storage.status_store import KafkaStatusStore
@@ -111,7 +105,7 @@ _RECONFIGURE_BACKOFF_MAX_S = 60.0
 _IDLE_WAIT_S = 1.0
 
 
-def _work_of(snapshot: ClusterConfigState) -> tuple[frozenset[str], frozenset[TaskKey]]:
+def _work_of(snapshot: ClusterConfigState) -> tuple[frozenset[str], frozenset[ConnectorTaskId]]:
     return frozenset(snapshot.connectors()), frozenset(snapshot.all_tasks())
 
 
@@ -160,7 +154,7 @@ class DistributedHerder(AbstractHerder):
         # Tick-thread state.
         self._snapshot = ClusterConfigState()
         #: Connectors and tasks as of the last rebalance request (what the group leader assigns).
-        self._group_work: tuple[frozenset[str], frozenset[TaskKey]] = (frozenset(), frozenset())
+        self._group_work: tuple[frozenset[str], frozenset[ConnectorTaskId]] = (frozenset(), frozenset())
         self._assignment: Assignment | None = None
         #: The current assignment made us leader and we have not yet claimed the config writer.
         self._claim_pending = False
@@ -260,7 +254,7 @@ class DistributedHerder(AbstractHerder):
     def on_connector_config_remove(self, connector: str) -> None:
         self._poke()
 
-    def on_task_config_update(self, connector: str, tasks: Sequence[TaskKey]) -> None:
+    def on_task_config_update(self, connector: str, tasks: Sequence[ConnectorTaskId]) -> None:
         self._poke()
 
     def on_connector_target_state_change(self, connector: str) -> None:
@@ -397,7 +391,7 @@ class DistributedHerder(AbstractHerder):
         return None if self._assignment is None else self._assignment.leader_url
 
     def _target_state(self, name: str) -> TargetState:
-        return TargetState(self._snapshot.target_state(name) or TargetState.STARTED.value)
+        return self._snapshot.target_state(name) or TargetState.STARTED
 
     def _reconcile(self) -> None:
         """Make the worker run exactly (assignment x snapshot); revoked work stops before new starts."""
@@ -407,10 +401,10 @@ class DistributedHerder(AbstractHerder):
         wanted_connectors = {c: snap.connector_configs[c] for c in assignment.connectors if snap.contains(c)}
         wanted_tasks: dict[ConnectorTaskId, Mapping[str, str]] = {}
         for task in assignment.tasks:
-            config = snap.task_config((task.connector, task.task))
+            config = snap.task_config(task)
             # A task runs wherever it is assigned, whether or not its connector instance runs here.
             if (config is not None and snap.contains(task.connector)
-                    and (task.connector, task.task) in snap.tasks(task.connector)
+                    and task in snap.tasks(task.connector)
                     and self._target_state(task.connector) is not TargetState.STOPPED):
                 wanted_tasks[task] = config
         # 1. stop revoked / changed tasks, then connectors
@@ -689,7 +683,7 @@ class DistributedHerder(AbstractHerder):
             exists = self._snapshot.contains(name)
             if exists and not allow_replace:
                 raise AlreadyExistsError(f"Connector {name} already exists")
-            state = None if exists or initial_state is None else initial_state.value
+            state = None if exists or initial_state is None else initial_state
             logger.info("%s connector %s", "Updating" if exists else "Creating", name)
             self._config_write(lambda: self._config_store.put_connector_config(name, dict(config), state))
             self._refresh_snapshot()
@@ -743,7 +737,7 @@ class DistributedHerder(AbstractHerder):
 
     def restart_task(self, task: ConnectorTaskId) -> None:
         def restart() -> None:
-            if (task.connector, task.task) not in self._snapshot.tasks(task.connector):
+            if task not in self._snapshot.tasks(task.connector):
                 raise NotFoundError(f"Unknown task: {task}")
             if task not in self._running_tasks:
                 raise NotAssignedError(f"Cannot restart task {task}: it is not assigned to this worker",
@@ -777,7 +771,7 @@ class DistributedHerder(AbstractHerder):
                 # Task configs first (Java): a STARTED connector with zero tasks is harmless if we die
                 # in between; a STOPPED one with tasks would confuse users.
                 self._config_write(lambda: self._config_store.put_task_configs(name, []))
-            self._config_write(lambda: self._config_store.put_target_state(name, state.value))
+            self._config_write(lambda: self._config_store.put_target_state(name, state))
             self._refresh_snapshot()
 
         self._submit(write)
@@ -852,7 +846,7 @@ class DistributedHerder(AbstractHerder):
         """KIP-875 PATCH (``offsets``) or DELETE (None) on the tick thread: the connector must be STOPPED."""
         config = self._require(self._snapshot, name)
         self._require_leader("modify connector offsets")
-        stopped = self._snapshot.target_state(name) == TargetState.STOPPED.value
+        stopped = self._snapshot.target_state(name) is TargetState.STOPPED
         if not stopped or self._snapshot.task_count(name) > 0:
             raise BadRequestError(STOPPED_REQUIRED.format(name=name))
         if offsets is None:

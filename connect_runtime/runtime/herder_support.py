@@ -21,14 +21,10 @@ import httpx
 from connect_runtime.api.connector import Connector, SourceConnector
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap
-from connect_runtime.runtime.herder import (
-    ConnectorStateInfo,
-    ConnectorTaskId,
-    State,
-    TargetState,
-    TaskStateInfo,
-)
-from connect_runtime.storage.config_store import ClusterConfigState, RestartRequest, SessionKey, TaskKey
+from connect_runtime.model import ConnectorTaskId, State, TargetState
+from connect_runtime.runtime.herder import ConnectorStateInfo, TaskStateInfo
+from connect_runtime.storage.config_records import RestartRequest, SessionKey
+from connect_runtime.storage.config_store import ClusterConfigState
 from connect_runtime.storage.status_store import KafkaStatusStore
 
 
@@ -54,10 +50,6 @@ class WorkerRuntime(Protocol):
     def set_target_state(self, name: str, state: TargetState) -> None: ...
 
 
-def task_id(key: TaskKey) -> ConnectorTaskId:
-    return ConnectorTaskId(key[0], key[1])
-
-
 def partition_key(partition: SourceMap) -> str:
     """Canonical JSON of a source partition: how ``SourceConnector.alter_offsets`` keys its argument."""
     return json.dumps(dict(partition), sort_keys=True, separators=(",", ":"))
@@ -68,15 +60,14 @@ def restart_plan(statuses: KafkaStatusStore, snapshot: ClusterConfigState,
                  request: RestartRequest) -> tuple[bool, list[ConnectorTaskId]]:
     """Which of the connector and its tasks a request restarts (Java's ``RestartPlan``): all of them,
     or with ``only_failed`` those whose current status is FAILED; tasks only with ``include_tasks``."""
-    failed = State.FAILED.value
     status = statuses.get(request.connector)
-    restart_connector = not request.only_failed or (status is not None and status.state == failed)
+    restart_connector = not request.only_failed or (status is not None and status.state is State.FAILED)
     tasks: list[ConnectorTaskId] = []
     if request.include_tasks:
-        for key in snapshot.tasks(request.connector):
-            task_status = statuses.get_task(*key)
-            if not request.only_failed or (task_status is not None and task_status.state == failed):
-                tasks.append(task_id(key))
+        for task in snapshot.tasks(request.connector):
+            task_status = statuses.get_task(task.connector, task.task)
+            if not request.only_failed or (task_status is not None and task_status.state is State.FAILED):
+                tasks.append(task)
     return restart_connector, tasks
 
 
@@ -85,9 +76,9 @@ def restarting_view(current: ConnectorStateInfo, restart_connector: bool,
     """The 202 body of a restart: what will restart is shown as RESTARTING, the rest as it is."""
     restarting = {t.task for t in tasks}
     return ConnectorStateInfo(
-        current.name, State.RESTARTING.value if restart_connector else current.connector_state,
+        current.name, State.RESTARTING if restart_connector else current.connector_state,
         current.connector_worker_id,
-        [TaskStateInfo(t.id, State.RESTARTING.value if t.id in restarting else t.state, t.worker_id,
+        [TaskStateInfo(t.id, State.RESTARTING if t.id in restarting else t.state, t.worker_id,
                        None if t.id in restarting else t.trace) for t in current.tasks],
         current.type, None if restart_connector else current.connector_trace)
 

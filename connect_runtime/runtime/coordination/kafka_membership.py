@@ -69,7 +69,6 @@ from connect_runtime.api.errors import ConnectError
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
 from connect_runtime.runtime.coordination import protocol
-from connect_runtime.runtime.herder import ConnectorTaskId
 from connect_runtime.runtime.membership import Assignment
 from connect_runtime.storage.config_store import ClusterConfigState
 
@@ -496,8 +495,7 @@ class KafkaGroupMembership:
                         "to %d); everyone rejoins", self.group_id, generation, snapshot.offset, max_offset)
             self._assignor.note_generation(generation)
             return {member_id: wire(error=protocol.CONFIG_MISMATCH) for member_id in members}
-        configured = ConnectorsAndTasks.of(snapshot.connectors(),
-                                           (ConnectorTaskId(c, t) for c, t in snapshot.all_tasks()))
+        configured = ConnectorsAndTasks.of(snapshot.connectors(), snapshot.all_tasks())
         plan = self._assignor.assign(configured, {m: s.owned for m, s in members.items()},
                                      generation=generation, last_completed_generation=last_completed,
                                      now_ms=time.monotonic() * 1000)

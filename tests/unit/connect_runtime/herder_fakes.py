@@ -13,7 +13,7 @@ from typing import Any
 
 from connect_runtime.api.errors import RetriableError
 from connect_runtime.api.records import SourceMap
-from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
+from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.storage.kafka_log import LogRecord
 
 

@@ -12,8 +12,9 @@ from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.errors import AlreadyExistsError, BadRequestError, NotFoundError, NotLeaderError
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import Task
+from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.distributed_herder import DistributedHerder
-from connect_runtime.runtime.herder import ConnectorOffset, ConnectorTaskId, TargetState
+from connect_runtime.runtime.herder import ConnectorOffset
 from connect_runtime.runtime.membership import SoleMember
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status_writer import StatusWriter
@@ -99,8 +100,8 @@ def test_create_generates_tasks_and_runs_them(cluster: Cluster) -> None:
     assert [t.config for t in cluster.herder.task_configs("demo")] == [{"task": "0"}, {"task": "1"}]
     status = wait_until(lambda: (s := cluster.herder.connector_status("demo")) and len(s.tasks) == 2 and s, 5,
                         "status with 2 tasks")
-    assert status.connector_state == "RUNNING" and status.connector_worker_id == "w1:8083"
-    assert {t.state for t in status.tasks} == {"RUNNING"}
+    assert status.connector_state is State.RUNNING and status.connector_worker_id == "w1:8083"
+    assert {t.state for t in status.tasks} == {State.RUNNING}
     assert cluster.herder.health().status == "healthy"
     with pytest.raises(AlreadyExistsError):
         cluster.herder.put_connector_config("demo", config(), allow_replace=False)
@@ -109,7 +110,7 @@ def test_create_generates_tasks_and_runs_them(cluster: Cluster) -> None:
 def test_zero_task_connector_is_running(cluster: Cluster) -> None:
     cluster.herder.put_connector_config("demo", config(), allow_replace=False)
     wait_until(lambda: cluster.worker.started("task_configs") == ["demo"], 5, "task configs computed")
-    wait_until(lambda: cluster.herder.connector_status("demo").connector_state == "RUNNING", 5, "running")
+    wait_until(lambda: cluster.herder.connector_status("demo").connector_state is State.RUNNING, 5, "running")
     # As in Java, 0 computed vs 0 stored is "unchanged": no commit record is written.
     assert b"commit-demo" not in [r.key for r in cluster.broker.topics["configs"]]
     assert cluster.herder.connector_info("demo").tasks == []
@@ -145,7 +146,7 @@ def test_pause_resume_stop_and_offsets(cluster: Cluster) -> None:
     wait_until(lambda: len(running_tasks(cluster)) == 1, 5, "task running")
     cluster.herder.pause_connector("demo")
     assert cluster.worker.connectors["demo"] is TargetState.PAUSED
-    wait_until(lambda: cluster.herder.connector_status("demo").connector_state == "PAUSED", 5, "paused")
+    wait_until(lambda: cluster.herder.connector_status("demo").connector_state is State.PAUSED, 5, "paused")
     offsets = [ConnectorOffset({"task": 0}, {"seq": 41})]
     with pytest.raises(BadRequestError, match=r"STOPPED state .* '/connectors/demo/stop' endpoint"):
         cluster.herder.alter_connector_offsets("demo", offsets)
@@ -153,7 +154,7 @@ def test_pause_resume_stop_and_offsets(cluster: Cluster) -> None:
     assert cluster.worker.connectors["demo"] is TargetState.STARTED
     cluster.herder.stop_connector("demo")
     assert running_tasks(cluster) == set() and cluster.herder.connector_info("demo").tasks == []
-    wait_until(lambda: cluster.herder.connector_status("demo").connector_state == "STOPPED", 5, "stopped")
+    wait_until(lambda: cluster.herder.connector_status("demo").connector_state is State.STOPPED, 5, "stopped")
     assert cluster.herder.connector_status("demo").tasks == []
     with pytest.raises(BadRequestError, match="seq must be an integer"):
         cluster.herder.alter_connector_offsets("demo", [ConnectorOffset({"task": 0}, {"seq": "x"})])
@@ -172,15 +173,15 @@ def test_restart_with_tasks_reports_restarting_and_recreates_tasks(cluster: Clus
     cluster.herder.put_connector_config("demo", config(), allow_replace=False)
     wait_until(lambda: len(cluster.herder.connector_status("demo").tasks) == 2, 5, "2 task statuses")
     cluster.status_writer.on_task_failure(ConnectorTaskId("demo", 1), "trace")
-    wait_until(lambda: cluster.herder.task_status(ConnectorTaskId("demo", 1)).state == "FAILED", 5, "failed")
+    wait_until(lambda: cluster.herder.task_status(ConnectorTaskId("demo", 1)).state is State.FAILED, 5, "failed")
     plan = cluster.herder.restart_connector("demo", include_tasks=True, only_failed=True)
     assert plan is not None
-    assert plan.connector_state == "RUNNING"
-    assert [(t.id, t.state) for t in plan.tasks] == [(0, "RUNNING"), (1, "RESTARTING")]
+    assert plan.connector_state is State.RUNNING
+    assert [(t.id, t.state) for t in plan.tasks] == [(0, State.RUNNING), (1, State.RESTARTING)]
     wait_until(lambda: cluster.worker.started("start_task").count(ConnectorTaskId("demo", 1)) == 2, 5,
                "task 1 started again")
     assert cluster.worker.started("start_task").count(ConnectorTaskId("demo", 0)) == 1
-    wait_until(lambda: cluster.herder.task_status(ConnectorTaskId("demo", 1)).state == "RUNNING", 5,
+    wait_until(lambda: cluster.herder.task_status(ConnectorTaskId("demo", 1)).state is State.RUNNING, 5,
                "running")
     assert cluster.herder.restart_connector("demo", False, False) is None
     assert cluster.worker.started("start_connector").count("demo") == 2
@@ -238,7 +239,7 @@ def test_sole_member_assigns_everything_and_starts_above_existing_generations() 
     assert (first.generation, first.leader, first.leader_url, first.connectors) == (42, True, "http://w:1",
                                                                                    frozenset())
     assert member.poll(empty, 0.0) is None  # nothing changed: no rebalance
-    snap = ClusterConfigState(offset=3, connector_configs={"c": {}}, task_configs={("c", 0): {}},
+    snap = ClusterConfigState(offset=3, connector_configs={"c": {}}, task_configs={ConnectorTaskId("c", 0): {}},
                               task_counts={"c": 1})
     second = member.poll(snap, 0.0)
     assert second is not None and second.generation == 43
@@ -263,7 +264,7 @@ class FollowerMember:
     def join(self, snapshot: Any, timeout_s: float) -> Any:
         from connect_runtime.runtime.membership import Assignment
 
-        tasks = [ConnectorTaskId(c, t) for c, t in snapshot.all_tasks()]
+        tasks = snapshot.all_tasks()
         return Assignment.of(1, False, "http://leader:8083", snapshot.connectors(), tasks)
 
     def poll(self, snapshot: Any, timeout_s: float) -> Any:
@@ -278,7 +279,7 @@ class FollowerMember:
 
 def test_follower_forwards_new_task_configs_to_the_leader(monkeypatch: pytest.MonkeyPatch) -> None:
     from connect_runtime.runtime import distributed_herder
-    from connect_runtime.storage.config_store import SessionKey
+    from connect_runtime.storage.config_records import SessionKey
 
     sent: list[tuple[str, str, list[dict[str, str]], bytes]] = []
     def capture(url: str, name: str, configs: list[dict[str, str]], key: SessionKey, timeout_s: float) -> None:
