@@ -69,6 +69,16 @@ class AbstractHerder(Herder):
     def connector_config(self, name: str) -> dict[str, str]:
         return dict(self._require(self._current(), name))
 
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> ConnectorInfo:
+        """Merge ``patch`` into the stored config (a None value removes the key), then store it whole."""
+        existing = dict(self._require(self._current(), name))
+        for key, value in patch.items():
+            if value is None:
+                existing.pop(key, None)
+            else:
+                existing[key] = value
+        return self.put_connector_config(name, existing, allow_replace=True).info
+
     def connector_status(self, name: str) -> ConnectorStateInfo:
         snap = self._current()
         config = self._require(snap, name)
@@ -101,7 +111,7 @@ class AbstractHerder(Herder):
         return [ConnectorOffset(p, o) for p, o in self._offset_store.connector_offsets(name)]
 
 
-    # ======================================================================== Herder: plugins ===
+    # ======================================================================= Herder: plugins ===
     def connector_plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
         return self._plugins.connector_plugins()
 

@@ -53,7 +53,6 @@ from connect_runtime.runtime.assembly import build_herder
 from connect_runtime.runtime.distributed_herder import DistributedHerder
 from connect_runtime.runtime.herder import Herder, WorkerHealth
 from connect_runtime.runtime.malloc_trim import start_process_trimmer
-from connect_runtime.runtime.membership import Assignment
 from connect_runtime.runtime.plugins import Plugins
 from mirror.maker.config import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
 
@@ -75,20 +74,14 @@ class MirrorHerder(DistributedHerder):
         super().__init__(**kwargs)
         self.pair = pair
         self._mm_config = mm_config
-        self._was_leader = False
 
-    def _run(self) -> None:
+    def on_tick_thread_start(self) -> None:
+        """Every log line of this herder's thread names its flow."""
         set_context(flow=str(self.pair))
-        super()._run()
 
-    def _apply_assignment(self, assignment: Assignment) -> None:
-        super()._apply_assignment(assignment)
-        if assignment.leader and not self._was_leader:
-            self._configure_connectors()
-        self._was_leader = assignment.leader
-
-    def _configure_connectors(self) -> None:
-        """Write each connector's config from mm2.properties when it differs from the stored one."""
+    def on_leadership_gained(self) -> None:
+        """Write each connector's config from mm2.properties when it differs from the stored one
+        (Java's ``MirrorHerder.rebalanceSuccess``: the newly elected leader's file wins)."""
         for connector_class in CONNECTOR_CLASSES:
             config = self._mm_config.connector_base_config(self.pair, connector_class)
             name = config["name"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -21,7 +22,7 @@ from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.storage.config_store import KafkaConfigStore
 from connect_runtime.storage.status_store import KafkaStatusStore
 from tests.support.kafka import wait_until
-from tests.unit.connect_runtime.herder_fakes import FakeBroker, FakeOffsetStore, FakeWorker
+from tests.unit.connect_runtime.herder_fakes import FakeBroker, FakeOffsetStore, FakeWorker, RecordingForwarder
 
 ALTERED: list[dict[str, Any]] = []
 
@@ -53,7 +54,7 @@ class DemoConnector(SourceConnector):
 
 
 class Cluster:
-    def __init__(self, membership: Any = None) -> None:
+    def __init__(self, membership: Any = None, forwarder: RecordingForwarder | None = None) -> None:
         self.broker = FakeBroker()
         clients: dict[str, Any] = {"producer_config": {}, "consumer_config": {}, "admin_config": {},
                                    "log_factory": self.broker.log_factory}
@@ -68,7 +69,7 @@ class Cluster:
             worker_id="w1:8083", worker=self.worker, plugins=plugins, config_store=self.config_store,
             status_store=self.status_store, offset_store=self.offsets,
             membership=membership or SoleMember("http://w1:8083", self.status_store.max_generation),
-            status_writer=self.status_writer, request_timeout_s=10)
+            status_writer=self.status_writer, request_timeout_s=10, forwarder=forwarder)
 
 
 @pytest.fixture
@@ -277,16 +278,12 @@ class FollowerMember:
     def leave(self) -> None: ...
 
 
-def test_follower_forwards_new_task_configs_to_the_leader(monkeypatch: pytest.MonkeyPatch) -> None:
-    from connect_runtime.runtime import distributed_herder
+def test_follower_forwards_new_task_configs_to_the_leader() -> None:
     from connect_runtime.storage.config_records import SessionKey
 
-    sent: list[tuple[str, str, list[dict[str, str]], bytes]] = []
-    def capture(url: str, name: str, configs: list[dict[str, str]], key: SessionKey, timeout_s: float) -> None:
-        sent.append((url, name, list(configs), key.key))
-
-    monkeypatch.setattr(distributed_herder, "forward_task_configs", capture)
-    c = Cluster(FollowerMember())
+    forwarder = RecordingForwarder()
+    sent = forwarder.sent
+    c = Cluster(FollowerMember(), forwarder)
     c.config_store.start()
     c.config_store.put_session_key(SessionKey(b"k" * 32, "HmacSHA256", 1))
     c.config_store.put_connector_config("demo", config())
@@ -302,3 +299,36 @@ def test_follower_forwards_new_task_configs_to_the_leader(monkeypatch: pytest.Mo
         assert err.value.target_url == "http://leader:8083"
     finally:
         c.herder.stop(10)
+
+
+def test_extension_hooks_run_on_the_tick_thread_and_leadership_is_gained_once() -> None:
+    from connect_runtime.runtime.membership import Assignment
+
+    events: list[tuple[str, str]] = []
+
+    class Hooked(DistributedHerder):
+        def on_tick_thread_start(self) -> None:
+            events.append(("thread", threading.current_thread().name))
+
+        def on_rebalance_completed(self, assignment: Assignment) -> None:
+            events.append(("rebalance", str(assignment.generation)))
+
+        def on_leadership_gained(self) -> None:
+            events.append(("leader", threading.current_thread().name))
+            self.put_connector_config("demo", config(), allow_replace=True)  # a leader may write at once
+
+    c = Cluster()
+    herder = Hooked(worker_id="w1:8083", worker=c.worker, plugins=c.herder._plugins, config_store=c.config_store,
+                    status_store=c.status_store, offset_store=c.offsets,
+                    membership=SoleMember("http://w1:8083", c.status_store.max_generation),
+                    status_writer=c.status_writer, request_timeout_s=10)
+    herder.start()
+    try:
+        assert herder.wait_until_ready(10)
+        assert herder.connectors() == ["demo"]
+        # SoleMember rebalances when the work changes: later assignments keep us leader, no new "gain".
+        wait_until(lambda: sum(1 for e in events if e[0] == "rebalance") >= 2, 5, "a second assignment")
+        assert [e for e in events if e[0] != "rebalance"] == [("thread", "herder-w1:8083"),
+                                                              ("leader", "herder-w1:8083")]
+    finally:
+        herder.stop(10)
