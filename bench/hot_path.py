@@ -141,7 +141,7 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
     from prometheus_client import CollectorRegistry
 
     from connect_runtime.metrics import ConnectMetrics
-    from connect_runtime.runtime.herder import ConnectorTaskId
+    from connect_runtime.model import ConnectorTaskId
     from connect_runtime.runtime.status import RecordingStatusListener
     from connect_runtime.runtime.worker_source_task import WorkerSourceTask
     from connect_runtime.testing.harness import InMemoryOffsetStore

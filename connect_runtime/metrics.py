@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
 
-#: Task states reported by the status gauge (Connect's ``AbstractStatus.State`` minus DESTROYED).
-TASK_STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "RESTARTING")
+from connect_runtime.model import State
+
+#: Task states reported by the status gauge (Connect's ``AbstractStatus.State``, minus the connector-only
+#: STOPPED and the internal DESTROYED), as label values.
+TASK_STATES = tuple(s.value for s in State if s not in (State.STOPPED, State.DESTROYED))
 
 _COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 

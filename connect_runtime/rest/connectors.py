@@ -20,6 +20,7 @@ from starlette.routing import BaseRoute
 
 from connect_runtime.api.config import HIDDEN, is_sensitive_key, redact
 from connect_runtime.api.errors import BadRequestError, NotFoundError
+from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.rest.forwarding import Forwarder
 from connect_runtime.rest.handling import DEFAULT_REQUEST_TIMEOUT_S, Handler
 from connect_runtime.rest.handling import route as make_route
@@ -32,13 +33,7 @@ from connect_runtime.rest.parsing import (
     string_map,
 )
 from connect_runtime.rest.responses import empty_response, json_response
-from connect_runtime.runtime.herder import (
-    ConfigInfos,
-    ConnectorOffset,
-    ConnectorTaskId,
-    Herder,
-    TargetState,
-)
+from connect_runtime.runtime.herder import ConfigInfos, ConnectorOffset, Herder
 
 logger = logging.getLogger(__name__)
 

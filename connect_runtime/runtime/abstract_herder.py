@@ -13,19 +13,18 @@ from typing import Any
 
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.errors import BadRequestError, ConnectError, NotFoundError
+from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime import connector_validation as validation
 from connect_runtime.runtime.herder import (
     ConfigInfos,
     ConnectorInfo,
     ConnectorOffset,
     ConnectorStateInfo,
-    ConnectorTaskId,
     Herder,
     PluginInfo,
     TaskInfo,
     TaskStateInfo,
 )
-from connect_runtime.runtime.herder_support import task_id
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
 from connect_runtime.storage.offset_store import OffsetStore
@@ -64,11 +63,21 @@ class AbstractHerder(Herder):
     def connector_info(self, name: str) -> ConnectorInfo:
         snap = self._current()
         config = self._require(snap, name)
-        tasks = [task_id(t) for t in snap.tasks(name)]
+        tasks = snap.tasks(name)
         return ConnectorInfo(name, dict(config), tasks, self._connector_type(config))
 
     def connector_config(self, name: str) -> dict[str, str]:
         return dict(self._require(self._current(), name))
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> ConnectorInfo:
+        """Merge ``patch`` into the stored config (a None value removes the key), then store it whole."""
+        existing = dict(self._require(self._current(), name))
+        for key, value in patch.items():
+            if value is None:
+                existing.pop(key, None)
+            else:
+                existing[key] = value
+        return self.put_connector_config(name, existing, allow_replace=True).info
 
     def connector_status(self, name: str) -> ConnectorStateInfo:
         snap = self._current()
@@ -77,10 +86,10 @@ class AbstractHerder(Herder):
         if status is None:
             raise NotFoundError(f"No status found for connector {name}")
         tasks = []
-        for key in snap.tasks(name):
-            task_status = self._status_store.get_task(*key)
+        for task in snap.tasks(name):
+            task_status = self._status_store.get_task(task.connector, task.task)
             if task_status is not None:
-                tasks.append(TaskStateInfo(key[1], task_status.state, task_status.worker_id,
+                tasks.append(TaskStateInfo(task.task, task_status.state, task_status.worker_id,
                                            task_status.trace))
         return ConnectorStateInfo(name, status.state, status.worker_id, tasks, self._connector_type(config),
                                   status.trace)
@@ -94,7 +103,7 @@ class AbstractHerder(Herder):
     def task_configs(self, name: str) -> list[TaskInfo]:
         snap = self._current()
         self._require(snap, name)
-        return [TaskInfo(task_id(t), dict(snap.task_configs[t])) for t in snap.tasks(name)]
+        return [TaskInfo(t, dict(snap.task_configs[t])) for t in snap.tasks(name)]
 
     def connector_offsets(self, name: str) -> list[ConnectorOffset]:
         self._require(self._current(), name)
@@ -102,7 +111,7 @@ class AbstractHerder(Herder):
         return [ConnectorOffset(p, o) for p, o in self._offset_store.connector_offsets(name)]
 
 
-    # ======================================================================== Herder: plugins ===
+    # ======================================================================= Herder: plugins ===
     def connector_plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
         return self._plugins.connector_plugins()
 

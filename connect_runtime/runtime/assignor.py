@@ -49,7 +49,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from connect_runtime.runtime.herder import ConnectorTaskId
+from connect_runtime.model import ConnectorTaskId
 
 logger = logging.getLogger(__name__)
 

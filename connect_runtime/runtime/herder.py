@@ -22,7 +22,6 @@ small test double can satisfy them structurally.
 
 from __future__ import annotations
 
-import enum
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,41 +29,10 @@ from typing import Any, Protocol
 
 from connect_runtime.api.errors import ForbiddenError
 from connect_runtime.api.records import SourceMap
+from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.request_signing import DEFAULT_SIGNATURE_ALGORITHM
 
 TOPIC_TRACKING_DISABLED_MESSAGE = "Topic tracking is disabled."
-
-
-class State(enum.Enum):
-    """Connector and task states as Connect reports them."""
-
-    UNASSIGNED = "UNASSIGNED"
-    RUNNING = "RUNNING"
-    PAUSED = "PAUSED"
-    FAILED = "FAILED"
-    RESTARTING = "RESTARTING"
-    STOPPED = "STOPPED"  # connectors only
-    DESTROYED = "DESTROYED"  # internal: deleted; never shown by REST
-
-
-class TargetState(enum.Enum):
-    """What the user asked a connector to be (config topic ``target-state-<name>``)."""
-
-    STARTED = "STARTED"
-    PAUSED = "PAUSED"
-    STOPPED = "STOPPED"
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class ConnectorTaskId:
-    connector: str
-    task: int
-
-    def __str__(self) -> str:
-        return f"{self.connector}-{self.task}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"connector": self.connector, "task": self.task}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,22 +50,14 @@ class ConnectorInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class AbstractStatus:
-    state: State
-    worker_id: str
-    trace: str | None = None
-    generation: int = -1
-
-
-@dataclass(frozen=True, slots=True)
 class TaskStateInfo:
     id: int
-    state: str
+    state: State
     worker_id: str
     trace: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "state": self.state, "worker_id": self.worker_id}
+        out: dict[str, Any] = {"id": self.id, "state": self.state.value, "worker_id": self.worker_id}
         if self.trace:
             out["trace"] = self.trace
         return out
@@ -108,14 +68,14 @@ class ConnectorStateInfo:
     """``{"name", "connector": {"state","worker_id","trace"?}, "tasks": [...], "type"}``."""
 
     name: str
-    connector_state: str
+    connector_state: State
     connector_worker_id: str
     tasks: list[TaskStateInfo]
     type: str = "source"
     connector_trace: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        connector: dict[str, Any] = {"state": self.connector_state, "worker_id": self.connector_worker_id}
+        connector: dict[str, Any] = {"state": self.connector_state.value, "worker_id": self.connector_worker_id}
         if self.connector_trace:
             connector["trace"] = self.connector_trace
         return {"name": self.name, "connector": connector, "tasks": [t.to_json() for t in self.tasks],

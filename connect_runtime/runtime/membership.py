@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from connect_runtime.runtime.herder import ConnectorTaskId
+from connect_runtime.model import ConnectorTaskId
 from connect_runtime.storage.config_store import ClusterConfigState
 
 logger = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ class SoleMember:
 
     def _assign(self, snapshot: ClusterConfigState) -> Assignment:
         connectors = snapshot.connectors()
-        tasks = [ConnectorTaskId(c, t) for c, t in snapshot.all_tasks()]
+        tasks = snapshot.all_tasks()
         return Assignment.of(self._generation, True, self._url, connectors, tasks, snapshot.offset)
 
     def join(self, snapshot: ClusterConfigState, timeout_s: float) -> Assignment:

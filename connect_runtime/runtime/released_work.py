@@ -13,11 +13,9 @@ records when it assigns, that work counts as crashed and moves at once, as it wo
 
 from __future__ import annotations
 
+from connect_runtime.model import State
 from connect_runtime.runtime.assignor import ConnectorsAndTasks
-from connect_runtime.runtime.herder import State
 from connect_runtime.storage.status_store import KafkaStatusStore, Status
-
-_RELEASED = State.UNASSIGNED.value
 
 
 def released_work(statuses: KafkaStatusStore, work: ConnectorsAndTasks) -> ConnectorsAndTasks:
@@ -28,4 +26,4 @@ def released_work(statuses: KafkaStatusStore, work: ConnectorsAndTasks) -> Conne
 
 
 def _is_released(status: Status | None) -> bool:
-    return status is not None and status.state == _RELEASED
+    return status is not None and status.state is State.UNASSIGNED

@@ -19,9 +19,11 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import secrets
 from collections.abc import Mapping, Sequence
 
 from connect_runtime.api.errors import BadRequestError, ForbiddenError, ServiceUnavailableError
+from connect_runtime.storage.config_records import SessionKey
 
 SIGNATURE_HEADER = "X-Connect-Authorization"
 SIGNATURE_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
@@ -38,6 +40,11 @@ MISSING_SIGNATURE_MESSAGE = "Internal request missing required signature"
 INVALID_SIGNATURE_MESSAGE = "Internal request contained invalid signature."
 NO_SESSION_KEY_MESSAGE = ("This worker is still starting up and has not been able to read a session key from "
                           "the config topic yet")
+
+
+def new_session_key(now_ms: int, algorithm: str = DEFAULT_SIGNATURE_ALGORITHM) -> SessionKey:
+    """A fresh 256-bit key for the leader to publish (Java's KeyGenerator default for HmacSHA256)."""
+    return SessionKey(secrets.token_bytes(32), algorithm, now_ms)
 
 
 def _digest(algorithm: str) -> str:

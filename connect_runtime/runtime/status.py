@@ -17,7 +17,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Protocol
 
-from connect_runtime.runtime.herder import ConnectorTaskId
+from connect_runtime.model import ConnectorTaskId, State
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class StatusEvent:
     """One reported change: ``subject`` is a connector name or a ConnectorTaskId."""
 
     subject: str | ConnectorTaskId
-    state: str
+    state: State
     trace: str | None = None
 
 
@@ -72,12 +72,12 @@ class RecordingStatusListener:
         self._lock = threading.Lock()
         self.events: list[StatusEvent] = []
 
-    def _add(self, subject: str | ConnectorTaskId, state: str, trace: str | None = None) -> None:
+    def _add(self, subject: str | ConnectorTaskId, state: State, trace: str | None = None) -> None:
         with self._lock:
             self.events.append(StatusEvent(subject, state, trace))
-        logger.debug("status %s -> %s", subject, state)
+        logger.debug("status %s -> %s", subject, state.value)
 
-    def state(self, subject: str | ConnectorTaskId) -> str | None:
+    def state(self, subject: str | ConnectorTaskId) -> State | None:
         with self._lock:
             for event in reversed(self.events):
                 if event.subject == subject:
@@ -92,34 +92,34 @@ class RecordingStatusListener:
         return None
 
     def on_connector_startup(self, name: str) -> None:
-        self._add(name, "RUNNING")
+        self._add(name, State.RUNNING)
 
     def on_connector_pause(self, name: str) -> None:
-        self._add(name, "PAUSED")
+        self._add(name, State.PAUSED)
 
     def on_connector_resume(self, name: str) -> None:
-        self._add(name, "RUNNING")
+        self._add(name, State.RUNNING)
 
     def on_connector_stop(self, name: str) -> None:
-        self._add(name, "STOPPED")
+        self._add(name, State.STOPPED)
 
     def on_connector_failure(self, name: str, trace: str) -> None:
-        self._add(name, "FAILED", trace)
+        self._add(name, State.FAILED, trace)
 
     def on_connector_shutdown(self, name: str) -> None:
-        self._add(name, "UNASSIGNED")
+        self._add(name, State.UNASSIGNED)
 
     def on_task_startup(self, task: ConnectorTaskId) -> None:
-        self._add(task, "RUNNING")
+        self._add(task, State.RUNNING)
 
     def on_task_pause(self, task: ConnectorTaskId) -> None:
-        self._add(task, "PAUSED")
+        self._add(task, State.PAUSED)
 
     def on_task_resume(self, task: ConnectorTaskId) -> None:
-        self._add(task, "RUNNING")
+        self._add(task, State.RUNNING)
 
     def on_task_failure(self, task: ConnectorTaskId, trace: str) -> None:
-        self._add(task, "FAILED", trace)
+        self._add(task, State.FAILED, trace)
 
     def on_task_shutdown(self, task: ConnectorTaskId) -> None:
-        self._add(task, "UNASSIGNED")
+        self._add(task, State.UNASSIGNED)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from connect_runtime.runtime.herder import ConnectorTaskId, State
+from connect_runtime.model import ConnectorTaskId, State
 from connect_runtime.storage.status_store import KafkaStatusStore, Status
 
 logger = logging.getLogger(__name__)
@@ -39,12 +39,12 @@ class StatusWriter:
             self._generation = generation
 
     def _connector(self, name: str, state: State, trace: str | None = None, safe: bool = False) -> None:
-        status = Status(name, state.value, self.worker_id, self.generation, trace)
+        status = Status(name, state, self.worker_id, self.generation, trace)
         (self._store.put_safe if safe else self._store.put)(status)
 
     def _task(self, task: ConnectorTaskId, state: State, trace: str | None = None,
               safe: bool = False) -> None:
-        status = Status(task.connector, state.value, self.worker_id, self.generation, trace, task.task)
+        status = Status(task.connector, state, self.worker_id, self.generation, trace, task.task)
         (self._store.put_safe if safe else self._store.put)(status)
 
     # -- connectors --------------------------------------------------------------------------------

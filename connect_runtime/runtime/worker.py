@@ -54,7 +54,7 @@ from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundErro
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.task import SourceTask, Task
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
+from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import StatusListener, trace_of
 from connect_runtime.runtime.worker_connector import TASK_CLASS, WorkerConnector

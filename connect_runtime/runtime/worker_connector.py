@@ -20,7 +20,7 @@ from connect_runtime.api.connector import Connector
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.offsets import OffsetStorageReader
-from connect_runtime.runtime.herder import TargetState
+from connect_runtime.model import TargetState
 from connect_runtime.runtime.plugins import class_path
 from connect_runtime.runtime.status import StatusListener, trace_of
 

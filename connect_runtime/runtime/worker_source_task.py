@@ -57,7 +57,7 @@ from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.logging_context import set_context as set_log_context
 from connect_runtime.metrics import TaskMetrics
-from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
+from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.status import StatusListener, trace_of
 from connect_runtime.runtime.submitted_records import SubmittedRecords
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader

@@ -1,29 +1,13 @@
 """Connector and task configurations, kept in ``config.storage.topic`` (Java's KafkaConfigBackingStore).
 
-Record formats are Connect's (reference §2.3), compact JSON as Java's JsonConverter writes it with
-schemas disabled, so a Java worker and this one can read each other's topic:
-
-=============================  ==========================================================
-key                            value
-=============================  ==========================================================
-``connector-<name>``           ``{"properties":{...}}``; null = the connector was deleted
-``task-<name>-<n>``            ``{"properties":{...}}``
-``commit-<name>``              ``{"tasks":N}``
-``target-state-<name>``        ``{"state":"STARTED"|"PAUSED","state.v2":"STARTED"|"PAUSED"|"STOPPED"}``
-``restart-connector-<name>``   ``{"include-tasks":bool,"only-failed":bool}``
-``tasks-fencing-<name>``       ``{"task-count":N}``
-``session-key``                ``{"key":"<base64>","algorithm":"HmacSHA256","creation-timestamp":ms}``
-=============================  ==========================================================
+Record formats (keys and JSON values, byte-compatible with Java) are in
+:mod:`connect_runtime.storage.config_records`.
 
 Invariant "commit": task configs become visible only when the ``commit-<name>`` record that follows
 them is read, and only if that commit covers a complete set ``0..N-1``. Until then they are held as
 deferred updates, so a leader that dies between writing task 0 and task 1 never makes a half-written
 generation visible (Java's ``processTasksCommitRecord``). A commit that does not cover a complete set
 marks the connector *inconsistent*; its previous task configs stay in force.
-
-Invariant "STOPPED": Java 3.5+ writes a STOPPED target state as ``state=PAUSED, state.v2=STOPPED`` so
-that older workers, which only read ``state``, at least keep the connector paused. Readers prefer
-``state.v2``.
 
 Threading: records are applied on the log's consumer thread under ``_lock``; :meth:`snapshot` hands the
 herder an immutable copy. Listener callbacks run on the log thread, after the record is applied, and
@@ -43,7 +27,6 @@ Without a claimed writer, writes raise :class:`WritePrivilegesError`.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import threading
@@ -52,91 +35,39 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from connect_runtime.api.errors import ConnectError
+from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.storage.config_records import (
+    COMMIT_PREFIX,
+    CONNECTOR_PREFIX,
+    FENCING_PREFIX,
+    RESTART_PREFIX,
+    SESSION_KEY,
+    TARGET_STATE_PREFIX,
+    TASK_PREFIX,
+    RestartRequest,
+    SessionKey,
+    commit_key,
+    commit_value,
+    connector_key,
+    fencing_key,
+    fencing_value,
+    parse_properties,
+    parse_restart,
+    parse_session_key,
+    parse_target_state,
+    parse_task_key,
+    properties_value,
+    restart_key,
+    restart_value,
+    session_key_value,
+    target_state_key,
+    target_state_value,
+    task_key,
+)
 from connect_runtime.storage.fenced_writer import TransactionalWriter
 from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
 
 logger = logging.getLogger(__name__)
-
-STARTED = "STARTED"
-PAUSED = "PAUSED"
-STOPPED = "STOPPED"
-TARGET_STATES = (STARTED, PAUSED, STOPPED)
-
-CONNECTOR_PREFIX = "connector-"
-TASK_PREFIX = "task-"
-COMMIT_PREFIX = "commit-"
-TARGET_STATE_PREFIX = "target-state-"
-RESTART_PREFIX = "restart-connector-"
-FENCING_PREFIX = "tasks-fencing-"
-SESSION_KEY = "session-key"
-
-#: A task id as the storage layer sees it: ``(connector, task number)``.
-TaskKey = tuple[str, int]
-
-
-def dumps(value: Mapping[str, Any]) -> bytes:
-    """Compact JSON, as Jackson writes it (no spaces, non-ASCII kept as UTF-8)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def connector_key(name: str) -> bytes:
-    return f"{CONNECTOR_PREFIX}{name}".encode()
-
-
-def task_key(name: str, task: int) -> bytes:
-    return f"{TASK_PREFIX}{name}-{task}".encode()
-
-
-def commit_key(name: str) -> bytes:
-    return f"{COMMIT_PREFIX}{name}".encode()
-
-
-def target_state_key(name: str) -> bytes:
-    return f"{TARGET_STATE_PREFIX}{name}".encode()
-
-
-def restart_key(name: str) -> bytes:
-    return f"{RESTART_PREFIX}{name}".encode()
-
-
-def fencing_key(name: str) -> bytes:
-    return f"{FENCING_PREFIX}{name}".encode()
-
-
-def target_state_value(state: str) -> bytes:
-    """``{"state", "state.v2"}``: STOPPED is written as PAUSED for pre-3.5 readers (invariant "STOPPED")."""
-    if state not in TARGET_STATES:
-        raise ValueError(f"unknown target state {state!r}")
-    return dumps({"state": PAUSED if state == STOPPED else state, "state.v2": state})
-
-
-def parse_task_key(key: str) -> TaskKey | None:
-    """``task-<name>-<n>`` -> (name, n); connector names may contain dashes, the number may not."""
-    body, sep, number = key[len(TASK_PREFIX):].rpartition("-")
-    if not sep or not number.isdigit():
-        return None
-    return body, int(number)
-
-
-@dataclass(frozen=True, slots=True)
-class RestartRequest:
-    """A ``POST /connectors/<c>/restart`` that every worker applies to what it runs (§11.2)."""
-
-    connector: str
-    include_tasks: bool = False
-    only_failed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class SessionKey:
-    """The cluster's shared secret for signing worker-to-worker requests (KIP-507); the leader rotates it."""
-
-    key: bytes
-    algorithm: str
-    creation_timestamp_ms: int
-
-    def __repr__(self) -> str:  # never print the key
-        return f"SessionKey(algorithm={self.algorithm}, creation_timestamp_ms={self.creation_timestamp_ms})"
 
 
 @dataclass(frozen=True)
@@ -145,9 +76,9 @@ class ClusterConfigState:
 
     offset: int = -1
     connector_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    task_configs: Mapping[TaskKey, Mapping[str, str]] = field(default_factory=dict)
+    task_configs: Mapping[ConnectorTaskId, Mapping[str, str]] = field(default_factory=dict)
     task_counts: Mapping[str, int] = field(default_factory=dict)
-    target_states: Mapping[str, str] = field(default_factory=dict)
+    target_states: Mapping[str, TargetState] = field(default_factory=dict)
     task_count_records: Mapping[str, int] = field(default_factory=dict)
     inconsistent: frozenset[str] = frozenset()
     session_key: SessionKey | None = None
@@ -161,24 +92,26 @@ class ClusterConfigState:
     def connector_config(self, name: str) -> Mapping[str, str] | None:
         return self.connector_configs.get(name)
 
-    def target_state(self, name: str) -> str | None:
+    def target_state(self, name: str) -> TargetState | None:
+        """The connector's target state (STARTED when none was written), None for an unknown connector."""
         if name not in self.connector_configs:
             return None
-        return self.target_states.get(name, STARTED)
+        return self.target_states.get(name, TargetState.STARTED)
 
     def task_count(self, name: str) -> int:
         return self.task_counts.get(name, 0)
 
-    def tasks(self, name: str) -> list[TaskKey]:
+    def tasks(self, name: str) -> list[ConnectorTaskId]:
         """The committed task ids of ``name`` (none while its configs are inconsistent)."""
         if name in self.inconsistent:
             return []
-        return [(name, i) for i in range(self.task_count(name)) if (name, i) in self.task_configs]
+        ids = (ConnectorTaskId(name, i) for i in range(self.task_count(name)))
+        return [t for t in ids if t in self.task_configs]
 
-    def all_tasks(self) -> list[TaskKey]:
+    def all_tasks(self) -> list[ConnectorTaskId]:
         return [t for name in self.connectors() for t in self.tasks(name)]
 
-    def task_config(self, task: TaskKey) -> Mapping[str, str] | None:
+    def task_config(self, task: ConnectorTaskId) -> Mapping[str, str] | None:
         return self.task_configs.get(task)
 
     def task_config_list(self, name: str) -> list[Mapping[str, str]]:
@@ -192,7 +125,7 @@ class ConfigUpdateListener(Protocol):
 
     def on_connector_config_remove(self, connector: str) -> None: ...
 
-    def on_task_config_update(self, connector: str, tasks: Sequence[TaskKey]) -> None:
+    def on_task_config_update(self, connector: str, tasks: Sequence[ConnectorTaskId]) -> None:
         """A new task generation of ``connector`` became visible (``tasks`` may be empty)."""
         ...
 
@@ -233,9 +166,9 @@ class KafkaConfigStore:
         self._started = False
         self._offset = -1
         self._connectors: dict[str, dict[str, str]] = {}
-        self._tasks: dict[TaskKey, dict[str, str]] = {}
+        self._tasks: dict[ConnectorTaskId, dict[str, str]] = {}
         self._task_counts: dict[str, int] = {}
-        self._target_states: dict[str, str] = {}
+        self._target_states: dict[str, TargetState] = {}
         self._fencing: dict[str, int] = {}
         self._deferred: dict[str, dict[int, dict[str, str]]] = {}
         self._inconsistent: set[str] = set()
@@ -336,14 +269,14 @@ class KafkaConfigStore:
             )
 
     # -- writes (leader only) ----------------------------------------------------------------------
-    def put_connector_config(self, name: str, config: Mapping[str, str], target_state: str | None = None,
+    def put_connector_config(self, name: str, config: Mapping[str, str], target_state: TargetState | None = None,
                              timeout_s: float = 30.0) -> None:
         """Store a connector config; with ``target_state`` that state is written first (Java 3.5+), so
         the connector never runs, even briefly, in the wrong state."""
         records: list[tuple[bytes, bytes | None]] = []
         if target_state is not None:
             records.append((target_state_key(name), target_state_value(target_state)))
-        records.append((connector_key(name), dumps({"properties": dict(config)})))
+        records.append((connector_key(name), properties_value(config)))
         self._write(records, timeout_s)
 
     def remove_connector_config(self, name: str, timeout_s: float = 30.0) -> None:
@@ -356,8 +289,8 @@ class KafkaConfigStore:
 
         No commit record is written unless every task record was (invariant "commit")."""
         records: list[tuple[bytes, bytes | None]] = [
-            (task_key(name, i), dumps({"properties": dict(config)})) for i, config in enumerate(configs)]
-        records.append((commit_key(name), dumps({"tasks": len(configs)})))
+            (task_key(name, i), properties_value(config)) for i, config in enumerate(configs)]
+        records.append((commit_key(name), commit_value(len(configs))))
         try:
             self._write(records, timeout_s)
         except WritePrivilegesError:
@@ -365,22 +298,18 @@ class KafkaConfigStore:
         except ConnectError as exc:
             raise ConnectError(f"Failed to write the task configs of connector {name}: {exc}") from exc
 
-    def put_target_state(self, name: str, state: str, timeout_s: float = 30.0) -> None:
+    def put_target_state(self, name: str, state: TargetState, timeout_s: float = 30.0) -> None:
         self._write([(target_state_key(name), target_state_value(state))], timeout_s)
 
     def put_restart_request(self, request: RestartRequest, timeout_s: float = 30.0) -> None:
-        value = dumps({"include-tasks": request.include_tasks, "only-failed": request.only_failed})
-        self._write([(restart_key(request.connector), value)], timeout_s)
+        self._write([(restart_key(request.connector), restart_value(request))], timeout_s)
 
     def put_task_count_record(self, name: str, task_count: int, timeout_s: float = 30.0) -> None:
         """The zombie-fencing record of §10.3 (exactly-once source support)."""
-        self._write([(fencing_key(name), dumps({"task-count": task_count}))], timeout_s)
+        self._write([(fencing_key(name), fencing_value(task_count))], timeout_s)
 
     def put_session_key(self, session_key: SessionKey, timeout_s: float = 30.0) -> None:
-        value = dumps({"key": base64.b64encode(session_key.key).decode("ascii"),
-                       "algorithm": session_key.algorithm,
-                       "creation-timestamp": session_key.creation_timestamp_ms})
-        self._write([(SESSION_KEY.encode(), value)], timeout_s)
+        self._write([(SESSION_KEY.encode(), session_key_value(session_key))], timeout_s)
 
     # -- reading ------------------------------------------------------------------------------------
     def _consume(self, record: LogRecord) -> None:
@@ -422,9 +351,9 @@ class KafkaConfigStore:
             if task is None:
                 logger.error("Ignoring config record with an invalid task key %s", key)
             elif value is None:
-                self._deferred.get(task[0], {}).pop(task[1], None)
+                self._deferred.get(task.connector, {}).pop(task.task, None)
             else:
-                self._deferred.setdefault(task[0], {})[task[1]] = _properties(value)
+                self._deferred.setdefault(task.connector, {})[task.task] = parse_properties(value)
             return None
         if key.startswith(COMMIT_PREFIX):
             return self._apply_commit(key[len(COMMIT_PREFIX):], value, listener)
@@ -433,16 +362,12 @@ class KafkaConfigStore:
             if value is None:
                 self._target_states.pop(name, None)
             else:
-                state = value.get("state.v2") or value["state"]
-                if state not in TARGET_STATES:
-                    raise ValueError(state)
-                self._target_states[name] = state
+                self._target_states[name] = parse_target_state(value)
             return (lambda: listener.on_connector_target_state_change(name)) if listener else None
         if key.startswith(RESTART_PREFIX):
             if value is None:
                 return None
-            request = RestartRequest(key[len(RESTART_PREFIX):], bool(value.get("include-tasks", False)),
-                                     bool(value.get("only-failed", False)))
+            request = parse_restart(key[len(RESTART_PREFIX):], value)
             return (lambda: listener.on_restart_request(request)) if listener else None
         if key.startswith(FENCING_PREFIX):
             name = key[len(FENCING_PREFIX):]
@@ -453,8 +378,7 @@ class KafkaConfigStore:
             return None
         if key == SESSION_KEY:
             if value is not None:
-                self._session_key = SessionKey(base64.b64decode(value["key"]), str(value["algorithm"]),
-                                               int(value["creation-timestamp"]))
+                self._session_key = parse_session_key(value)
                 return listener.on_session_key_update if listener else None
             return None
         # logger-cluster-*: not used by this runtime yet; kept by compaction for Java peers.
@@ -467,10 +391,10 @@ class KafkaConfigStore:
             self._task_counts.pop(name, None)
             self._deferred.pop(name, None)
             self._inconsistent.discard(name)
-            for task in [t for t in self._tasks if t[0] == name]:
+            for task in [t for t in self._tasks if t.connector == name]:
                 del self._tasks[task]
             return (lambda: listener.on_connector_config_remove(name)) if listener else None
-        self._connectors[name] = _properties(value)
+        self._connectors[name] = parse_properties(value)
         return (lambda: listener.on_connector_config_update(name)) if listener else None
 
     def _apply_commit(self, name: str, value: Any,
@@ -487,20 +411,14 @@ class KafkaConfigStore:
             self._inconsistent.add(name)
             return None
         self._inconsistent.discard(name)
-        for task in [t for t in self._tasks if t[0] == name]:
+        for task in [t for t in self._tasks if t.connector == name]:
             del self._tasks[task]
-        for i in range(count):
-            self._tasks[(name, i)] = deferred[i]
+        updated = [ConnectorTaskId(name, i) for i in range(count)]
+        for task in updated:
+            self._tasks[task] = deferred[task.task]
         self._task_counts[name] = count
-        updated = [(name, i) for i in range(count)]
         return (lambda: listener.on_task_config_update(name, updated)) if listener else None
 
 
 _UNPARSEABLE: Any = object()
 
-
-def _properties(value: Any) -> dict[str, str]:
-    props = value["properties"]
-    if not isinstance(props, dict):
-        raise TypeError("properties is not an object")
-    return {str(k): ("" if v is None else str(v)) for k, v in props.items()}

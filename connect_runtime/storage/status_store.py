@@ -26,14 +26,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connect_runtime.storage.config_store import LogFactory, TaskKey, dumps
+from connect_runtime.model import ConnectorTaskId, State
+from connect_runtime.storage.config_records import dumps
+from connect_runtime.storage.config_store import LogFactory
 from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
 
 logger = logging.getLogger(__name__)
 
 CONNECTOR_STATUS_PREFIX = "status-connector-"
 TASK_STATUS_PREFIX = "status-task-"
-DESTROYED = "DESTROYED"
 
 #: Java's retries of a failed status write while it is still the latest for its key.
 _MAX_WRITE_ATTEMPTS = 5
@@ -44,7 +45,7 @@ class Status:
     """One status record. ``task`` is None for a connector status."""
 
     connector: str
-    state: str
+    state: State
     worker_id: str
     generation: int
     trace: str | None = None
@@ -57,9 +58,9 @@ class Status:
         return f"{TASK_STATUS_PREFIX}{self.connector}-{self.task}".encode()
 
     def value(self) -> bytes | None:
-        if self.state == DESTROYED:
+        if self.state is State.DESTROYED:
             return None
-        return dumps({"state": self.state, "trace": self.trace, "worker_id": self.worker_id,
+        return dumps({"state": self.state.value, "trace": self.trace, "worker_id": self.worker_id,
                       "generation": self.generation})
 
 
@@ -88,7 +89,7 @@ class KafkaStatusStore:
         self.topic = topic
         self._lock = threading.RLock()
         self._connectors: dict[str, Status] = {}
-        self._tasks: dict[TaskKey, Status] = {}
+        self._tasks: dict[ConnectorTaskId, Status] = {}
         # Per key, a counter of local writes: a failed write is retried only if no newer one was made.
         self._sequence: dict[bytes, int] = {}
         # Java's partitioner (murmur2): a key must land in the partition Java workers use for it, or a
@@ -127,7 +128,7 @@ class KafkaStatusStore:
         with self._lock:
             if safe and not can_write_safely(self._current(status), status):
                 logger.debug("Not writing %s status %s of generation %d over a newer one", key.decode(),
-                             status.state, status.generation)
+                             status.state.value, status.generation)
                 return
             sequence = self._sequence.get(key, 0) + 1 if attempt == 1 else self._sequence.get(key, 0)
             self._sequence[key] = sequence
@@ -138,7 +139,7 @@ class KafkaStatusStore:
             with self._lock:
                 stale = self._sequence.get(key) != sequence
             if stale or attempt >= _MAX_WRITE_ATTEMPTS:
-                logger.error("Failed to write status %s for %s: %s", status.state, key.decode(), error)
+                logger.error("Failed to write status %s for %s: %s", status.state.value, key.decode(), error)
                 return
             logger.warning("Retrying status write for %s after: %s", key.decode(), error)
             self._send(status, safe, attempt + 1)
@@ -149,7 +150,7 @@ class KafkaStatusStore:
     def _current(self, status: Status) -> Status | None:
         if status.task is None:
             return self._connectors.get(status.connector)
-        return self._tasks.get((status.connector, status.task))
+        return self._tasks.get(ConnectorTaskId(status.connector, status.task))
 
     def get(self, connector: str) -> Status | None:
         with self._lock:
@@ -157,12 +158,12 @@ class KafkaStatusStore:
 
     def get_task(self, connector: str, task: int) -> Status | None:
         with self._lock:
-            return self._tasks.get((connector, task))
+            return self._tasks.get(ConnectorTaskId(connector, task))
 
     def get_all(self, connector: str) -> list[Status]:
         """Task statuses of ``connector``, by task number."""
         with self._lock:
-            return sorted((s for (c, _), s in self._tasks.items() if c == connector),
+            return sorted((s for t, s in self._tasks.items() if t.connector == connector),
                           key=lambda s: s.task or 0)
 
     def max_generation(self) -> int:
@@ -191,7 +192,7 @@ class KafkaStatusStore:
                 return
         with self._lock:
             table: dict[Any, Status] = self._connectors if task is None else self._tasks
-            ident: Any = connector if task is None else (connector, task)
+            ident: Any = connector if task is None else ConnectorTaskId(connector, task)
             if status is None:
                 table.pop(ident, None)
             else:
@@ -200,5 +201,5 @@ class KafkaStatusStore:
 
 def _parse_status(connector: str, task: int | None, value: Mapping[str, Any]) -> Status:
     trace = value.get("trace")
-    return Status(connector=connector, state=str(value["state"]), worker_id=str(value["worker_id"]),
+    return Status(connector=connector, state=State(value["state"]), worker_id=str(value["worker_id"]),
                   generation=int(value["generation"]), trace=None if trace is None else str(trace), task=task)

@@ -28,7 +28,7 @@ from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import SourceTask
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
+from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.submitted_records import partition_key
 from connect_runtime.runtime.worker_source_task import DEFAULT_MAX_OUTSTANDING_RECORDS, WorkerSourceTask
@@ -91,16 +91,17 @@ class RunningSourceTask:
     registry: CollectorRegistry
     metrics: ConnectMetrics = field(repr=False)
 
-    def state(self) -> str:
+    def state(self) -> State:
         """The last reported status: RUNNING, PAUSED, FAILED or UNASSIGNED."""
-        return self.listener.state(self.task_id) or "UNASSIGNED"
+        return self.listener.state(self.task_id) or State.UNASSIGNED
 
     def trace(self) -> str | None:
         event = self.listener.last(self.task_id)
         return None if event is None else event.trace
 
-    def wait_for_state(self, state: str, timeout_s: float = 30.0) -> None:
-        _wait(lambda: self.state() == state, timeout_s, f"{self.task_id} to be {state} (is {self.state()})")
+    def wait_for_state(self, state: State, timeout_s: float = 30.0) -> None:
+        _wait(lambda: self.state() is state, timeout_s,
+              f"{self.task_id} to be {state.value} (is {self.state().value})")
 
     def committed(self, partition: SourceMap) -> OffsetMap | None:
         """The committed offset of one source partition."""
@@ -171,8 +172,8 @@ def run_source_task(task: SourceTask | type[SourceTask], config: Mapping[str, st
     worker_task.start()
     try:
         if wait_running_s is not None and target_state is TargetState.STARTED:
-            _wait(lambda: running.state() in ("RUNNING", "FAILED"), wait_running_s, f"{task_id} to start")
-            if running.state() == "FAILED":
+            _wait(lambda: running.state() in (State.RUNNING, State.FAILED), wait_running_s, f"{task_id} to start")
+            if running.state() is State.FAILED:
                 raise AssertionError(f"{task_id} failed to start:\n{running.trace()}")
         yield running
     except BaseException:

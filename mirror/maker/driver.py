@@ -43,6 +43,7 @@ from connect_runtime.cli.process import ExitCode, run_until_stopped
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.logging_context import set_context
 from connect_runtime.metrics import LabelledRegistries
+from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.rest.app import create_app, namespace_path
 from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime import worker_config as wc
@@ -53,16 +54,13 @@ from connect_runtime.runtime.herder import (
     ConnectorInfo,
     ConnectorOffset,
     ConnectorStateInfo,
-    ConnectorTaskId,
     Created,
     Herder,
     PluginInfo,
-    TargetState,
     TaskInfo,
     TaskStateInfo,
     WorkerHealth,
 )
-from connect_runtime.runtime.membership import Assignment
 from connect_runtime.runtime.plugins import Plugins
 from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
 from mirror.health.collector import start_health_monitor
@@ -85,20 +83,14 @@ class MirrorHerder(DistributedHerder):
         super().__init__(**kwargs)
         self.pair = pair
         self._mm_config = mm_config
-        self._was_leader = False
 
-    def _run(self) -> None:
+    def on_tick_thread_start(self) -> None:
+        """Every log line of this herder's thread names its flow."""
         set_context(flow=str(self.pair))
-        super()._run()
 
-    def _apply_assignment(self, assignment: Assignment) -> None:
-        super()._apply_assignment(assignment)
-        if assignment.leader and not self._was_leader:
-            self._configure_connectors()
-        self._was_leader = assignment.leader
-
-    def _configure_connectors(self) -> None:
-        """Write each connector's config from mm2.properties when it differs from the stored one."""
+    def on_leadership_gained(self) -> None:
+        """Write each connector's config from mm2.properties when it differs from the stored one
+        (Java's ``MirrorHerder.rebalanceSuccess``: the newly elected leader's file wins)."""
         for connector_class in CONNECTOR_CLASSES:
             config = self._mm_config.connector_base_config(self.pair, connector_class)
             name = config["name"]

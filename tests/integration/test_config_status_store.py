@@ -6,7 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from connect_runtime.storage.config_store import KafkaConfigStore, RestartRequest
+from connect_runtime.model import State, TargetState
+from connect_runtime.storage.config_records import RestartRequest
+from connect_runtime.storage.config_store import KafkaConfigStore
 from connect_runtime.storage.status_store import KafkaStatusStore, Status
 from tests.conftest import Cluster
 from tests.support.kafka import consume_all, unique, wait_until
@@ -68,9 +70,9 @@ def test_config_topic_records_are_connects_byte_for_byte_and_reload(cluster_a: C
     topic = unique("configs")
     first = config_store(cluster_a.bootstrap, topic, stores)
     first.put_connector_config("mm2", {"connector.class": "MirrorSourceConnector", "tasks.max": "2"},
-                               target_state="PAUSED")
+                               target_state=TargetState.PAUSED)
     first.put_task_configs("mm2", [{"task.id": "0"}, {"task.id": "1"}])
-    first.put_target_state("mm2", "STOPPED")
+    first.put_target_state("mm2", TargetState.STOPPED)
     first.put_restart_request(RestartRequest("mm2", include_tasks=True, only_failed=True))
     first.put_task_count_record("mm2", 2)
     first.put_connector_config("gone", {"connector.class": "X"})
@@ -95,26 +97,26 @@ def test_config_topic_records_are_connects_byte_for_byte_and_reload(cluster_a: C
     second = config_store(cluster_a.bootstrap, topic, stores)
     snap = second.snapshot()
     assert snap == first.snapshot()
-    assert snap.connectors() == ["mm2"] and snap.target_state("mm2") == "STOPPED"
+    assert snap.connectors() == ["mm2"] and snap.target_state("mm2") is TargetState.STOPPED
     assert snap.task_config_list("mm2") == [{"task.id": "0"}, {"task.id": "1"}]
     assert snap.task_count_records == {"mm2": 2} and snap.offset == len(raw)
 
     # A write by one instance reaches the other through the topic.
-    first.put_target_state("mm2", "STARTED")
-    wait_until(lambda: second.snapshot().target_state("mm2") == "STARTED", 15, "second store sees STARTED")
+    first.put_target_state("mm2", TargetState.STARTED)
+    wait_until(lambda: second.snapshot().target_state("mm2") is TargetState.STARTED, 15, "second store sees STARTED")
 
 
 def test_status_records_tombstones_and_generation_rule(cluster_a: Cluster, stores: Started) -> None:
     topic = unique("status")
     new_owner = status_store(cluster_a.bootstrap, topic, stores)
     old_owner = status_store(cluster_a.bootstrap, topic, stores)
-    new_owner.put(Status("c", "RUNNING", "w2:8083", 6))
-    new_owner.put(Status("c", "RUNNING", "w2:8083", 6, task=0))
+    new_owner.put(Status("c", State.RUNNING, "w2:8083", 6))
+    new_owner.put(Status("c", State.RUNNING, "w2:8083", 6, task=0))
     wait_until(lambda: old_owner.get_task("c", 0) is not None, 15, "the old owner reads the new status")
     # The previous owner's late shutdown report (older generation) must not hide the new owner's state.
-    old_owner.put_safe(Status("c", "UNASSIGNED", "w1:8083", 5, task=0))
-    old_owner.put_safe(Status("c", "FAILED", "w1:8083", 7, trace="later generation wins", task=1))
-    old_owner.put(Status("c", "DESTROYED", "w1:8083", 7, task=2))
+    old_owner.put_safe(Status("c", State.UNASSIGNED, "w1:8083", 5, task=0))
+    old_owner.put_safe(Status("c", State.FAILED, "w1:8083", 7, trace="later generation wins", task=1))
+    old_owner.put(Status("c", State.DESTROYED, "w1:8083", 7, task=2))
     old_owner.flush()
 
     records = consume_all(cluster_a.bootstrap, topic)
@@ -131,8 +133,8 @@ def test_status_records_tombstones_and_generation_rule(cluster_a: Cluster, store
     assert len({r.partition for r in records}) > 1
 
     reloaded = status_store(cluster_a.bootstrap, topic, stores)
-    assert reloaded.get_task("c", 0) == Status("c", "RUNNING", "w2:8083", 6, task=0)
-    assert reloaded.get_task("c", 1) == Status("c", "FAILED", "w1:8083", 7, "later generation wins", 1)
+    assert reloaded.get_task("c", 0) == Status("c", State.RUNNING, "w2:8083", 6, task=0)
+    assert reloaded.get_task("c", 1) == Status("c", State.FAILED, "w1:8083", 7, "later generation wins", 1)
     assert reloaded.get_task("c", 2) is None
     assert [s.task for s in reloaded.get_all("c")] == [0, 1]
     assert reloaded.max_generation() == 7

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from connect_runtime.model import TargetState
 from connect_runtime.storage.config_store import KafkaConfigStore, WritePrivilegesError
 from connect_runtime.storage.fenced_writer import (
     FencedError,
@@ -47,7 +48,7 @@ def test_a_new_leader_fences_the_old_leaders_config_writes(cluster_a: Cluster,
     old = fenced_store(cluster_a.bootstrap, topic, group, stores)
     new = fenced_store(cluster_a.bootstrap, topic, group, stores)
     with pytest.raises(WritePrivilegesError):
-        old.put_target_state("nobody", "PAUSED")  # no claim, no write
+        old.put_target_state("nobody", TargetState.PAUSED)  # no claim, no write
 
     old.claim_write_privileges()
     old.put_connector_config("c", {"k": "old"})

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.records import SourceRecord
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
+from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker import Worker
@@ -76,22 +76,22 @@ def test_connector_with_two_tasks_writes_commits_pauses_and_stops(
     wait_until(lambda: all(store.get("seq", {"task": i}) == {"seq": 999} for i in range(2)), 60,
                "both tasks to commit their last seq")
     assert seqs_by_task(cluster_a.bootstrap, topic, 2000) == {0: list(range(1000)), 1: list(range(1000))}
-    assert all(listener.state(t) == "RUNNING" for t in ids)
+    assert all(listener.state(t) is State.RUNNING for t in ids)
     starts = [registry.get_sample_value("connect_task_starts_total", {"connector": "seq", "task": str(i)})
               for i in range(2)]
     assert starts == [1.0, 1.0]
 
     worker.set_target_state("seq", TargetState.PAUSED)
-    wait_until(lambda: all(listener.state(t) == "PAUSED" for t in ids), 10, "tasks paused")
-    assert listener.state("seq") == "PAUSED"
+    wait_until(lambda: all(listener.state(t) is State.PAUSED for t in ids), 10, "tasks paused")
+    assert listener.state("seq") is State.PAUSED
     worker.set_target_state("seq", TargetState.STARTED)
-    wait_until(lambda: all(listener.state(t) == "RUNNING" for t in ids), 10, "tasks resumed")
+    wait_until(lambda: all(listener.state(t) is State.RUNNING for t in ids), 10, "tasks resumed")
 
     worker.stop_tasks(ids, 30)
     assert worker.task_ids() == []
-    assert all(listener.state(t) == "UNASSIGNED" for t in ids)
+    assert all(listener.state(t) is State.UNASSIGNED for t in ids)
     worker.stop_connector("seq")
-    assert listener.state("seq") == "UNASSIGNED"
+    assert listener.state("seq") is State.UNASSIGNED
 
 
 def test_failed_task_reports_its_trace_and_restarts_where_it_left_off(
@@ -105,7 +105,7 @@ def test_failed_task_reports_its_trace_and_restarts_where_it_left_off(
     [task_config] = worker.connector_task_configs("flaky", 1)
     assert task_config["task.class"] == f"{__name__}.FlakySequenceTask"
     assert worker.start_task(task_id, config, {**task_config, "fail.at": "300"}, TargetState.STARTED)
-    wait_until(lambda: listener.state(task_id) == "FAILED", 30, "the task to fail")
+    wait_until(lambda: listener.state(task_id) is State.FAILED, 30, "the task to fail")
     event = listener.last(task_id)
     assert event is not None and "RuntimeError: source went away at seq 300" in (event.trace or "")
     assert worker.offset_store.get("flaky", {"task": 0}) == {"seq": 299}
@@ -114,7 +114,7 @@ def test_failed_task_reports_its_trace_and_restarts_where_it_left_off(
     worker.stop_tasks([task_id], 10)
     assert worker.start_task(task_id, config, {**task_config, "max.records": "500"}, TargetState.STARTED)
     wait_until(lambda: worker.offset_store.get("flaky", {"task": 0}) == {"seq": 499}, 60, "seq 499 committed")
-    assert listener.state(task_id) == "RUNNING"
+    assert listener.state(task_id) is State.RUNNING
     assert seqs_by_task(cluster_a.bootstrap, topic, 500) == {0: list(range(500))}
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from connect_runtime.api.errors import ConfigError, RetriableError
 from connect_runtime.api.records import RecordMetadata, SourceRecord
+from connect_runtime.model import State
 from connect_runtime.testing.harness import InMemoryOffsetStore, run_source_task
 from connect_runtime.testing.sequence_source import SequenceSourceTask
 from tests.conftest import Cluster
@@ -142,7 +143,7 @@ def test_stop_flushes_and_commits_then_restart_resumes_without_gap_or_duplicate(
         wait_until(lambda: run.records_polled() == 3000, 60, "3000 records polled")
         assert store.history == []
     assert store.get("test-connector", PARTITION) == {"seq": 2999}
-    assert run.state() == "UNASSIGNED"
+    assert run.state() is State.UNASSIGNED
 
     with run_source_task(SequenceSourceTask, config(topic, max_records=5000), offset_store=store,
                          bootstrap_servers=cluster_a.bootstrap) as run:
@@ -156,7 +157,7 @@ def test_poll_failure_reports_failed_with_trace_commits_acked_and_restarts(clust
     store = InMemoryOffsetStore()
     with run_source_task(FailingTask, {**config(topic, batch_size=100), "fail.at": "500"}, offset_store=store,
                          bootstrap_servers=cluster_a.bootstrap, offset_flush_interval_ms=600_000) as run:
-        run.wait_for_state("FAILED")
+        run.wait_for_state(State.FAILED)
         trace = run.trace() or ""
         assert "RuntimeError: boom at seq 500" in trace and "Traceback" in trace
     # The records handed out before the failure were flushed and their offsets committed on the way out.
@@ -165,7 +166,7 @@ def test_poll_failure_reports_failed_with_trace_commits_acked_and_restarts(clust
     with run_source_task(SequenceSourceTask, config(topic, max_records=800), offset_store=store,
                          bootstrap_servers=cluster_a.bootstrap) as run:
         wait_until(lambda: run.records_written() == 300, 60, "300 more records acknowledged")
-        assert run.state() == "RUNNING"
+        assert run.state() is State.RUNNING
     assert seqs_in(cluster_a.bootstrap, topic, expect=800) == list(range(800))
 
 
@@ -196,13 +197,13 @@ def test_retriable_poll_error_is_retried_not_fatal(cluster_a: Cluster) -> None:
     with run_source_task(task, config(topic, max_records=100), bootstrap_servers=cluster_a.bootstrap) as run:
         wait_until(lambda: run.records_written() == 100, 30, "100 records written after the hiccups")
         assert task.hiccups == 0
-        assert [e.state for e in run.listener.events] == ["RUNNING"]
+        assert [e.state for e in run.listener.events] == [State.RUNNING]
 
 
 def test_start_failure_reports_failed_with_its_trace(cluster_a: Cluster) -> None:
     with run_source_task(BrokenStartTask, config("unused"), bootstrap_servers=cluster_a.bootstrap,
                          wait_running_s=None) as run:
-        run.wait_for_state("FAILED")
+        run.wait_for_state(State.FAILED)
         assert "ConfigError: bad source.cluster.bootstrap.servers" in (run.trace() or "")
     assert not run.worker_task.is_alive()
     assert run.records_polled() == 0
@@ -213,7 +214,7 @@ def test_delivery_error_fails_the_task(cluster_a: Cluster) -> None:
     producer = {"allow.auto.create.topics": "false", "topic.metadata.propagation.max.ms": "500"}
     with run_source_task(SequenceSourceTask, config(missing_topic, max_records=10), producer_config=producer,
                          bootstrap_servers=cluster_a.bootstrap) as run:
-        run.wait_for_state("FAILED", 60)
+        run.wait_for_state(State.FAILED, 60)
         assert "did not acknowledge a record" in (run.trace() or "")
         assert run.committed(PARTITION) is None
         assert run.registry.get_sample_value("connect_source_task_produce_errors_total",
@@ -226,17 +227,17 @@ def test_pause_stops_polling_and_resume_continues(cluster_a: Cluster) -> None:
                          bootstrap_servers=cluster_a.bootstrap) as run:
         wait_until(lambda: run.records_written() >= 100, 30, "100 records written")
         run.pause()
-        run.wait_for_state("PAUSED")
+        run.wait_for_state(State.PAUSED)
         run.commit_now()
         polled = run.records_polled()
         run.commit_now()  # a full loop iteration later, nothing more was polled
         run.commit_now()
         assert run.records_polled() == polled
         run.resume()
-        run.wait_for_state("RUNNING")
+        run.wait_for_state(State.RUNNING)
         wait_until(lambda: run.records_polled() > polled, 30, "polling to continue")
         states = [e.state for e in run.listener.events]
-        assert states[:3] == ["RUNNING", "PAUSED", "RUNNING"]
+        assert states[:3] == [State.RUNNING, State.PAUSED, State.RUNNING]
 
 
 def test_paused_broker_freezes_commits_and_bounds_outstanding(
@@ -269,7 +270,7 @@ def test_paused_broker_freezes_commits_and_bounds_outstanding(
         assert frozen is not None
         wait_until(lambda: run.records_written() >= polled + 5000, 60, "delivery to resume")
         run.pause()
-        run.wait_for_state("PAUSED")
+        run.wait_for_state(State.PAUSED)
         wait_until(lambda: run.outstanding() == 0, 60, "every record acknowledged")
         run.commit_now()
         last = run.committed(PARTITION)

@@ -64,7 +64,6 @@ from connect_runtime.runtime.coordination.kafka_python_adapter import (
     KafkaPythonCoordinator,
     kafka_python_config,
 )
-from connect_runtime.runtime.herder import ConnectorTaskId
 from connect_runtime.runtime.membership import Assignment
 from connect_runtime.storage.config_store import ClusterConfigState
 
@@ -383,8 +382,7 @@ class KafkaGroupMembership:
                         "to %d); everyone rejoins", self.group_id, generation, snapshot.offset, max_offset)
             self._assignor.note_generation(generation)
             return {member_id: wire(error=protocol.CONFIG_MISMATCH) for member_id in members}
-        configured = ConnectorsAndTasks.of(snapshot.connectors(),
-                                           (ConnectorTaskId(c, t) for c, t in snapshot.all_tasks()))
+        configured = ConnectorsAndTasks.of(snapshot.connectors(), snapshot.all_tasks())
         released = self._released_work(configured) if self._released_work is not None else EMPTY
         plan = self._assignor.assign(configured, {m: s.owned for m, s in members.items()},
                                      generation=generation, last_completed_generation=last_completed,

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from connect_runtime.api.errors import ConnectError
+from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks
-from connect_runtime.runtime.herder import ConnectorTaskId
 
 PROTOCOL_TYPE = "connect"
 PROTOCOL_NAME = "json-cooperative-v1"

@@ -17,6 +17,7 @@ import sys
 import threading
 from types import FrameType
 
+from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.coordination import KafkaGroupMembership
 from connect_runtime.runtime.membership import Assignment
 from connect_runtime.storage.config_store import ClusterConfigState
@@ -25,7 +26,7 @@ from connect_runtime.storage.config_store import ClusterConfigState
 def snapshot(work: dict[str, int], offset: int = 7) -> ClusterConfigState:
     return ClusterConfigState(
         offset=offset, connector_configs={c: {"name": c} for c in work}, task_counts=dict(work),
-        task_configs={(c, i): {"task": str(i)} for c, n in work.items() for i in range(n)})
+        task_configs={ConnectorTaskId(c, i): {"task": str(i)} for c, n in work.items() for i in range(n)})
 
 
 def emit(membership: KafkaGroupMembership, url: str, assignment: Assignment) -> None:

@@ -13,7 +13,9 @@ from typing import Any
 
 from connect_runtime.api.errors import RetriableError
 from connect_runtime.api.records import SourceMap
-from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
+from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
+from connect_runtime.storage.config_records import SessionKey
 from connect_runtime.storage.kafka_log import LogRecord
 
 
@@ -195,3 +197,14 @@ class FakeWorker:
 
     def started(self, kind: str) -> list[Any]:
         return [c[1] for c in self.calls if c[0] == kind]
+
+
+class RecordingForwarder(TaskConfigForwarder):
+    """The real forwarder (its thread, its queue) with the HTTP POST replaced by a record of it."""
+
+    def __init__(self) -> None:
+        super().__init__(timeout_s=1.0)
+        self.sent: list[tuple[str, str, list[dict[str, str]], bytes]] = []
+
+    def send(self, leader_url: str, connector: str, configs: list[dict[str, str]], session_key: SessionKey) -> None:
+        self.sent.append((leader_url, connector, list(configs), session_key.key))

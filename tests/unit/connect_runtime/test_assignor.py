@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.assignor import (
     EMPTY,
     AssignmentPlan,
@@ -14,7 +15,6 @@ from connect_runtime.runtime.assignor import (
     IncrementalCooperativeAssignor,
     union,
 )
-from connect_runtime.runtime.herder import ConnectorTaskId
 
 DELAY_MS = 10_000
 

@@ -9,13 +9,9 @@ from typing import Any
 import pytest
 
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.storage.config_store import (
-    KafkaConfigStore,
-    RestartRequest,
-    SessionKey,
-    TaskKey,
-    parse_task_key,
-)
+from connect_runtime.model import ConnectorTaskId, State, TargetState
+from connect_runtime.storage.config_records import RestartRequest, SessionKey, parse_task_key
+from connect_runtime.storage.config_store import KafkaConfigStore
 from connect_runtime.storage.status_store import KafkaStatusStore, Status, can_write_safely, parse_status_key
 from tests.unit.connect_runtime.herder_fakes import FakeBroker
 
@@ -39,7 +35,7 @@ class Recorder:
     def on_connector_config_remove(self, connector: str) -> None:
         self.events.append(("remove", connector))
 
-    def on_task_config_update(self, connector: str, tasks: Sequence[TaskKey]) -> None:
+    def on_task_config_update(self, connector: str, tasks: Sequence[ConnectorTaskId]) -> None:
         self.events.append(("tasks", (connector, tuple(tasks))))
 
     def on_connector_target_state_change(self, connector: str) -> None:
@@ -56,9 +52,9 @@ def test_config_store_writes_connects_exact_record_formats() -> None:
     broker = FakeBroker()
     store = config_store(broker)
     store.start()
-    store.put_connector_config("c", {"connector.class": "X", "tasks.max": "2"}, target_state="STOPPED")
+    store.put_connector_config("c", {"connector.class": "X", "tasks.max": "2"}, target_state=TargetState.STOPPED)
     store.put_task_configs("c", [{"t": "0"}, {"t": "1"}])
-    store.put_target_state("c", "PAUSED")
+    store.put_target_state("c", TargetState.PAUSED)
     store.put_restart_request(RestartRequest("c", include_tasks=True, only_failed=False))
     store.put_task_count_record("c", 2)
     store.remove_connector_config("c")
@@ -100,7 +96,7 @@ def test_second_instance_reloads_the_same_state_and_prefers_state_v2() -> None:
     first.start()
     first.put_connector_config("a-b", {"connector.class": "X"})
     first.put_task_configs("a-b", [{"k": "v"}])
-    first.put_target_state("a-b", "STOPPED")
+    first.put_target_state("a-b", TargetState.STOPPED)
     first.put_connector_config("gone", {"connector.class": "X"})
     first.remove_connector_config("gone")
     # An old (pre-3.5) Java worker's record has no state.v2.
@@ -110,8 +106,9 @@ def test_second_instance_reloads_the_same_state_and_prefers_state_v2() -> None:
     second.start()
     snap = second.snapshot()
     assert snap.connectors() == ["a-b", "old"]
-    assert snap.target_state("a-b") == "STOPPED" and snap.target_state("old") == "PAUSED"
-    assert snap.tasks("a-b") == [("a-b", 0)] and snap.task_config(("a-b", 0)) == {"k": "v"}
+    assert snap.target_state("a-b") is TargetState.STOPPED and snap.target_state("old") is TargetState.PAUSED
+    task = ConnectorTaskId("a-b", 0)
+    assert snap.tasks("a-b") == [task] and snap.task_config(task) == {"k": "v"}
     assert snap.offset == len(broker.topics["configs"])
 
 
@@ -126,7 +123,7 @@ def test_listener_is_told_only_after_start_and_in_order() -> None:
     store.start()
     assert recorder.events == []
     first.put_task_configs("pre", [])
-    first.put_target_state("pre", "PAUSED")
+    first.put_target_state("pre", TargetState.PAUSED)
     first.put_restart_request(RestartRequest("pre", True, True))
     first.remove_connector_config("pre")
     assert recorder.events == [("tasks", ("pre", ())), ("target", "pre"),
@@ -150,8 +147,8 @@ def test_listener_is_told_of_new_session_keys() -> None:
 
 
 @pytest.mark.parametrize(("key", "expected"),
-                         [("task-a-b-12", ("a-b", 12)), ("task-x-", None), ("task-x", None)])
-def test_task_keys_allow_dashes_in_connector_names(key: str, expected: TaskKey | None) -> None:
+                         [("task-a-b-12", ConnectorTaskId("a-b", 12)), ("task-x-", None), ("task-x", None)])
+def test_task_keys_allow_dashes_in_connector_names(key: str, expected: ConnectorTaskId | None) -> None:
     assert parse_task_key(key) == expected
 
 
@@ -160,15 +157,15 @@ def test_status_values_and_tombstones() -> None:
     store = KafkaStatusStore("status", producer_config={}, consumer_config={}, admin_config={},
                              log_factory=broker.log_factory)
     store.start()
-    store.put(Status("c", "RUNNING", "w1:8083", 7))
-    store.put(Status("c", "FAILED", "w1:8083", 7, trace="boom", task=0))
-    store.put(Status("c", "DESTROYED", "w1:8083", 7, task=0))
+    store.put(Status("c", State.RUNNING, "w1:8083", 7))
+    store.put(Status("c", State.FAILED, "w1:8083", 7, trace="boom", task=0))
+    store.put(Status("c", State.DESTROYED, "w1:8083", 7, task=0))
     assert records(broker, "status") == [
         (b"status-connector-c", b'{"state":"RUNNING","trace":null,"worker_id":"w1:8083","generation":7}'),
         (b"status-task-c-0", b'{"state":"FAILED","trace":"boom","worker_id":"w1:8083","generation":7}'),
         (b"status-task-c-0", None),
     ]
-    assert store.get("c") == Status("c", "RUNNING", "w1:8083", 7)
+    assert store.get("c") == Status("c", State.RUNNING, "w1:8083", 7)
     assert store.get_task("c", 0) is None
     assert json.loads(broker.topics["status"][0].value or b"")["generation"] == 7
 
@@ -178,12 +175,12 @@ def test_put_safe_keeps_a_newer_generation_from_another_worker() -> None:
     store = KafkaStatusStore("status", producer_config={}, consumer_config={}, admin_config={},
                              log_factory=broker.log_factory)
     store.start()
-    store.put(Status("c", "RUNNING", "new:1", 5, task=0))
-    store.put_safe(Status("c", "UNASSIGNED", "old:1", 4, task=0))
-    assert store.get_task("c", 0) == Status("c", "RUNNING", "new:1", 5, task=0)
-    store.put_safe(Status("c", "UNASSIGNED", "new:1", 3, task=0))  # same worker: always allowed
-    assert store.get_task("c", 0) == Status("c", "UNASSIGNED", "new:1", 3, task=0)
-    assert can_write_safely(None, Status("c", "RUNNING", "w", 0))
+    store.put(Status("c", State.RUNNING, "new:1", 5, task=0))
+    store.put_safe(Status("c", State.UNASSIGNED, "old:1", 4, task=0))
+    assert store.get_task("c", 0) == Status("c", State.RUNNING, "new:1", 5, task=0)
+    store.put_safe(Status("c", State.UNASSIGNED, "new:1", 3, task=0))  # same worker: always allowed
+    assert store.get_task("c", 0) == Status("c", State.UNASSIGNED, "new:1", 3, task=0)
+    assert can_write_safely(None, Status("c", State.RUNNING, "w", 0))
     assert store.max_generation() == 3  # only the latest record per key counts
 
 

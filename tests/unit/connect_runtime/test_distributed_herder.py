@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -12,15 +13,16 @@ from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.errors import AlreadyExistsError, BadRequestError, NotFoundError, NotLeaderError
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import Task
+from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.distributed_herder import DistributedHerder
-from connect_runtime.runtime.herder import ConnectorOffset, ConnectorTaskId, TargetState
+from connect_runtime.runtime.herder import ConnectorOffset
 from connect_runtime.runtime.membership import SoleMember
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.storage.config_store import KafkaConfigStore
 from connect_runtime.storage.status_store import KafkaStatusStore
 from tests.support.kafka import wait_until
-from tests.unit.connect_runtime.herder_fakes import FakeBroker, FakeOffsetStore, FakeWorker
+from tests.unit.connect_runtime.herder_fakes import FakeBroker, FakeOffsetStore, FakeWorker, RecordingForwarder
 
 ALTERED: list[dict[str, Any]] = []
 
@@ -52,7 +54,7 @@ class DemoConnector(SourceConnector):
 
 
 class Cluster:
-    def __init__(self, membership: Any = None) -> None:
+    def __init__(self, membership: Any = None, forwarder: RecordingForwarder | None = None) -> None:
         self.broker = FakeBroker()
         clients: dict[str, Any] = {"producer_config": {}, "consumer_config": {}, "admin_config": {},
                                    "log_factory": self.broker.log_factory}
@@ -67,7 +69,7 @@ class Cluster:
             worker_id="w1:8083", worker=self.worker, plugins=plugins, config_store=self.config_store,
             status_store=self.status_store, offset_store=self.offsets,
             membership=membership or SoleMember("http://w1:8083", self.status_store.max_generation),
-            status_writer=self.status_writer, request_timeout_s=10)
+            status_writer=self.status_writer, request_timeout_s=10, forwarder=forwarder)
 
 
 @pytest.fixture
@@ -99,8 +101,8 @@ def test_create_generates_tasks_and_runs_them(cluster: Cluster) -> None:
     assert [t.config for t in cluster.herder.task_configs("demo")] == [{"task": "0"}, {"task": "1"}]
     status = wait_until(lambda: (s := cluster.herder.connector_status("demo")) and len(s.tasks) == 2 and s, 5,
                         "status with 2 tasks")
-    assert status.connector_state == "RUNNING" and status.connector_worker_id == "w1:8083"
-    assert {t.state for t in status.tasks} == {"RUNNING"}
+    assert status.connector_state is State.RUNNING and status.connector_worker_id == "w1:8083"
+    assert {t.state for t in status.tasks} == {State.RUNNING}
     assert cluster.herder.health().status == "healthy"
     with pytest.raises(AlreadyExistsError):
         cluster.herder.put_connector_config("demo", config(), allow_replace=False)
@@ -109,7 +111,7 @@ def test_create_generates_tasks_and_runs_them(cluster: Cluster) -> None:
 def test_zero_task_connector_is_running(cluster: Cluster) -> None:
     cluster.herder.put_connector_config("demo", config(), allow_replace=False)
     wait_until(lambda: cluster.worker.started("task_configs") == ["demo"], 5, "task configs computed")
-    wait_until(lambda: cluster.herder.connector_status("demo").connector_state == "RUNNING", 5, "running")
+    wait_until(lambda: cluster.herder.connector_status("demo").connector_state is State.RUNNING, 5, "running")
     # As in Java, 0 computed vs 0 stored is "unchanged": no commit record is written.
     assert b"commit-demo" not in [r.key for r in cluster.broker.topics["configs"]]
     assert cluster.herder.connector_info("demo").tasks == []
@@ -145,7 +147,7 @@ def test_pause_resume_stop_and_offsets(cluster: Cluster) -> None:
     wait_until(lambda: len(running_tasks(cluster)) == 1, 5, "task running")
     cluster.herder.pause_connector("demo")
     assert cluster.worker.connectors["demo"] is TargetState.PAUSED
-    wait_until(lambda: cluster.herder.connector_status("demo").connector_state == "PAUSED", 5, "paused")
+    wait_until(lambda: cluster.herder.connector_status("demo").connector_state is State.PAUSED, 5, "paused")
     offsets = [ConnectorOffset({"task": 0}, {"seq": 41})]
     with pytest.raises(BadRequestError, match=r"STOPPED state .* '/connectors/demo/stop' endpoint"):
         cluster.herder.alter_connector_offsets("demo", offsets)
@@ -153,7 +155,7 @@ def test_pause_resume_stop_and_offsets(cluster: Cluster) -> None:
     assert cluster.worker.connectors["demo"] is TargetState.STARTED
     cluster.herder.stop_connector("demo")
     assert running_tasks(cluster) == set() and cluster.herder.connector_info("demo").tasks == []
-    wait_until(lambda: cluster.herder.connector_status("demo").connector_state == "STOPPED", 5, "stopped")
+    wait_until(lambda: cluster.herder.connector_status("demo").connector_state is State.STOPPED, 5, "stopped")
     assert cluster.herder.connector_status("demo").tasks == []
     with pytest.raises(BadRequestError, match="seq must be an integer"):
         cluster.herder.alter_connector_offsets("demo", [ConnectorOffset({"task": 0}, {"seq": "x"})])
@@ -172,15 +174,15 @@ def test_restart_with_tasks_reports_restarting_and_recreates_tasks(cluster: Clus
     cluster.herder.put_connector_config("demo", config(), allow_replace=False)
     wait_until(lambda: len(cluster.herder.connector_status("demo").tasks) == 2, 5, "2 task statuses")
     cluster.status_writer.on_task_failure(ConnectorTaskId("demo", 1), "trace")
-    wait_until(lambda: cluster.herder.task_status(ConnectorTaskId("demo", 1)).state == "FAILED", 5, "failed")
+    wait_until(lambda: cluster.herder.task_status(ConnectorTaskId("demo", 1)).state is State.FAILED, 5, "failed")
     plan = cluster.herder.restart_connector("demo", include_tasks=True, only_failed=True)
     assert plan is not None
-    assert plan.connector_state == "RUNNING"
-    assert [(t.id, t.state) for t in plan.tasks] == [(0, "RUNNING"), (1, "RESTARTING")]
+    assert plan.connector_state is State.RUNNING
+    assert [(t.id, t.state) for t in plan.tasks] == [(0, State.RUNNING), (1, State.RESTARTING)]
     wait_until(lambda: cluster.worker.started("start_task").count(ConnectorTaskId("demo", 1)) == 2, 5,
                "task 1 started again")
     assert cluster.worker.started("start_task").count(ConnectorTaskId("demo", 0)) == 1
-    wait_until(lambda: cluster.herder.task_status(ConnectorTaskId("demo", 1)).state == "RUNNING", 5,
+    wait_until(lambda: cluster.herder.task_status(ConnectorTaskId("demo", 1)).state is State.RUNNING, 5,
                "running")
     assert cluster.herder.restart_connector("demo", False, False) is None
     assert cluster.worker.started("start_connector").count("demo") == 2
@@ -238,7 +240,7 @@ def test_sole_member_assigns_everything_and_starts_above_existing_generations() 
     assert (first.generation, first.leader, first.leader_url, first.connectors) == (42, True, "http://w:1",
                                                                                    frozenset())
     assert member.poll(empty, 0.0) is None  # nothing changed: no rebalance
-    snap = ClusterConfigState(offset=3, connector_configs={"c": {}}, task_configs={("c", 0): {}},
+    snap = ClusterConfigState(offset=3, connector_configs={"c": {}}, task_configs={ConnectorTaskId("c", 0): {}},
                               task_counts={"c": 1})
     second = member.poll(snap, 0.0)
     assert second is not None and second.generation == 43
@@ -263,7 +265,7 @@ class FollowerMember:
     def join(self, snapshot: Any, timeout_s: float) -> Any:
         from connect_runtime.runtime.membership import Assignment
 
-        tasks = [ConnectorTaskId(c, t) for c, t in snapshot.all_tasks()]
+        tasks = snapshot.all_tasks()
         return Assignment.of(1, False, "http://leader:8083", snapshot.connectors(), tasks)
 
     def poll(self, snapshot: Any, timeout_s: float) -> Any:
@@ -276,16 +278,12 @@ class FollowerMember:
     def leave(self) -> None: ...
 
 
-def test_follower_forwards_new_task_configs_to_the_leader(monkeypatch: pytest.MonkeyPatch) -> None:
-    from connect_runtime.runtime import distributed_herder
-    from connect_runtime.storage.config_store import SessionKey
+def test_follower_forwards_new_task_configs_to_the_leader() -> None:
+    from connect_runtime.storage.config_records import SessionKey
 
-    sent: list[tuple[str, str, list[dict[str, str]], bytes]] = []
-    def capture(url: str, name: str, configs: list[dict[str, str]], key: SessionKey, timeout_s: float) -> None:
-        sent.append((url, name, list(configs), key.key))
-
-    monkeypatch.setattr(distributed_herder, "forward_task_configs", capture)
-    c = Cluster(FollowerMember())
+    forwarder = RecordingForwarder()
+    sent = forwarder.sent
+    c = Cluster(FollowerMember(), forwarder)
     c.config_store.start()
     c.config_store.put_session_key(SessionKey(b"k" * 32, "HmacSHA256", 1))
     c.config_store.put_connector_config("demo", config())
@@ -301,3 +299,36 @@ def test_follower_forwards_new_task_configs_to_the_leader(monkeypatch: pytest.Mo
         assert err.value.target_url == "http://leader:8083"
     finally:
         c.herder.stop(10)
+
+
+def test_extension_hooks_run_on_the_tick_thread_and_leadership_is_gained_once() -> None:
+    from connect_runtime.runtime.membership import Assignment
+
+    events: list[tuple[str, str]] = []
+
+    class Hooked(DistributedHerder):
+        def on_tick_thread_start(self) -> None:
+            events.append(("thread", threading.current_thread().name))
+
+        def on_rebalance_completed(self, assignment: Assignment) -> None:
+            events.append(("rebalance", str(assignment.generation)))
+
+        def on_leadership_gained(self) -> None:
+            events.append(("leader", threading.current_thread().name))
+            self.put_connector_config("demo", config(), allow_replace=True)  # a leader may write at once
+
+    c = Cluster()
+    herder = Hooked(worker_id="w1:8083", worker=c.worker, plugins=c.herder._plugins, config_store=c.config_store,
+                    status_store=c.status_store, offset_store=c.offsets,
+                    membership=SoleMember("http://w1:8083", c.status_store.max_generation),
+                    status_writer=c.status_writer, request_timeout_s=10)
+    herder.start()
+    try:
+        assert herder.wait_until_ready(10)
+        assert herder.connectors() == ["demo"]
+        # SoleMember rebalances when the work changes: later assignments keep us leader, no new "gain".
+        wait_until(lambda: sum(1 for e in events if e[0] == "rebalance") >= 2, 5, "a second assignment")
+        assert [e for e in events if e[0] != "rebalance"] == [("thread", "herder-w1:8083"),
+                                                              ("leader", "herder-w1:8083")]
+    finally:
+        herder.stop(10)

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from connect_runtime.api.errors import NotAssignedError, NotLeaderError
+from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.assembly import WakeupRelay
 from connect_runtime.runtime.distributed_herder import DistributedHerder
-from connect_runtime.runtime.herder import ConnectorTaskId
 from connect_runtime.runtime.membership import Assignment, SoleMember
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status_writer import StatusWriter
@@ -108,7 +108,7 @@ def test_unclaimed_store_refuses_writes() -> None:
     c = Cluster()
     c.config_store.start()
     with pytest.raises(WritePrivilegesError):
-        c.config_store.put_target_state("x", "PAUSED")
+        c.config_store.put_target_state("x", TargetState.PAUSED)
     assert c.keys() == []
 
 
@@ -129,8 +129,8 @@ def test_a_newer_leader_fences_this_one(cluster: Cluster) -> None:
     assert cluster.membership.rebalances >= 1, "a fenced leader asks the group for a new assignment"
     with pytest.raises(NotLeaderError):  # no re-claim until an assignment says leader again
         cluster.herder.resume_connector("demo")
-    newer.put_target_state("demo", "PAUSED")  # the new leader writes fine
-    assert newer.snapshot().target_state("demo") == "PAUSED"
+    newer.put_target_state("demo", TargetState.PAUSED)  # the new leader writes fine
+    assert newer.snapshot().target_state("demo") is TargetState.PAUSED
 
 
 def test_fence_zombies_fences_previous_and_current_task_ids_then_records_the_count(cluster: Cluster) -> None:
@@ -173,8 +173,8 @@ def test_restarts_of_work_owned_elsewhere_name_the_owner() -> None:
     leader.put_connector_config("demo", config(tasks=2))
     leader.put_task_configs("demo", [{"task": "0"}, {"task": "1"}])
     c.status_store.start()
-    c.status_store.put(Status("demo", "RUNNING", "10.0.0.7:8083", 1))
-    c.status_store.put(Status("demo", "RUNNING", "10.0.0.8:8084", 1, task=1))
+    c.status_store.put(Status("demo", State.RUNNING, "10.0.0.7:8083", 1))
+    c.status_store.put(Status("demo", State.RUNNING, "10.0.0.8:8084", 1, task=1))
     c.herder.start()
     try:
         assert c.herder.wait_until_ready(10)

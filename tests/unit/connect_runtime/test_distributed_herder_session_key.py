@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from connect_runtime.runtime import distributed_herder
 from connect_runtime.runtime.membership import Assignment
-from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore, SessionKey
+from connect_runtime.storage.config_records import SessionKey
+from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
 from tests.support.kafka import wait_until
+from tests.unit.connect_runtime.herder_fakes import RecordingForwarder
 from tests.unit.connect_runtime.test_distributed_herder import Cluster, config
 
 LEADER_URL = "http://leader:8083"
@@ -44,14 +45,10 @@ class Follower:
 
 
 @pytest.fixture
-def follower(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Cluster, KafkaConfigStore, list[Any]]]:
-    sent: list[Any] = []
-
-    def forward(url: str, connector: str, configs: Any, key: SessionKey, timeout_s: float) -> None:
-        sent.append((url, connector, configs, key.key))
-
-    monkeypatch.setattr(distributed_herder, "forward_task_configs", forward)
-    cluster = Cluster(Follower())
+def follower() -> Iterator[tuple[Cluster, KafkaConfigStore, list[Any]]]:
+    forwarder = RecordingForwarder()
+    sent: list[Any] = forwarder.sent
+    cluster = Cluster(Follower(), forwarder)
     leader_store = KafkaConfigStore("configs", producer_config={}, consumer_config={}, admin_config={},
                                     log_factory=cluster.broker.log_factory)  # type: ignore[arg-type]
     leader_store.start()

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks
 from connect_runtime.runtime.coordination import KafkaGroupMembership, kafka_python_config, protocol
 from connect_runtime.runtime.coordination.kafka_membership import _MustStopFirst
-from connect_runtime.runtime.herder import ConnectorTaskId
 from connect_runtime.runtime.worker_config import DistributedWorkerConfig
 from connect_runtime.storage.config_store import ClusterConfigState
 
@@ -22,7 +22,7 @@ WORK = {"a": 3, "b": 1}
 
 def snapshot(offset: int) -> ClusterConfigState:
     return ClusterConfigState(offset=offset, connector_configs={c: {} for c in WORK}, task_counts=dict(WORK),
-                              task_configs={(c, i): {} for c, n in WORK.items() for i in range(n)})
+                              task_configs={ConnectorTaskId(c, i): {} for c, n in WORK.items() for i in range(n)})
 
 
 def membership(session_timeout_ms: int = 6000) -> KafkaGroupMembership:

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from connect_runtime.api.records import SourceRecord
-from connect_runtime.runtime.herder import ConnectorTaskId
+from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.submitted_records import SubmittedRecords, partition_key
 from connect_runtime.runtime.worker_source_task import task_producer_config
 

@@ -12,7 +12,7 @@ from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
 from connect_runtime.api.task import Task
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
+from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker import Worker
@@ -73,7 +73,7 @@ def test_start_connector_resolves_placeholders_and_reports_running(
                                   TargetState.STARTED, lambda name: None)
     connector = RecordingConnector.instances[-1]
     assert connector.config["sasl.password"] == "s3cret"
-    assert listener.state("c") == "RUNNING"
+    assert listener.state("c") is State.RUNNING
     assert worker.is_running("c") and worker.connector_names() == ["c"]
     with pytest.raises(ConflictError):
         worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
@@ -111,23 +111,23 @@ def test_pause_stops_the_instance_and_resume_starts_it_again(worker: Worker,
     worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
     connector = RecordingConnector.instances[-1]
     worker.set_target_state("c", TargetState.PAUSED)
-    assert listener.state("c") == "PAUSED" and not worker.is_running("c")
+    assert listener.state("c") is State.PAUSED and not worker.is_running("c")
     with pytest.raises(ConnectError, match="PAUSED"):
         worker.connector_task_configs("c", 1)
     worker.set_target_state("c", TargetState.STARTED)
     worker.set_target_state("c", TargetState.STOPPED)
-    assert listener.state("c") == "STOPPED"
+    assert listener.state("c") is State.STOPPED
     assert connector.calls == ["start", "stop", "start", "stop"]
-    assert [e.state for e in listener.events] == ["RUNNING", "PAUSED", "RUNNING", "STOPPED"]
+    assert [e.state for e in listener.events] == [State.RUNNING, State.PAUSED, State.RUNNING, State.STOPPED]
 
 
 def test_connector_created_paused_is_not_started_until_resumed(worker: Worker,
                                                                listener: RecordingStatusListener) -> None:
     worker.start_connector("c", {"connector.class": CLASS}, TargetState.PAUSED, lambda name: None)
     connector = RecordingConnector.instances[-1]
-    assert connector.calls == [] and listener.state("c") == "PAUSED"
+    assert connector.calls == [] and listener.state("c") is State.PAUSED
     worker.set_target_state("c", TargetState.STARTED)
-    assert connector.calls == ["start"] and listener.state("c") == "RUNNING"
+    assert connector.calls == ["start"] and listener.state("c") is State.RUNNING
 
 
 def test_context_reconfiguration_request_and_raised_error(worker: Worker,
@@ -139,7 +139,7 @@ def test_context_reconfiguration_request_and_raised_error(worker: Worker,
     assert requests == ["c"]
     connector.context.raise_error(ValueError("topic filter broke"))
     event = listener.last("c")
-    assert event is not None and event.state == "FAILED"
+    assert event is not None and event.state is State.FAILED
     assert "ValueError: topic filter broke" in (event.trace or "")
     assert not worker.is_running("c")
 
@@ -157,7 +157,7 @@ def test_start_failures_report_failed_with_the_trace(worker: Worker,
                                                      listener: RecordingStatusListener) -> None:
     assert not worker.start_connector("bad", {"connector.class": CLASS, "fail.start": "true"},
                                       TargetState.STARTED, lambda name: None)
-    assert listener.state("bad") == "FAILED"
+    assert listener.state("bad") is State.FAILED
     assert "RuntimeError: cannot reach the source cluster" in (listener.last("bad").trace or "")  # type: ignore[union-attr]
 
     assert not worker.start_connector("unknown", {"connector.class": "com.example.Missing"},
@@ -165,7 +165,7 @@ def test_start_failures_report_failed_with_the_trace(worker: Worker,
     assert "NotFoundError" in (listener.last("unknown").trace or "")  # type: ignore[union-attr]
 
     worker.stop_connector("bad")  # a FAILED connector keeps its FAILED status when it leaves
-    assert listener.state("bad") == "FAILED"
+    assert listener.state("bad") is State.FAILED
 
 
 def test_stop_connector_stops_the_instance_and_reports_unassigned(worker: Worker,
@@ -173,7 +173,7 @@ def test_stop_connector_stops_the_instance_and_reports_unassigned(worker: Worker
     worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
     worker.stop_connector("c")
     assert RecordingConnector.instances[-1].calls == ["start", "stop"]
-    assert listener.state("c") == "UNASSIGNED" and worker.connector_names() == []
+    assert listener.state("c") is State.UNASSIGNED and worker.connector_names() == []
 
 
 def test_java_task_class_falls_back_to_the_connector_task_class(worker: Worker,
@@ -184,7 +184,7 @@ def test_java_task_class_falls_back_to_the_connector_task_class(worker: Worker,
     task = worker.task(task_id)
     assert task is not None and isinstance(task._task, SequenceSourceTask)
     worker.stop_tasks([task_id], 10)
-    assert listener.state(task_id) == "UNASSIGNED"
+    assert listener.state(task_id) is State.UNASSIGNED
 
 
 def test_task_that_cannot_be_created_reports_failed(worker: Worker,
@@ -192,5 +192,5 @@ def test_task_that_cannot_be_created_reports_failed(worker: Worker,
     task_id = ConnectorTaskId("c", 0)
     assert not worker.start_task(task_id, {"connector.class": "nope.Missing"}, {"task.class": "nope.Missing"},
                                  TargetState.STARTED)
-    assert listener.state(task_id) == "FAILED"
+    assert listener.state(task_id) is State.FAILED
     assert worker.task_ids() == []

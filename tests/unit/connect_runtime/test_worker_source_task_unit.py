@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.runtime.herder import ConnectorTaskId
+from connect_runtime.model import ConnectorTaskId, State
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker_source_task import WorkerSourceTask
 from connect_runtime.testing.harness import InMemoryOffsetStore
@@ -157,7 +157,7 @@ def test_delivery_error_fails_the_task_and_nothing_after_the_hole_is_committed()
     producers[0].release([1], error=FakeError())
     assert worker_task.join(10)
     event = listener.last(TASK)
-    assert event is not None and event.state == "FAILED"
+    assert event is not None and event.state is State.FAILED
     assert "Message size too large" in (event.trace or "")
     assert store.get("c", {"p": "a"}) == {"seq": 0}  # the final commit stops at the hole
 
@@ -173,7 +173,7 @@ def test_stop_during_start_is_applied_once_start_returns() -> None:
     gate.set()
     assert worker_task.join(10)
     assert task.stop_calls == 1  # ...but right after it, exactly once
-    assert listener.state(TASK) == "UNASSIGNED"
+    assert listener.state(TASK) is State.UNASSIGNED
 
 
 def test_the_task_context_carries_the_metrics_registry_before_start() -> None:

@@ -16,16 +16,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect_runtime.api.errors import AlreadyExistsError, BadRequestError, NotFoundError
+from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.herder import (
     ConfigInfos,
     ConnectorInfo,
     ConnectorOffset,
     ConnectorStateInfo,
-    ConnectorTaskId,
     Created,
     Herder,
     PluginInfo,
-    TargetState,
     TaskInfo,
     TaskStateInfo,
     WorkerHealth,
@@ -127,9 +126,9 @@ class FakeHerder(Herder):
         self._config(name)
         del self.configs[name]
 
-    def _state(self, name: str) -> str:
-        return {TargetState.STARTED: "RUNNING", TargetState.PAUSED: "PAUSED",
-                TargetState.STOPPED: "STOPPED"}[self.target.get(name, TargetState.STARTED)]
+    def _state(self, name: str) -> State:
+        return {TargetState.STARTED: State.RUNNING, TargetState.PAUSED: State.PAUSED,
+                TargetState.STOPPED: State.STOPPED}[self.target.get(name, TargetState.STARTED)]
 
     def connector_status(self, name: str) -> ConnectorStateInfo:
         self._call("connector_status", name)
@@ -141,7 +140,7 @@ class FakeHerder(Herder):
         self._call("task_status", task)
         if task not in self._tasks(task.connector):
             raise NotFoundError(f"No status found for task {task}")
-        return TaskStateInfo(task.task, "FAILED", self.worker, trace="java.lang.RuntimeException: boom")
+        return TaskStateInfo(task.task, State.FAILED, self.worker, trace="java.lang.RuntimeException: boom")
 
     def task_configs(self, name: str) -> list[TaskInfo]:
         self._call("task_configs", name)
@@ -154,8 +153,8 @@ class FakeHerder(Herder):
         self._config(name)
         if not include_tasks and not only_failed:
             return None
-        tasks = [TaskStateInfo(t.task, "RESTARTING", self.worker) for t in self._tasks(name)]
-        return ConnectorStateInfo(name, "RESTARTING", self.worker, tasks)
+        tasks = [TaskStateInfo(t.task, State.RESTARTING, self.worker) for t in self._tasks(name)]
+        return ConnectorStateInfo(name, State.RESTARTING, self.worker, tasks)
 
     def restart_task(self, task: ConnectorTaskId) -> None:
         self._call("restart_task", task)

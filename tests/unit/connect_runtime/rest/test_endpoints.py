@@ -6,7 +6,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from connect_runtime.api.errors import NotFoundError
-from connect_runtime.runtime.herder import ConnectorOffset, ConnectorTaskId, TargetState, WorkerHealth
+from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.runtime.herder import ConnectorOffset, WorkerHealth
 
 from .conftest import MIRROR_SOURCE, source_config
 from .fake_herder import FakeHerder
