@@ -357,9 +357,6 @@ class DistributedHerder(AbstractHerder):
             return WorkerHealth("starting", "Worker is still starting up.")
         return WorkerHealth("healthy", "Worker has completed startup and is ready to handle requests.")
 
-    def generation(self) -> int:
-        return self._status.generation
-
     # ===================================================================== Herder: connectors ===
     def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,
                              initial_state: TargetState | None = None) -> Created:
