@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -11,6 +12,25 @@ Headers = Sequence[tuple[str, bytes | None]]
 
 #: A Connect source partition or offset: a JSON-able mapping (str keys; str/int/bool/None values).
 SourceMap = Mapping[str, Any]
+
+
+# A source partition map is looked up in two places, for two reasons, so it has two keys and no more:
+def canonical_partition_json(partition: SourceMap) -> str:
+    """The partition as canonical JSON (sorted keys, no spaces): stable text, the key under which
+    ``SourceConnector.alter_offsets`` receives KIP-875 offsets and the form users see."""
+    return json.dumps(dict(partition), sort_keys=True, separators=(",", ":"))
+
+
+def partition_identity(partition: SourceMap) -> Hashable:
+    """A hashable identity for the per-record path, independent of key order.
+
+    ``frozenset(items)`` is several times cheaper than canonical JSON and covers the usual flat maps of
+    str/int values; nested (unhashable) values fall back to sorted JSON.
+    """
+    try:
+        return frozenset(partition.items())
+    except TypeError:
+        return json.dumps(partition, sort_keys=True, separators=(",", ":"), default=str)
 
 
 @dataclass(slots=True)

@@ -6,14 +6,13 @@ and a source connector may refuse them (``SourceConnector.alter_offsets``) befor
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connect_runtime.api.connector import Connector, SourceConnector
 from connect_runtime.api.errors import BadRequestError, ConnectError
-from connect_runtime.api.records import SourceMap
+from connect_runtime.api.records import SourceMap, canonical_partition_json
 from connect_runtime.model import TargetState
 from connect_runtime.runtime.connector_validation import CONNECTOR_CLASS
 from connect_runtime.runtime.herder import ConnectorOffset
@@ -26,11 +25,6 @@ logger = logging.getLogger(__name__)
 STOPPED_REQUIRED = ("Connectors must be in the STOPPED state before their offsets can be modified. "
                     "This can be done for the specified connector by issuing a 'PUT' request to the "
                     "'/connectors/{name}/stop' endpoint")
-
-
-def partition_key(partition: SourceMap) -> str:
-    """Canonical JSON of a source partition: how ``SourceConnector.alter_offsets`` keys its argument."""
-    return json.dumps(dict(partition), sort_keys=True, separators=(",", ":"))
 
 
 def offsets_to_alter(offsets: Sequence[ConnectorOffset]) -> list[tuple[SourceMap, Mapping[str, Any] | None]]:
@@ -59,7 +53,7 @@ def check_offsets_with_connector(connector: Connector, name: str, config: Mappin
     """
     if not isinstance(connector, SourceConnector):
         return
-    keyed = {partition_key(p): (p, o) for p, o in offsets}
+    keyed = {canonical_partition_json(p): (p, o) for p, o in offsets}
     try:
         connector.alter_offsets(dict(config), keyed)
     except ConnectError:

@@ -18,25 +18,11 @@ Not thread-safe by design: every call happens on the task thread (delivery repor
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from connect_runtime.api.records import SourceMap, SourceRecord
-
-
-def partition_key(partition: SourceMap) -> Hashable:
-    """A hashable identity for a source partition map, independent of key order.
-
-    ``frozenset(items)`` is several times cheaper than canonical JSON and covers the usual flat maps
-    of str/int values; nested (unhashable) values fall back to sorted JSON.
-    """
-    try:
-        return frozenset(partition.items())
-    except TypeError:
-        return json.dumps(partition, sort_keys=True, separators=(",", ":"), default=str)
-
+from connect_runtime.api.records import SourceMap, SourceRecord, partition_identity
 
 #: A delivery report as the producer gave it: ``(submitted record, error or None, message)``.
 Report = tuple["SubmittedRecord", Any, Any]
@@ -108,7 +94,7 @@ class SubmittedRecords:
         return submitted
 
     def _queue_of(self, partition: SourceMap) -> _PartitionQueue:
-        key = partition_key(partition)
+        key = partition_identity(partition)
         queue = self._queues.get(key)
         if queue is None:
             queue = self._queues[key] = _PartitionQueue(partition)
@@ -184,7 +170,7 @@ class SubmittedRecords:
     def restore(self, offsets: list[tuple[SourceMap, Mapping[str, Any]]]) -> None:
         """Put back offsets whose commit failed, unless a newer offset became committable meanwhile."""
         for partition, offset in offsets:
-            key = partition_key(partition)
+            key = partition_identity(partition)
             queue = self._queues.get(key)
             if queue is None:
                 queue = self._queues[key] = _PartitionQueue(partition)

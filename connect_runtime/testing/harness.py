@@ -25,12 +25,11 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.api.records import SourceMap
+from connect_runtime.api.records import SourceMap, partition_identity
 from connect_runtime.api.task import SourceTask
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.submitted_records import partition_key
 from connect_runtime.runtime.worker_source_task import DEFAULT_MAX_OUTSTANDING_RECORDS, WorkerSourceTask
 from connect_runtime.storage.offset_store import OffsetMap, OffsetStore
 
@@ -56,7 +55,7 @@ class InMemoryOffsetStore:
 
     def get(self, connector: str, partition: SourceMap) -> OffsetMap | None:
         with self._lock:
-            entry = self._data.get((connector, partition_key(partition)))
+            entry = self._data.get((connector, partition_identity(partition)))
         return None if entry is None else entry[1]
 
     def connector_offsets(self, connector: str) -> list[tuple[SourceMap, OffsetMap]]:
@@ -69,7 +68,7 @@ class InMemoryOffsetStore:
             raise ConnectError("offset store unavailable (fail_puts is set)")
         with self._lock:
             for partition, offset in offsets:
-                key = (connector, partition_key(partition))
+                key = (connector, partition_identity(partition))
                 if offset is None:
                     self._data.pop(key, None)
                 else:

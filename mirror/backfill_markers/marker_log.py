@@ -16,7 +16,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 
 from connect_runtime.clients.log_reader import raise_error, read_to_end
-from mirror.backfill_markers.markers import MarkerState, PartitionMarker, TaskEvent, partition_key, task_key
+from mirror.backfill_markers.markers import (
+    MarkerState,
+    PartitionMarker,
+    TaskEvent,
+    partition_marker_key,
+    task_marker_key,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -92,11 +98,11 @@ class MarkerLog:
         self._producer_or_fail().produce(self.topic, key=key, value=value, partition=0, on_delivery=delivered)
 
     def write_partition(self, topic: str, partition: int, marker: PartitionMarker) -> None:
-        self._send(partition_key(topic, partition), marker.value())
+        self._send(partition_marker_key(topic, partition), marker.value())
         self.state.partitions[(topic, partition)] = marker
 
     def write_task(self, instance: str, event: TaskEvent) -> None:
-        self._send(task_key(instance), event.value())
+        self._send(task_marker_key(instance), event.value())
         self.state.tasks[instance] = event
 
     def poll(self) -> None:

@@ -65,7 +65,7 @@ class PartitionMarker:
     next: int = -1
 
     def key(self, topic: str, partition: int) -> bytes:
-        return partition_key(topic, partition)
+        return partition_marker_key(topic, partition)
 
     def value(self) -> bytes:
         return _dumps({"state": self.state, "start": self.start, "end": self.end, "progress": self.progress,
@@ -95,11 +95,11 @@ class TaskEvent:
                        "positions": {encode_tp(t, p): o for (t, p), o in self.positions}})
 
 
-def partition_key(topic: str, partition: int) -> bytes:
+def partition_marker_key(topic: str, partition: int) -> bytes:
     return _dumps({"kind": "partition", "topic": topic, "partition": partition})
 
 
-def task_key(instance: str) -> bytes:
+def task_marker_key(instance: str) -> bytes:
     return _dumps({"kind": "task", "instance": instance})
 
 

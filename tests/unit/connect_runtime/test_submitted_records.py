@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from connect_runtime.api.records import SourceRecord
+from connect_runtime.api.records import SourceRecord, partition_identity
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.submitted_records import SubmittedRecords, partition_key
+from connect_runtime.runtime.submitted_records import SubmittedRecords
 from connect_runtime.runtime.worker_source_task import task_producer_config
 
 
@@ -130,10 +130,10 @@ def test_a_new_map_per_record_still_finds_its_queue_and_the_identity_cache_stays
     assert len(tracker._by_identity) <= SubmittedRecords._IDENTITY_CACHE_MAX
 
 
-def test_partition_key_ignores_key_order_and_handles_nested_values() -> None:
-    assert partition_key({"a": 1, "b": 2}) == partition_key({"b": 2, "a": 1})
-    assert partition_key({"a": [1, 2]}) == partition_key({"a": [1, 2]})
-    assert partition_key({"a": [1, 2]}) != partition_key({"a": [2, 1]})
+def test_partition_identity_ignores_key_order_and_handles_nested_values() -> None:
+    assert partition_identity({"a": 1, "b": 2}) == partition_identity({"b": 2, "a": 1})
+    assert partition_identity({"a": [1, 2]}) == partition_identity({"a": [1, 2]})
+    assert partition_identity({"a": [1, 2]}) != partition_identity({"a": [2, 1]})
 
 
 def test_equal_partition_maps_share_one_queue_even_as_distinct_objects() -> None:

@@ -11,7 +11,7 @@ from mirror.backfill.command import BackfillSummary
 from mirror.backfill.copier import ChunkResult
 from mirror.backfill.plan import PartitionRange
 from mirror.backfill.progress import ProgressDisplay, Tracked
-from mirror.backfill_markers.markers import BACKFILLING, MarkerState, PartitionMarker, partition_key
+from mirror.backfill_markers.markers import BACKFILLING, MarkerState, PartitionMarker, partition_marker_key
 from mirror.cli.main import main
 
 
@@ -56,8 +56,8 @@ def test_progress_display_follows_the_markers_per_topic() -> None:
     tracked = {("t", 0): Tracked(0, 100), ("t", 1): Tracked(0, 100), ("u", 0): Tracked(10, 60)}
     display = ProgressDisplay(markers, tracked, interval_s=3600, stream=stream)  # type: ignore[arg-type]
     with display:
-        markers.state.apply(partition_key("t", 0), PartitionMarker(BACKFILLING, 0, 100, 49, 50).value())
-        markers.state.apply(partition_key("u", 0), PartitionMarker(BACKFILLING, 10, 60, 59, 50).value())
+        markers.state.apply(partition_marker_key("t", 0), PartitionMarker(BACKFILLING, 0, 100, 49, 50).value())
+        markers.state.apply(partition_marker_key("u", 0), PartitionMarker(BACKFILLING, 10, 60, 59, 50).value())
         display.update()
         assert display.copied == {("t", 0): 50, ("t", 1): 0, ("u", 0): 50}
     text = stream.getvalue()

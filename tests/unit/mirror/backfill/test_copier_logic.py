@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mirror.backfill.copier import ChunkSpec, CopyError, feed_syncs, records_to_skip, resume_point
 from mirror.backfill.progress import Tracked, copied_of
-from mirror.backfill_markers.markers import BACKFILLING, DONE, MarkerState, PartitionMarker, partition_key
+from mirror.backfill_markers.markers import BACKFILLING, DONE, MarkerState, PartitionMarker, partition_marker_key
 from mirror.client.models import OffsetSync, TopicPartition
 from mirror.source.offset_sync_writer import OffsetSyncWriter
 
@@ -46,9 +46,9 @@ def test_records_a_lost_batch_wrote_are_skipped_not_duplicated() -> None:
 
 def test_progress_counts_acknowledged_records_of_this_run() -> None:
     state = MarkerState()
-    state.apply(partition_key("t", 0), PartitionMarker(BACKFILLING, 0, 100, 49, 50).value())
-    state.apply(partition_key("t", 1), PartitionMarker(DONE, 0, 10, 9, 10).value())
-    state.apply(partition_key("t", 2), PartitionMarker(BACKFILLING, 0, 70, 69, 70).value())  # older run
+    state.apply(partition_marker_key("t", 0), PartitionMarker(BACKFILLING, 0, 100, 49, 50).value())
+    state.apply(partition_marker_key("t", 1), PartitionMarker(DONE, 0, 10, 9, 10).value())
+    state.apply(partition_marker_key("t", 2), PartitionMarker(BACKFILLING, 0, 70, 69, 70).value())  # older run
     tracked = {("t", 0): Tracked(20, 100), ("t", 1): Tracked(0, 10), ("t", 2): Tracked(0, 50), ("t", 3): Tracked(0, 5)}
     assert copied_of(state, tracked) == {("t", 0): 30, ("t", 1): 10, ("t", 2): 0, ("t", 3): 0}
 

@@ -13,9 +13,9 @@ from mirror.backfill_markers.markers import (
     decode_done_offsets,
     encode_done_offsets,
     marker_topic,
-    partition_key,
+    partition_marker_key,
     streaming_start,
-    task_key,
+    task_marker_key,
 )
 
 
@@ -25,20 +25,20 @@ def test_marker_topic_is_excluded_from_replication_like_other_internal_topics() 
 
 def test_partition_markers_round_trip_and_the_latest_wins() -> None:
     state = MarkerState()
-    state.apply(partition_key("t-x", 3), PartitionMarker(BACKFILLING, 10, 100, 9, 0).value())
-    state.apply(partition_key("t-x", 3), PartitionMarker(BACKFILLING, 10, 100, 59, 50).value())
-    state.apply(partition_key("t-x", 4), PartitionMarker(DONE, 0, 7, 6).value())
+    state.apply(partition_marker_key("t-x", 3), PartitionMarker(BACKFILLING, 10, 100, 9, 0).value())
+    state.apply(partition_marker_key("t-x", 3), PartitionMarker(BACKFILLING, 10, 100, 59, 50).value())
+    state.apply(partition_marker_key("t-x", 4), PartitionMarker(DONE, 0, 7, 6).value())
     assert state.partitions[("t-x", 3)] == PartitionMarker(BACKFILLING, 10, 100, 59, 50)
     assert state.partitions[("t-x", 3)].resume_from() == 60
     assert state.backfilling() == {("t-x", 3)}
     assert state.done_ends() == {("t-x", 4): 7}
-    state.apply(partition_key("t-x", 3), None)  # a tombstone forgets the partition
+    state.apply(partition_marker_key("t-x", 3), None)  # a tombstone forgets the partition
     assert state.backfilling() == frozenset()
 
 
 def test_keys_are_canonical_and_foreign_records_ignored() -> None:
-    assert partition_key("t", 1) == b'{"kind":"partition","partition":1,"topic":"t"}'
-    assert task_key("i") == b'{"instance":"i","kind":"task"}'
+    assert partition_marker_key("t", 1) == b'{"kind":"partition","partition":1,"topic":"t"}'
+    assert task_marker_key("i") == b'{"instance":"i","kind":"task"}'
     state = MarkerState()
     for key, value in [(None, b"{}"), (b"not json", b"{}"), (b"[1]", b"{}"), (b'{"kind":"other"}', b"{}")]:
         state.apply(key, value)
@@ -47,15 +47,15 @@ def test_keys_are_canonical_and_foreign_records_ignored() -> None:
 
 def test_holders_are_running_instances_and_positions_come_from_the_latest_stop() -> None:
     state = MarkerState()
-    state.apply(task_key("old"), TaskEvent(STARTED, "MSC-0", (("t", 0), ("t", 1))).value())
-    state.apply(task_key("other"), TaskEvent(STARTED, "MSC-1", (("t", 2),)).value())
+    state.apply(task_marker_key("old"), TaskEvent(STARTED, "MSC-0", (("t", 0), ("t", 1))).value())
+    state.apply(task_marker_key("other"), TaskEvent(STARTED, "MSC-1", (("t", 2),)).value())
     assert state.holders([("t", 1), ("t", 5)]) == {("t", 1): ["MSC-0 (old)"]}
-    state.apply(task_key("old"), TaskEvent(STOPPED, "MSC-0", (("t", 0), ("t", 1)), ((("t", 0), 40), (("t", 1), 9)))
-                .value())
+    stopped = TaskEvent(STOPPED, "MSC-0", (("t", 0), ("t", 1)), ((("t", 0), 40), (("t", 1), 9)))
+    state.apply(task_marker_key("old"), stopped.value())
     assert state.holders([("t", 0), ("t", 1)]) == {}
     assert state.final_positions([("t", 0), ("t", 1), ("t", 2)]) == {("t", 0): 40, ("t", 1): 9}
     # a newer task that holds t-0 again (and stopped with an older view) is the one that counts
-    state.apply(task_key("new"), TaskEvent(STOPPED, "MSC-0", (("t", 0),), ((("t", 0), 55),)).value())
+    state.apply(task_marker_key("new"), TaskEvent(STOPPED, "MSC-0", (("t", 0),), ((("t", 0), 55),)).value())
     assert state.final_positions([("t", 0)]) == {("t", 0): 55}
 
 
