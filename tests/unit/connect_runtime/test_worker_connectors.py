@@ -16,7 +16,7 @@ from connect_runtime.runtime.herder import ConnectorTaskId, TargetState
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker import Worker
-from connect_runtime.testing.harness import InMemoryOffsetStore
+from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.sequence_source import SequenceSourceTask
 
 
@@ -62,7 +62,7 @@ def worker(listener: RecordingStatusListener) -> Worker:
     providers = build_providers({"config.providers": "env",
                                  "config.providers.env.class": "EnvVarConfigProvider"})
     metrics = ConnectMetrics.create(CollectorRegistry())
-    return Worker("w1", InMemoryOffsetStore(), Plugins(), metrics, listener,
+    return Worker("w1", MemoryOffsetStore(), Plugins(), metrics, listener,
                   {"bootstrap.servers": "127.0.0.1:1"}, config_transformer=lambda c: resolve(c, providers))
 
 

@@ -15,7 +15,7 @@ from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.runtime.herder import ConnectorTaskId
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker_source_task import WorkerSourceTask
-from connect_runtime.testing.harness import InMemoryOffsetStore
+from connect_runtime.storage.memory import MemoryOffsetStore
 from tests.support.kafka import wait_until
 
 TASK = ConnectorTaskId("c", 0)
@@ -103,7 +103,7 @@ def rec(partition: str, seq: int) -> SourceRecord:
     return SourceRecord("t", b"v", source_partition={"p": partition}, source_offset={"seq": seq})
 
 
-def make(task: SourceTask, store: InMemoryOffsetStore) -> tuple[WorkerSourceTask, list[FakeProducer],
+def make(task: SourceTask, store: MemoryOffsetStore) -> tuple[WorkerSourceTask, list[FakeProducer],
                                                                  RecordingStatusListener]:
     producers: list[FakeProducer] = []
 
@@ -128,7 +128,7 @@ def commit(worker_task: WorkerSourceTask, producer: FakeProducer) -> None:
 
 
 def test_out_of_order_acknowledgements_commit_only_the_contiguous_prefix() -> None:
-    store = InMemoryOffsetStore()
+    store = MemoryOffsetStore()
     worker_task, producers, _ = make(ListTask([[rec("a", 0), rec("b", 0), rec("a", 1), rec("a", 2)]]), store)
     worker_task.start()
     try:
@@ -147,7 +147,7 @@ def test_out_of_order_acknowledgements_commit_only_the_contiguous_prefix() -> No
 
 
 def test_delivery_error_fails_the_task_and_nothing_after_the_hole_is_committed() -> None:
-    store = InMemoryOffsetStore()
+    store = MemoryOffsetStore()
     worker_task, producers, listener = make(ListTask([[rec("a", 0), rec("a", 1), rec("a", 2)]]), store)
     worker_task.start()
     wait_until(lambda: producers and producers[0].count == 3, 10, "3 records produced")
@@ -163,7 +163,7 @@ def test_delivery_error_fails_the_task_and_nothing_after_the_hole_is_committed()
 def test_stop_during_start_is_applied_once_start_returns() -> None:
     gate = threading.Event()
     task = ListTask([], start_gate=gate)
-    worker_task, _, listener = make(task, InMemoryOffsetStore())
+    worker_task, _, listener = make(task, MemoryOffsetStore())
     worker_task.start()
     assert task.started.wait(10)
     worker_task.stop()
