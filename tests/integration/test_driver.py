@@ -78,7 +78,11 @@ def all_running(node: MirrorMakerProcess, source: str, target: str, names: tuple
                 tasks: int = 1) -> Callable[[], bool]:
     def check() -> bool:
         for name in names:
-            status = node.get(f"/{source}/{target}/connectors/{name}/status")
+            response = node.request("GET", f"/{source}/{target}/connectors/{name}/status")
+            if response.status_code == 404:  # the leader has not written this connector's config yet
+                return False
+            assert response.status_code == 200, response.text
+            status = response.json()
             if status["connector"]["state"] != "RUNNING" or len(status["tasks"]) != tasks:
                 return False
             if any(t["state"] != "RUNNING" for t in status["tasks"]):
