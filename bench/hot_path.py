@@ -37,6 +37,9 @@ if __package__ in (None, ""):
 
 TOPIC = "bench-hot"
 
+# Minimal fakes of its own, not tests/support/fakes.py: those record every call (a lock, a dataclass and
+# a Message per record), which this benchmark would measure as the runtime's per-record cost.
+
 
 class FakeConsumer:
     """Hands out prebuilt messages, round-robin over partitions, ``n`` at a time."""

@@ -269,7 +269,7 @@ def test_two_nodes_split_tasks_and_survive_sigkill(cluster_a: Cluster, cluster_b
             for key in keys:
                 produce(cluster_a.bootstrap, topic, [(key, key)])
                 produced.append(key)
-                time.sleep(0.1)
+                time.sleep(0.1)  # deliberate pacing: records keep arriving before, during and after the kill
 
         producer = threading.Thread(target=produce_slowly, daemon=True)
         producer.start()
@@ -478,7 +478,9 @@ def test_a_node_paused_longer_than_its_session_resumes_replication(cluster_a: Cl
         assert wait_count(cluster_b.bootstrap, remote, 10) == 10
         os.kill(node.pid, signal.SIGSTOP)
         try:
-            time.sleep(10)  # the session is 6 s: the broker and the node itself give up on it
+            # Deliberate time passing, not a wait for an event: the session is 6 s, so after 10 s stopped
+            # the broker and the node itself have given up on it.
+            time.sleep(10)
         finally:
             os.kill(node.pid, signal.SIGCONT)
         produce(cluster_a.bootstrap, topic, [(None, f"v{i}".encode()) for i in range(10, 20)])
