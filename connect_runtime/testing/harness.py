@@ -9,74 +9,29 @@ connector test exercises the delivery contract, not a fake of it::
         run.commit_now()
         assert run.committed({"cluster": "a", "topic": "t", "partition": 0}) == {"offset": 99}
 
-Offsets go to an :class:`InMemoryOffsetStore` unless a store is given; pass the same store to a second
-``run_source_task`` to test a restart. Leaving the block stops the task (flush + final commit) and
-fails if it does not stop in time.
+Offsets go to a :class:`~connect_runtime.storage.memory.MemoryOffsetStore` unless a store is given;
+pass the same store to a second ``run_source_task`` to test a restart. Leaving the block stops the
+task (flush + final commit) and fails if it does not stop in time.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.api.records import SourceMap, partition_identity
+from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import SourceTask
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker_source_task import DEFAULT_MAX_OUTSTANDING_RECORDS, WorkerSourceTask
+from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.storage.offset_store import OffsetMap, OffsetStore
-
-
-class InMemoryOffsetStore:
-    """A thread-safe in-memory OffsetStore that also keeps every ``put`` (a test double).
-
-    ``history`` lists ``(connector, [(partition, offset), ...])`` per successful put, so a test can check
-    what was committed when. ``fail_puts = True`` makes ``put`` raise, to test commit failures.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._data: dict[tuple[str, object], tuple[SourceMap, OffsetMap]] = {}
-        self.history: list[tuple[str, list[tuple[SourceMap, OffsetMap | None]]]] = []
-        self.fail_puts = False
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def get(self, connector: str, partition: SourceMap) -> OffsetMap | None:
-        with self._lock:
-            entry = self._data.get((connector, partition_identity(partition)))
-        return None if entry is None else entry[1]
-
-    def connector_offsets(self, connector: str) -> list[tuple[SourceMap, OffsetMap]]:
-        with self._lock:
-            return [entry for (name, _), entry in self._data.items() if name == connector]
-
-    def put(self, connector: str, offsets: Sequence[tuple[SourceMap, OffsetMap | None]],
-            timeout_s: float = 30.0) -> None:
-        if self.fail_puts:
-            raise ConnectError("offset store unavailable (fail_puts is set)")
-        with self._lock:
-            for partition, offset in offsets:
-                key = (connector, partition_identity(partition))
-                if offset is None:
-                    self._data.pop(key, None)
-                else:
-                    self._data[key] = (dict(partition), dict(offset))
-            self.history.append((connector, [(dict(p), None if o is None else dict(o)) for p, o in offsets]))
-
-    def refresh(self, timeout_s: float = 30.0) -> None:
-        pass
 
 
 @dataclass
@@ -156,7 +111,7 @@ def run_source_task(task: SourceTask | type[SourceTask], config: Mapping[str, st
     only once the task reported RUNNING (AssertionError if it failed instead, with its trace).
     """
     task_id = ConnectorTaskId(connector, task_number)
-    store = offset_store if offset_store is not None else InMemoryOffsetStore()
+    store = offset_store if offset_store is not None else MemoryOffsetStore()
     registry = CollectorRegistry()
     metrics = ConnectMetrics.create(registry)
     listener = RecordingStatusListener()

@@ -164,7 +164,7 @@ class BackgroundProducer:
                                        partition=p, headers=[("live", b"1")])
                 self.sent += 1
             self._producer.poll(0)
-            time.sleep(0.1)
+            time.sleep(0.1)  # deliberate rate pacing: rate_per_s / 10 records every tenth of a second
 
     def stop(self) -> int:
         self._stop.set()

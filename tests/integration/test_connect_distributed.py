@@ -68,7 +68,8 @@ class WorkerProcess:
             stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         log.close()
         self.url = wait_until(self._listening_url, 60, f"REST URL in {self.log_path}")
-        wait_until(lambda: httpx.get(f"{self.url}/health", timeout=5).status_code == 200, 90, "healthy worker")
+        wait_until(lambda: httpx.get(f"{self.url}/health", timeout=5).status_code == 200, 90, "healthy worker",
+                   retry_on=(httpx.TransportError,))  # the listener may not accept connections yet
         return self
 
     def _listening_url(self) -> str | None:
@@ -114,8 +115,13 @@ class WorkerProcess:
         return status.get("connector", {}).get("state"), [t["state"] for t in status.get("tasks", [])]
 
     def offsets(self) -> dict[int, int]:
-        body = self.rest("GET", f"/connectors/{CONNECTOR}/offsets").json()
-        return {o["partition"]["task"]: o["offset"]["seq"] for o in body["offsets"]}
+        """task -> last committed seq; none while the connector is not known yet (404) or the group
+        rebalances (409), the two answers Connect gives before it can list offsets."""
+        response = self.rest("GET", f"/connectors/{CONNECTOR}/offsets")
+        if response.status_code in (404, 409):
+            return {}
+        assert response.status_code == 200, response.text
+        return {o["partition"]["task"]: o["offset"]["seq"] for o in response.json()["offsets"]}
 
 
 @pytest.fixture
@@ -185,10 +191,11 @@ def wait_for_flow_to_stop(bootstrap: str, topic: str) -> int:
     def settled() -> int | None:
         count = len(consume_all(bootstrap, topic))
         previous, last[0] = last[0], count
-        time.sleep(1)  # spacing between the two reads: "stopped" means "no change over a while"
         return count if count == previous else None
 
-    return wait_until(settled, 30, "record flow to stop", interval_s=0)
+    # The interval is deliberate time passing, not synchronisation: "stopped" means "no change over a
+    # second", so consecutive reads are a second apart.
+    return wait_until(settled, 30, "record flow to stop", interval_s=1)
 
 
 @pytest.mark.slow

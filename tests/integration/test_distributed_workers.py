@@ -71,7 +71,8 @@ class Member(WorkerProcess):
 
     def wait_ready(self) -> None:
         self.url = wait_until(self._listening_url, 60, f"REST URL in {self.log_path}")
-        wait_until(lambda: httpx.get(f"{self.url}/health", timeout=5).status_code == 200, 90, "healthy worker")
+        wait_until(lambda: httpx.get(f"{self.url}/health", timeout=5).status_code == 200, 90, "healthy worker",
+                   retry_on=(httpx.TransportError,))  # the listener may not accept connections yet
 
     def is_leader(self) -> bool:
         """Per this worker's log, the last assignment it applied made it the leader."""

@@ -23,7 +23,6 @@ from confluent_kafka.admin import AdminClient
 
 from tests.conftest import Cluster
 from tests.integration.support.replication import (
-    driver_available,
     mirror,
     mirror_maker,
     replication,
@@ -64,8 +63,6 @@ def replicating(kind: str, props: Path, src: str, tgt: str, cluster_a: Cluster, 
                 topic: str) -> Iterator[subprocess.Popen[str]]:
     """``harness``: the stand-in task process; ``driver``: the real connect-mirror-maker."""
     if kind == "driver":
-        if not driver_available():
-            pytest.skip("mirror.maker.driver is not in this build yet")
         with mirror_maker(props) as proc:
             yield proc
     else:
@@ -157,8 +154,6 @@ def test_failover_moves_group_within_replay_bound(cluster_a: Cluster, cluster_b:
     props = write_properties(tmp_path / "mm2.properties", src, tgt, cluster_a.bootstrap, cluster_b.bootstrap,
                              topic)
     args = ["offsets", "translate", str(props), "--group", group, "--source", src, "--target", tgt]
-    if kind == "driver" and not driver_available():
-        pytest.skip("mirror.maker.driver is not in this build yet")
     process = (mirror_maker(props) if kind == "driver"
                else replication(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic, groups=f"{group}.*"))
     with process:

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import ConfigResource, ResourceType
 
-from connect_runtime.testing.harness import InMemoryOffsetStore, run_source_task
+from connect_runtime.storage.memory import MemoryOffsetStore
+from connect_runtime.testing.harness import run_source_task
 from mirror.client.models import OffsetSync
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
@@ -88,7 +89,7 @@ def test_one_way_replication_keeps_records_exactly(cluster_a: Cluster, cluster_b
         assert len(admin(cluster_b.bootstrap).list_topics(remote, timeout=10).topics[remote].partitions) == 3
         task_configs = connector.task_configs(5)
         assert len(task_configs) == 3  # min(tasks.max, partitions)
-        store = InMemoryOffsetStore()
+        store = MemoryOffsetStore()
         runs = [run_source_task(MirrorSourceTask, tc, bootstrap_servers=cluster_b.bootstrap,
                                 connector="MirrorSourceConnector", task_number=i, offset_store=store)
                 for i, tc in enumerate(task_configs)]
@@ -138,7 +139,7 @@ def test_resumes_after_stored_offset(cluster_a: Cluster, cluster_b: Cluster) -> 
     topic = create_topic(cluster_a.bootstrap, unique("resume"), partitions=1)
     produce(cluster_a.bootstrap, topic, 10)
     partition = {"cluster": src, "partition": 0, "topic": topic}
-    store = InMemoryOffsetStore()
+    store = MemoryOffsetStore()
     store.put("MirrorSourceConnector", [(partition, {"offset": 4})])
     config = flow_config(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, overrides={"topics": topic})
     remote = f"{src}.{topic}"

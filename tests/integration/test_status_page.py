@@ -28,7 +28,6 @@ from mirror.local.broker import free_port
 from tests.conftest import Cluster
 from tests.integration.support.replication import (
     ROOT,
-    driver_available,
     mirror_maker,
     replication,
     write_properties,
@@ -68,8 +67,6 @@ def page_server(request: pytest.FixtureRequest, cluster_a: Cluster, cluster_b: C
     props = write_properties(tmp_path / "mm2.properties", src, tgt, cluster_a.bootstrap, cluster_b.bootstrap,
                              topic, extra="health.refresh.interval.ms = 1000\n")
     if request.param == "driver":
-        if not driver_available():
-            pytest.skip("mirror.maker.driver is not in this build yet")
         port = free_port()
         with mirror_maker(props, "--rest-port", str(port)):
             yield f"http://127.0.0.1:{port}", f"{src}->{tgt}"
@@ -97,7 +94,8 @@ def flow_report(url: str, flow: str) -> dict[str, Any] | None:
 def test_status_page_shows_live_figures(page_server: tuple[str, str]) -> None:
     url, flow = page_server
     wait_until(lambda: (f := flow_report(url, flow)) is not None and f["heartbeat_basis"] == "replicated"
-               and f["state"] == "healthy", 90, "a healthy report with replicated heartbeats", interval_s=1)
+               and f["state"] == "healthy", 90, "a healthy report with replicated heartbeats", interval_s=1,
+               retry_on=(httpx.TransportError,))  # the driver's REST server may not listen yet
     assert httpx.get(f"{url}/ui/api/status", timeout=10).json()["history"]
     metrics = httpx.get(f"{url}/metrics", timeout=10).text
     src, tgt = flow.split("->")
@@ -107,8 +105,12 @@ def test_status_page_shows_live_figures(page_server: tuple[str, str]) -> None:
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
     driver = browser(profile)
     try:
+        from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
         from selenium.webdriver.common.by import By
 
+        # The page draws its cards from a fetch and redraws them on every refresh: an element can be
+        # missing for a moment or replaced while it is read.
+        redrawn = (NoSuchElementException, StaleElementReferenceException)
         driver.get(f"{url}/ui")
 
         def card() -> Any:
@@ -122,18 +124,20 @@ def test_status_page_shows_live_figures(page_server: tuple[str, str]) -> None:
             stamp: str = driver.find_element(By.ID, "updated").get_attribute("data-checked-at") or ""
             return stamp
 
-        wait_until(lambda: value("heartbeat_age").endswith(" s"), 30, "heartbeat age shown")
+        wait_until(lambda: value("heartbeat_age").endswith(" s"), 30, "heartbeat age shown", retry_on=redrawn)
         first = checked_at()
         assert card().get_attribute("data-state") == "healthy"
-        wait_until(lambda: value("lag_records") == "0", 30, "lag 0 shown")  # once offsets/syncs are read
+        # once offsets/syncs are read
+        wait_until(lambda: value("lag_records") == "0", 30, "lag 0 shown", retry_on=redrawn)
         assert float(value("heartbeat_age").split()[0]) < 3
         # the page updates by itself: a newer report and a longer chart
         points = int(card().find_element(By.CSS_SELECTOR, '[data-field="heartbeat_age"] svg')
                      .get_attribute("data-points") or 0)
-        wait_until(lambda: checked_at() != first, 20, "the page to show a newer report")
+        wait_until(lambda: checked_at() != first, 20, "the page to show a newer report", retry_on=redrawn)
         wait_until(lambda: int(card().find_element(By.CSS_SELECTOR, '[data-field="heartbeat_age"] svg')
-                               .get_attribute("data-points") or 0) > points, 20, "the chart to grow")
-        wait_until(lambda: value("latency").endswith(" s"), 30, "latency shown")
+                               .get_attribute("data-points") or 0) > points, 20, "the chart to grow",
+                   retry_on=redrawn)
+        wait_until(lambda: value("latency").endswith(" s"), 30, "latency shown", retry_on=redrawn)
         ARTIFACT.parent.mkdir(exist_ok=True)
         driver.save_screenshot(str(ARTIFACT))
         assert ARTIFACT.stat().st_size > 0

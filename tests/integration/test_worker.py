@@ -15,7 +15,7 @@ from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker import Worker
 from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore
-from connect_runtime.testing.harness import InMemoryOffsetStore
+from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.sequence_source import SequenceSourceConnector, SequenceSourceTask
 from tests.conftest import Cluster
 from tests.support.kafka import consume_all, create_topic, unique, wait_until
@@ -45,7 +45,7 @@ class FlakySequenceConnector(SequenceSourceConnector):
 def parts(cluster_a: Cluster) -> Iterator[tuple[Worker, RecordingStatusListener, CollectorRegistry]]:
     listener = RecordingStatusListener()
     registry = CollectorRegistry()
-    worker = Worker("worker-1", InMemoryOffsetStore(), Plugins(), ConnectMetrics.create(registry), listener,
+    worker = Worker("worker-1", MemoryOffsetStore(), Plugins(), ConnectMetrics.create(registry), listener,
                     {"bootstrap.servers": cluster_a.bootstrap}, offset_flush_interval_ms=500)
     worker.start()
     yield worker, listener, registry

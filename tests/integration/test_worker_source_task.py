@@ -16,7 +16,8 @@ import pytest
 from connect_runtime.api.errors import ConfigError, RetriableError
 from connect_runtime.api.records import RecordMetadata, SourceRecord
 from connect_runtime.model import State
-from connect_runtime.testing.harness import InMemoryOffsetStore, run_source_task
+from connect_runtime.storage.memory import MemoryOffsetStore
+from connect_runtime.testing.harness import run_source_task
 from connect_runtime.testing.sequence_source import SequenceSourceTask
 from tests.conftest import Cluster
 from tests.support.kafka import consume_all, create_topic, unique, wait_until
@@ -92,7 +93,7 @@ class BrokenStartTask(SequenceSourceTask):
         raise ConfigError("bad source.cluster.bootstrap.servers", "source.cluster.bootstrap.servers")
 
 
-class CheckingStore(InMemoryOffsetStore):
+class CheckingStore(MemoryOffsetStore):
     """Fails the test if an offset is committed before its record and every earlier one were acknowledged."""
 
     def __init__(self, acked: Callable[[], Mapping[int, RecordMetadata]]) -> None:
@@ -136,7 +137,7 @@ def test_full_producer_queue_is_waited_out_without_loss_or_reordering(cluster_a:
 
 def test_stop_flushes_and_commits_then_restart_resumes_without_gap_or_duplicate(cluster_a: Cluster) -> None:
     topic = create_topic(cluster_a.bootstrap, unique("wst-stop"))
-    store = InMemoryOffsetStore()
+    store = MemoryOffsetStore()
     # No periodic commit: only the final commit on stop can store the offsets.
     with run_source_task(SequenceSourceTask, config(topic, max_records=3000), offset_store=store,
                          bootstrap_servers=cluster_a.bootstrap, offset_flush_interval_ms=600_000) as run:
@@ -154,7 +155,7 @@ def test_stop_flushes_and_commits_then_restart_resumes_without_gap_or_duplicate(
 
 def test_poll_failure_reports_failed_with_trace_commits_acked_and_restarts(cluster_a: Cluster) -> None:
     topic = create_topic(cluster_a.bootstrap, unique("wst-fail"))
-    store = InMemoryOffsetStore()
+    store = MemoryOffsetStore()
     with run_source_task(FailingTask, {**config(topic, batch_size=100), "fail.at": "500"}, offset_store=store,
                          bootstrap_servers=cluster_a.bootstrap, offset_flush_interval_ms=600_000) as run:
         run.wait_for_state(State.FAILED)
@@ -172,7 +173,7 @@ def test_poll_failure_reports_failed_with_trace_commits_acked_and_restarts(clust
 
 def test_failed_offset_commit_is_retried_and_callbacks_run_on_the_task_thread(cluster_a: Cluster) -> None:
     topic = create_topic(cluster_a.bootstrap, unique("wst-commitfail"))
-    store = InMemoryOffsetStore()
+    store = MemoryOffsetStore()
     store.fail_puts = True
     task = ThreadRecordingTask()
     with run_source_task(task, config(topic, max_records=200), offset_store=store,

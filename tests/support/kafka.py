@@ -28,17 +28,26 @@ def unique(prefix: str) -> str:
 
 
 def wait_until(predicate: Callable[[], T], timeout_s: float = 30.0, message: str = "condition",
-               interval_s: float = 0.2) -> T:
-    """Poll ``predicate`` until it returns something truthy; fail with ``message`` on timeout."""
+               interval_s: float = 0.2, retry_on: tuple[type[BaseException], ...] = ()) -> T:
+    """Poll ``predicate`` until it returns something truthy; fail with ``message`` on timeout.
+
+    An exception from ``predicate`` is a failure, raised at once with its own message (a note names
+    what was awaited): retrying through it would hide a broken test or product behind a timeout. Where
+    an exception is expected while the condition settles (a server still starting, a page being
+    redrawn), name it in ``retry_on``; the last one is reported if the wait times out.
+    """
     deadline = time.monotonic() + timeout_s
-    last_exc: Exception | None = None
+    last_exc: BaseException | None = None
     while True:
         try:
             result = predicate()
             if result:
                 return result
-        except Exception as exc:
+        except retry_on as exc:
             last_exc = exc
+        except Exception as exc:
+            exc.add_note(f"raised by the predicate while waiting for {message}")
+            raise
         if time.monotonic() >= deadline:
             detail = f" (last error: {last_exc!r})" if last_exc else ""
             raise AssertionError(f"timed out after {timeout_s}s waiting for {message}{detail}")

@@ -1,11 +1,16 @@
 """One Connect group member in its own process, for tests/integration/test_kafka_membership.py.
 
-    python -m tests.integration.support.group_member BOOTSTRAP GROUP URL WORK_JSON SESSION_MS DELAY_MS
+    python -m tests.integration.support.group_member BOOTSTRAP GROUP URL WORK_JSON SESSION_MS DELAY_MS RELEASED_DIR
 
 ``WORK_JSON`` is ``{"connector": task count}``: the config snapshot every member is given. The member
 plays a herder that applies assignments instantly and prints one JSON line per assignment on stdout:
 ``{"url", "member", "generation", "leader", "leader_url", "connectors", "tasks": [[c, i]...]}``.
 SIGTERM: stop everything, LeaveGroup, exit 0 (a graceful worker shutdown). SIGKILL is the crash.
+
+A herder tells the leader which work it stopped cleanly through the status topic (UNASSIGNED, see
+connect_runtime/runtime/released_work.py); this stand-in has no status store, so on SIGTERM it writes
+the work it stops to a file in ``RELEASED_DIR`` before leaving, and the leader reads every member's
+file. A SIGKILLed member writes nothing: its work counts as crashed, as a killed herder's would.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ import logging
 import signal
 import sys
 import threading
+from pathlib import Path
 from types import FrameType
 
 from connect_runtime.model import ConnectorTaskId
+from connect_runtime.runtime.assignor import ConnectorsAndTasks
 from connect_runtime.runtime.coordination import KafkaGroupMembership
 from connect_runtime.runtime.membership import Assignment
 from connect_runtime.storage.config_store import ClusterConfigState
@@ -38,8 +45,19 @@ def emit(membership: KafkaGroupMembership, url: str, assignment: Assignment) -> 
     sys.stdout.flush()
 
 
+def released_in(directory: Path) -> ConnectorsAndTasks:
+    """What members that left cleanly had stopped (the stand-in for UNASSIGNED statuses)."""
+    released = ConnectorsAndTasks()
+    for path in directory.glob("*.json"):
+        data = json.loads(path.read_text())
+        released = released | ConnectorsAndTasks.of(data["connectors"],
+                                                     (ConnectorTaskId(c, i) for c, i in data["tasks"]))
+    return released
+
+
 def main(argv: list[str]) -> int:
-    bootstrap, group, url, work_json, session_ms, delay_ms = argv
+    bootstrap, group, url, work_json, session_ms, delay_ms, released_dir = argv
+    released = Path(released_dir)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
     stop = threading.Event()
@@ -55,15 +73,20 @@ def main(argv: list[str]) -> int:
     membership = KafkaGroupMembership(group, url, {"bootstrap_servers": bootstrap, "client_id": url},
                                       session_timeout_ms=int(session_ms), heartbeat_interval_ms=1000,
                                       rebalance_timeout_ms=int(session_ms),
-                                      scheduled_rebalance_max_delay_ms=int(delay_ms), notify=wake.set)
-    emit(membership, url, membership.join(config, timeout_s=60))
+                                      scheduled_rebalance_max_delay_ms=int(delay_ms), notify=wake.set,
+                                      released_work=lambda work: released_in(released) & work)
+    current = membership.join(config, timeout_s=60)
+    emit(membership, url, current)
     while not stop.is_set():
         # As DistributedHerder does: poll without blocking, then idle up to 1 s unless notified.
         assignment = membership.poll(config, timeout_s=0.0)
         if assignment is not None:
+            current = assignment
             emit(membership, url, assignment)
         wake.wait(1.0)
         wake.clear()
+    (released / (membership.member_id.replace("/", "_") + ".json")).write_text(json.dumps(
+        {"connectors": sorted(current.connectors), "tasks": [[t.connector, t.task] for t in current.tasks]}))
     membership.leave()
     return 0
 

@@ -13,13 +13,14 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.support.kafka import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
 _REST_LINE = re.compile(r"REST server listening on (http://\S+?);")
@@ -104,17 +105,19 @@ class MirrorMakerProcess:
 
     def _wait_for(self, pattern: re.Pattern[str], timeout_s: float, what: str) -> re.Match[str]:
         assert self.proc is not None
-        deadline = time.monotonic() + timeout_s
-        while True:
+        proc = self.proc
+
+        def logged() -> re.Match[str] | None:
             match = pattern.search(self.log_text())
-            if match:
-                return match
-            if self.proc.poll() is not None:
-                raise AssertionError(f"connect-mirror-maker exited ({self.proc.returncode}) before {what}:\n"
-                                     f"{self.tail()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout_s}s waiting for {what}:\n{self.tail()}")
-            time.sleep(0.2)
+            if match is None and proc.poll() is not None:
+                raise AssertionError(f"connect-mirror-maker exited ({proc.returncode}) before {what}")
+            return match
+
+        try:
+            return wait_until(logged, timeout_s, what)
+        except AssertionError as exc:
+            exc.add_note(f"its log ends:\n{self.tail()}")
+            raise
 
     def wait_running(self, herders: int, timeout_s: float = 90.0) -> MirrorMakerProcess:
         """Wait for the driver's ``All N herder(s) running`` line, N = ``herders``."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -38,11 +37,6 @@ def write_properties(path: Path, src: str, tgt: str, src_bootstrap: str, tgt_boo
         "offset.storage.replication.factor = 1\n"
         "status.storage.replication.factor = 1\n" + extra)
     return path
-
-
-def driver_available() -> bool:
-    """Whether the real MM2 driver (``mirror.maker.driver``) is in this build."""
-    return importlib.util.find_spec("mirror.maker.driver") is not None
 
 
 @contextmanager

@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from connect_runtime.api.errors import RetriableError
-from connect_runtime.api.records import SourceMap
 from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.storage.config_records import SessionKey
 from connect_runtime.storage.kafka_log import LogRecord
+from connect_runtime.storage.memory import MemoryOffsetStore
 
 
 class FakeBroker:
@@ -74,45 +74,10 @@ class FakeLog:
         pass
 
 
-class FakeOffsetStore:
-    def __init__(self) -> None:
-        self.data: dict[tuple[str, str], tuple[SourceMap, Mapping[str, Any]]] = {}
-        self.puts: list[tuple[str, list[tuple[SourceMap, Mapping[str, Any] | None]]]] = []
-        self.started = False
-
-    def start(self) -> None:
-        self.started = True
-
-    def stop(self) -> None:
-        self.started = False
-
-    def get(self, connector: str, partition: SourceMap) -> Mapping[str, Any] | None:
-        import json
-        found = self.data.get((connector, json.dumps(dict(partition), sort_keys=True)))
-        return None if found is None else found[1]
-
-    def connector_offsets(self, connector: str) -> list[tuple[SourceMap, Mapping[str, Any]]]:
-        return [v for (c, _), v in sorted(self.data.items()) if c == connector]
-
-    def put(self, connector: str, offsets: Sequence[tuple[SourceMap, Mapping[str, Any] | None]],
-            timeout_s: float = 30.0) -> None:
-        import json
-        self.puts.append((connector, list(offsets)))
-        for partition, offset in offsets:
-            key = (connector, json.dumps(dict(partition), sort_keys=True))
-            if offset is None:
-                self.data.pop(key, None)
-            else:
-                self.data[key] = (partition, offset)
-
-    def refresh(self, timeout_s: float = 30.0) -> None:
-        pass
-
-
 class FakeWorker:
     """Records what the herder asks and reports statuses the way the real Worker does."""
 
-    def __init__(self, listener: Any, offset_store: FakeOffsetStore | None = None) -> None:
+    def __init__(self, listener: Any, offset_store: MemoryOffsetStore | None = None) -> None:
         self.listener = listener
         self.offset_store = offset_store
         self.calls: list[tuple[Any, ...]] = []

@@ -1,121 +1,76 @@
 """TopicAdmin through a fake AdminClient: the paths Tansu cannot exercise.
 
 Tansu does not support CreatePartitions and librdkafka aborts the process on its CreateAcls answer
-(tansu.md §7), and error tolerances need errors a healthy broker does not give. A fake client that
-records calls and answers with prepared futures stands in for confluent-kafka's AdminClient.
+(tansu.md §7), and error tolerances need errors a healthy broker does not give. The shared fake
+client (tests/support/fakes.py) records calls and answers with prepared futures.
 """
 
 from __future__ import annotations
 
 import logging
-from concurrent.futures import Future
-from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._acl import AclBinding, AclOperation, AclPermissionType
 from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin
+from tests.support.fakes import FakeAdminClient, calls_to
 
 
-def done(value: Any = None) -> Future[Any]:
-    future: Future[Any] = Future()
-    future.set_result(value)
-    return future
-
-
-def failed(code: int) -> Future[Any]:
-    future: Future[Any] = Future()
-    future.set_exception(KafkaException(KafkaError(code)))
-    return future
-
-
-class FakeAdmin:
-    """Records every call; answers from ``answers[method][name]`` (a value or an error code)."""
-
-    def __init__(self, **answers: dict[Any, Any]) -> None:
-        self.answers = answers
-        self.calls: list[tuple[str, Any]] = []
-
-    def _futures(self, method: str, names: list[Any]) -> dict[Any, Future[Any]]:
-        out: dict[Any, Future[Any]] = {}
-        for name in names:
-            answer = self.answers.get(method, {}).get(name)
-            out[name] = failed(answer) if isinstance(answer, int) else done(answer)
-        return out
-
-    def create_partitions(self, new_partitions: list[Any], **kwargs: Any) -> dict[str, Future[Any]]:
-        self.calls.append(("create_partitions", [(p.topic, p.new_total_count) for p in new_partitions]))
-        return self._futures("create_partitions", [p.topic for p in new_partitions])
-
-    def create_acls(self, acls: list[AclBinding], **kwargs: Any) -> dict[AclBinding, Future[Any]]:
-        self.calls.append(("create_acls", list(acls)))
-        return self._futures("create_acls", list(acls))
-
-    def create_topics(self, new_topics: list[Any], **kwargs: Any) -> dict[str, Future[Any]]:
-        self.calls.append(("create_topics", [(t.topic, t.num_partitions, t.replication_factor, t.config)
-                                             for t in new_topics]))
-        return self._futures("create_topics", [t.topic for t in new_topics])
-
-    def alter_consumer_group_offsets(self, requests: list[Any], **kwargs: Any) -> dict[str, Future[Any]]:
-        self.calls.append(("alter_consumer_group_offsets",
-                           [(r.group_id, [(tp.topic, tp.partition, tp.offset) for tp in r.topic_partitions])
-                            for r in requests]))
-        return self._futures("alter_consumer_group_offsets", [r.group_id for r in requests])
-
-
-def make(fake: FakeAdmin) -> TopicAdmin:
+def make(fake: FakeAdminClient) -> TopicAdmin:
     client: AdminClient = fake  # type: ignore[assignment]
     return TopicAdmin({}, client=client, timeout_s=5)
 
 
 def test_create_partitions_on_a_cluster_without_support_warns_once_per_topic(
         caplog: pytest.LogCaptureFixture) -> None:
-    fake = FakeAdmin(create_partitions={"tansu-topic": KafkaError._UNSUPPORTED_FEATURE,
-                                        "full": KafkaError.INVALID_PARTITIONS})
+    fake = FakeAdminClient(answers={"create_partitions": {"tansu-topic": KafkaError._UNSUPPORTED_FEATURE,
+                                                          "full": KafkaError.INVALID_PARTITIONS}})
     admin = make(fake)
     with caplog.at_level(logging.DEBUG, logger="connect_runtime.clients.admin"):
         grown = admin.create_partitions({"tansu-topic": 8, "grows": 4, "full": 2})
     assert grown == {"grows"}
-    assert fake.calls == [("create_partitions", [("tansu-topic", 8), ("grows", 4), ("full", 2)])]
+    assert [[(p.topic, p.new_total_count) for p in request] for request in calls_to(fake, "create_partitions")] == [
+        [("tansu-topic", 8), ("grows", 4), ("full", 2)]]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     assert "'tansu-topic'" in warnings[0] and "8" in warnings[0]
 
 
 def test_create_partitions_raises_on_other_errors() -> None:
-    admin = make(FakeAdmin(create_partitions={"t": KafkaError.INVALID_REQUEST}))
+    admin = make(FakeAdminClient(answers={"create_partitions": {"t": KafkaError.INVALID_REQUEST}}))
     with pytest.raises(ConnectError, match="creating partitions for topic t"):
         admin.create_partitions({"t": 3})
-    assert make(FakeAdmin()).create_partitions({}) == set()
+    assert make(FakeAdminClient()).create_partitions({}) == set()
 
 
 def test_create_acls_sends_the_bindings_and_maps_errors() -> None:
     binding = AclBinding(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:alice", "*",
                          AclOperation.READ, AclPermissionType.ALLOW)
-    fake = FakeAdmin()
+    fake = FakeAdminClient()
     make(fake).create_acls([binding])
     assert fake.calls == [("create_acls", [binding])]
 
-    denied = FakeAdmin(create_acls={binding: KafkaError.CLUSTER_AUTHORIZATION_FAILED})
+    denied = FakeAdminClient(answers={"create_acls": {binding: KafkaError.CLUSTER_AUTHORIZATION_FAILED}})
     with pytest.raises(ConnectError, match="creating ACL"):
         make(denied).create_acls([binding])
-    empty = FakeAdmin()
+    empty = FakeAdminClient()
     make(empty).create_acls([])
     assert empty.calls == []
 
 
 def test_create_topic_tolerates_what_mm2_tolerates(caplog: pytest.LogCaptureFixture) -> None:
-    fake = FakeAdmin(create_topics={"exists": KafkaError.TOPIC_ALREADY_EXISTS,
-                                    "denied": KafkaError.TOPIC_AUTHORIZATION_FAILED,
-                                    "old-broker": KafkaError.UNSUPPORTED_VERSION})
+    fake = FakeAdminClient(answers={"create_topics": {"exists": KafkaError.TOPIC_ALREADY_EXISTS,
+                                                      "denied": KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                                                      "old-broker": KafkaError.UNSUPPORTED_VERSION}})
     admin = make(fake)
     assert admin.create_topic("new", 1, 3, {"retention.ms": "1"}, compacted=True) is True
-    assert fake.calls[0] == ("create_topics",
-                             [("new", 1, 3, {"retention.ms": "1", "cleanup.policy": "compact"})])
+    [request] = calls_to(fake, "create_topics")
+    assert [(t.topic, t.num_partitions, t.replication_factor, t.config) for t in request] == [
+        ("new", 1, 3, {"retention.ms": "1", "cleanup.policy": "compact"})]
     with caplog.at_level(logging.WARNING, logger="connect_runtime.clients.admin"):
         assert admin.create_topic("exists", 1, 3) is False
         assert admin.create_topic("denied", 1, 3) is False
@@ -130,7 +85,7 @@ def test_create_topic_tolerates_what_mm2_tolerates(caplog: pytest.LogCaptureFixt
 ])
 def test_create_topic_raises_on_invalid_config_and_timeouts(code: int, error: type[Exception],
                                                             text: str) -> None:
-    admin = make(FakeAdmin(create_topics={"bad": code}))
+    admin = make(FakeAdminClient(answers={"create_topics": {"bad": code}}))
     with pytest.raises(error, match=text):
         admin.create_topic("bad", 1, 3)
 
@@ -140,13 +95,14 @@ def test_alter_group_offsets_raises_on_a_partition_error() -> None:
     bad = type("TP", (), {"topic": "t", "partition": 1, "offset": 5,
                           "error": KafkaError(KafkaError.UNKNOWN_MEMBER_ID)})()
     answer = type("Answer", (), {"topic_partitions": [TopicPartition("t", 0, 5), bad]})()
-    fake = FakeAdmin(alter_consumer_group_offsets={"g": answer})
+    fake = FakeAdminClient(answers={"alter_consumer_group_offsets": {"g": answer}})
     with pytest.raises(ConnectError, match="t-1"):
         make(fake).alter_consumer_group_offsets("g", {("t", 0): 5, ("t", 1): (5, "meta")})
-    assert fake.calls == [("alter_consumer_group_offsets", [("g", [("t", 0, 5), ("t", 1, 5)])])]
+    assert [[(r.group_id, [(tp.topic, tp.partition, tp.offset) for tp in r.topic_partitions]) for r in request]
+            for request in calls_to(fake, "alter_consumer_group_offsets")] == [[("g", [("t", 0, 5), ("t", 1, 5)])]]
 
 
 def test_transient_client_errors_are_retriable() -> None:
-    fake = FakeAdmin(create_partitions={"t": KafkaError._TRANSPORT})
+    fake = FakeAdminClient(answers={"create_partitions": {"t": KafkaError._TRANSPORT}})
     with pytest.raises(RetriableError):
         make(fake).create_partitions({"t": 3})

@@ -20,9 +20,10 @@ from connect_runtime.runtime.membership import SoleMember
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.storage.config_store import KafkaConfigStore
+from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.storage.status_store import KafkaStatusStore
 from tests.support.kafka import wait_until
-from tests.unit.connect_runtime.herder_fakes import FakeBroker, FakeOffsetStore, FakeWorker, RecordingForwarder
+from tests.unit.connect_runtime.herder_fakes import FakeBroker, FakeWorker, RecordingForwarder
 
 ALTERED: list[dict[str, Any]] = []
 
@@ -60,7 +61,7 @@ class Cluster:
                                    "log_factory": self.broker.log_factory}
         self.status_store = KafkaStatusStore("status", **clients)
         self.config_store = KafkaConfigStore("configs", **clients)
-        self.offsets = FakeOffsetStore()
+        self.offsets = MemoryOffsetStore()
         self.status_writer = StatusWriter(self.status_store, "w1:8083")
         self.worker = FakeWorker(self.status_writer, self.offsets)
         plugins = Plugins()

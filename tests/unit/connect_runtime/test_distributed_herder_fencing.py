@@ -21,9 +21,10 @@ from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.storage.config_store import KafkaConfigStore, WritePrivilegesError
 from connect_runtime.storage.fenced_writer import FencedError
+from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.storage.status_store import KafkaStatusStore, Status
 from tests.support.kafka import wait_until
-from tests.unit.connect_runtime.herder_fakes import FakeBroker, FakeOffsetStore, FakeWorker
+from tests.unit.connect_runtime.herder_fakes import FakeBroker, FakeWorker
 from tests.unit.connect_runtime.test_distributed_herder import DemoConnector, config, running_tasks
 
 
@@ -71,13 +72,13 @@ class Cluster:
         self.status_store = KafkaStatusStore("status", **clients)
         self.config_store = self.fenced_store(group)
         self.fenced: list[list[str]] = []
-        self.worker = FakeWorker(StatusWriter(self.status_store, "w1:8083"), FakeOffsetStore())
+        self.worker = FakeWorker(StatusWriter(self.status_store, "w1:8083"), MemoryOffsetStore())
         plugins = Plugins()
         plugins.register("DemoConnector", DemoConnector)
         self.membership = membership or Member()
         self.herder = DistributedHerder(
             worker_id="w1:8083", worker=self.worker, plugins=plugins, config_store=self.config_store,
-            status_store=self.status_store, offset_store=FakeOffsetStore(), membership=self.membership,
+            status_store=self.status_store, offset_store=MemoryOffsetStore(), membership=self.membership,
             status_writer=StatusWriter(self.status_store, "w1:8083"), request_timeout_s=10, group_id=group,
             fence_producers=self.fenced.append)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from connect_runtime.api.errors import ConnectError
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader, connector_of
 from connect_runtime.storage.memory import MemoryOffsetStore, partition_id
 from connect_runtime.storage.offset_store import serialize_key
@@ -44,3 +47,21 @@ def test_memory_store_put_get_tombstone_and_isolation() -> None:
     assert reader.offset(partition) is None
     assert reader.offsets([{"cluster": "a", "topic": "t", "partition": 1}]) == [
         ({"cluster": "a", "topic": "t", "partition": 1}, {"offset": 6})]
+
+
+def test_memory_store_records_puts_fails_on_request_and_lists_in_partition_order() -> None:
+    store = MemoryOffsetStore()
+    assert not store.started
+    store.start()
+    assert store.started
+    store.put("c", [({"p": "b"}, {"seq": 1}), ({"p": "a"}, {"seq": 2})])
+    store.put("c", [({"p": "b"}, None)])
+    assert store.history == [("c", [({"p": "b"}, {"seq": 1}), ({"p": "a"}, {"seq": 2})]), ("c", [({"p": "b"}, None)])]
+    store.put("c", [({"p": "0"}, {"seq": 3})])
+    assert store.connector_offsets("c") == [({"p": "0"}, {"seq": 3}), ({"p": "a"}, {"seq": 2})]
+    store.fail_puts = True
+    with pytest.raises(ConnectError, match="fail_puts"):
+        store.put("c", [({"p": "a"}, {"seq": 9})])
+    assert store.get("c", {"p": "a"}) == {"seq": 2} and len(store.history) == 3  # a failed put changes nothing
+    store.stop()
+    assert not store.started

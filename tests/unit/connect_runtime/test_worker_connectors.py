@@ -16,7 +16,7 @@ from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker import Worker
-from connect_runtime.testing.harness import InMemoryOffsetStore
+from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.sequence_source import SequenceSourceTask
 
 
@@ -62,7 +62,7 @@ def worker(listener: RecordingStatusListener) -> Worker:
     providers = build_providers({"config.providers": "env",
                                  "config.providers.env.class": "EnvVarConfigProvider"})
     metrics = ConnectMetrics.create(CollectorRegistry())
-    return Worker("w1", InMemoryOffsetStore(), Plugins(), metrics, listener,
+    return Worker("w1", MemoryOffsetStore(), Plugins(), metrics, listener,
                   {"bootstrap.servers": "127.0.0.1:1"}, config_transformer=lambda c: resolve(c, providers))
 
 
@@ -81,7 +81,7 @@ def test_start_connector_resolves_placeholders_and_reports_running(
 
 def test_the_connector_context_carries_the_workers_metrics_registry(listener: RecordingStatusListener) -> None:
     registry = CollectorRegistry()
-    worker = Worker("w1", InMemoryOffsetStore(), Plugins(), ConnectMetrics.create(CollectorRegistry()), listener,
+    worker = Worker("w1", MemoryOffsetStore(), Plugins(), ConnectMetrics.create(CollectorRegistry()), listener,
                     {}, metrics_registry=registry)
     worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
     assert RecordingConnector.instances[-1].context.metrics_registry is registry

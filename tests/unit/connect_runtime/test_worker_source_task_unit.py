@@ -1,12 +1,13 @@
-"""WorkerSourceTask paths that need a controllable producer (no broker): the producer seam is a fake
-that delivers only when the test says so, in any order, or with an error."""
+"""WorkerSourceTask paths that need a controllable producer (no broker): the producer seam is the shared
+fake, whose broker acknowledges only when the test says so, in any order, or with an error."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from confluent_kafka import KafkaError
 from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.records import SourceRecord
@@ -15,67 +16,11 @@ from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker_source_task import WorkerSourceTask
-from connect_runtime.testing.harness import InMemoryOffsetStore
+from connect_runtime.storage.memory import MemoryOffsetStore
+from tests.support.fakes import FakeProducer
 from tests.support.kafka import wait_until
 
 TASK = ConnectorTaskId("c", 0)
-
-
-class FakeMessage:
-    def __init__(self, topic: str, partition: int, offset: int) -> None:
-        self._t, self._p, self._o = topic, partition, offset
-
-    def topic(self) -> str:
-        return self._t
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, 1000)
-
-
-class FakeError:
-    def str(self) -> str:
-        return "Broker: Message size too large"
-
-
-class FakeProducer:
-    """Keeps produced records until ``release`` says which to acknowledge; callbacks run in ``poll``."""
-
-    def __init__(self, config: dict[str, str]) -> None:
-        self.config = config
-        self.pending: list[tuple[int, Callable[[Any, Any], None]]] = []
-        self.ready: list[tuple[int, Any]] = []
-        self.lock = threading.Lock()
-        self.count = 0
-
-    def produce(self, topic: str, *, on_delivery: Callable[[Any, Any], None], **kwargs: Any) -> None:
-        with self.lock:
-            self.pending.append((self.count, on_delivery))
-            self.count += 1
-
-    def release(self, indexes: list[int], error: Any = None) -> None:
-        with self.lock:
-            self.ready.extend((i, error) for i in indexes)
-
-    def poll(self, timeout: float = 0) -> int:
-        with self.lock:
-            ready, self.ready = self.ready, []
-            callbacks = dict(self.pending)
-        for index, error in ready:
-            callbacks[index](error, None if error else FakeMessage("t", 0, index))
-        return len(ready)
-
-    def flush(self, timeout: float = 0) -> int:
-        self.poll()
-        return 0
-
-    def purge(self) -> None:
-        pass
 
 
 class ListTask(SourceTask):
@@ -104,7 +49,7 @@ def rec(partition: str, seq: int) -> SourceRecord:
     return SourceRecord("t", b"v", source_partition={"p": partition}, source_offset={"seq": seq})
 
 
-def make(task: SourceTask, store: InMemoryOffsetStore, registry: CollectorRegistry | None = None,
+def make(task: SourceTask, store: MemoryOffsetStore, registry: CollectorRegistry | None = None,
          ) -> tuple[WorkerSourceTask, list[FakeProducer], RecordingStatusListener]:
     producers: list[FakeProducer] = []
 
@@ -123,24 +68,24 @@ def make(task: SourceTask, store: InMemoryOffsetStore, registry: CollectorRegist
 
 def commit(worker_task: WorkerSourceTask, producer: FakeProducer) -> None:
     """Commit once the task thread has served every released delivery report."""
-    wait_until(lambda: not producer.ready, 10, "delivery reports served")
+    wait_until(lambda: not producer.delivery.ready, 10, "delivery reports served")
     before = worker_task.commit_cycles
     worker_task.request_commit()
     wait_until(lambda: worker_task.commit_cycles > before, 10, "a commit")
 
 
 def test_out_of_order_acknowledgements_commit_only_the_contiguous_prefix() -> None:
-    store = InMemoryOffsetStore()
+    store = MemoryOffsetStore()
     worker_task, producers, _ = make(ListTask([[rec("a", 0), rec("b", 0), rec("a", 1), rec("a", 2)]]), store)
     worker_task.start()
     try:
-        wait_until(lambda: producers and producers[0].count == 4, 10, "4 records produced")
+        wait_until(lambda: producers and len(producers[0].delivery.produced) == 4, 10, "4 records produced")
         producer = producers[0]
-        producer.release([2, 3, 1])  # a1, a2 and b0 acknowledged; a0 still in flight
+        producer.delivery.release([2, 3, 1])  # a1, a2 and b0 acknowledged; a0 still in flight
         commit(worker_task, producer)
         assert store.get("c", {"p": "a"}) is None
         assert store.get("c", {"p": "b"}) == {"seq": 0}
-        producer.release([0])
+        producer.delivery.release([0])
         commit(worker_task, producer)
         assert store.get("c", {"p": "a"}) == {"seq": 2}
     finally:
@@ -149,12 +94,12 @@ def test_out_of_order_acknowledgements_commit_only_the_contiguous_prefix() -> No
 
 
 def test_delivery_error_fails_the_task_and_nothing_after_the_hole_is_committed() -> None:
-    store = InMemoryOffsetStore()
+    store = MemoryOffsetStore()
     worker_task, producers, listener = make(ListTask([[rec("a", 0), rec("a", 1), rec("a", 2)]]), store)
     worker_task.start()
-    wait_until(lambda: producers and producers[0].count == 3, 10, "3 records produced")
-    producers[0].release([0, 2])
-    producers[0].release([1], error=FakeError())
+    wait_until(lambda: producers and len(producers[0].delivery.produced) == 3, 10, "3 records produced")
+    producers[0].delivery.release([0, 2])
+    producers[0].delivery.release([1], error=KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
     assert worker_task.join(10)
     event = listener.last(TASK)
     assert event is not None and event.state is State.FAILED
@@ -165,7 +110,7 @@ def test_delivery_error_fails_the_task_and_nothing_after_the_hole_is_committed()
 def test_stop_during_start_is_applied_once_start_returns() -> None:
     gate = threading.Event()
     task = ListTask([], start_gate=gate)
-    worker_task, _, listener = make(task, InMemoryOffsetStore())
+    worker_task, _, listener = make(task, MemoryOffsetStore())
     worker_task.start()
     assert task.started.wait(10)
     worker_task.stop()
@@ -179,7 +124,7 @@ def test_stop_during_start_is_applied_once_start_returns() -> None:
 def test_the_task_context_carries_the_metrics_registry_before_start() -> None:
     registry = CollectorRegistry()
     task = ListTask([])
-    worker_task, _, _ = make(task, InMemoryOffsetStore(), registry)
+    worker_task, _, _ = make(task, MemoryOffsetStore(), registry)
     worker_task.start()
     try:
         assert task.started.wait(10)

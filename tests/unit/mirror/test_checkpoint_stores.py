@@ -2,50 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from confluent_kafka import KafkaError, Message
 
 from mirror.checkpoint.checkpoint_store import CheckpointStore
 from mirror.checkpoint.offset_sync_reader import OffsetSyncReader
 from mirror.checkpoint.offset_sync_store import OffsetSyncStore
 from mirror.client.models import Checkpoint, OffsetSync, TopicPartition
+from tests.support.fakes import FakeConsumer, event, factory_of
 from tests.support.kafka import wait_until
 
 CHECKPOINTS, OFFSET_SYNCS = "a.checkpoints.internal", "mm2-offset-syncs.b.internal"
 
 
 def eof(topic: str = CHECKPOINTS) -> Message:
-    return Message(topic=topic, partition=0, error=KafkaError(KafkaError._PARTITION_EOF))
-
-
-class ScriptedConsumer:
-    def __init__(self, script: list[Message | None]) -> None:
-        self.script = list(script)
-        self.config: dict[str, Any] = {}
-        self.assigned: list[Any] = []
-        self.closed = False
-
-    def assign(self, partitions: list[Any]) -> None:
-        self.assigned = partitions
-
-    def poll(self, timeout: float) -> Message | None:
-        return self.script.pop(0) if self.script else None
-
-    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
-        message = self.poll(timeout)
-        return [] if message is None else [message]
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def factory(consumer: ScriptedConsumer) -> Any:
-    def make(config: Mapping[str, Any]) -> ScriptedConsumer:
-        consumer.config = dict(config)
-        return consumer
-    return make
+    """The end of the topic's partition 0 (the reader ends partitions of the topic it assigned)."""
+    return event(KafkaError._PARTITION_EOF, topic)
 
 
 def record(checkpoint: Checkpoint) -> Message:
@@ -55,7 +26,7 @@ def record(checkpoint: Checkpoint) -> Message:
 
 def test_checkpoint_store_keeps_the_last_checkpoint_of_assigned_groups() -> None:
     tp = TopicPartition("a.t", 0)
-    consumer = ScriptedConsumer([
+    consumer = FakeConsumer(script=[
         record(Checkpoint("g", tp, 10, 9)),
         Message(topic=CHECKPOINTS, partition=0, offset=1, key=b"junk", value=b"junk"),  # undecodable: skipped
         record(Checkpoint("other", tp, 5, 5)),  # not assigned to this task
@@ -65,7 +36,7 @@ def test_checkpoint_store_keeps_the_last_checkpoint_of_assigned_groups() -> None
         record(Checkpoint("g", tp, 99, 99)),  # after the end: not read
     ])
     store = CheckpointStore(CHECKPOINTS, {"bootstrap.servers": "x"}, ["g"],
-                            consumer_factory=factory(consumer))
+                            consumer_factory=factory_of(consumer))
     assert not store.initialized
     assert store.start()
     assert store.initialized and consumer.closed
@@ -77,11 +48,12 @@ def test_checkpoint_store_keeps_the_last_checkpoint_of_assigned_groups() -> None
 
 
 def test_checkpoint_store_that_cannot_read_starts_empty_and_says_so() -> None:
-    denied = Message(topic="t", partition=0, error=KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
-    store = CheckpointStore("a.checkpoints.internal", {}, ["g"], consumer_factory=factory(ScriptedConsumer([denied])))
+    denied = event(KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    store = CheckpointStore(CHECKPOINTS, {}, ["g"],
+                            consumer_factory=factory_of(FakeConsumer(script=[denied])))
     assert not store.start()
     assert store.initialized and store.converted_upstream_offsets() == {}
-    silent = CheckpointStore("a.checkpoints.internal", {}, ["g"], consumer_factory=factory(ScriptedConsumer([])),
+    silent = CheckpointStore(CHECKPOINTS, {}, ["g"], consumer_factory=factory_of(FakeConsumer(script=[])),
                              timeout_s=0.3)
     assert not silent.start()  # never reached the end in time
 
@@ -92,9 +64,9 @@ def sync_record(upstream: int, downstream: int) -> Message:
 
 
 def test_offset_sync_reader_makes_translation_available_after_the_first_end() -> None:
-    consumer = ScriptedConsumer([sync_record(0, 0), sync_record(10, 10), eof(OFFSET_SYNCS), sync_record(20, 20)])
+    consumer = FakeConsumer(script=[sync_record(0, 0), sync_record(10, 10), eof(OFFSET_SYNCS), sync_record(20, 20)])
     store = OffsetSyncStore()
-    reader = OffsetSyncReader(OFFSET_SYNCS, {}, store, consumer_factory=factory(consumer))
+    reader = OffsetSyncReader(OFFSET_SYNCS, {}, store, consumer_factory=factory_of(consumer))
     reader.start(initialization_must_read_to_end=True)
     try:
         wait_until(lambda: reader.records_read == 3, 5, "the live sync read")

@@ -153,7 +153,6 @@ def test_non_integer_interval(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_unknown_replication_policy_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("mirror.client.replication_policy", reason="policy loader not in this build yet")
     path = write(tmp_path, GOOD + "replication.policy.class = com.example.NoSuchPolicy\n")
     code, _, err = run_cli(["run", path], capsys)
     assert_one_error(code, err, rf"^error: {re.escape(path)}:5: Invalid value 'com.example.NoSuchPolicy' for "
@@ -161,7 +160,6 @@ def test_unknown_replication_policy_class(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_java_replication_policy_names_are_accepted(tmp_path: Path) -> None:
-    pytest.importorskip("mirror.client.replication_policy", reason="policy loader not in this build yet")
     for name in ("DefaultReplicationPolicy", "IdentityReplicationPolicy"):
         path = write(tmp_path, GOOD + f"replication.policy.class = org.apache.kafka.connect.mirror.{name}\n")
         connect_mirror_maker.load_config(path, None)

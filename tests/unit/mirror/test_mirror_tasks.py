@@ -7,11 +7,11 @@ are checked exactly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_INVALID, Message, TopicPartition
+from confluent_kafka import OFFSET_INVALID, Message
 from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.connector import ExactlyOnceSupport
@@ -24,65 +24,18 @@ from mirror.heartbeat.task import MirrorHeartbeatTask
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.offset_sync_producer import OffsetSyncProducer
 from mirror.source.task import MirrorSourceTask
+from tests.support.fakes import FakeConsumer, FakeProducer
 from tests.support.mm2 import flow_config
 
 
-class FakeConsumer:
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        self.config = dict(config)
-        self.assigned: list[TopicPartition] = []
-        self.batches: list[list[Message]] = []
-        self.waits: list[float] = []
-        self.closed = False
-
-    def assign(self, partitions: list[TopicPartition]) -> None:
-        self.assigned = list(partitions)
-
-    def consume(self, num_messages: int, timeout: float) -> list[Message]:
-        self.waits.append(timeout)
-        if not self.batches:
-            return []
-        batch = self.batches[0]
-        taken, self.batches[0] = batch[:num_messages], batch[num_messages:]
-        if not self.batches[0]:
-            self.batches.pop(0)
-        return taken
-
-    def poll(self, timeout: float) -> Message | None:
-        """The first message of the next batch (a real consumer waits up to ``timeout`` for it)."""
-        self.waits.append(timeout)
-        taken = self.consume(1, 0)
-        self.waits.pop()
-        return taken[0] if taken else None
-
-    def close(self) -> None:
-        self.closed = True
+def sent(producer: FakeProducer) -> list[tuple[str, bytes | None, bytes | None, int]]:
+    return [(r.topic, r.key, r.value, r.partition) for r in producer.delivery.produced]
 
 
-class FakeProducer:
-    """Holds delivery callbacks until ``deliver`` is called, to observe the in-flight limit."""
-
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        self.config = dict(config)
-        self.sent: list[tuple[str, bytes, bytes, int]] = []
-        self.callbacks: list[Callable[[Any, Any], None]] = []
-
-    def produce(self, topic: str, key: bytes, value: bytes, partition: int,
-                on_delivery: Callable[[Any, Any], None]) -> None:
-        self.sent.append((topic, key, value, partition))
-        self.callbacks.append(on_delivery)
-
-    def poll(self, timeout: float) -> int:
-        return 0
-
-    def deliver(self) -> None:
-        callbacks, self.callbacks = self.callbacks, []
-        for callback in callbacks:
-            callback(None, None)
-
-    def flush(self, timeout: float) -> int:
-        self.deliver()
-        return 0
+def deliver(producer: FakeProducer) -> None:
+    """The target acknowledges every offset sync sent so far; the producer's next poll reports it."""
+    producer.delivery.release()
+    producer.poll(0)
 
 
 class Reader:
@@ -153,7 +106,7 @@ def test_task_seeks_after_stored_offsets_and_leaves_the_rest_to_auto_offset_rese
 
 def test_records_keep_key_value_headers_timestamp_and_partition() -> None:
     task, consumer, _ = started_task({})
-    consumer.batches.append([
+    consumer.script.append([
         Message(topic="my-topic", partition=2, offset=7, key=b"k", value=None, headers=[("h", b"1"), ("n", None)],
                 timestamp=(1, 1_600_000_000_000)),
         Message(topic="my-topic", partition=1, offset=0, key=None, value=b"v", timestamp=(0, -1)),
@@ -173,7 +126,7 @@ def test_records_keep_key_value_headers_timestamp_and_partition() -> None:
 def test_poll_returns_what_is_there_and_waits_only_for_a_first_record() -> None:
     """Java's poll returns as soon as records are there; librdkafka's consume(n, t) would wait for n."""
     task, consumer, _ = started_task({}, **{"source.consumer.max.poll.records": "3"})
-    consumer.batches.append([Message(topic="my-topic", partition=0, offset=o, value=b"x", timestamp=(1, 1))
+    consumer.script.append([Message(topic="my-topic", partition=0, offset=o, value=b"x", timestamp=(1, 1))
                              for o in range(5)])
     assert [r.source_offset for r in task.poll() or []] == [{"offset": 0}, {"offset": 1}, {"offset": 2}]
     assert [r.source_offset for r in task.poll() or []] == [{"offset": 3}, {"offset": 4}]
@@ -187,15 +140,15 @@ def test_commit_record_sends_offset_syncs_to_partition_0_at_most_10_in_flight() 
     task, consumer, producer = started_task({})
     batch = [Message(topic="my-topic", partition=p, offset=o, key=None, value=b"x", timestamp=(1, 1))
              for p in range(3) for o in range(5)]
-    consumer.batches.append(batch)
+    consumer.script.append(batch)
     records = task.poll() or []
     for index, record in enumerate(records):  # offset.lag.max=0: every record is due
         task.commit_record(record, RecordMetadata(record.topic, record.partition or 0, 100 + index))
-    assert len(producer.sent) == 10  # the limit; the rest stays pending
-    assert {(topic, partition) for topic, _, _, partition in producer.sent} == {("mm2-offset-syncs.tgt.internal", 0)}
-    producer.deliver()
+    assert len(sent(producer)) == 10  # the limit; the rest stays pending
+    assert {(topic, partition) for topic, _, _, partition in sent(producer)} == {("mm2-offset-syncs.tgt.internal", 0)}
+    deliver(producer)
     task.commit()  # frees the slots: the latest pending sync per partition goes out
-    syncs = [OffsetSync.from_record(key, value) for _, key, value, _ in producer.sent]
+    syncs = [OffsetSync.from_record(key, value) for _, key, value, _ in sent(producer)]
     assert syncs[0].as_tuple() == ("my-topic", 0, 0, 100)
     assert max(s.upstream_offset for s in syncs if s.topic_partition.partition == 2) == 4
     task.commit_record(records[0], None)  # filtered record: no sync, no error
@@ -219,14 +172,14 @@ def test_commit_records_does_what_commit_record_does_for_each(lag_max: str) -> N
         def produce_and_deliver(*args: Any, _produce: Any = produce, _producer: Any = producer,
                                 **kwargs: Any) -> None:
             _produce(*args, **kwargs)
-            _producer.deliver()
+            deliver(_producer)
 
         producer.produce = produce_and_deliver  # type: ignore[method-assign]
         # two polls; partition 1 skips upstream offset 3 (compaction) and partition 2 has no timestamp
-        consumer.batches.append([Message(topic="my-topic", partition=p, offset=o, value=b"x" * p,
+        consumer.script.append([Message(topic="my-topic", partition=p, offset=o, value=b"x" * p,
                                          timestamp=(0, 0) if p == 2 else (1, 9_000 + o))
                                  for o in (0, 1, 2, 4, 5, 6) for p in range(3) if not (p != 1 and o == 4)])
-        consumer.batches.append([Message(topic="my-topic", partition=0, offset=o, value=b"y", timestamp=(1, 9_990))
+        consumer.script.append([Message(topic="my-topic", partition=0, offset=o, value=b"y", timestamp=(1, 9_990))
                                  for o in range(7, 30)])
         downstream = {0: 500, 1: 0, 2: 70}
         for _ in range(2):
@@ -243,10 +196,10 @@ def test_commit_records_does_what_commit_record_does_for_each(lag_max: str) -> N
             else:
                 for record, delivered in acknowledged:
                     task.commit_record(record, metadata_of(delivered))
-            producer.deliver()
+            deliver(producer)
         task.commit()
-        producer.deliver()
-        syncs = sorted((OffsetSync.from_record(key, value).as_tuple() for _, key, value, _ in producer.sent),
+        deliver(producer)
+        syncs = sorted((OffsetSync.from_record(key, value).as_tuple() for _, key, value, _ in sent(producer)),
                        key=lambda sync: sync[1])  # stable: keeps each partition's order
         samples = sorted((m.name, tuple(sorted(s.labels.items())), s.value)
                          for m in registry.collect() for s in m.samples)
@@ -260,11 +213,11 @@ def test_commit_records_does_what_commit_record_does_for_each(lag_max: str) -> N
 
 def test_offset_syncs_can_be_disabled() -> None:
     task, consumer, producer = started_task({}, **{"emit.offset-syncs.enabled": "false"})
-    consumer.batches.append([Message(topic="my-topic", partition=0, offset=0, value=b"x", timestamp=(1, 1))])
+    consumer.script.append([Message(topic="my-topic", partition=0, offset=0, value=b"x", timestamp=(1, 1))])
     [record] = task.poll() or []
     task.commit_record(record, RecordMetadata(record.topic, 0, 0))
     task.commit()
-    assert producer.sent == []
+    assert sent(producer) == []
     task.stop()
 
 

@@ -2,34 +2,24 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any
-
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message
 
 import mirror.client
 from mirror.client.mirror_client import MirrorClient, client_config, count_hops
 from mirror.client.models import Checkpoint, TopicPartition
 from mirror.client.replication_policy import DefaultReplicationPolicy
+from tests.support.fakes import FakeAdminClient, FakeConsumer, calls_to, event, factory_of, message
 
 IDENTITY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 
 
-class FakeAdmin:
-    """Records list_topics calls; answers with a fixed topic list (no sockets)."""
-
-    def __init__(self, topics: list[str]) -> None:
-        self.topics = topics
-        self.calls = 0
-
-    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
-        self.calls += 1
-        return SimpleNamespace(topics={t: object() for t in self.topics})
+def fake_admin(topics: list[str]) -> FakeAdminClient:
+    return FakeAdminClient(dict.fromkeys(topics, 1))
 
 
 def client(topics: list[str], **config: str) -> MirrorClient:
-    return MirrorClient({"bootstrap.servers": "unused:9092", **config}, admin=FakeAdmin(topics))
+    return MirrorClient({"bootstrap.servers": "unused:9092", **config}, admin=fake_admin(topics))
 
 
 def test_heartbeat_topics() -> None:
@@ -231,11 +221,11 @@ def test_auto_topic_creation_cannot_be_turned_back_on() -> None:
 
 
 def test_admin_is_created_lazily_and_close_drops_it() -> None:
-    admin = FakeAdmin(["heartbeats"])
+    admin = fake_admin(["heartbeats"])
     with MirrorClient({"bootstrap.servers": "x:1"}, admin=admin) as c:
-        assert admin.calls == 0
+        assert admin.calls == []
         assert c.heartbeat_topics() == {"heartbeats"}
-        assert admin.calls == 1
+        assert calls_to(admin, "list_topics") == [None]
     assert c._admin is None
 
 
@@ -251,75 +241,19 @@ def test_public_surface_is_sorted_and_complete() -> None:
 # ------------------------------------------------------------------------------ reading the checkpoints topic
 
 
-class FakeMessage:
-    def __init__(
-        self,
-        key: bytes | None = None,
-        value: bytes | None = None,
-        error: KafkaError | None = None,
-        offset: int = 0,
-    ) -> None:
-        self._key, self._value, self._error, self._offset = key, value, error, offset
-        self._topic = ""  # set by FakeConsumer: a message comes from the partition it was assigned
-
-    def topic(self) -> str:
-        return self._topic
-
-    def error(self) -> KafkaError | None:
-        return self._error
-
-    def key(self) -> bytes | None:
-        return self._key
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return self._offset
+#: The topic MirrorClient reads checkpoints of source "primary" from (the reader ends the partitions it assigned).
+CHECKPOINTS_TOPIC = "primary.checkpoints.internal"
 
 
-class FakeConsumer:
-    """Plays back a fixed sequence of poll results; records its config and assignment."""
-
-    def __init__(self, messages: list[FakeMessage | None]) -> None:
-        self.messages = list(messages)
-        self.config: dict[str, str] = {}
-        self.assigned: list[Any] = []
-        self.closed = False
-
-    def __call__(self, config: dict[str, str]) -> FakeConsumer:
-        self.config = config
-        return self
-
-    def assign(self, partitions: list[Any]) -> None:
-        self.assigned = partitions
-
-    def poll(self, timeout: float) -> FakeMessage | None:
-        message = self.messages.pop(0) if self.messages else None
-        if message is not None:
-            message._topic = self.assigned[0].topic
-        return message
-
-    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[FakeMessage]:
-        message = self.poll(timeout)
-        return [] if message is None else [message]
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def checkpoint_message(group: str, topic: str, downstream: int, metadata: str = "") -> FakeMessage:
+def checkpoint_message(group: str, topic: str, downstream: int, metadata: str = "") -> Message:
     checkpoint = Checkpoint(group, TopicPartition(topic, 0), downstream + 100, downstream, metadata)
-    return FakeMessage(checkpoint.key_bytes(), checkpoint.value_bytes())
+    return message(CHECKPOINTS_TOPIC, key=checkpoint.key_bytes(), value=checkpoint.value_bytes())
 
 
-def reading(messages: list[FakeMessage | None], **config: str) -> tuple[MirrorClient, FakeConsumer]:
-    consumer = FakeConsumer(messages)
-    admin = FakeAdmin(["primary.checkpoints.internal", "primary__checkpoints__internal"])
-    c = MirrorClient({"bootstrap.servers": "x:1", **config}, admin=admin, consumer_factory=consumer)  # type: ignore[arg-type]
+def reading(messages: list[Message | None], **config: str) -> tuple[MirrorClient, FakeConsumer]:
+    consumer = FakeConsumer(script=messages)
+    admin = fake_admin(["primary.checkpoints.internal", "primary__checkpoints__internal"])
+    c = MirrorClient({"bootstrap.servers": "x:1", **config}, admin=admin, consumer_factory=factory_of(consumer))  # type: ignore[arg-type]
     return c, consumer
 
 
@@ -328,10 +262,10 @@ def test_reads_from_the_beginning_of_partition_0_to_eof() -> None:
         [
             checkpoint_message("g", "primary.orders", 5),
             None,
-            FakeMessage(error=KafkaError(KafkaError._TRANSPORT)),  # transient: keep reading
+            event(KafkaError._TRANSPORT),  # transient: keep reading
             checkpoint_message("other", "primary.orders", 6),
             checkpoint_message("g", "primary.orders", 9, "m"),
-            FakeMessage(error=KafkaError(KafkaError._PARTITION_EOF)),
+            event(KafkaError._PARTITION_EOF, CHECKPOINTS_TOPIC),
             checkpoint_message("g", "primary.orders", 99),  # after EOF: not read
         ]
     )
@@ -346,14 +280,14 @@ def test_reads_from_the_beginning_of_partition_0_to_eof() -> None:
 
 def test_checkpoints_topic_follows_the_policy() -> None:
     c, consumer = reading(
-        [FakeMessage(error=KafkaError(KafkaError._PARTITION_EOF))], **{"replication.policy.separator": "__"}
+        [event(KafkaError._PARTITION_EOF, CHECKPOINTS_TOPIC)], **{"replication.policy.separator": "__"}
     )
     assert c.remote_consumer_offsets("g", "primary", timeout_s=5) == {}
     assert consumer.assigned[0].topic == "primary__checkpoints__internal"
 
 
 def test_authorization_errors_are_raised() -> None:
-    c, consumer = reading([FakeMessage(error=KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))])
+    c, consumer = reading([event(KafkaError.TOPIC_AUTHORIZATION_FAILED)])
     with pytest.raises(KafkaException):
         c.remote_consumer_offsets("g", "primary", timeout_s=5)
     assert consumer.closed
