@@ -30,30 +30,26 @@ key is in the file; there is never a Python traceback (use ``--log-level DEBUG``
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 from collections.abc import Sequence
 from typing import Any
 
 import configargparse
 
-from connect_runtime.cli.process import ExitCode
 from mirror.cli._common import (
     configure_logging,
     invoke,
     log_level,
     parse_args,
     port,
-    print_error,
     split_clusters,
 )
 from mirror.config.mirror_maker import MirrorMakerConfig
+from mirror.maker import driver
 
 logger = logging.getLogger(__name__)
 
 PROG = "connect-mirror-maker"
-DRIVER_MODULE = "mirror.maker.driver"
-
 
 DESCRIPTION = "Run a dedicated MirrorMaker 2 node: one herder per replication flow of mm2.properties."
 EPILOG = "exit codes: 0 stopped cleanly, 1 failed while running, 2 bad input or usage, 3 failed to start"
@@ -99,17 +95,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, clusters)
     pairs = config.herder_pairs(clusters)
     logger.info("%s: %d herder(s): %s", args.config, len(pairs), ", ".join(str(p) for p in pairs))
-    try:
-        driver = importlib.import_module(DRIVER_MODULE)
-    except ImportError as exc:
-        if exc.name == DRIVER_MODULE:
-            print_error("the replication driver is not available in this build")
-        else:  # the driver exists but a dependency of it is missing: a start failure too
-            logger.debug("cannot import %s", DRIVER_MODULE, exc_info=True)
-            print_error(f"the replication driver cannot be loaded: {exc}")
-        return ExitCode.START_FAILURE
-    result: int = driver.run(config, clusters, args)
-    return int(result)
+    return int(driver.run(config, clusters, args))
 
 
 def build_parser() -> configargparse.ArgumentParser:
