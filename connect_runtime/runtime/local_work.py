@@ -58,8 +58,14 @@ class LocalWork:
             self._change_target_state(name, state)
         for task, config, state in plan.start_tasks:
             self._start_task(task, snapshot.connector_configs[task.connector], config, state)
+        moved_with_connector = {name for name, _state in plan.target_state_changes}
         for task, state in plan.task_state_changes:
-            self.running.task_states[task] = state  # the worker moved it with its connector
+            self.running.task_states[task] = state
+            if task.connector not in moved_with_connector:
+                # The connector runs on another worker (or not at all): the worker moved nothing here,
+                # so pause or resume this worker's tasks of it directly.
+                moved_with_connector.add(task.connector)
+                self._worker.set_target_state(task.connector, state)
 
     def stop_all(self) -> None:
         self.stop_tasks(list(self.running.tasks))
