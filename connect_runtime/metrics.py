@@ -25,6 +25,31 @@ TASK_STATES = tuple(s.value for s in State if s not in (State.STOPPED, State.DES
 _COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
+class WorkerMetrics:
+    """Connect's worker-level families (``connect-worker-metrics``): what runs here and how starts went.
+
+    The counts are read at scrape time from the worker (``set_function``), so nothing is updated per
+    record; start-ups are counted by result, so the success percentage is a PromQL ratio.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.connector_count = Gauge("connect_worker_connector_count", "Connectors running on this worker",
+                                     registry=registry)
+        self.task_count = Gauge("connect_worker_task_count", "Tasks running on this worker", registry=registry)
+        self.connector_startups = Counter(
+            "connect_worker_connector_startup", "Connector start-ups on this worker, by result (success, failure)",
+            ("result",), registry=registry)
+        self.task_startups = Counter(
+            "connect_worker_task_startup", "Task start-ups on this worker, by result (success, failure)",
+            ("result",), registry=registry)
+
+    def connector_started(self, ok: bool) -> None:
+        self.connector_startups.labels("success" if ok else "failure").inc()
+
+    def task_started(self, ok: bool) -> None:
+        self.task_startups.labels("success" if ok else "failure").inc()
+
+
 @dataclass(frozen=True, slots=True)
 class ConnectMetrics:
     """The runtime's metric families; label values are the connector name and the task number."""
@@ -37,6 +62,7 @@ class ConnectMetrics:
     offset_commit_failures: Counter
     produce_errors: Counter
     task_starts: Counter
+    worker: WorkerMetrics
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> ConnectMetrics:
@@ -67,6 +93,7 @@ class ConnectMetrics:
             task_starts=Counter(
                 "connect_task_starts", "Times a task was started on this worker (counts rebalance moves)",
                 labels, registry=registry),
+            worker=WorkerMetrics(registry),
         )
 
     def for_task(self, connector: str, task: int) -> TaskMetrics:
@@ -100,6 +127,44 @@ class TaskMetrics:
     def set_state(self, state: str) -> None:
         for name, gauge in self.status.items():
             gauge.set(1 if name == state else 0)
+
+
+_REBALANCE_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+
+class RebalanceMetrics:
+    """Connect's ``connect-worker-rebalance-metrics``: rebalances this member took part in.
+
+    Java's gauges become Prometheus types: ``completed-rebalances-total`` a counter, ``rebalance-avg/max-
+    time-ms`` a histogram (``..._sum / ..._count``), ``time-since-last-rebalance-ms`` the timestamp of the
+    last one (``time() - ...``), ``rebalancing``, ``epoch`` (the generation) and ``leader`` gauges.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.completed_total = Counter("connect_worker_rebalance_completed",
+                                       "Rebalances this member completed (an assignment applied)", registry=registry)
+        self.rebalancing = Gauge("connect_worker_rebalancing", "1 while this member is in a rebalance",
+                                 registry=registry)
+        self.seconds = Histogram("connect_worker_rebalance_seconds",
+                                 "Time from joining a rebalance to receiving its assignment",
+                                 buckets=_REBALANCE_BUCKETS, registry=registry)
+        self.last_completed = Gauge("connect_worker_rebalance_last_completed_timestamp_seconds",
+                                    "When the last rebalance completed (Unix time)", registry=registry)
+        self.epoch = Gauge("connect_worker_rebalance_epoch", "The group generation of the current assignment",
+                           registry=registry)
+        self.leader = Gauge("connect_worker_leader", "1 while this member leads the group", registry=registry)
+
+    def started(self) -> None:
+        self.rebalancing.set(1)
+
+    def completed(self, generation: int, leader: bool, seconds: float | None) -> None:
+        self.completed_total.inc()
+        self.rebalancing.set(0)
+        if seconds is not None:
+            self.seconds.observe(seconds)
+        self.last_completed.set_to_current_time()
+        self.epoch.set(generation)
+        self.leader.set(1 if leader else 0)
 
 
 class LabelledRegistries:

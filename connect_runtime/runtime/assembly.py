@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.config_provider import ConfigProvider, resolve
 from connect_runtime.clients.admin import TopicAdmin
-from connect_runtime.metrics import ConnectMetrics
+from connect_runtime.metrics import ConnectMetrics, RebalanceMetrics
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.distributed_herder import DistributedHerder
 from connect_runtime.runtime.membership import GroupMembership
@@ -35,7 +35,8 @@ logger = logging.getLogger(__name__)
 #: Builds the group membership once the status store exists (SoleMember needs its generation floor).
 #: The last argument is the ``notify`` callback to hand the membership: it wakes the herder's tick
 #: thread (the herder does not exist yet when the membership is built; see :class:`WakeupRelay`).
-MembershipFactory = Callable[[wc.DistributedWorkerConfig, str, KafkaStatusStore, Callable[[], None]],
+MembershipFactory = Callable[[wc.DistributedWorkerConfig, str, KafkaStatusStore, Callable[[], None],
+                              CollectorRegistry],
                              GroupMembership]
 
 
@@ -57,17 +58,18 @@ class WakeupRelay:
 
 
 def kafka_membership(config: wc.DistributedWorkerConfig, advertised_url: str, status_store: KafkaStatusStore,
-                     notify: Callable[[], None]) -> GroupMembership:
+                     notify: Callable[[], None], registry: CollectorRegistry) -> GroupMembership:
     """Membership through Kafka's group coordinator for ``group.id`` (several workers share the work);
     the leader tells a clean departure from a crash by the statuses (see :mod:`released_work`)."""
     from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
 
     return KafkaGroupMembership.from_worker_config(
-        config, advertised_url, notify=notify, released_work=functools.partial(released_work, status_store))
+        config, advertised_url, notify=notify, released_work=functools.partial(released_work, status_store),
+        metrics=RebalanceMetrics(registry))
 
 
 def sole_membership(_config: wc.DistributedWorkerConfig, advertised_url: str, status_store: KafkaStatusStore,
-                    _notify: Callable[[], None]) -> GroupMembership:
+                    _notify: Callable[[], None], _registry: CollectorRegistry) -> GroupMembership:
     """A one-worker "group" with no broker coordination: for tests only (no fencing, no sharing)."""
     from connect_runtime.runtime.membership import SoleMember
 
@@ -121,7 +123,7 @@ def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertis
     herder = herder_class(
         worker_id=worker_id, worker=worker, plugins=plugins, config_store=config_store,
         status_store=status_store, offset_store=offset_store,
-        membership=membership(config, advertised_url, status_store, relay), status_writer=status_writer,
+        membership=membership(config, advertised_url, status_store, relay, registry), status_writer=status_writer,
         kafka_cluster_id=cluster_id, group_id=config.group_id,
         fence_producers=lambda ids: fence_producers(ids, fencing_producer),
         request_timeout_s=config[wc.REST_REQUEST_TIMEOUT_MS] / 1000,

@@ -102,6 +102,8 @@ class Worker:
         self._lock = threading.RLock()
         self._connectors: dict[str, WorkerConnector] = {}
         self._tasks: dict[ConnectorTaskId, WorkerSourceTask] = {}
+        metrics.worker.connector_count.set_function(lambda: len(self.connector_names()))
+        metrics.worker.task_count.set_function(lambda: len(self.task_ids()))
 
     # -- worker lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -131,12 +133,15 @@ class Worker:
         except Exception as exc:
             logger.error("connector %s could not be created: %s", name, exc)
             self._listener.on_connector_failure(name, trace_of(exc))
+            self.metrics.worker.connector_started(False)
             return False
         with self._lock:
             self._connectors[name] = worker_connector
         logger.info("starting connector %s (%s) in state %s: %s", name, type(connector).__name__,
                     target_state.value, redact(config))
-        return worker_connector.transition_to(target_state)
+        started = worker_connector.transition_to(target_state)
+        self.metrics.worker.connector_started(started)
+        return started
 
     def connector_task_configs(self, name: str, max_tasks: int) -> list[dict[str, str]]:
         worker_connector = self._connector(name)
@@ -198,11 +203,13 @@ class Worker:
             logger.error("task %s could not be created: %s", task_id, exc)
             metrics.set_state("FAILED")
             self._listener.on_task_failure(task_id, trace_of(exc))
+            self.metrics.worker.task_started(False)
             return False
         with self._lock:
             self._tasks[task_id] = worker_task
         logger.info("starting task %s in state %s", task_id, target_state.value)
         worker_task.start()
+        self.metrics.worker.task_started(True)
         return True
 
     def stop_tasks(self, ids: Iterable[ConnectorTaskId], timeout_s: float) -> None:

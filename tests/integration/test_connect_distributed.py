@@ -405,3 +405,39 @@ def test_config_provider_placeholders_resolve_at_start_and_are_stored_as_given(
     # REST returns the config as stored, placeholder included (as Java does), so no secret leaks.
     assert worker.rest("GET", f"/connectors/{CONNECTOR}/config").json()["topic"] == "${env:CD_TEST_TOPIC}"
     assert topic not in worker.log()  # resolved values (possibly secrets) never reach the log
+
+
+def scrape(worker: WorkerProcess) -> dict[str, float]:
+    """``/metrics`` as {sample name with its labels: value}, unlabelled samples under their bare name."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    response = worker.rest("GET", "/metrics")
+    assert response.status_code == 200, response.text
+    samples: dict[str, float] = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            samples[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+    return samples
+
+
+def test_worker_and_rebalance_metrics(worker_factory: Any, cluster_a: Cluster) -> None:
+    """Connect's worker and rebalance metric groups, as Prometheus families (docs/metrics.md)."""
+    worker = worker_factory().start()
+    topic = create_topic(cluster_a.bootstrap, unique("cd-metrics"))
+    created = worker.rest("POST", "/connectors", json={"name": CONNECTOR, "config": sequence_config(topic, 2)})
+    assert created.status_code == 201, created.text
+    wait_until(lambda: worker.states() == ("RUNNING", ["RUNNING", "RUNNING"]), 60, "connector and tasks running")
+    metrics = wait_until(lambda: (m := scrape(worker)).get("connect_worker_task_count") == 2 and m, 30,
+                         "two tasks counted")
+    assert metrics["connect_worker_connector_count"] == 1
+    assert metrics["connect_worker_connector_startup_total{result=success}"] == 1
+    assert metrics["connect_worker_task_startup_total{result=success}"] == 2
+    assert metrics.get("connect_worker_task_startup_total{result=failure}", 0) == 0
+    # The worker joined its group (and rebalanced again when the connector's tasks appeared): it leads it.
+    assert metrics["connect_worker_rebalance_completed_total"] >= 1
+    assert metrics["connect_worker_rebalancing"] == 0
+    assert metrics["connect_worker_leader"] == 1
+    assert metrics["connect_worker_rebalance_epoch"] >= 1
+    assert metrics["connect_worker_rebalance_seconds_count"] >= 1
+    assert metrics["connect_worker_rebalance_last_completed_timestamp_seconds"] <= time.time()

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connect_runtime.api.errors import ConnectError
+from connect_runtime.metrics import RebalanceMetrics
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
 from connect_runtime.runtime.coordination import protocol
@@ -96,7 +97,8 @@ class KafkaGroupMembership:
                  rebalance_timeout_ms: int = 60_000, scheduled_rebalance_max_delay_ms: int = 300_000,
                  scheduled_rebalance_crash_delay_ms: int = 0, bootstrap_timeout_s: float = 30.0,
                  notify: Callable[[], None] | None = None,
-                 released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None) -> None:
+                 released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None,
+                 metrics: RebalanceMetrics | None = None) -> None:
         self.group_id = group_id
         self.advertised_url = advertised_url
         self._client_config = dict(client_config)
@@ -114,6 +116,9 @@ class KafkaGroupMembership:
         #: Which of the given work its last owner stopped cleanly (the assignor's invariant D); without
         #: it every departure counts as a crash.
         self._released_work = released_work
+        self._metrics = metrics
+        #: When the rebalance in progress began (the first JoinGroup since the last applied assignment).
+        self._rebalance_began: float | None = None
         self._coordinator: KafkaPythonCoordinator | None = None
         self._wakeup = threading.Event()
         self._state_lock = threading.Lock()
@@ -133,7 +138,7 @@ class KafkaGroupMembership:
     def from_worker_config(cls, config: wc.DistributedWorkerConfig, advertised_url: str | None,
                            notify: Callable[[], None] | None = None,
                            released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None,
-                           ) -> KafkaGroupMembership:
+                           metrics: RebalanceMetrics | None = None) -> KafkaGroupMembership:
         """From the worker config: group.id, the session / heartbeat / rebalance timeouts, the delay,
         and the connection and security settings (``admin.``-prefixed overrides included)."""
         client = kafka_python_config(config.admin_config("coordinator"))
@@ -143,7 +148,7 @@ class KafkaGroupMembership:
                    rebalance_timeout_ms=int(config[wc.REBALANCE_TIMEOUT_MS]),
                    scheduled_rebalance_max_delay_ms=int(config[wc.SCHEDULED_REBALANCE_MAX_DELAY_MS]),
                    scheduled_rebalance_crash_delay_ms=int(config[wc.SCHEDULED_REBALANCE_CRASH_DELAY_MS]),
-                   notify=notify, released_work=released_work)
+                   notify=notify, released_work=released_work, metrics=metrics)
 
     # -- what the herder and REST read ---------------------------------------------------------------
 
@@ -301,6 +306,10 @@ class KafkaGroupMembership:
         leader = wire.leader == completed.member_id
         self._current = Assignment.of(completed.generation, leader, wire.leader_url, owned.connectors,
                                       owned.tasks, wire.config_offset)
+        with self._state_lock:
+            began, self._rebalance_began = self._rebalance_began, None
+        if self._metrics is not None:
+            self._metrics.completed(completed.generation, leader, None if began is None else time.monotonic() - began)
         logger.info("Group %s generation %d%s: %d connector(s), %d task(s); +%d/-%d since last; leader %s%s",
                     self.group_id, completed.generation, " (leader)" if leader else "", len(owned.connectors),
                     len(owned.tasks), len(wire.assigned), len(wire.revoked), wire.leader_url,
@@ -396,3 +405,8 @@ class KafkaGroupMembership:
     def _set_join_started(self, when: float | None) -> None:
         with self._state_lock:
             self._join_started_at = when
+            starting = when is not None and self._rebalance_began is None
+            if starting:
+                self._rebalance_began = when
+        if starting and self._metrics is not None:
+            self._metrics.started()

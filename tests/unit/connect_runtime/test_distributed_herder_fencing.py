@@ -221,7 +221,7 @@ def test_build_herder_hands_the_membership_a_notify_that_wakes_the_herder() -> N
         "offset.storage.topic": "o", "status.storage.topic": "s"})
     captured: list[Any] = []
 
-    def membership(_config: Any, url: str, status_store: Any, notify: Any) -> Any:
+    def membership(_config: Any, url: str, status_store: Any, notify: Any, _registry: Any) -> Any:
         captured.append(notify)
         return SoleMember(url, status_store.max_generation)
 

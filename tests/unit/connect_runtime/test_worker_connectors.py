@@ -194,3 +194,19 @@ def test_task_that_cannot_be_created_reports_failed(worker: Worker,
                                  TargetState.STARTED)
     assert listener.state(task_id) is State.FAILED
     assert worker.task_ids() == []
+
+
+def test_connector_start_ups_are_counted_by_result(listener: RecordingStatusListener) -> None:
+    registry = CollectorRegistry()
+    worker = Worker("w1", MemoryOffsetStore(), Plugins(), ConnectMetrics.create(registry), listener, {})
+    worker.start_connector("c", {"connector.class": CLASS}, TargetState.STARTED, lambda name: None)
+    worker.start_connector("bad", {"connector.class": "no.such.Connector"}, TargetState.STARTED, lambda name: None)
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert value("connect_worker_connector_startup_total", result="success") == 1
+    assert value("connect_worker_connector_startup_total", result="failure") == 1
+    assert value("connect_worker_connector_count") == 1
+    worker.stop_connector("c")
+    assert value("connect_worker_connector_count") == 0
