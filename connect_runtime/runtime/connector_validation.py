@@ -86,7 +86,8 @@ def validate(connector: Connector, config: Mapping[str, str], policy: OverridePo
         # Connect's DistributedHerder.validateSourceConnectorExactlyOnceSupport, for a worker without
         # exactly.once.source.support=enabled: which here is every worker (see worker_config).
         results.setdefault(EXACTLY_ONCE_SUPPORT, ConfigValue(EXACTLY_ONCE_SUPPORT, config[EXACTLY_ONCE_SUPPORT])) \
-            .errors.append("This worker does not have exactly-once source support enabled (not supported yet)")
+            .errors.append("exactly.once.support=required: this worker does not have exactly-once source support "
+                    "enabled (not supported yet)")
     for name, value in results.items():
         key = definitions.get(name) or ConfigKey(name, Type.STRING, None)
         error_count += len(value.errors)
