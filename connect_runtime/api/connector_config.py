@@ -9,16 +9,20 @@ import the API but never the engine.
 
 from __future__ import annotations
 
+from typing import Any
+
 from connect_runtime.api.config import (
     NO_DEFAULT,
     ConfigDef,
     ConfigKey,
     Importance,
     Type,
+    Validator,
     at_least,
     non_empty_string,
     one_of,
 )
+from connect_runtime.api.errors import ConfigError
 
 NAME = "name"
 CONNECTOR_CLASS = "connector.class"
@@ -41,11 +45,41 @@ TRANSACTION_BOUNDARY_INTERVAL_MS = "transaction.boundary.interval.ms"
 OFFSETS_STORAGE_TOPIC = "offsets.storage.topic"
 TOPIC_CREATION_GROUPS = "topic.creation.groups"
 
+BYTE_ARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
+
 COMMON_GROUP = "Common"
 _ERRORS = "Error Handling"
 _EOS = "Exactly Once Support"
 
-#: Connect's connector-level keys, in Java's order.
+
+
+def not_supported_yet(why: str, *, allowed: tuple[Any, ...] = (None, [], "")) -> Validator:
+    """A validator that refuses any value but ``allowed`` (the default): the key names a feature this
+    runtime does not have, and accepting it would silently do nothing."""
+
+    def check(name: str, value: Any) -> None:
+        if value not in allowed:
+            raise ConfigError(f"Invalid value for configuration {name}: not supported yet: {name} ({why})", name)
+
+    check.__doc__ = "not supported yet: leave unset" if allowed == (None, [], "") else \
+        f"only {', '.join(str(a) for a in allowed if a not in (None, [], ''))}"
+    return check
+
+
+def _converter(name: str, value: Any) -> None:
+    if value is not None and str(value).strip() not in ("", BYTE_ARRAY_CONVERTER):
+        raise ConfigError(f"Invalid value {value} for configuration {name}: not supported: records are copied as "
+                          f"bytes, so the only converter is {BYTE_ARRAY_CONVERTER}", name)
+
+
+_converter.__doc__ = f"{BYTE_ARRAY_CONVERTER} or unset"
+
+
+_EOS_ONLY = "it only applies with exactly-once source support, which this runtime does not have yet"
+
+#: Connect's connector-level keys, in Java's order. Keys naming a feature the runtime does not have
+#: are refused with a validator that says so (never accepted and ignored), so a config that relies on
+#: one fails at validation: 400 from REST, exit 2 from the command line.
 CONNECTOR_CONFIG_DEF = ConfigDef([
     ConfigKey(NAME, Type.STRING, NO_DEFAULT, Importance.HIGH,
               "Globally unique name to use for this connector.", non_empty_string, COMMON_GROUP, 1,
@@ -58,17 +92,24 @@ CONNECTOR_CONFIG_DEF = ConfigDef([
               "Fail tasks when the connector generates more task configs than tasks.max (deprecated).",
               None, COMMON_GROUP, 4),
     ConfigKey(KEY_CONVERTER, Type.CLASS, None, Importance.LOW,
-              "Converter for record keys; the worker's converter when unset.", None, COMMON_GROUP, 5),
+              "Converter for record keys; the worker's converter when unset. Records are bytes here: only "
+              "the ByteArrayConverter is accepted.", _converter, COMMON_GROUP, 5),
     ConfigKey(VALUE_CONVERTER, Type.CLASS, None, Importance.LOW,
-              "Converter for record values; the worker's converter when unset.", None, COMMON_GROUP, 6),
+              "Converter for record values; the worker's converter when unset. Records are bytes here: only "
+              "the ByteArrayConverter is accepted.", _converter, COMMON_GROUP, 6),
     ConfigKey(HEADER_CONVERTER, Type.CLASS, None, Importance.LOW,
-              "Converter for record headers; the worker's converter when unset.", None, COMMON_GROUP, 7),
+              "Converter for record headers; the worker's converter when unset. Headers are bytes here: "
+              "only the ByteArrayConverter is accepted.", _converter, COMMON_GROUP, 7),
     ConfigKey(TRANSFORMS, Type.LIST, [], Importance.LOW,
-              "Aliases for the transformations to apply to records.", group="Transforms"),
+              "Aliases for the transformations to apply to records. Not supported yet: must be empty.",
+              not_supported_yet("single message transforms are not implemented"), "Transforms"),
     ConfigKey(PREDICATES, Type.LIST, [], Importance.LOW,
-              "Aliases for the predicates used by transformations.", group="Predicates"),
+              "Aliases for the predicates used by transformations. Not supported yet: must be empty.",
+              not_supported_yet("transformation predicates are not implemented"), "Predicates"),
     ConfigKey(CONFIG_ACTION_RELOAD, Type.STRING, "restart", Importance.LOW,
-              "What to do when external configuration providers report a change.",
+              "What to do when external configuration providers report a change. The providers here "
+              "(env, file, directory and Python ones) report no changes (no TTL), as Kafka's built-in ones, "
+              "so nothing triggers a reload with either value.",
               one_of("none", "restart"), COMMON_GROUP, 8),
     ConfigKey(ERRORS_RETRY_TIMEOUT, Type.LONG, 0, Importance.MEDIUM,
               "Maximum duration in ms a failed operation is retried; 0 means no retries, -1 infinite.",
@@ -83,15 +124,21 @@ CONNECTOR_CONFIG_DEF = ConfigDef([
     ConfigKey(ERRORS_LOG_INCLUDE_MESSAGES, Type.BOOLEAN, False, Importance.MEDIUM,
               "Include the failing record in the error log.", group=_ERRORS),
     ConfigKey(EXACTLY_ONCE_SUPPORT, Type.STRING, "requested", Importance.MEDIUM,
-              "Whether the connector must support exactly-once semantics ('required') or not.",
-              one_of("requested", "required"), _EOS),
+              "Whether the connector must support exactly-once semantics ('required') or not. The worker "
+              "refuses 'required' (as Connect does when exactly.once.source.support is not enabled): "
+              "exactly-once source support is not supported yet.", one_of("requested", "required"), _EOS),
     ConfigKey(TRANSACTION_BOUNDARY, Type.STRING, "poll", Importance.MEDIUM,
-              "Transaction boundaries for exactly-once source tasks.",
-              one_of("poll", "interval", "connector"), _EOS),
+              "Transaction boundaries for exactly-once source tasks. Only the default (poll) is accepted: "
+              f"{_EOS_ONLY}.", not_supported_yet(_EOS_ONLY, allowed=("poll",)), _EOS),
     ConfigKey(TRANSACTION_BOUNDARY_INTERVAL_MS, Type.LONG, None, Importance.LOW,
-              "Transaction commit interval when transaction.boundary=interval.", at_least(0), _EOS),
+              f"Transaction commit interval when transaction.boundary=interval. Must be unset: {_EOS_ONLY}.",
+              not_supported_yet(_EOS_ONLY), _EOS),
     ConfigKey(OFFSETS_STORAGE_TOPIC, Type.STRING, None, Importance.LOW,
-              "A separate offsets topic for this connector; the worker's when unset.", group="Offsets Topic"),
+              "A separate offsets topic for this connector. Not supported yet: must be unset (the worker's "
+              "offsets topic is used).", not_supported_yet("a per-connector offsets topic is not implemented"),
+              "Offsets Topic"),
     ConfigKey(TOPIC_CREATION_GROUPS, Type.LIST, [], Importance.LOW,
-              "Groups of configurations for topics created by source connectors.", group="Topic Creation"),
+              "Groups of configurations for topics created by source connectors. Not supported yet: must be "
+              "empty (MirrorMaker creates its remote topics itself).",
+              not_supported_yet("topic creation by the worker is not implemented"), "Topic Creation"),
 ])

@@ -126,9 +126,6 @@ class ConnectDistributed:
 
     def start(self, timeout_s: float = 120.0) -> None:
         config = self.config
-        if config[wc.EXACTLY_ONCE_SOURCE_SUPPORT] == "enabled":
-            logger.warning("exactly.once.source.support=enabled: transactional source tasks and zombie fencing "
-                           "are not implemented by this runtime yet; source tasks deliver at least once")
         self.rest.start()
         listener = config.listeners[0]
         logger.info("REST server listening on http://%s:%d", listener.host or "0.0.0.0", self.rest.port)

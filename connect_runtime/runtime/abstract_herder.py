@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from connect_runtime.api.client_overrides import ALLOW_ALL, OverridePolicy
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.errors import BadRequestError, ConnectError, NotFoundError
 from connect_runtime.model import ConnectorTaskId
@@ -35,8 +36,10 @@ class AbstractHerder(Herder):
     """The store-backed half of a herder; subclasses add the state-changing half."""
 
     def __init__(self, plugins: Plugins, config_store: KafkaConfigStore, status_store: KafkaStatusStore,
-                 offset_store: OffsetStore) -> None:
+                 offset_store: OffsetStore, override_policy: OverridePolicy = ALLOW_ALL) -> None:
         self._plugins = plugins
+        #: The worker's connector.client.config.override.policy, applied when a config is validated.
+        self.override_policy = override_policy
         self._config_store = config_store
         self._status_store = status_store
         self._offset_store = offset_store
@@ -128,4 +131,4 @@ class AbstractHerder(Herder):
             connector = self._plugins.new_connector(class_name)
         except NotFoundError as exc:
             raise BadRequestError(str(exc)) from exc
-        return validation.validate(connector, config)
+        return validation.validate(connector, config, self.override_policy)

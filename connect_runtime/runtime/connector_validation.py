@@ -14,9 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from connect_runtime.api.client_overrides import ALLOW_ALL, OverridePolicy
 from connect_runtime.api.config import ConfigDef, ConfigKey, ConfigValue, Type, parse_value
 from connect_runtime.api.connector import Connector
-from connect_runtime.api.connector_config import COMMON_GROUP, CONNECTOR_CONFIG_DEF, TASKS_MAX
+from connect_runtime.api.connector_config import (
+    COMMON_GROUP,
+    CONNECTOR_CONFIG_DEF,
+    EXACTLY_ONCE_SUPPORT,
+    TASKS_MAX,
+)
 from connect_runtime.api.connector_config import CONNECTOR_CLASS as CONNECTOR_CLASS  # read by the herders
 from connect_runtime.api.errors import BadRequestError, ConnectError
 from connect_runtime.runtime.herder import ConfigInfos
@@ -45,8 +51,12 @@ def _plugin_def(connector: Connector) -> ConfigDef:
         raise ConnectError(f"Connector {name} failed to describe its config: {exc}") from exc
 
 
-def validate(connector: Connector, config: Mapping[str, str]) -> ConfigInfos:
-    """Validate ``config`` for ``connector`` (an unstarted instance); never raises for bad values."""
+def validate(connector: Connector, config: Mapping[str, str], policy: OverridePolicy = ALLOW_ALL) -> ConfigInfos:
+    """Validate ``config`` for ``connector`` (an unstarted instance); never raises for bad values.
+
+    ``policy`` is the worker's ``connector.client.config.override.policy``: each ``producer.override.*``,
+    ``consumer.override.*`` or ``admin.override.*`` key it refuses is an error on that key, as in Connect.
+    """
     base = CONNECTOR_CONFIG_DEF.validate(config)
     plugin_def = _plugin_def(connector)
     try:
@@ -70,6 +80,14 @@ def validate(connector: Connector, config: Mapping[str, str]) -> ConfigInfos:
             results[name].errors.extend(e for e in value.errors if e not in results[name].errors)
         else:
             results[name] = value
+    for name, message in policy.errors(config).items():
+        results.setdefault(name, ConfigValue(name, config[name])).errors.append(message)
+    if str(config.get(EXACTLY_ONCE_SUPPORT, "")).strip().lower() == "required":
+        # Connect's DistributedHerder.validateSourceConnectorExactlyOnceSupport, for a worker without
+        # exactly.once.source.support=enabled: which here is every worker (see worker_config).
+        results.setdefault(EXACTLY_ONCE_SUPPORT, ConfigValue(EXACTLY_ONCE_SUPPORT, config[EXACTLY_ONCE_SUPPORT])) \
+            .errors.append("exactly.once.support=required: this worker does not have exactly-once source support "
+                    "enabled (not supported yet)")
     for name, value in results.items():
         key = definitions.get(name) or ConfigKey(name, Type.STRING, None)
         error_count += len(value.errors)

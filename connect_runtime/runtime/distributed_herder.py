@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from connect_runtime.api.client_overrides import ALLOW_ALL, OverridePolicy
 from connect_runtime.api.errors import (
     AlreadyExistsError,
     ConnectError,
@@ -82,8 +83,9 @@ class DistributedHerder(AbstractHerder):
                  start_offset_store: bool = False, session_key_ttl_s: float = 3600.0,
                  group_id: str = "connect-cluster",
                  fence_producers: Callable[[list[str]], None] | None = None,
-                 rest_prefix: str = "", forwarder: TaskConfigForwarder | None = None) -> None:
-        super().__init__(plugins, config_store, status_store, offset_store)
+                 rest_prefix: str = "", forwarder: TaskConfigForwarder | None = None,
+                 override_policy: OverridePolicy = ALLOW_ALL) -> None:
+        super().__init__(plugins, config_store, status_store, offset_store, override_policy)
         self._worker_id = worker_id
         self._worker = worker
         self._membership = membership

@@ -9,7 +9,8 @@ every method is blocking, thread-safe, and called from the herder thread unless 
            config_transformer: Callable[[Mapping[str, str]], dict[str, str]] | None = None,
            *, max_outstanding_records: int = 100_000, offset_flush_timeout_ms: int = 5000,
            producer_factory: Callable[[dict[str, str]], Producer] = confluent_kafka.Producer,
-           metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None)
+           metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None,
+           override_policy: OverridePolicy = ALLOW_ALL)
 
     start() -> None                      # starts the offset store (as Java's Worker.start does)
     stop() -> None                       # stops connectors and tasks (tasks flush + commit), then the store
@@ -35,7 +36,9 @@ whatever thread the connector calls ``context.request_task_reconfiguration()`` o
 ``config_transformer`` resolves ``${provider:...}`` placeholders (``connect_runtime.api.config_provider``)
 in connector and task configs when they start, so resolved secrets live only in this process's memory.
 ``producer_config`` is a librdkafka mapping (bootstrap servers, security); each task adds Connect's
-safety defaults and its own client id (``worker_source_task.task_producer_config``).
+safety defaults, its connector's ``producer.override.*`` keys (when ``override_policy``, the worker's
+``connector.client.config.override.policy``, allows them: otherwise the connector or task FAILS
+naming the key) and its own client id (``worker_source_task.task_producer_config``).
 """
 
 from __future__ import annotations
@@ -48,11 +51,13 @@ from collections.abc import Callable, Iterable, Mapping
 from confluent_kafka import Producer
 from prometheus_client import CollectorRegistry
 
+from connect_runtime.api.client_overrides import ALLOW_ALL, PRODUCER_OVERRIDES_PREFIX, OverridePolicy, overrides
 from connect_runtime.api.config import redact
 from connect_runtime.api.connector_config import CONNECTOR_CLASS
 from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.task import SourceTask, Task
+from connect_runtime.clients.factory import translate
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.plugins import Plugins
@@ -80,8 +85,10 @@ class Worker:
                  config_transformer: ConfigTransformer | None = None, *,
                  max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
                  offset_flush_timeout_ms: int = 5_000, producer_factory: ProducerFactory = Producer,
-                 metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None) -> None:
+                 metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None,
+                 override_policy: OverridePolicy = ALLOW_ALL) -> None:
         self.worker_id = worker_id
+        self.override_policy = override_policy
         self.offset_store = offset_store
         self.plugins = plugins
         self.metrics = metrics
@@ -126,6 +133,7 @@ class Worker:
                 raise ConflictError(f"Connector {name} is already running on worker {self.worker_id}")
         try:
             resolved = self._resolve(config)
+            self.override_policy.check(resolved, name)
             connector = self.plugins.new_connector(resolved.get(CONNECTOR_CLASS, ""))
             worker_connector = WorkerConnector(name, connector, resolved, self._listener, on_reconfigure,
                                                OffsetStoreReader(self.offset_store, name),
@@ -191,10 +199,12 @@ class Worker:
         metrics = self.metrics.for_task(task_id.connector, task_id.task)
         try:
             resolved_task = self._resolve(task_config)
-            task = self._new_task(self._resolve(connector_config), resolved_task)
+            resolved_connector = self._resolve(connector_config)
+            task = self._new_task(resolved_connector, resolved_task)
             worker_task = WorkerSourceTask(
                 task_id, task, resolved_task, worker_id=self.worker_id, offset_store=self.offset_store,
-                producer_config=self._producer_config, status_listener=self._listener, metrics=metrics,
+                producer_config=self.task_producer_base(task_id.connector, resolved_connector),
+                status_listener=self._listener, metrics=metrics,
                 target_state=target_state, offset_flush_interval_ms=self._flush_interval_ms,
                 offset_flush_timeout_ms=self._flush_timeout_ms, shutdown_timeout_ms=self._shutdown_timeout_ms,
                 max_outstanding_records=self._max_outstanding, producer_factory=self._producer_factory,
@@ -244,6 +254,14 @@ class Worker:
             return self._tasks.get(task_id)
 
     # -- helpers -------------------------------------------------------------------------------------
+    def task_producer_base(self, connector: str, connector_config: Mapping[str, str]) -> dict[str, str]:
+        """The worker's producer settings with the connector's ``producer.override.*`` on top (Java's
+        ``Worker.baseProducerConfigs`` + ``connectorClientConfigOverrides``); ConfigError naming the first
+        override key the worker's policy refuses."""
+        self.override_policy.check(connector_config, connector)
+        return {**self._producer_config,
+                **translate(overrides(connector_config, PRODUCER_OVERRIDES_PREFIX), "producer")}
+
     def _connector(self, name: str) -> WorkerConnector:
         with self._lock:
             worker_connector = self._connectors.get(name)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from connect_runtime.api import client_overrides
+from connect_runtime.api.client_overrides import OverridePolicy
 from connect_runtime.api.config import (
     ConfigDef,
     ConfigKey,
@@ -63,6 +65,8 @@ TASK_SHUTDOWN_TIMEOUT_MS = "task.shutdown.graceful.timeout.ms"
 WORKER_SYNC_TIMEOUT_MS = "worker.sync.timeout.ms"
 REST_REQUEST_TIMEOUT_MS = "rest.request.timeout.ms"
 INTER_WORKER_KEY_TTL_MS = "inter.worker.key.ttl.ms"
+CONNECTOR_CLIENT_POLICY = client_overrides.POLICY
+CONNECTOR_CLIENT_ALLOWLIST = client_overrides.ALLOWLIST
 
 _CONNECT = "Connect"
 _REST = "REST"
@@ -82,6 +86,17 @@ def _rf_valid(name: str, value: Any) -> None:
 
 
 _rf_valid.__doc__ = "positive number, or -1 to use the broker's default"
+
+
+def _exactly_once_source_support(name: str, value: Any) -> None:
+    one_of("disabled", "preparing", "enabled")(name, value)
+    if str(value).strip().lower() == "enabled":
+        raise ConfigError(f"Invalid value enabled for configuration {name}: not supported yet (transactional "
+                          "source tasks are not implemented; source tasks deliver at least once): use disabled",
+                          name)
+
+
+_exactly_once_source_support.__doc__ = "disabled, preparing"
 
 DISTRIBUTED_CONFIG_DEF = ConfigDef([
     ConfigKey(GROUP_ID, Type.STRING, importance=Importance.HIGH, validator=non_empty_string, group=_GROUP,
@@ -142,11 +157,22 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
     ConfigKey(REBALANCE_TIMEOUT_MS, Type.INT, 60000, Importance.HIGH,
               "How long each worker may take to join the group during a rebalance.", at_least(1), _GROUP),
     ConfigKey(WORKER_SYNC_TIMEOUT_MS, Type.INT, 3000, Importance.MEDIUM,
-              "How long to wait to catch up with the config topic before giving up a tick.",
+              "How long a newly elected leader waits to fence the previous leader's config writer and catch "
+              "up with the config topic; when it cannot, it retries on its next config write.",
               at_least(1), _GROUP),
     ConfigKey(EXACTLY_ONCE_SOURCE_SUPPORT, Type.STRING, "disabled", Importance.HIGH,
-              "Exactly-once source support: disabled, preparing (rolling upgrade) or enabled.",
-              one_of("disabled", "preparing", "enabled"), _CONNECT),
+              "Exactly-once source support (KIP-618). 'disabled' (at least once) and 'preparing' (the leader "
+              "already fences the previous leader's config writes, as this runtime always does) work; "
+              "'enabled' (transactional source tasks) is not supported yet and is rejected at start.",
+              _exactly_once_source_support, _CONNECT),
+    ConfigKey(CONNECTOR_CLIENT_POLICY, Type.STRING, client_overrides.POLICY_DEFAULT, Importance.MEDIUM,
+              "Which client settings connectors may override with producer.override.*, consumer.override.* "
+              "and admin.override.*: All (any), None, Principal (sasl.jaas.config, sasl.mechanism, "
+              "security.protocol) or Allowlist (the keys of connector.client.config.override.allowlist).",
+              client_overrides.validate_policy_name, _CONNECT),
+    ConfigKey(CONNECTOR_CLIENT_ALLOWLIST, Type.LIST, [], Importance.MEDIUM,
+              "Client settings connectors may override under the Allowlist policy (KIP-1188); empty: none.",
+              group=_CONNECT),
     ConfigKey(CONFIG_PROVIDERS, Type.LIST, [], Importance.LOW,
               "Names of config providers resolving ${provider:path:key} placeholders.", group=_CONNECT),
     ConfigKey(TASK_SHUTDOWN_TIMEOUT_MS, Type.LONG, 5000, Importance.LOW,
@@ -161,7 +187,7 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
 _WORKER_ONLY_KEYS = DISTRIBUTED_CONFIG_DEF.names() - {BOOTSTRAP_SERVERS, CLIENT_ID}
 _WORKER_ONLY_PREFIXES = ("config.providers.", "rest.", "key.converter", "value.converter", "header.converter",
                          "internal.", "plugin.", "admin.listeners", "worker.", "inter.worker.", "metric",
-                         "connector.client.config.override.policy", "topic.creation.", "access.control.",
+                         "connector.client.config.override.", "topic.creation.", "access.control.",
                          "response.http.headers.")
 
 
@@ -203,6 +229,12 @@ class DistributedWorkerConfig:
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
+
+    @property
+    def override_policy(self) -> OverridePolicy:
+        """``connector.client.config.override.policy`` (with its allowlist): what connectors may override."""
+        return client_overrides.parse_policy(self.values[CONNECTOR_CLIENT_POLICY],
+                                             self.values[CONNECTOR_CLIENT_ALLOWLIST])
 
     @property
     def group_id(self) -> str:

@@ -15,8 +15,9 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 
-from connect_runtime.api.config import redact
+from connect_runtime.api.config import Type, parse_value, redact
 from connect_runtime.api.connector import Connector
+from connect_runtime.api.connector_config import TASKS_MAX_ENFORCE
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.offsets import OffsetStorageReader
@@ -124,8 +125,12 @@ class WorkerConnector:
                                    "it has no task configs")
             configs = self.connector.task_configs(max_tasks)
             if len(configs) > max_tasks:
-                raise ConnectError(f"Connector {self.name} produced {len(configs)} task configs, more than "
-                                   f"tasks.max={max_tasks}")
+                if parse_value(TASKS_MAX_ENFORCE, Type.BOOLEAN, self.config.get(TASKS_MAX_ENFORCE, "true")):
+                    raise ConnectError(f"Connector {self.name} produced {len(configs)} task configs, more than "
+                                       f"tasks.max={max_tasks}")
+                # Java's deprecated escape hatch: run them all, say so.
+                logger.warning("Connector %s produced %d task configs, more than tasks.max=%d; running them all "
+                               "because tasks.max.enforce=false (deprecated)", self.name, len(configs), max_tasks)
             task_class = class_path(self.connector.task_class())
             return [{**{str(k): str(v) for k, v in c.items()}, TASK_CLASS: task_class} for c in configs]
 

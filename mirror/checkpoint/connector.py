@@ -20,7 +20,6 @@ from connect_runtime.api.connector import ExactlyOnceSupport, SourceConnector
 from connect_runtime.api.errors import RetriableError
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import Task
-from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.factory import translate
 from mirror.checkpoint.task import MirrorCheckpointTask
 from mirror.client.replication_policy import policy_from_config
@@ -73,8 +72,9 @@ def find_consumer_groups(admin: Any, group_filter: GroupFilter, topic_filter: To
 class MirrorCheckpointConnector(SourceConnector):
     """Creates the checkpoints topic and assigns consumer groups to checkpoint tasks."""
 
-    def __init__(self, admin_factory: Callable[..., Any] = TopicAdmin) -> None:
-        self._admin_factory = admin_factory
+    def __init__(self, admin_factory: Callable[..., Any] | None = None) -> None:
+        #: Tests inject a fake; otherwise ``forwarding.admin.class`` decides, at start.
+        self._admin_factory: Callable[..., Any] | None = admin_factory
         self._config: MirrorCheckpointConfig | None = None
         self._scheduler: Scheduler | None = None
         self._source_admin: Any = None
@@ -101,10 +101,9 @@ class MirrorCheckpointConnector(SourceConnector):
                         cfg.target_alias)
             return
         timeout_s = cfg.admin_timeout_ms / 1000.0
-        self._source_admin = self._admin_factory(translate(cfg.source_admin_config(), "admin"),
-                                                 timeout_s=timeout_s)
-        self._target_admin = self._admin_factory(translate(cfg.target_admin_config(), "admin"),
-                                                 timeout_s=timeout_s)
+        admin_factory = self._admin_factory or cfg.admin_class()
+        self._source_admin = admin_factory(translate(cfg.source_admin_config(), "admin"), timeout_s=timeout_s)
+        self._target_admin = admin_factory(translate(cfg.target_admin_config(), "admin"), timeout_s=timeout_s)
         self._group_filter = load_group_filter(cfg.originals())
         self._topic_filter = load_topic_filter(cfg.originals())
         self._scheduler = scheduler = Scheduler(cfg.entity_label(), timeout_s)

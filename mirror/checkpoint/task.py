@@ -28,7 +28,6 @@ from typing import Any
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask
-from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.errors import kafka_error_of
 from connect_runtime.clients.factory import translate
 from connect_runtime.logging_context import carry_context
@@ -90,9 +89,10 @@ def offsets_to_sync(checkpointed: Mapping[TopicPartition, OffsetAndMetadata],
 class MirrorCheckpointTask(SourceTask):
     """Emits checkpoints for the assigned consumer groups and optionally syncs their target offsets."""
 
-    def __init__(self, admin_factory: Callable[..., Any] = TopicAdmin,
+    def __init__(self, admin_factory: Callable[..., Any] | None = None,
                  clock_ms: Callable[[], int] = _now_ms) -> None:
-        self._admin_factory = admin_factory
+        #: Tests inject a fake; otherwise ``forwarding.admin.class`` decides, at start.
+        self._admin_factory: Callable[..., Any] | None = admin_factory
         self._clock_ms = clock_ms
         self._stopping = threading.Event()
         self._groups: list[str] = []
@@ -116,10 +116,9 @@ class MirrorCheckpointTask(SourceTask):
         self._interval_s = float(cfg.emit_checkpoints_interval_s)
         self._poll_timeout_s = cfg.consumer_poll_timeout_ms / 1000.0
         timeout_s = cfg.admin_timeout_ms / 1000.0
-        self._source_admin = self._admin_factory(translate(cfg.source_admin_config(), "admin"),
-                                                 timeout_s=timeout_s)
-        self._target_admin = self._admin_factory(translate(cfg.target_admin_config(), "admin"),
-                                                 timeout_s=timeout_s)
+        admin_factory = self._admin_factory or cfg.admin_class()
+        self._source_admin = admin_factory(translate(cfg.source_admin_config(), "admin"), timeout_s=timeout_s)
+        self._target_admin = admin_factory(translate(cfg.target_admin_config(), "admin"), timeout_s=timeout_s)
         self._metrics = MirrorCheckpointMetrics(self.context.metrics_registry, self._source, self._target)
         self._syncs = OffsetSyncStore()
         offset_syncs_topic = self._policy.offset_syncs_topic(

@@ -1,7 +1,9 @@
 """``mirror config show|docs``: what an ``mm2.properties`` means, and the reference of every key.
 
 ``show`` prints exactly what the driver would build (herder pairs, the worker config and the three
-connector configs of each pair), so an operator can check precedence before starting anything. Secrets
+connector configs of each pair), so an operator can check precedence before starting anything. It
+validates as the herders will (:mod:`mirror.maker.validation`: the connectors' own validation and the
+client override policy included), so a file a herder would refuse fails here with exit 2. Secrets
 print as ``[hidden]`` and ``${provider:...}`` placeholders are shown unresolved, so the output is safe to
 paste into a ticket. ``docs`` renders the ConfigDefs, so the reference cannot drift from the code.
 """
@@ -23,6 +25,7 @@ from mirror.config import source as source_config
 from mirror.config.client_keys import CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.connector_base import BASE_CONNECTOR_CONFIG_DEF, MIRROR_SHARED_CONFIG_DEF
 from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, connector_simple_name
+from mirror.maker.validation import validate_flows
 
 
 def add_parser(subparsers: Any) -> None:
@@ -40,7 +43,8 @@ def add_parser(subparsers: Any) -> None:
 
 def describe(config: MirrorMakerConfig, clusters: list[str] | None) -> dict[str, Any]:
     """The redacted view of what the driver would build, as plain data."""
-    pairs = config.validate(clusters, resolve_providers=False)
+    notices = validate_flows(config, clusters, resolve_providers=False)
+    pairs = config.herder_pairs(clusters)
     herders = []
     for pair in pairs:
         connectors = {connector_simple_name(cls): redact(dict(sorted(
@@ -50,7 +54,7 @@ def describe(config: MirrorMakerConfig, clusters: list[str] | None) -> dict[str,
             "worker": redact(dict(sorted(config.worker_config(pair, resolve_providers=False).items()))),
             "connectors": connectors,
         })
-    return {"file": config.source_name, "clusters": config.clusters, "herders": herders}
+    return {"file": config.source_name, "clusters": config.clusters, "herders": herders, "notices": notices}
 
 
 def render_text(view: dict[str, Any]) -> str:
@@ -58,6 +62,7 @@ def render_text(view: dict[str, Any]) -> str:
     herders = view["herders"]
     lines = [f"# {view['file']}: clusters {', '.join(view['clusters'])}",
              f"# herders ({len(herders)}): {', '.join(h['flow'] for h in herders)}"]
+    lines += [f"# note: {notice}" for notice in view.get("notices", [])]
     for herder in herders:
         lines += ["", f"## herder {herder['flow']}", "", "### worker config"]
         lines += [f"{k} = {v}" for k, v in herder["worker"].items()]

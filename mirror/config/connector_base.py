@@ -18,6 +18,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from connect_runtime.api.client_overrides import overrides
 from connect_runtime.api.config import (
     NO_DEFAULT,
     ConfigDef,
@@ -33,6 +34,12 @@ from connect_runtime.api.connector_config import CONNECTOR_CONFIG_DEF, NAME
 from connect_runtime.api.errors import ConfigError
 from mirror.client.replication_policy import load_policy_class
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_ID, CLIENT_SECURITY_CONFIG_DEF
+from mirror.config.forwarding_admin import (
+    FORWARDING_ADMIN_CLASS,
+    FORWARDING_ADMIN_CLASS_DEFAULT,
+    forwarding_admin_class,
+    validate_forwarding_admin_class,
+)
 from mirror.config.settings import Choice, Flag, Integer, Text
 
 logger = logging.getLogger(__name__)
@@ -50,8 +57,6 @@ REPLICATION_POLICY_CLASS_DEFAULT = "org.apache.kafka.connect.mirror.DefaultRepli
 REPLICATION_POLICY_SEPARATOR = "replication.policy.separator"
 REPLICATION_POLICY_SEPARATOR_DEFAULT = "."
 INTERNAL_TOPIC_SEPARATOR_ENABLED = "replication.policy.internal.topic.separator.enabled"
-FORWARDING_ADMIN_CLASS = "forwarding.admin.class"
-FORWARDING_ADMIN_CLASS_DEFAULT = "org.apache.kafka.clients.admin.ForwardingAdmin"
 METRIC_REPORTERS = "metric.reporters"
 METRIC_REPORTERS_DEFAULT = "org.apache.kafka.common.metrics.JmxReporter"
 
@@ -98,6 +103,17 @@ def _replication_factor(name: str, value: Any) -> None:
 
 
 _replication_factor.__doc__ = "-1 or [1,...]"
+
+
+def _metric_reporters(name: str, value: Any) -> None:
+    unsupported = [v for v in value or [] if v not in (METRIC_REPORTERS_DEFAULT, "")]
+    if unsupported:
+        raise ConfigError(f"Invalid value {','.join(unsupported)} for configuration {name}: not supported: metric "
+                          "reporter classes cannot run here; metrics are served in Prometheus format at /metrics "
+                          f"(remove the key, or keep {METRIC_REPORTERS_DEFAULT})", name)
+
+
+_metric_reporters.__doc__ = f"{METRIC_REPORTERS_DEFAULT} or empty"
 replication_factor: Validator = _replication_factor
 
 #: The MM2 keys every connector defines (``MirrorConnectorConfig.BASE_CONNECTOR_CONFIG_DEF`` minus Connect's).
@@ -120,9 +136,14 @@ MIRROR_SHARED_CONFIG_DEF = ConfigDef([
               "Whether replication.policy.separator is also used in the names of the checkpoints and "
               "offset-syncs topics; false keeps the pre-3.1 names.", group="Mirror"),
     ConfigKey(FORWARDING_ADMIN_CLASS, Type.CLASS, FORWARDING_ADMIN_CLASS_DEFAULT, Importance.LOW,
-              "Class of the Admin client used for every MM2 admin call (KIP-787).", group="Mirror"),
+              "Class of the admin client used for every MM2 admin call (KIP-787): a Python subclass of "
+              "connect_runtime.clients.admin.TopicAdmin (dotted path), built with the librdkafka admin config "
+              "and timeout_s; Java's default ForwardingAdmin means TopicAdmin itself.",
+              validate_forwarding_admin_class, "Mirror"),
     ConfigKey(METRIC_REPORTERS, Type.LIST, METRIC_REPORTERS_DEFAULT, Importance.LOW,
-              "Classes to use as metrics reporters.", group="Mirror"),
+              "Classes to use as metrics reporters. Metrics are exposed in Prometheus format at /metrics "
+              "(see docs/metrics.md); only Java's default JmxReporter (meaning: the built-in exposition) or "
+              "an empty list is accepted, other reporters are refused.", _metric_reporters, "Mirror"),
 ])
 
 #: Every connector's base definition: Connect's keys, MM2's shared keys, client security keys.
@@ -135,6 +156,11 @@ TOPIC_FILTER_CLASS_KEY = ConfigKey(
 OFFSET_SYNCS_TOPIC_LOCATION_KEY = ConfigKey(
     OFFSET_SYNCS_TOPIC_LOCATION, Type.STRING, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT, Importance.LOW,
     "The location (source/target) of the offset-syncs topic.", one_of("source", "target"), "Mirror")
+
+
+def _without_overrides(props: dict[str, str]) -> dict[str, str]:
+    """Drop ``override.*`` entries: under ``producer.`` they are ``producer.override.*`` keys, not client keys."""
+    return {k: v for k, v in props.items() if not k.startswith("override.")}
 
 
 def entries_with_prefix(props: Mapping[str, str], prefix: str) -> dict[str, str]:
@@ -179,6 +205,10 @@ class MirrorConnectorConfig:
     internal_topic_separator_enabled = Flag(INTERNAL_TOPIC_SEPARATOR_ENABLED)
     forwarding_admin_class = Text(FORWARDING_ADMIN_CLASS)
 
+    def admin_class(self) -> type[Any]:
+        """The ``forwarding.admin.class`` every admin client of this connector is built with."""
+        return forwarding_admin_class(self.forwarding_admin_class)
+
     @property
     def task_index(self) -> int | None:
         """``task.index`` for task configs (used in client ids); ``None`` for connector configs."""
@@ -209,15 +239,21 @@ class MirrorConnectorConfig:
         """Config for a ``client`` (admin/consumer/producer) of cluster ``side`` (source/target).
 
         Lowest precedence first: ``<side>.cluster.*`` (connection/security keys only), connector-level
-        ``<client>.*``, then ``<side>.<client>.*``. Consumers never auto-commit and start at ``earliest``
-        unless configured, because MM2 tracks its own positions.
+        ``<client>.*``, then ``<side>.<client>.*``, then, for consumers and admins, the connector's
+        ``consumer.override.*`` / ``admin.override.*`` (on both clusters; the worker's
+        ``connector.client.config.override.policy`` has vetted them before the connector starts).
+        ``producer.override.*`` goes to the runtime's task producer only, as in Connect: MM2's own
+        producers (offset syncs on the source cluster) never take it. Consumers never auto-commit and
+        start at ``earliest`` unless configured, because MM2 tracks its own positions.
         """
         if side not in ("source", "target") or client not in ("admin", "consumer", "producer"):
             raise ValueError(f"unknown client {side}/{client}")
         config = {k: v for k, v in self.originals_with_prefix(f"{side}.cluster.").items()
                   if k in CLIENT_CONFIG_NAMES}
-        config.update(self.originals_with_prefix(f"{client}."))
-        config.update(self.originals_with_prefix(f"{side}.{client}."))
+        config.update(_without_overrides(self.originals_with_prefix(f"{client}.")))
+        config.update(_without_overrides(self.originals_with_prefix(f"{side}.{client}.")))
+        if client != "producer":  # producer.override.* is the runtime's task producer's (Connect's rule)
+            config.update(overrides(self._originals, f"{client}.override."))
         if client == "consumer":
             config["enable.auto.commit"] = "false"
             config.setdefault("auto.offset.reset", "earliest")

@@ -413,6 +413,17 @@ class MirrorMakerConfig:
         candidates.append(key)
         return next((c for c in candidates if c in self._raw), key)
 
+    def key_origin(self, key: str | None, pair: SourceAndTarget, *, worker: bool = False) -> str | None:
+        """The mm2.properties key that supplied ``key`` of ``pair``'s connector (or, ``worker``, worker) config."""
+        if worker:
+            return None if key is None else next(
+                (c for c in (key, f"{pair.target}.{key}") if c in self._raw), key)
+        return self._origin(key, pair)
+
+    def resolved(self, props: Mapping[str, str]) -> dict[str, str]:
+        """``props`` with ``${provider:...}`` placeholders resolved (ConfigError naming the file if one fails)."""
+        return self._resolve(props)
+
     # ---- helpers ----
 
     def _with_prefix(self, prefix: str) -> dict[str, str]:

@@ -30,7 +30,8 @@ logger = logging.getLogger(__name__)
 class MirrorHeartbeatConnector(SourceConnector):
     """Creates the target's heartbeats topic and runs exactly one :class:`MirrorHeartbeatTask`."""
 
-    def __init__(self, admin_factory: Any = TopicAdmin) -> None:
+    def __init__(self, admin_factory: Any = None) -> None:
+        #: Tests inject a fake; otherwise ``forwarding.admin.class`` decides, at start.
         self._admin_factory = admin_factory
         self._config: MirrorHeartbeatConfig | None = None
         self._admin: TopicAdmin | None = None
@@ -46,7 +47,8 @@ class MirrorHeartbeatConnector(SourceConnector):
     def start(self, config: Mapping[str, str]) -> None:
         self._config = cfg = MirrorHeartbeatConfig(config)
         timeout_s = cfg.admin_timeout_ms / 1000.0
-        self._admin = self._admin_factory(translate(cfg.target_admin_config(), "admin"), timeout_s=timeout_s)
+        admin_factory = self._admin_factory or cfg.admin_class()
+        self._admin = admin_factory(translate(cfg.target_admin_config(), "admin"), timeout_s=timeout_s)
         self._scheduler = Scheduler(f"{cfg.entity_label()}", timeout_s)
         self._scheduler.execute(self._create_internal_topics, "creating internal topics")
 

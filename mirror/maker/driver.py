@@ -31,6 +31,7 @@ import functools
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -74,6 +75,9 @@ _BACKOFF_MAX_S = 60.0
 _READY_TIMEOUT_S = 120.0
 _STOP_TIMEOUT_S = 25.0
 _PROBE_TIMEOUT_S = 10.0
+_PROBE_SLICE_S = 0.5
+#: How long a stop waits for the health monitor's probe pass; its thread is a daemon, left behind after.
+_MONITOR_STOP_S = 2.0
 
 
 class MirrorHerder(DistributedHerder):
@@ -141,6 +145,8 @@ class HerderSlot(Herder):
             try:
                 herder = self._build()
             except Exception as exc:
+                if self._stopping.is_set():
+                    return  # the build gave up because we stop: nothing to retry
                 self._retry_later(f"cannot build the herder: {exc}", backoff)
                 backoff = min(backoff * 2, _BACKOFF_MAX_S)
                 continue
@@ -313,21 +319,30 @@ def _listeners(config: MirrorMakerConfig, rest_port: int | None) -> str:
     return f"{parts.scheme or 'http'}://{host}:{port}"
 
 
-def _target_cluster_id(worker_config: wc.DistributedWorkerConfig, pair: SourceAndTarget) -> str | None:
+def _target_cluster_id(worker_config: wc.DistributedWorkerConfig, pair: SourceAndTarget,
+                       stopping: threading.Event | None = None) -> str | None:
     """The target cluster's id; ConnectError if the cluster cannot be reached within a few seconds.
 
     A herder lives on its target cluster. Probing it first (a metadata request, which every Kafka
     answers) turns an unreachable cluster into one short, clear failure that the slot retries with
     backoff, instead of a herder that spends its start timeout on internal-topic creation and then
-    reports a topic timeout.
+    reports a topic timeout. The probe asks in short slices so that a stop (SIGTERM) is not held up
+    by a cluster that does not answer (librdkafka's metadata call cannot be interrupted).
     """
     bootstrap = ",".join(worker_config[wc.BOOTSTRAP_SERVERS])
+    deadline = time.monotonic() + _PROBE_TIMEOUT_S
     try:
         admin = TopicAdmin(worker_config.admin_config("cluster-id"))
-        metadata = admin.client.list_topics(timeout=_PROBE_TIMEOUT_S)
     except Exception as exc:
         raise ConnectError(f"cluster {pair.target} is unreachable at {bootstrap}: {exc}") from exc
-    return str(metadata.cluster_id) if metadata.cluster_id else None
+    while True:
+        try:
+            metadata = admin.client.list_topics(timeout=min(_PROBE_SLICE_S, max(0.01, deadline - time.monotonic())))
+        except Exception as exc:
+            if time.monotonic() >= deadline or (stopping is not None and stopping.is_set()):
+                raise ConnectError(f"cluster {pair.target} is unreachable at {bootstrap}: {exc}") from exc
+            continue
+        return str(metadata.cluster_id) if metadata.cluster_id else None
 
 
 class MirrorMaker:
@@ -347,6 +362,8 @@ class MirrorMaker:
         self._health = health
         self._monitor: Any = None
         self.slots: dict[SourceAndTarget, HerderSlot] = {}
+        #: Set first thing in stop(): what a herder being built checks, so SIGTERM is not held up by it.
+        self._stopping = threading.Event()
         self.worker_id = ""
         self.url = ""
 
@@ -382,7 +399,7 @@ class MirrorMaker:
 
     def _build_herder(self, pair: SourceAndTarget) -> MirrorHerder:
         worker_config = wc.DistributedWorkerConfig(self.config.worker_config(pair))
-        cluster_id = _target_cluster_id(worker_config, pair)
+        cluster_id = _target_cluster_id(worker_config, pair, self._stopping)
         providers = build_providers(self.config.raw_properties())
         registry = CollectorRegistry()
         herder = build_herder(
@@ -398,14 +415,19 @@ class MirrorMaker:
         return all(slot.herder is not None for slot in self.slots.values())
 
     def stop(self) -> None:
-        """Stop every herder in parallel (tasks stopped, offsets flushed, groups left), then REST."""
+        """Stop every herder and the health monitor in parallel (tasks stopped, offsets flushed, groups
+        left), then REST. Nothing here waits on a cluster that does not answer: the herder probe gives
+        up on ``_stopping``, a slot backing off wakes at once, and the monitor's pass is given
+        ``_MONITOR_STOP_S`` (its probe calls cannot be interrupted; its thread is a daemon)."""
+        self._stopping.set()
         threads = [threading.Thread(target=slot.stop, name=f"stop-{pair}") for pair, slot in self.slots.items()]
+        if self._monitor is not None:
+            threads.append(threading.Thread(target=self._monitor.stop, args=(_MONITOR_STOP_S,), name="stop-health",
+                                            daemon=True))
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(_STOP_TIMEOUT_S + 5)
-        if self._monitor is not None:
-            self._monitor.stop()
         if self._metrics_server is not None:
             server, _thread = self._metrics_server
             server.shutdown()

@@ -61,8 +61,10 @@ def _isolation_level(cfg: MirrorSourceConfig) -> str:
 class MirrorSourceConnector(SourceConnector):
     """Replicates topics (data, configs, ACLs, partitions) from the source cluster to the target."""
 
-    def __init__(self, admin_factory: AdminFactory = TopicAdmin) -> None:
-        self._admin_factory = admin_factory
+    def __init__(self, admin_factory: AdminFactory | None = None) -> None:
+        #: Tests inject a fake; otherwise ``forwarding.admin.class`` decides, at start.
+        self._injected_admin_factory = admin_factory
+        self._admin_factory: AdminFactory = admin_factory or TopicAdmin
         self._config: MirrorSourceConfig | None = None
         self._sync: TopicSync | None = None
         self._scheduler: Scheduler | None = None
@@ -90,6 +92,7 @@ class MirrorSourceConnector(SourceConnector):
                         cfg.target_alias)
             return
         timeout_s = cfg.admin_timeout_ms / 1000.0
+        self._admin_factory = self._injected_admin_factory or cfg.admin_class()
         source_admin = self._admin_factory(translate(cfg.source_admin_config(), "admin"), timeout_s=timeout_s)
         target_admin = self._admin_factory(translate(cfg.target_admin_config(), "admin"), timeout_s=timeout_s)
         self._admins = [source_admin, target_admin]

@@ -96,7 +96,7 @@ class KafkaGroupMembership:
                  session_timeout_ms: int = 10_000, heartbeat_interval_ms: int = 3_000,
                  rebalance_timeout_ms: int = 60_000, scheduled_rebalance_max_delay_ms: int = 300_000,
                  scheduled_rebalance_crash_delay_ms: int = 0, bootstrap_timeout_s: float = 30.0,
-                 notify: Callable[[], None] | None = None,
+                 worker_sync_timeout_ms: int = 3_000, notify: Callable[[], None] | None = None,
                  released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None,
                  metrics: RebalanceMetrics | None = None) -> None:
         self.group_id = group_id
@@ -105,6 +105,9 @@ class KafkaGroupMembership:
         self._session_s = session_timeout_ms / 1000
         self._rebalance_s = rebalance_timeout_ms / 1000
         self._heartbeat_s = heartbeat_interval_ms / 1000
+        #: worker.sync.timeout.ms: how long a member whose leader was behind on the config topic gives
+        #: the config readers to catch up (they read continuously) before it rejoins (Java's readConfigToEnd).
+        self._sync_s = worker_sync_timeout_ms / 1000
         self._settings = CoordinatorSettings(
             group_id, session_timeout_ms, heartbeat_interval_ms, rebalance_timeout_ms,
             retry_backoff_ms=int(self._client_config.get("retry_backoff_ms", 100)),
@@ -148,7 +151,8 @@ class KafkaGroupMembership:
                    rebalance_timeout_ms=int(config[wc.REBALANCE_TIMEOUT_MS]),
                    scheduled_rebalance_max_delay_ms=int(config[wc.SCHEDULED_REBALANCE_MAX_DELAY_MS]),
                    scheduled_rebalance_crash_delay_ms=int(config[wc.SCHEDULED_REBALANCE_CRASH_DELAY_MS]),
-                   notify=notify, released_work=released_work, metrics=metrics)
+                   worker_sync_timeout_ms=int(config[wc.WORKER_SYNC_TIMEOUT_MS]), notify=notify,
+                   released_work=released_work, metrics=metrics)
 
     # -- what the herder and REST read ---------------------------------------------------------------
 
@@ -293,7 +297,7 @@ class KafkaGroupMembership:
             logger.info("Group %s generation %d: leader is behind on the config topic (members read up to "
                         "offset %d); rejoining once it has caught up", self.group_id, completed.generation,
                         wire.config_offset)
-            self._rejoin_at = time.monotonic() + self._heartbeat_s
+            self._rejoin_at = time.monotonic() + self._sync_s
             return None
         with self._state_lock:
             owned = (self._owned - wire.revoked) | wire.assigned

@@ -1,0 +1,109 @@
+"""Per-connector client overrides (``producer.override.*`` ...) and the policy that allows them (KIP-458).
+
+A connector config may carry ``producer.override.X``, ``consumer.override.X`` and ``admin.override.X``:
+client settings for that connector only, on top of the worker's. Which ``X`` a connector may set is the
+worker's decision, ``connector.client.config.override.policy``, with Connect's policies and names:
+
+* ``All`` (Connect's default since Kafka 3.0, and what Java MM2 always installs): any key;
+* ``None``: no key at all;
+* ``Principal``: only ``sasl.jaas.config``, ``sasl.mechanism`` and ``security.protocol`` (a principal
+  per connector);
+* ``Allowlist`` (KIP-1188, Kafka 4.2): only the keys listed in
+  ``connector.client.config.override.allowlist`` (empty by default: nothing).
+
+The policy is checked where Connect checks it: when a config is validated (REST, ``mirror config show``,
+the MM2 driver at start), and again when the worker starts the connector or a task, so a config that
+reached the configs topic another way cannot slip through. The check lives here, in the pure API layer,
+because the MM2 connectors (which may not import the engine) apply ``consumer.override.*`` and
+``admin.override.*`` to the clients they build themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from connect_runtime.api.errors import ConfigError
+
+POLICY = "connector.client.config.override.policy"
+ALLOWLIST = "connector.client.config.override.allowlist"
+POLICY_DEFAULT = "All"
+
+PRODUCER_OVERRIDES_PREFIX = "producer.override."
+CONSUMER_OVERRIDES_PREFIX = "consumer.override."
+ADMIN_OVERRIDES_PREFIX = "admin.override."
+OVERRIDE_PREFIXES: tuple[str, ...] = (PRODUCER_OVERRIDES_PREFIX, CONSUMER_OVERRIDES_PREFIX, ADMIN_OVERRIDES_PREFIX)
+
+#: Java's ``PrincipalConnectorClientConfigOverridePolicy.ALLOWED_CONFIG``.
+PRINCIPAL_KEYS = frozenset({"sasl.jaas.config", "sasl.mechanism", "security.protocol"})
+
+_PACKAGE = "org.apache.kafka.connect.connector.policy."
+#: Policy names, Java class names included, to the canonical alias.
+_ALIASES = {
+    "all": "All", "none": "None", "principal": "Principal", "allowlist": "Allowlist",
+    **{f"{_PACKAGE}{name}ConnectorClientConfigOverridePolicy".lower(): name
+       for name in ("All", "None", "Principal", "Allowlist")},
+}
+
+
+@dataclass(frozen=True)
+class OverridePolicy:
+    """One configured policy: its Connect alias and, for ``Allowlist``, the allowed keys."""
+
+    name: str = POLICY_DEFAULT
+    allowlist: frozenset[str] = frozenset()
+
+    def allows(self, key: str) -> bool:
+        """Whether a connector may override client key ``key`` (the name after the prefix)."""
+        if self.name == "All":
+            return True
+        if self.name == "Principal":
+            return key in PRINCIPAL_KEYS
+        if self.name == "Allowlist":
+            return key in self.allowlist
+        return False
+
+    def errors(self, config: Mapping[str, str]) -> dict[str, str]:
+        """Connect's message for each override key of ``config`` the policy refuses, by full key."""
+        refused = {}
+        for full_key in config:
+            for prefix in OVERRIDE_PREFIXES:
+                if full_key.startswith(prefix) and not self.allows(full_key[len(prefix):]):
+                    refused[full_key] = (f"The '{self.name}' policy does not allow '{full_key[len(prefix):]}' to "
+                                         f"be overridden in the connector configuration ({full_key}; the worker's "
+                                         f"{POLICY} decides which client keys a connector may set)")
+        return refused
+
+    def check(self, config: Mapping[str, str], connector: str) -> None:
+        """Raise a :class:`ConfigError` naming the first refused override key of ``config``."""
+        for key, message in self.errors(config).items():
+            raise ConfigError(f"Connector {connector}: {message}", key)
+
+
+def parse_policy(name: str, allowlist: Iterable[str] = ()) -> OverridePolicy:
+    """The policy named by ``connector.client.config.override.policy`` (a Connect alias or Java class name)."""
+    canonical = _ALIASES.get(name.strip().lower())
+    if canonical is None:
+        raise ConfigError(f"Invalid value {name!r} for configuration {POLICY}: expected All, None, Principal or "
+                          "Allowlist (or the Java class name of one of them)", POLICY)
+    return OverridePolicy(canonical, frozenset(k.strip() for k in allowlist if k.strip()))
+
+
+def validate_policy_name(name: str, value: object) -> None:
+    """ConfigDef validator of :data:`POLICY`."""
+    if value is not None:
+        parse_policy(str(value))
+
+
+validate_policy_name.__doc__ = "All, None, Principal, Allowlist"
+
+ALLOW_ALL = OverridePolicy()
+
+
+def overrides(config: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """The client keys a connector config overrides under ``prefix`` (e.g. ``producer.override.``), stripped."""
+    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and len(k) > len(prefix)}
+
+
+def is_override_key(key: str) -> bool:
+    return key.startswith(OVERRIDE_PREFIXES)
