@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from connect_runtime.api.client_overrides import ALLOW_ALL, OverridePolicy
@@ -44,6 +44,7 @@ from connect_runtime.api.records import SourceMap
 from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime import connector_validation as validation
 from connect_runtime.runtime.abstract_herder import AbstractHerder
+from connect_runtime.runtime.config_change_inbox import ConfigChangeInbox
 from connect_runtime.runtime.connector_offsets import modify_offsets, offsets_to_alter
 from connect_runtime.runtime.deleted_statuses import forget_deleted
 from connect_runtime.runtime.herder import ConnectorOffset, ConnectorStateInfo, Created, WorkerHealth
@@ -106,10 +107,8 @@ class DistributedHerder(AbstractHerder):
             runs_connector=self._work.runs_connector, refresh=self._refresh_snapshot, wake=self._wake_tick_thread,
             rest_prefix=rest_prefix)
 
-        # Set by the config listener (log thread), taken by the tick thread.
-        self._events = threading.Lock()
-        self._config_changed = True
-        self._restart_requests: list[RestartRequest] = []
+        #: What the config store told us (on its log thread), taken by the tick thread.
+        self._inbox = ConfigChangeInbox(self._wake_tick_thread)
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self._stops: list[Callable[[], None]] = []
@@ -186,7 +185,7 @@ class DistributedHerder(AbstractHerder):
             self._stops.append(self._offset_store.stop)
         self._status_store.start(self._start_timeout_s)
         self._stops += [self._status_store.stop, self._status_store.flush]
-        self._config_store.set_update_listener(self)
+        self._config_store.set_update_listener(self._inbox)
         self._config_store.start(self._start_timeout_s)
         self._stops.append(self._config_store.stop)
         self._worker.start()
@@ -213,40 +212,10 @@ class DistributedHerder(AbstractHerder):
                 logger.exception("Error during herder shutdown")
         logger.info("Herder %s stopped", self._worker_id)
 
-    # ======================================================================== config listener ===
-    # Called on the config log's thread: record and wake, never block.
-    def on_connector_config_update(self, connector: str) -> None:
-        self._poke()
-
-    def on_connector_config_remove(self, connector: str) -> None:
-        self._poke()
-
-    def on_task_config_update(self, connector: str, tasks: Sequence[ConnectorTaskId]) -> None:
-        self._poke()
-
-    def on_connector_target_state_change(self, connector: str) -> None:
-        self._poke()
-
-    def on_restart_request(self, request: RestartRequest) -> None:
-        with self._events:
-            self._restart_requests.append(request)
-        self._poke()
-
-    def on_session_key_update(self) -> None:
-        # A follower signs forwarded task configs with the snapshot's key. Without this refresh a
-        # follower whose last snapshot predates the key (the leader writes its first key right after
-        # joining, often after the connector configs) or a rotation never saw it, and retried forever.
-        self._poke()
-
     def wakeup(self) -> None:
         """Make the tick thread run a tick now (thread-safe): e.g. the group membership's ``notify``
         when a rebalance completed on its IO thread."""
         self._ticks.wake()
-
-    def _poke(self) -> None:
-        with self._events:
-            self._config_changed = True
-        self._wake_tick_thread()
 
     def _wake_tick_thread(self) -> None:
         self._ticks.wake()
@@ -254,9 +223,7 @@ class DistributedHerder(AbstractHerder):
 
     # ==================================================================================== tick ===
     def _tick(self) -> None:
-        with self._events:
-            config_changed, self._config_changed = self._config_changed, False
-            restarts, self._restart_requests = self._restart_requests, []
+        config_changed, restarts = self._inbox.take()
         previous = self._snapshot
         if config_changed:
             self._snapshot = self._config_store.snapshot()
@@ -318,8 +285,7 @@ class DistributedHerder(AbstractHerder):
 
     def _refresh_snapshot(self) -> None:
         """Apply our own writes now rather than on the next tick (REST answers must reflect them)."""
-        with self._events:
-            self._config_changed = False
+        self._inbox.clear_changed()
         previous = self._snapshot
         self._snapshot = self._config_store.snapshot()
         assignment = self._membership.poll(self._snapshot, 0.0)
