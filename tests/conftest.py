@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mirror.local.broker import BrokerStartError, LocalBroker
-from tests.support.tls import Pki, TlsBroker, make_pki
+from tests.support.tls import Pki, TlsBroker, shared_pki
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -158,8 +158,10 @@ def fresh_cluster(tmp_path: Path) -> Iterator[Callable[[str], Cluster]]:
 
 @pytest.fixture(scope="session")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    """CA, server and client certificates, and keytool-made JKS / PKCS12 trust and key stores."""
-    return make_pki(tmp_path_factory.mktemp("pki"))
+    """CA, server and client certificates, and keytool-made JKS / PKCS12 trust and key stores (made once
+    per run, shared by the xdist workers: keytool starts a JVM per store)."""
+    base = tmp_path_factory.getbasetemp()
+    return shared_pki((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "mirror-test-pki")
 
 
 def _start_tls(name: str, pki: Pki, log_dir: Path, mutual: bool) -> TlsBroker:

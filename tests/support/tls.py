@@ -16,6 +16,7 @@ store's private key has its own password: ``ssl.key.password``), plus PEM files.
 from __future__ import annotations
 
 import datetime
+import fcntl
 import ipaddress
 import os
 import shutil
@@ -122,13 +123,36 @@ def _pem(*items: x509.Certificate | rsa.RSAPrivateKey, password: str | None = No
     return out
 
 
-def _keytool(*args: str) -> None:
+def _keytool(*runs: list[str]) -> None:
+    """Run keytool once per argument list, all at once (each run starts a JVM)."""
     keytool = shutil.which("keytool")
     if keytool is None:
         raise RuntimeError("keytool (from a JDK) is needed to make Java stores for the TLS tests")
-    done = subprocess.run([keytool, *args, "-noprompt"], capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        raise RuntimeError(f"keytool {args[0]} failed: {done.stdout}{done.stderr}")
+    procs = [subprocess.Popen([keytool, *args, "-noprompt"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for args in runs]
+    for args, proc in zip(runs, procs, strict=True):
+        out, _ = proc.communicate(timeout=120)
+        if proc.returncode != 0:
+            raise RuntimeError(f"keytool {args[0]} failed: {out.decode(errors='replace')}")
+
+
+def shared_pki(directory: Path) -> Pki:
+    """:func:`make_pki` in ``directory`` once for all the processes that ask (pytest-xdist workers share
+    one base temp directory): the first makes it under a lock, the others read it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        pki = _files(directory / "pki")
+        if not (pki.directory / ".complete").exists():
+            make_pki(pki.directory)
+            (pki.directory / ".complete").touch()
+    return pki
+
+
+def _files(d: Path) -> Pki:
+    return Pki(d, d / "ca.pem", d / "other-ca.pem", d / "server-chain.pem", d / "server-key.pem",
+               d / "client-chain.pem", d / "client-key.pem", d / "client-key-encrypted.pem",
+               d / "truststore.jks", d / "truststore.p12", d / "keystore.jks", d / "keystore.p12")
 
 
 def make_pki(directory: Path) -> Pki:
@@ -154,20 +178,20 @@ def make_pki(directory: Path) -> Pki:
     for name, data in files.items():
         (directory / name).write_bytes(data)
     d = directory
-    for kind, ext in (("JKS", "jks"), ("PKCS12", "p12")):
-        _keytool("-importcert", "-alias", "test-root-ca", "-file", str(d / "ca.pem"), "-keystore",
-                 str(d / f"truststore.{ext}"), "-storetype", kind, "-storepass", TRUST_PASSWORD)
-    # Java-made key stores, from the PKCS12 that cryptography wrote: JKS with a separate key password...
-    _keytool("-importkeystore", "-srckeystore", str(d / "client.p12"), "-srcstoretype", "PKCS12",
-             "-srcstorepass", STORE_PASSWORD, "-srcalias", "mm2-client", "-destkeystore", str(d / "keystore.jks"),
-             "-deststoretype", "JKS", "-deststorepass", STORE_PASSWORD, "-destkeypass", KEY_PASSWORD)
-    # ... and PKCS12 as keytool writes it (its own algorithms, not cryptography's)
-    _keytool("-importkeystore", "-srckeystore", str(d / "client.p12"), "-srcstoretype", "PKCS12",
-             "-srcstorepass", STORE_PASSWORD, "-destkeystore", str(d / "keystore.p12"), "-deststoretype", "PKCS12",
-             "-deststorepass", STORE_PASSWORD)
-    return Pki(d, d / "ca.pem", d / "other-ca.pem", d / "server-chain.pem", d / "server-key.pem",
-               d / "client-chain.pem", d / "client-key.pem", d / "client-key-encrypted.pem",
-               d / "truststore.jks", d / "truststore.p12", d / "keystore.jks", d / "keystore.p12")
+    _keytool(
+        *([["-importcert", "-alias", "test-root-ca", "-file", str(d / "ca.pem"), "-keystore",
+            str(d / f"truststore.{ext}"), "-storetype", kind, "-storepass", TRUST_PASSWORD]
+           for kind, ext in (("JKS", "jks"), ("PKCS12", "p12"))]),
+        # Java-made key stores, from the PKCS12 that cryptography wrote: JKS with a separate key password...
+        ["-importkeystore", "-srckeystore", str(d / "client.p12"), "-srcstoretype", "PKCS12",
+         "-srcstorepass", STORE_PASSWORD, "-srcalias", "mm2-client", "-destkeystore", str(d / "keystore.jks"),
+         "-deststoretype", "JKS", "-deststorepass", STORE_PASSWORD, "-destkeypass", KEY_PASSWORD],
+        # ... and PKCS12 as keytool writes it (its own algorithms, not cryptography's)
+        ["-importkeystore", "-srckeystore", str(d / "client.p12"), "-srcstoretype", "PKCS12",
+         "-srcstorepass", STORE_PASSWORD, "-destkeystore", str(d / "keystore.p12"), "-deststoretype", "PKCS12",
+         "-deststorepass", STORE_PASSWORD],
+    )
+    return _files(d)
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout_s: float) -> None:
