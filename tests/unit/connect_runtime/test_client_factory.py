@@ -21,7 +21,6 @@ from connect_runtime.clients.factory import (
     producer_config,
     translate,
 )
-
 from tests.support.tls import KEY_PASSWORD, STORE_PASSWORD, TRUST_PASSWORD, Pki
 
 LOGGER = "connect_runtime.clients.factory"

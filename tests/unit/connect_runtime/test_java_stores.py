@@ -97,7 +97,7 @@ def test_store_errors_are_one_line_and_name_the_key(pki: Pki, change: dict[str, 
 
 
 def test_a_trust_store_is_not_a_key_store(pki: Pki) -> None:
-    with pytest.raises(StoreError, match="ssl.keystore.location: JKS store .* holds no private key entry"):
+    with pytest.raises(StoreError, match=r"ssl\.keystore\.location: JKS store .* holds no private key entry"):
         load_key_store(str(pki.truststore_jks), TRUST_PASSWORD, "JKS")
     with pytest.raises(StoreError, match="no PEM private key found"):
         load_key_store(str(pki.ca_pem), None, "PEM")
