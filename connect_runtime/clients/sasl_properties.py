@@ -244,3 +244,80 @@ def msk_iam_token_callback(java: Mapping[str, str], options: Mapping[str, str]) 
     except ImportError:
         raise ConfigError(f"{JAAS}: AWS MSK IAM needs the aws extra: pip install 'pymirrormaker[aws]'",
                           JAAS) from None
+
+
+# --- token callbacks for clients other than librdkafka (the group membership client) ----------------
+
+
+class OidcClientCredentials:
+    """An OAuth client-credentials token callback, what librdkafka's ``sasl.oauthbearer.method=oidc`` does,
+    for the group membership client (kafka-python has no OIDC of its own)."""
+
+    def __init__(self, endpoint: str, client_id: str | None, client_secret: str | None, scope: str | None) -> None:
+        self.endpoint, self.client_id, self._secret, self.scope = endpoint, client_id, client_secret, scope
+
+    def __call__(self, _config: str) -> tuple[str, float]:
+        import time
+
+        import httpx
+
+        form = {"grant_type": "client_credentials", **({"scope": self.scope} if self.scope else {})}
+        auth = (self.client_id or "", self._secret or "")
+        response = httpx.post(self.endpoint, data=form, auth=auth, headers={"Accept": "application/json"},
+                              timeout=30)
+        if response.status_code != 200:
+            raise ConfigError(f"OIDC token endpoint {self.endpoint} answered HTTP {response.status_code}",
+                              "sasl.oauthbearer.token.endpoint.url")
+        body = response.json()
+        return str(body["access_token"]), time.time() + float(body.get("expires_in", 3600))
+
+    def __repr__(self) -> str:
+        return f"OidcClientCredentials(endpoint={self.endpoint!r}, client_id={self.client_id!r})"
+
+
+def unsecured_token(config: str) -> tuple[str, float]:
+    """An unsigned JWT from librdkafka's ``sasl.oauthbearer.config`` (``principal=... lifeSeconds=...``),
+    as librdkafka builds one with ``enable.sasl.oauthbearer.unsecure.jwt`` (development only)."""
+    import base64
+    import json
+    import time
+
+    fields = dict(part.split("=", 1) for part in config.split() if "=" in part)
+    now = time.time()
+    expiry = now + float(fields.get("lifeSeconds", 3600))
+
+    def encode(claims: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+
+    claims = {"sub": fields.get("principal", ""), "iat": int(now), "exp": int(expiry)}
+    return f"{encode({'alg': 'none'})}.{encode(claims)}.", expiry
+
+
+def token_source(librdkafka: Mapping[str, Any]) -> tuple[Callable[[], tuple[str, float]], dict[str, str]] | None:
+    """For an OAUTHBEARER librdkafka config: a function giving the same (token, expiry) librdkafka would
+    use, and the SASL extensions; None for other mechanisms."""
+    if str(librdkafka.get("sasl.mechanism", librdkafka.get("sasl.mechanisms", ""))).upper() != "OAUTHBEARER":
+        return None
+    items = str(librdkafka.get("sasl.oauthbearer.extensions", "")).split(",")
+    extensions = dict(item.split("=", 1) for item in items if "=" in item)
+    config = str(librdkafka.get("sasl.oauthbearer.config", ""))
+    callback: Callable[[str], tuple[str, float]]
+    if callable(librdkafka.get("oauth_cb")):
+        callback = librdkafka["oauth_cb"]
+    elif str(librdkafka.get("sasl.oauthbearer.method", "")).lower() == "oidc":
+        get = librdkafka.get
+        callback = OidcClientCredentials(
+            str(get("sasl.oauthbearer.token.endpoint.url")),
+            get("sasl.oauthbearer.client.id") or get("sasl.oauthbearer.client.credentials.client.id"),
+            get("sasl.oauthbearer.client.secret") or get("sasl.oauthbearer.client.credentials.client.secret"),
+            get("sasl.oauthbearer.scope"))
+    else:
+        extensions.update(part[len("extension_"):].split("=", 1) for part in config.split()  # type: ignore[misc]
+                          if part.startswith("extension_") and "=" in part)
+        callback = unsecured_token
+
+    def source() -> tuple[str, float]:
+        token, expiry = callback(config)[:2]
+        return str(token), float(expiry)
+
+    return source, extensions

@@ -31,9 +31,12 @@ HANDLED = frozenset({
 def translate_tls(java: Mapping[str, str], out: dict[str, Any]) -> None:
     """Add to ``out`` ``ssl.ca.pem`` / ``ssl.certificate.pem`` / ``ssl.key.pem`` for the stores in ``java``.
 
-    Stores are read whatever ``security.protocol`` says (a broken store is reported even before TLS is
-    switched on). Raises :class:`~connect_runtime.clients.java_stores.StoreError` naming the key.
+    As in Java, stores are read only when ``security.protocol`` is SSL or SASL_SSL (a PLAINTEXT override of
+    a TLS cluster's settings does not need its store files). Raises
+    :class:`~connect_runtime.clients.java_stores.StoreError` naming the key.
     """
+    if java.get("security.protocol", "PLAINTEXT").strip().upper() not in ("SSL", "SASL_SSL"):
+        return
     trust_location = java.get("ssl.truststore.location", "").strip()
     inline_trust = java.get("ssl.truststore.certificates", "").strip()
     if trust_location and inline_trust:

@@ -123,7 +123,7 @@ def test_no_secret_value_ever_reaches_the_log(caplog: pytest.LogCaptureFixture, 
     producer_config(java)
     consumer_config(java)
     admin_config(java)
-    for bad in ({**java, "ssl.keystore.password": "wrong-" + STORE_PASSWORD},
+    for bad in ({**java, "ssl.keystore.password": "wrong-" + STORE_PASSWORD},  # SASL_SSL: the stores are read
                 {**java, "ssl.key.password": "wrong-" + KEY_PASSWORD},
                 {**java, "ssl.truststore.password": "wrong-" + TRUST_PASSWORD}):
         with pytest.raises(ConfigError) as info:

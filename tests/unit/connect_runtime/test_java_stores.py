@@ -84,7 +84,7 @@ def test_pem_key_store_file_and_inline_pem_with_an_encrypted_key(pki: Pki, tmp_p
 ])
 def test_store_errors_are_one_line_and_name_the_key(pki: Pki, change: dict[str, str | None], key: str,
                                                     says: str) -> None:
-    java = {**pki.java_truststore("PKCS12"), **pki.java_keystore("JKS")}
+    java = {"security.protocol": "SSL", **pki.java_truststore("PKCS12"), **pki.java_keystore("JKS")}
     java.update({k: v for k, v in change.items() if v is not None})
     for k in [k for k, v in change.items() if v is None]:
         del java[k]
@@ -111,6 +111,17 @@ def test_translation_hands_librdkafka_pem_in_memory_and_it_builds_a_client(pki: 
     assert out["ssl.certificate.pem"] == pki.client_chain_pem.read_text()
     # librdkafka parses the PEM when the client is built (no bootstrap.servers: no connection is made)
     Producer({**out, "log_level": 0}).flush(0)
+
+
+def test_stores_are_read_only_for_a_tls_protocol_as_in_java(pki: Pki) -> None:
+    java = {"ssl.truststore.location": "/nonexistent/truststore.jks", "ssl.truststore.password": "x"}
+    assert translate({**java, "security.protocol": "PLAINTEXT"}, "consumer") == {"security.protocol": "PLAINTEXT"}
+    assert translate({**java, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                      "sasl.jaas.config": 'x.PlainLoginModule required username="u" password="p";'},
+                     "consumer")["security.protocol"] == "SASL_PLAINTEXT"
+    with pytest.raises(StoreError):
+        translate({**java, "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                   "sasl.jaas.config": 'x.PlainLoginModule required username="u" password="p";'}, "consumer")
 
 
 def test_inline_pem_keys_as_kafka_takes_them(pki: Pki) -> None:
