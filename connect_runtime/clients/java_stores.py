@@ -216,8 +216,9 @@ def _pkcs12(data: bytes, password: str | None, described: str,
         return pkcs12.load_pkcs12(data, password.encode() if password else None)
     except ValueError:
         if data[:1] != b"\x30":
-            raise StoreError(f"{password_key.rsplit('.', 1)[0]}.location: {described} is neither JKS, "
-                             "PKCS12 nor PEM", password_key.rsplit(".", 1)[0] + ".location") from None
+            location_key = password_key.rsplit(".", 1)[0] + ".location"
+            raise StoreError(f"{location_key}: {described.removeprefix('PKCS12 store ')} is neither a JKS, PKCS12 "
+                             "nor PEM store", location_key) from None
         raise StoreError(f"{password_key}: wrong password for {described} (or the file is damaged)",
                          password_key) from None
 
