@@ -350,7 +350,7 @@ def kafka_python_config(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
     if any(key in librdkafka for key in ("ssl.ca.pem", "ssl.certificate.pem")):
         # Java stores arrive as PEM text in memory (connect_runtime.clients.tls_properties)
         identity = (KeyMaterial(librdkafka["ssl.certificate.pem"], librdkafka["ssl.key.pem"])
-               if "ssl.certificate.pem" in librdkafka else None)
+                    if "ssl.certificate.pem" in librdkafka else None)
         verify = str(librdkafka.get("enable.ssl.certificate.verification", "true")).lower() != "false"
         out["ssl_context"] = client_context(librdkafka.get("ssl.ca.pem"), identity, verify=verify,
                                             check_hostname=check_hostname)
