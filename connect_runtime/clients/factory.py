@@ -8,21 +8,23 @@ built. So every client config passes through :func:`translate`:
   ``message.max.bytes``, ``fetch.max.wait.ms`` -> ``fetch.wait.max.ms``, ``buffer.memory`` ->
   ``queue.buffering.max.kbytes`` ...), and values that differ are converted (``auto.offset.reset=none``
   -> ``error``, Java assignor class names -> ``range`` / ``roundrobin`` / ``cooperative-sticky``).
-* ``sasl.jaas.config`` is parsed: PLAIN / SCRAM logins become ``sasl.username`` / ``sasl.password``,
-  Kerberos ``principal`` / ``keyTab`` become ``sasl.kerberos.principal`` / ``sasl.kerberos.keytab``.
-* PEM truststores / keystores map to ``ssl.ca.location`` / ``ssl.certificate.location`` etc.; JKS
-  stores cannot be read by librdkafka, so they are dropped with one WARNING naming the key.
+* SASL logins (``sasl.mechanism``, ``sasl.jaas.config``, callback handlers) become librdkafka's SASL
+  keys or a token callback: :mod:`connect_runtime.clients.sasl_properties`.
+* JKS / PKCS12 / PEM trust and key stores are read and handed over as PEM in memory (``ssl.ca.pem``,
+  ``ssl.certificate.pem``, ``ssl.key.pem``): :mod:`connect_runtime.clients.tls_properties`.
 * Anything else librdkafka does not know for that client kind (serializers, ``max.poll.records``,
   worker-only keys such as ``offset.storage.topic``...) is dropped and logged ONCE per process at INFO,
   by key name only. Values are never logged: they may be secrets.
 
 The set of valid names is the static table in :mod:`connect_runtime.clients.librdkafka_properties`.
+
+Clients are built by :func:`new_producer`, :func:`new_consumer` and :func:`new_admin`, which route
+librdkafka's own log lines into Python logging (:mod:`connect_runtime.clients.librdkafka_logging`).
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -32,6 +34,11 @@ from confluent_kafka.admin import AdminClient
 
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.clients import librdkafka_properties as props_table
+from connect_runtime.clients.librdkafka_logging import LIBRDKAFKA_LOG, pump_admin_logs
+from connect_runtime.clients.sasl_properties import HANDLED as SASL_HANDLED
+from connect_runtime.clients.sasl_properties import translate_sasl, uses_sasl
+from connect_runtime.clients.tls_properties import HANDLED as TLS_HANDLED
+from connect_runtime.clients.tls_properties import translate_tls
 
 logger = logging.getLogger(__name__)
 
@@ -58,19 +65,12 @@ _ASSIGNORS = {
     "range": "range", "roundrobin": "roundrobin", "cooperative-sticky": "cooperative-sticky",
 }
 
-#: Java keys handled by the TLS / SASL translation below, never passed through by name.
-_SPECIAL = frozenset({
-    "sasl.jaas.config", "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
-    "ssl.truststore.certificates", "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password",
-    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password",
-})
+#: Java keys handled by the TLS / SASL translation, never passed through by name.
+_SPECIAL = SASL_HANDLED | TLS_HANDLED
 
 #: Java keys whose librdkafka namesake means something else (``max.poll.records`` limits librdkafka's
 #: *share* consumer only): dropped like unknown keys.
 _NOT_EQUIVALENT = frozenset({"max.poll.records"})
-
-_JAAS_OPTION = re.compile(r'([A-Za-z_][\w.\-]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;"]+)')
-_JAAS_MODULE = re.compile(r"^\s*([\w.$]+)\s+(required|requisite|sufficient|optional)\b", re.I)
 
 _logged: set[tuple[str, str]] = set()
 _logged_lock = threading.Lock()
@@ -92,89 +92,12 @@ def _drop(key: str, why: str = "not a librdkafka property") -> None:
         logger.info("Ignoring client property '%s': %s", key, why)
 
 
-def _warn(key: str, message: str) -> None:
-    if _once("warn", key):
-        logger.warning("Client property '%s': %s", key, message)
-
-
 def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if hasattr(value, "value") and callable(value.value):  # api.config.Password
         return str(value.value())
     return str(value)
-
-
-def parse_jaas(jaas: str) -> tuple[str, dict[str, str]]:
-    """Split a JAAS login line into (login module class, options). Quoted values are unescaped.
-
-    ``org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";``
-    -> ``("org.apache...PlainLoginModule", {"username": "u", "password": "p"})``. Raises ConfigError
-    (naming the key, never the value) when it cannot be parsed.
-    """
-    match = _JAAS_MODULE.match(jaas)
-    if match is None:
-        raise ConfigError("sasl.jaas.config is not a JAAS login line: expected '<LoginModule> required ...;'",
-                          "sasl.jaas.config")
-    options: dict[str, str] = {}
-    for name, raw in _JAAS_OPTION.findall(jaas[match.end():]):
-        if raw.startswith('"'):
-            raw = re.sub(r"\\(.)", r"\1", raw[1:-1])
-        options[name] = raw
-    return match.group(1), options
-
-
-def _translate_jaas(jaas: str, out: dict[str, str]) -> None:
-    module, options = parse_jaas(jaas)
-    short = module.rsplit(".", 1)[-1]
-    if short in ("PlainLoginModule", "ScramLoginModule"):
-        if "username" in options:
-            out.setdefault("sasl.username", options["username"])
-        if "password" in options:
-            out.setdefault("sasl.password", options["password"])
-    elif short == "Krb5LoginModule":
-        if "principal" in options:
-            out.setdefault("sasl.kerberos.principal", options["principal"])
-        if "keyTab" in options:
-            out.setdefault("sasl.kerberos.keytab", options["keyTab"])
-    else:
-        _warn("sasl.jaas.config", f"login module {short} has no librdkafka equivalent; configure the "
-                                  "librdkafka sasl.* properties directly")
-
-
-def _translate_tls(java: Mapping[str, str], out: dict[str, str]) -> None:
-    trust_type = java.get("ssl.truststore.type", "").upper()
-    location = java.get("ssl.truststore.location")
-    if location:
-        is_pem = trust_type == "PEM" or (not trust_type and location.lower().endswith((".pem", ".crt")))
-        if is_pem:
-            out.setdefault("ssl.ca.location", location)
-        else:
-            _warn("ssl.truststore.location", f"a {trust_type or 'JKS'} truststore cannot be read by "
-                                             "librdkafka; convert it to PEM and set ssl.truststore.type=PEM "
-                                             "(or ssl.ca.location)")
-    if java.get("ssl.truststore.certificates"):
-        out.setdefault("ssl.ca.pem", java["ssl.truststore.certificates"])
-
-    key_type = java.get("ssl.keystore.type", "").upper()
-    keystore = java.get("ssl.keystore.location")
-    if keystore:
-        if key_type == "PKCS12" or (not key_type and keystore.lower().endswith((".p12", ".pfx"))):
-            out.setdefault("ssl.keystore.location", keystore)
-            if java.get("ssl.keystore.password"):
-                out.setdefault("ssl.keystore.password", java["ssl.keystore.password"])
-        elif key_type == "PEM" or (not key_type and keystore.lower().endswith(".pem")):
-            out.setdefault("ssl.certificate.location", keystore)
-            out.setdefault("ssl.key.location", keystore)
-        else:
-            _warn("ssl.keystore.location", f"a {key_type or 'JKS'} keystore cannot be read by librdkafka; "
-                                           "convert it to PKCS12 or PEM")
-    if java.get("ssl.keystore.certificate.chain"):
-        out.setdefault("ssl.certificate.pem", java["ssl.keystore.certificate.chain"])
-    if java.get("ssl.keystore.key"):
-        out.setdefault("ssl.key.pem", java["ssl.keystore.key"])
-    if java.get("ssl.key.password"):
-        out.setdefault("ssl.key.password", java["ssl.key.password"])
 
 
 def _convert(key: str, value: str) -> tuple[str, str] | None:
@@ -198,7 +121,7 @@ def _convert(key: str, value: str) -> tuple[str, str] | None:
     return key, value
 
 
-def translate(java: Mapping[str, Any], kind: ClientKind) -> dict[str, str]:
+def translate(java: Mapping[str, Any], kind: ClientKind) -> dict[str, Any]:
     """A librdkafka config for a ``kind`` client from one flat map of Java client properties.
 
     Values become strings; keys with a None value are skipped. The Python client's own keys
@@ -208,8 +131,9 @@ def translate(java: Mapping[str, Any], kind: ClientKind) -> dict[str, str]:
     out: dict[str, Any] = {k: v for k, v in java.items() if k in python_only and v is not None}
     plain = {k: _text(v) for k, v in java.items() if v is not None and k not in python_only}
     valid = _VALID[kind]
+    sasl = uses_sasl(plain)
     for key, value in plain.items():
-        if key in _SPECIAL:
+        if key in _SPECIAL or (key.startswith("sasl.") and not sasl):
             continue
         try:
             converted = _convert(key, value)
@@ -222,9 +146,8 @@ def translate(java: Mapping[str, Any], kind: ClientKind) -> dict[str, str]:
             out[new_key] = new_value
         else:
             _drop(key)
-    if plain.get("sasl.jaas.config"):
-        _translate_jaas(plain["sasl.jaas.config"], out)
-    _translate_tls(plain, out)
+    translate_sasl(plain, out)
+    translate_tls(plain, out)
     return out
 
 
@@ -238,32 +161,38 @@ def client_properties(props: Mapping[str, Any], prefix: str | None) -> dict[str,
     return base
 
 
-def producer_config(props: Mapping[str, Any], prefix: str | None = "producer.") -> dict[str, str]:
+def producer_config(props: Mapping[str, Any], prefix: str | None = "producer.") -> dict[str, Any]:
     """librdkafka producer config from Java-style worker/MM2 properties (``prefix.`` keys override)."""
     return translate(client_properties(props, prefix), "producer")
 
 
-def consumer_config(props: Mapping[str, Any], prefix: str | None = "consumer.") -> dict[str, str]:
+def consumer_config(props: Mapping[str, Any], prefix: str | None = "consumer.") -> dict[str, Any]:
     return translate(client_properties(props, prefix), "consumer")
 
 
-def admin_config(props: Mapping[str, Any], prefix: str | None = "admin.") -> dict[str, str]:
+def admin_config(props: Mapping[str, Any], prefix: str | None = "admin.") -> dict[str, Any]:
     return translate(client_properties(props, prefix), "admin")
+
+
+def _with_logger(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with librdkafka's log lines sent to Python logging (unless the caller set a logger)."""
+    return {"logger": LIBRDKAFKA_LOG, **dict(config)}
 
 
 def new_producer(config: Mapping[str, Any]) -> Producer:
     """A Producer from a librdkafka config (use :func:`producer_config` for Java properties)."""
-    return Producer(dict(config))
+    return Producer(_with_logger(config))
 
 
 def new_consumer(config: Mapping[str, Any]) -> Consumer:
     """A Consumer; ``allow.auto.create.topics`` defaults to false: a metadata lookup or subscription
     must not create topics (on Tansu even an admin metadata lookup would)."""
-    full = {"allow.auto.create.topics": "false", **dict(config)}
-    return Consumer(full)
+    return Consumer(_with_logger({"allow.auto.create.topics": "false", **dict(config)}))
 
 
 def new_admin(config: Mapping[str, Any]) -> AdminClient:
-    """An AdminClient with ``allow.auto.create.topics=false`` unless overridden (see new_consumer)."""
-    full = {"allow.auto.create.topics": "false", **dict(config)}
-    return AdminClient(full)
+    """An AdminClient with ``allow.auto.create.topics=false`` unless overridden (see new_consumer); its
+    log lines are collected by one shared thread, since nobody polls an AdminClient."""
+    admin = AdminClient(_with_logger({"allow.auto.create.topics": "false", **dict(config)}))
+    pump_admin_logs(admin)
+    return admin

@@ -31,6 +31,7 @@ from typing import Any
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from connect_runtime.clients.factory import new_consumer, new_producer
 from mirror.backfill.watermarks import snapshot_watermarks
 from mirror.backfill_markers.marker_log import MarkerLog
 from mirror.backfill_markers.markers import BACKFILLING, PartitionMarker
@@ -133,7 +134,7 @@ def copy_chunk(spec: ChunkSpec) -> ChunkResult:
     began, started_at = time.monotonic(), time.time()
     # Created first: the idempotent producer gets its producer id while the marker topic is read.
     errors: list[KafkaError] = []
-    producer = Producer({**_producer_config(spec), "delivery.report.only.error": True,
+    producer = new_producer({**_producer_config(spec), "delivery.report.only.error": True,
                          "on_delivery": lambda error, _msg: errors.append(error)})
     markers = MarkerLog(spec.marker_topic, spec.target_consumer_config, spec.target_producer_config)
     state = markers.read_to_end()
@@ -152,7 +153,7 @@ def copy_chunk(spec: ChunkSpec) -> ChunkResult:
     writer = OffsetSyncWriter(spec.offset_lag_max)
     if spec.offset_syncs_topic:
         syncs = OffsetSyncProducer(spec.offset_syncs_topic, spec.offset_syncs_producer_config, writer)
-    consumer = Consumer(_consumer_config(spec))
+    consumer = new_consumer(_consumer_config(spec))
     try:
         copied = _copy(spec, resume, skip, remote_end, consumer, producer, markers,
                        writer if syncs is not None else None, syncs, errors)

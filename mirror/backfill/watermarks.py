@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from connect_runtime.clients.factory import new_consumer
 from connect_runtime.clients.log_reader import end_offsets, raise_error
 
 TopicPartitionT = tuple[str, int]
@@ -25,7 +25,7 @@ def snapshot_watermarks(consumer_config: Mapping[str, Any], partitions: Iterable
     wanted = sorted(set(partitions))
     if not wanted:
         return {}
-    consumer = Consumer({**consumer_config, "group.id": consumer_config.get("group.id", "mm2-backfill-plan"),
+    consumer = new_consumer({**consumer_config, "group.id": consumer_config.get("group.id", "mm2-backfill-plan"),
                          "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest",
                          "allow.auto.create.topics": False,
                          # small fetch limits make brokers that return whole batches (Tansu) retry for

@@ -13,8 +13,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from connect_runtime.clients.factory import new_consumer, new_producer
 from connect_runtime.clients.log_reader import raise_error, read_to_end
 from mirror.backfill_markers.markers import (
     MarkerState,
@@ -57,7 +58,7 @@ class MarkerLog:
         self._errors: list[KafkaError] = []
 
     def exists(self, timeout_s: float = 10.0) -> bool:
-        consumer = Consumer(self._consumer_config)
+        consumer = new_consumer(self._consumer_config)
         try:
             topic = consumer.list_topics(self.topic, timeout=timeout_s).topics.get(self.topic)
             return topic is not None and topic.error is None and bool(topic.partitions)
@@ -72,7 +73,7 @@ class MarkerLog:
                 self.state.apply(msg.key(), msg.value())
             self._next = (records[-1].offset() or 0) + 1
 
-        consumer = Consumer(self._consumer_config)
+        consumer = new_consumer(self._consumer_config)
         try:
             reached = read_to_end(consumer, {(self.topic, 0): self._next}, fold, timeout_s, on_error=raise_error)
         finally:
@@ -87,7 +88,7 @@ class MarkerLog:
         if self._producer is None:
             if self._producer_config is None:
                 raise ValueError("this MarkerLog was opened read-only")
-            self._producer = Producer(self._producer_config)
+            self._producer = new_producer(self._producer_config)
         return self._producer
 
     def _send(self, key: bytes, value: bytes) -> None:

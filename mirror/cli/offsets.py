@@ -22,6 +22,7 @@ from typing import Any
 
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.clients.factory import ClientKind, translate
+from connect_runtime.clients.librdkafka_logging import LIBRDKAFKA_LOG
 from mirror.client.mirror_client import (
     ADMIN_CLIENT_PREFIX,
     CONSUMER_CLIENT_PREFIX,
@@ -81,11 +82,11 @@ def _load(path: str, source: str, target: str) -> Any:
     return config
 
 
-def _client_config(path: str, source: str, target: str) -> dict[str, str]:
+def _client_config(path: str, source: str, target: str) -> dict[str, Any]:
     return mirror_client_config(_load(path, source, target).client_config(target))
 
 
-def mirror_client_config(raw: dict[str, str]) -> dict[str, str]:
+def mirror_client_config(raw: dict[str, str]) -> dict[str, Any]:
     """A MirrorClient config from ``MirrorMakerConfig.client_config``: Java client keys made librdkafka's.
 
     ``mm2.properties`` speaks Java (``ssl.truststore.location``, ``sasl.jaas.config``); librdkafka would
@@ -93,7 +94,7 @@ def mirror_client_config(raw: dict[str, str]) -> dict[str, str]:
     ``admin.``/``consumer.`` keys, as ``MirrorClientConfig`` builds them) go through the runtime's client
     translation and come back under the same prefix; the policy keys are kept as they are.
     """
-    config = {k: v for k, v in raw.items() if k.startswith("replication.policy.")}
+    config: dict[str, Any] = {k: v for k, v in raw.items() if k.startswith("replication.policy.")}
     connection = {k: v for k, v in raw.items() if is_connection_key(k)}
     kinds: tuple[tuple[str, ClientKind], ...] = (
         (ADMIN_CLIENT_PREFIX, "admin"),
@@ -105,6 +106,7 @@ def mirror_client_config(raw: dict[str, str]) -> dict[str, str]:
             {k[len(prefix) :]: v for k, v in raw.items() if k.startswith(prefix) and len(k) > len(prefix)}
         )
         config.update({prefix + k: v for k, v in translate(java, kind).items()})
+        config[prefix + "logger"] = LIBRDKAFKA_LOG  # librdkafka's lines through Python logging
     return config
 
 

@@ -64,16 +64,23 @@ def is_connection_key(key: str) -> bool:
     return key in _CONNECTION_KEYS or key.startswith(_CONNECTION_PREFIXES)
 
 
-def client_config(config: Mapping[str, str], prefix: str) -> dict[str, str]:
-    """The librdkafka config for one internal client: connection keys overlaid with ``prefix`` keys."""
-    result = {key: str(value) for key, value in config.items() if is_connection_key(key)}
+def client_config(config: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """The librdkafka config for one internal client: connection keys overlaid with ``prefix`` keys.
+
+    Values become strings except Python objects confluent-kafka takes as they are (a token callback
+    ``oauth_cb``, a ``logger``)."""
+    result = {key: _value(value) for key, value in config.items() if is_connection_key(key)}
     for key, value in config.items():
         if key.startswith(prefix) and len(key) > len(prefix):
-            result[key[len(prefix) :]] = str(value)
+            result[key[len(prefix) :]] = _value(value)
     # A metadata request for a missing topic must not create it (Kafka brokers with auto-create on,
     # and Tansu, would); the checkpoints topic in particular must only ever be created by MM2.
     result["allow.auto.create.topics"] = "false"
     return result
+
+
+def _value(value: Any) -> Any:
+    return str(value) if value is None or isinstance(value, (str, int, float, bool)) else value
 
 
 def heartbeat_topics_in(policy: ReplicationPolicy, topics: Iterable[str]) -> set[str]:

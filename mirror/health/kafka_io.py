@@ -22,6 +22,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message
 from confluent_kafka.admin import AdminClient
 
+from connect_runtime.clients.factory import new_admin, new_consumer
 from connect_runtime.clients.log_reader import end_offsets, ignore_error, read_to_end
 
 logger = logging.getLogger(__name__)
@@ -61,13 +62,13 @@ class ClusterIO:
     @property
     def consumer(self) -> Consumer:
         if self._consumer is None:
-            self._consumer = Consumer(dict(self._consumer_config))
+            self._consumer = new_consumer(self._consumer_config)
         return self._consumer
 
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(dict(self._admin_config))
+            self._admin = new_admin(self._admin_config)
         return self._admin
 
     def close(self) -> None:

@@ -189,7 +189,8 @@ class HerderSlot(Herder):
             herder = self._herder
         if herder is not None:
             herder.stop(timeout_s)
-        self._thread.join(timeout_s)
+        if self._thread.ident is not None:  # a start that failed early never started the thread
+            self._thread.join(timeout_s)
 
     @property
     def herder(self) -> MirrorHerder | None:

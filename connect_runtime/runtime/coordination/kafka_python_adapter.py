@@ -43,6 +43,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from connect_runtime.api.errors import ConnectError
+from connect_runtime.clients.java_stores import KeyMaterial
+from connect_runtime.clients.sasl_properties import token_source
+from connect_runtime.clients.ssl_context import client_context
 
 logger = logging.getLogger(__name__)
 
@@ -341,6 +344,38 @@ def kafka_python_config(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
         out[name] = int(text) if name in _INT_KEYS else text
     if "security_protocol" in out:
         out["security_protocol"] = str(out["security_protocol"]).upper()
-    if str(librdkafka.get("ssl.endpoint.identification.algorithm", "https")).lower() == "none":
+    check_hostname = str(librdkafka.get("ssl.endpoint.identification.algorithm", "https")).lower() != "none"
+    if not check_hostname:
         out["ssl_check_hostname"] = False
+    if any(key in librdkafka for key in ("ssl.ca.pem", "ssl.certificate.pem")):
+        # Java stores arrive as PEM text in memory (connect_runtime.clients.tls_properties)
+        identity = (KeyMaterial(librdkafka["ssl.certificate.pem"], librdkafka["ssl.key.pem"])
+                    if "ssl.certificate.pem" in librdkafka else None)
+        verify = str(librdkafka.get("enable.ssl.certificate.verification", "true")).lower() != "false"
+        out["ssl_context"] = client_context(librdkafka.get("ssl.ca.pem"), identity, verify=verify,
+                                            check_hostname=check_hostname)
+    tokens = token_source(librdkafka)
+    if tokens is not None:
+        out["sasl_oauth_token_provider"] = _token_provider(*tokens)
     return out
+
+
+def _token_provider(source: Callable[[], tuple[str, float]], extensions: dict[str, str]) -> Any:
+    """kafka-python's OAUTHBEARER token provider over the token source librdkafka's config describes;
+    a token is reused until a minute before it expires."""
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    class TokenProvider(AbstractTokenProvider):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self._token: tuple[str, float] | None = None
+
+        def token(self) -> str:
+            if self._token is None or self._token[1] - 60 < time.time():
+                self._token = source()
+            return self._token[0]
+
+        def extensions(self) -> dict[str, str]:
+            return dict(extensions)
+
+    return TokenProvider()

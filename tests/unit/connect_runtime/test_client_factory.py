@@ -1,4 +1,7 @@
-"""Java client properties -> librdkafka configs: renames, drops, JAAS, TLS, and no secrets in logs."""
+"""Java client properties -> librdkafka configs: renames, drops, and no secrets in logs.
+
+SASL mappings: test_sasl_properties.py; Java stores: test_java_stores.py; log lines: test_librdkafka_logging.py.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +18,10 @@ from connect_runtime.clients import factory
 from connect_runtime.clients.factory import (
     admin_config,
     consumer_config,
-    parse_jaas,
     producer_config,
     translate,
 )
+from tests.support.tls import KEY_PASSWORD, STORE_PASSWORD, TRUST_PASSWORD, Pki
 
 LOGGER = "connect_runtime.clients.factory"
 
@@ -103,63 +106,29 @@ def test_prefixed_client_overrides_win_and_other_prefixes_are_ignored() -> None:
     assert producer_config(worker, prefix=None) == {"bootstrap.servers": "h:9092", "linger.ms": "5"}
 
 
-@pytest.mark.parametrize("module", [
-    "org.apache.kafka.common.security.plain.PlainLoginModule",
-    "org.apache.kafka.common.security.scram.ScramLoginModule",
-])
-def test_plain_and_scram_jaas_become_username_and_password(module: str) -> None:
-    jaas = f'{module} required username="alice" password="pa ss\\"word;x";'
-    out = translate({"sasl.jaas.config": jaas, "sasl.mechanism": "PLAIN", "security.protocol": "SASL_SSL"},
-                    "producer")
-    assert out == {"sasl.username": "alice", "sasl.password": 'pa ss"word;x', "sasl.mechanism": "PLAIN",
-                   "security.protocol": "SASL_SSL"}
-
-
-def test_kerberos_jaas_and_unparseable_jaas() -> None:
-    jaas = ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
-            'keyTab="/etc/kafka/k.keytab" principal="kafka/host@REALM";')
-    assert translate({"sasl.jaas.config": jaas}, "consumer") == {
-        "sasl.kerberos.principal": "kafka/host@REALM", "sasl.kerberos.keytab": "/etc/kafka/k.keytab"}
-    assert parse_jaas("x.Y optional a=b;") == ("x.Y", {"a": "b"})
-    with pytest.raises(ConfigError) as info:
-        translate({"sasl.jaas.config": "username=alice password=secret-value"}, "producer")
-    assert info.value.key == "sasl.jaas.config"
-    assert "secret-value" not in str(info.value)
-
-
-def test_pem_stores_are_mapped_and_jks_stores_warn_once(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger=LOGGER)
-    pem = translate({"ssl.truststore.type": "PEM", "ssl.truststore.location": "/certs/ca.pem",
-                     "ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/certs/me.p12",
-                     "ssl.keystore.password": "kspw", "ssl.key.password": "keypw"}, "producer")
-    assert pem == {"ssl.ca.location": "/certs/ca.pem", "ssl.keystore.location": "/certs/me.p12",
-                   "ssl.keystore.password": "kspw", "ssl.key.password": "keypw"}
-
-    jks = {"ssl.truststore.location": "/certs/truststore.jks", "ssl.truststore.password": "tspw",
-           "ssl.keystore.location": "/certs/keystore.jks", "ssl.keystore.password": "kspw"}
-    assert translate(jks, "consumer") == {}
-    assert translate(jks, "producer") == {}
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 2
-    assert "'ssl.truststore.location'" in warnings[0] and "JKS" in warnings[0]
-    assert "'ssl.keystore.location'" in warnings[1]
-
-
-def test_no_secret_value_ever_reaches_the_log(caplog: pytest.LogCaptureFixture) -> None:
+def test_no_secret_value_ever_reaches_the_log(caplog: pytest.LogCaptureFixture, pki: Pki) -> None:
     caplog.set_level(logging.DEBUG)
-    secrets = ["jaas-pw-1", "ks-pw-2", "ts-pw-3", "custom-pw-4", "oauth-secret-5"]
+    secrets = ["jaas-pw-1", STORE_PASSWORD, KEY_PASSWORD, TRUST_PASSWORD, "custom-pw-4", "oauth-secret-5"]
     java = {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
         "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
                             'username="u" password="jaas-pw-1";',
-        "ssl.keystore.location": "/k.jks", "ssl.keystore.password": "ks-pw-2",
-        "ssl.truststore.location": "/t.jks", "ssl.truststore.password": "ts-pw-3",
+        **pki.java_truststore("JKS"), **pki.java_keystore("JKS"),
         "my.custom.password": "custom-pw-4",
+        "consumer.sasl.mechanism": "OAUTHBEARER",
+        "consumer.sasl.oauthbearer.token.endpoint.url": "https://idp.example/token",
         "consumer.sasl.jaas.config": 'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule '
-                                     'required clientSecret="oauth-secret-5";',
+                                     'required clientId="mm2" clientSecret="oauth-secret-5";',
     }
     producer_config(java)
     consumer_config(java)
     admin_config(java)
+    for bad in ({**java, "ssl.keystore.password": "wrong-" + STORE_PASSWORD},  # SASL_SSL: the stores are read
+                {**java, "ssl.key.password": "wrong-" + KEY_PASSWORD},
+                {**java, "ssl.truststore.password": "wrong-" + TRUST_PASSWORD}):
+        with pytest.raises(ConfigError) as info:
+            producer_config(bad)
+        assert not any(secret in str(info.value) for secret in secrets)
     assert caplog.records, "expected drop / warning log lines"
     logged = caplog.text + " ".join(repr(r.args) for r in caplog.records)
     for secret in secrets:
@@ -190,15 +159,19 @@ def test_librdkafka_accepts_every_translated_key() -> None:
     AdminClient(dict[str, Any](admin_config(worker)))
 
 
-def test_new_clients_default_to_no_auto_topic_creation(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_new_clients_default_to_no_auto_topic_creation_and_log_through_python(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[dict[str, Any]] = []
     monkeypatch.setattr(factory, "Consumer", lambda config: seen.append(config))
     monkeypatch.setattr(factory, "AdminClient", lambda config: seen.append(config))
+    monkeypatch.setattr(factory, "pump_admin_logs", lambda client: None)
     factory.new_consumer({"group.id": "g"})
     factory.new_admin({})
     factory.new_admin({"allow.auto.create.topics": "true"})
-    assert seen == [{"allow.auto.create.topics": "false", "group.id": "g"},
-                    {"allow.auto.create.topics": "false"}, {"allow.auto.create.topics": "true"}]
+    log = factory.LIBRDKAFKA_LOG
+    assert seen == [{"logger": log, "allow.auto.create.topics": "false", "group.id": "g"},
+                    {"logger": log, "allow.auto.create.topics": "false"},
+                    {"logger": log, "allow.auto.create.topics": "true"}]
 
 
 def test_python_client_keys_pass_through_and_bad_numbers_name_the_key() -> None:

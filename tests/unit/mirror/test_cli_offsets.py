@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from connect_runtime.clients.librdkafka_logging import LIBRDKAFKA_LOG
 from mirror.cli.offsets import mirror_client_config, render_table, rows
 from mirror.client.models import OffsetAndMetadata, TopicPartition
+from tests.support.tls import Pki
 
 
-def test_java_client_keys_become_librdkafka_keys_per_client() -> None:
+def test_java_client_keys_become_librdkafka_keys_per_client(pki: Pki) -> None:
     raw = {
         "clusters": "A, B",
         "topics": ".*",
@@ -16,7 +18,7 @@ def test_java_client_keys_become_librdkafka_keys_per_client() -> None:
         "sasl.mechanism": "PLAIN",
         "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
         'username="u" password="p";',
-        "ssl.truststore.location": "/etc/ca.pem",
+        "ssl.truststore.location": str(pki.ca_pem),
         "ssl.truststore.type": "PEM",
         "replication.policy.separator": "_",
         "consumer.isolation.level": "read_committed",
@@ -29,7 +31,8 @@ def test_java_client_keys_become_librdkafka_keys_per_client() -> None:
     assert config["consumer.isolation.level"] == "read_committed"
     assert "admin.isolation.level" not in config
     for prefix in ("admin.", "consumer."):
-        assert config[f"{prefix}ssl.ca.location"] == "/etc/ca.pem"
+        assert config[f"{prefix}ssl.ca.pem"] == pki.ca_pem.read_text()
+        assert config[f"{prefix}logger"] is LIBRDKAFKA_LOG
         assert config[f"{prefix}sasl.username"] == "u"
         assert config[f"{prefix}sasl.password"] == "p"
         assert f"{prefix}sasl.jaas.config" not in config

@@ -1,0 +1,125 @@
+"""librdkafka's log lines through Python logging, rate-limited per kind of message.
+
+Without a ``logger`` in its config, librdkafka prints straight to the process's stderr, outside any
+logging configuration: with a cluster down that is dozens of raw ``%3|...|FAIL|...`` lines a second
+from every client. Every client the factory builds gets :data:`LIBRDKAFKA_LOG` as its ``logger``, so the
+lines go to the ``librdkafka`` logger at the level confluent-kafka maps from syslog (3 -> ERROR, 4 ->
+WARNING, 5/6 -> INFO, 7 -> DEBUG), with the operator's handlers, format and levels.
+
+A broken connection repeats the same line for as long as it lasts, from every client that uses that
+broker. The first line of each kind (level, facility and text, without the trailing "(after 3ms in
+state CONNECT)" detail or the client's name) is logged; repeats within ``interval_s`` are counted and the
+next line of that kind after the interval says how many were held back.
+
+confluent-kafka hands a client's log lines to the thread that polls it (``producer.poll``,
+``consumer.poll``); nobody polls an AdminClient, so :func:`pump_admin_logs` does, once a second, on
+one daemon thread for all of them, or their lines would pile up in librdkafka's queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+#: The logger librdkafka's lines go to (``etc/logging.yaml`` sets its level).
+LOGGER_NAME = "librdkafka"
+#: How long repeats of one kind of line are held back.
+DEFAULT_INTERVAL_S = 60.0
+_MAX_KINDS = 2048
+_DETAIL = re.compile(r"\s*\((?:after|\d+ identical)[^()]*\)\s*$")
+_ADMIN_POLL_S = 1.0
+
+
+class RateLimitedLog:
+    """The ``logger`` object confluent-kafka calls as ``log(level, "%s [%s] %s", facility, client, text)``.
+
+    It must never raise: an exception in a log callback would surface in the poll of whichever client
+    logged, on a hot path.
+    """
+
+    def __init__(self, logger: logging.Logger, interval_s: float = DEFAULT_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.logger = logger
+        self.interval_s = interval_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._kinds: dict[tuple[int, str, str], list[float]] = {}  # kind -> [logged at, held back]
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        try:
+            if not self.logger.isEnabledFor(level):
+                return
+            if len(args) != 3:
+                self.logger.log(level, msg, *args)
+                return
+            facility, client, text = (str(a) for a in args)
+            held = self._admit((level, facility, _DETAIL.sub("", text)))
+            if held is None:
+                return
+            if held:
+                self.logger.log(level, "%s [%s] %s (%d more like this in the last %.0fs)", facility, client, text,
+                                held, self.interval_s)
+            else:
+                self.logger.log(level, "%s [%s] %s", facility, client, text)
+        except Exception:
+            pass
+
+    def _admit(self, kind: tuple[int, str, str]) -> int | None:
+        """None to hold this line back, else how many of its kind were held back since the last one."""
+        now = self._clock()
+        with self._lock:
+            entry = self._kinds.get(kind)
+            if entry is not None and now - entry[0] < self.interval_s:
+                entry[1] += 1
+                return None
+            if entry is None and len(self._kinds) >= _MAX_KINDS:
+                self._kinds = {k: v for k, v in self._kinds.items() if now - v[0] < self.interval_s}
+                if len(self._kinds) >= _MAX_KINDS:
+                    self._kinds.clear()
+            self._kinds[kind] = [now, 0]
+            return int(entry[1]) if entry is not None else 0
+
+
+#: The one log sink every client gets (its rate limit spans all clients of the process).
+LIBRDKAFKA_LOG = RateLimitedLog(logging.getLogger(LOGGER_NAME))
+
+
+class _AdminLogPump:
+    """Polls every live AdminClient once a second, so their log lines reach :data:`LIBRDKAFKA_LOG`."""
+
+    def __init__(self) -> None:
+        self._clients: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, client: Any) -> None:
+        with self._lock:
+            self._clients.add(client)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="librdkafka-admin-logs", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(_ADMIN_POLL_S)
+            with self._lock:
+                clients = list(self._clients)
+            for client in clients:
+                try:
+                    client.poll(0)
+                except Exception:
+                    pass
+            del clients
+
+
+_PUMP = _AdminLogPump()
+
+
+def pump_admin_logs(client: Any) -> None:
+    """Have ``client`` (an AdminClient built with ``logger``) polled for its log lines until it is gone."""
+    _PUMP.add(client)

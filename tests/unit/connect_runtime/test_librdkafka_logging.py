@@ -1,0 +1,93 @@
+"""librdkafka's log lines through Python logging: levels kept, repeats of one kind held back and counted.
+
+The process-level proof (a real client against a closed port writes 0 lines to stderr) is
+tests/integration/test_librdkafka_stderr.py.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from connect_runtime.clients.factory import new_admin, new_producer
+from connect_runtime.clients.librdkafka_logging import LIBRDKAFKA_LOG, LOGGER_NAME, RateLimitedLog
+from tests.support.kafka import wait_until
+
+FAIL = ("[thrd:127.0.0.1:9/bootstrap]: 127.0.0.1:9/bootstrap: Connect to ipv4#127.0.0.1:9 failed: "
+        "Connection refused (after {}ms in state CONNECT)")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _lines(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    return [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "test.librdkafka"]
+
+
+def test_repeats_of_one_kind_are_logged_once_per_interval_with_a_count(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="test.librdkafka")
+    clock = Clock()
+    log = RateLimitedLog(logging.getLogger("test.librdkafka"), interval_s=60, clock=clock)
+    for i in range(50):  # 50 clients' worth of the same failure, timings differing
+        log.log(logging.ERROR, "%s [%s] %s", "FAIL", f"rdkafka#producer-{i}", FAIL.format(i))
+    log.log(logging.WARNING, "%s [%s] %s", "FAIL", "rdkafka#producer-1", FAIL.format(0))  # another level
+    log.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#producer-1", FAIL.format(0).replace(":9", ":10"))
+    assert _lines(caplog) == [
+        (logging.ERROR, "FAIL [rdkafka#producer-0] " + FAIL.format(0)),
+        (logging.WARNING, "FAIL [rdkafka#producer-1] " + FAIL.format(0)),
+        (logging.ERROR, "FAIL [rdkafka#producer-1] " + FAIL.format(0).replace(":9", ":10")),
+    ]
+    caplog.clear()
+    clock.now += 59.9
+    log.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#producer-7", FAIL.format(3))
+    assert _lines(caplog) == []
+    clock.now += 0.2
+    log.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#producer-7", FAIL.format(3))
+    assert _lines(caplog) == [(logging.ERROR, "FAIL [rdkafka#producer-7] " + FAIL.format(3)
+                               + " (50 more like this in the last 60s)")]
+
+
+def test_disabled_levels_cost_nothing_and_a_broken_handler_never_raises(caplog: pytest.LogCaptureFixture) -> None:
+    target = logging.getLogger("test.librdkafka")
+    caplog.set_level(logging.WARNING, logger="test.librdkafka")
+    log = RateLimitedLog(target, interval_s=60)
+    log.log(logging.INFO, "%s [%s] %s", "BGQUEUE", "rdkafka#producer-1", "Purging 1 unserved events")
+    assert _lines(caplog) == [] and log._kinds == {}
+
+    class Broken(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            raise RuntimeError("handler failure")
+
+        def handleError(self, record: logging.LogRecord) -> None:
+            raise RuntimeError("handler failure")
+
+    target.addHandler(Broken())
+    log.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#producer-1", "boom")  # must not raise
+
+
+def test_factory_clients_log_through_the_librdkafka_logger(caplog: pytest.LogCaptureFixture) -> None:
+    """A real producer with no bootstrap.servers logs a CONFWARN (syslog 5, NOTICE) at once; it arrives as a
+    Python record at INFO."""
+    caplog.set_level(logging.INFO, logger=LOGGER_NAME)
+    LIBRDKAFKA_LOG._kinds.clear()
+    producer = new_producer({})
+    wait_until(lambda: producer.poll(0.1) >= 0 and any(r.name == LOGGER_NAME for r in caplog.records), 10,
+               "librdkafka's CONFWARN as a Python record")
+    record = next(r for r in caplog.records if r.name == LOGGER_NAME)
+    assert record.levelno == logging.INFO and "No `bootstrap.servers` configured" in record.getMessage()
+    assert "CONFWARN [rdkafka#producer-" in record.getMessage()
+
+
+def test_admin_clients_lines_are_collected_without_anyone_polling(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER_NAME)
+    LIBRDKAFKA_LOG._kinds.clear()
+    admin = new_admin({})
+    wait_until(lambda: any("rdkafka#producer" in r.getMessage() and r.name == LOGGER_NAME
+                           for r in caplog.records), 10, "the admin client's CONFWARN")
+    del admin
