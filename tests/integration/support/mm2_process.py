@@ -23,7 +23,7 @@ import httpx
 from tests.support.kafka import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
-_REST_LINE = re.compile(r"REST server listening on (http://\S+?);")
+_REST_LINE = re.compile(r"REST server listening on (https?://\S+?);")
 _RUNNING_LINE = re.compile(r"All (\d+) herder\(s\) running")
 
 
