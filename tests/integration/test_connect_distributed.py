@@ -49,7 +49,9 @@ class WorkerProcess:
             # session timeout) and a short hold of a departed worker's work (a restarted worker gets a
             # new worker id, so its old self's work is only reassigned after this delay).
             "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000",
-            "scheduled.rebalance.max.delay.ms": "3000", **overrides,
+            "scheduled.rebalance.max.delay.ms": "3000",
+            # The tests drive the REST API without credentials (test_rest_security.py tests the default).
+            "rest.mutations.allow.unauthenticated": "true", **overrides,
         }
         self.path = tmp_path / f"{group}.properties"
         self.path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
