@@ -23,6 +23,7 @@ from connect_runtime.api.config_provider import ConfigProvider, build_providers,
 from connect_runtime.api.connector_config import CONNECTOR_CLASS, NAME
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import PropertiesFile, load_properties
+from connect_runtime.api.rest_config import REST_SECURITY_CONFIG_DEF
 from connect_runtime.api.secrets import is_sensitive_key, remember_secrets
 from mirror.config import checkpoint as checkpoint_config
 from mirror.config import heartbeat as heartbeat_config
@@ -60,14 +61,17 @@ CONFIG_DEF: ConfigDef = ConfigDef([
               doc="Comma-separated list of cluster aliases, e.g. 'clusters = primary, backup'. "
                   "Each alias then takes '<alias>.bootstrap.servers' and other '<alias>.*' settings."),
     ConfigKey(ENABLE_INTERNAL_REST, Type.BOOLEAN, False, Importance.HIGH, group=_DRIVER,
-              doc="Whether to start the internal REST server (KIP-710) so that followers can forward task "
-                  "configs and zombie-fencing requests to the leader of each flow."),
+              doc="Whether to serve the internal REST endpoints (KIP-710) so that followers can forward task "
+                  "configs and zombie-fencing requests to the leader of each flow. Needed when several nodes "
+                  "share the flows, as in Java MM2."),
     ConfigKey(CONFIG_PROVIDERS, Type.LIST, [], Importance.LOW, group=_DRIVER,
               doc="Names of ConfigProviders; declare each with 'config.providers.<name>.class'. They resolve "
                   "${provider:[path:]key} in worker and client configs; connector configs are resolved later "
                   "by the worker."),
     ConfigKey(LISTENERS, Type.LIST, LISTENERS_DEFAULT, Importance.LOW, group=_DRIVER,
-              doc="Listeners of the internal REST server (only with dedicated.mode.enable.internal.rest)."),
+              doc="Listeners of the REST server: each flow's Connect API under /<source>/<target>/, /metrics, "
+                  "/ui, and the internal endpoints with dedicated.mode.enable.internal.rest. "
+                  "http://host:port or https://host:port (with listeners.https.ssl.*)."),
     ConfigKey(REST_ADVERTISED_HOST_NAME, Type.STRING, None, Importance.LOW, group=_DRIVER,
               doc="Host name given to other workers to reach the internal REST server."),
     ConfigKey(REST_ADVERTISED_PORT, Type.INT, None, Importance.LOW, group=_DRIVER,
@@ -80,7 +84,7 @@ CONFIG_DEF: ConfigDef = ConfigDef([
               doc="Methods allowed by CORS on the internal REST server."),
     ConfigKey(RESPONSE_HTTP_HEADERS_CONFIG, Type.STRING, "", Importance.LOW, group=_DRIVER,
               doc="Rules for REST API HTTP response headers."),
-]).merge(CLIENT_SECURITY_CONFIG_DEF)
+]).merge(CLIENT_SECURITY_CONFIG_DEF).merge(REST_SECURITY_CONFIG_DEF)
 
 # ---- connector classes, as Java MM2 writes them into connector.class -----------------------------------
 

@@ -23,12 +23,12 @@ from starlette.routing import Route
 
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.basic_auth import BASIC_AUTH_EXTENSION
-from tests.integration.support.mm2_process import ROOT, MirrorMakerProcess, aliases, mm2_properties
 from tests.conftest import Cluster
+from tests.integration.support.mm2_process import ROOT, MirrorMakerProcess, aliases, mm2_properties
 from tests.support.kafka import consume_all, create_topic, produce, topics, wait_until
 from tests.support.rest_certs import self_signed
 from tests.unit.connect_runtime.rest.fake_herder import FakeHerder
-from tests.unit.connect_runtime.rest.test_security import SUCCESS
+from tests.unit.connect_runtime.rest.test_security import SUCCESS, mounted_apps
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -81,10 +81,9 @@ def get_routes(namespace: tuple[str, str]) -> list[str]:
     """Every GET route path of the driver's app shape (root and one flow), from a stand-in app."""
     app = create_app({namespace: FakeHerder()})
     paths = [r.path for r in app.routes if isinstance(r, Route) and "GET" in (r.methods or ())]
-    for middleware in app.user_middleware:
-        for _, mounted in middleware.kwargs.get("mounts", ()):
-            paths += [f"/{namespace[0]}/{namespace[1]}{r.path}" for r in mounted.routes
-                      if isinstance(r, Route) and "GET" in (r.methods or ())]
+    for mounted in mounted_apps(app):
+        paths += [f"/{namespace[0]}/{namespace[1]}{r.path}" for r in mounted.routes
+                  if isinstance(r, Route) and "GET" in (r.methods or ())]
     return paths
 
 

@@ -12,7 +12,7 @@ from connect_runtime.api.properties import parse_properties
 from connect_runtime.api.secrets import is_sensitive_key
 from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
 from mirror.config.secret_references import secret_reference
-from mirror.maker.rest_wiring import NoInternalRestForwarder, task_config_forwarder, rest_security
+from mirror.maker.rest_wiring import NoInternalRestForwarder, rest_security, task_config_forwarder
 
 PAIR = SourceAndTarget("A", "B")
 
@@ -33,7 +33,8 @@ config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfi
 config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider
 A.security.protocol = SASL_SSL
 A.sasl.mechanism = PLAIN
-A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="literal-jaas-pw";
+A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \\
+  username="u" password="literal-jaas-pw";
 ssl.truststore.password = ${{env:REF_TEST_TRUST_PW}}
 B.ssl.key.password = ${{file:{secrets}:b.key}}
 A->B.producer.override.ssl.keystore.password = flow-level-pw
@@ -52,7 +53,8 @@ def test_stored_configs_hold_references_that_resolve_to_the_secrets(tmp_path: Pa
         assert stored["source.consumer.sasl.jaas.config"] == "${mm2:A.sasl.jaas.config}"
         assert stored["target.cluster.ssl.truststore.password"] == "${mm2:ssl.truststore.password}"
         assert stored["target.producer.ssl.key.password"] == "${mm2:B.ssl.key.password}"
-        assert stored["producer.override.ssl.keystore.password"] == "${mm2:A->B.producer.override.ssl.keystore.password}"
+        flow_key = "A->B.producer.override.ssl.keystore.password"
+        assert stored["producer.override.ssl.keystore.password"] == "${mm2:" + flow_key + "}"
         text = repr(stored)
         for secret in ("literal-jaas-pw", "env-trust-pw", "file-provided-key-pw", "flow-level-pw"):
             assert secret not in text

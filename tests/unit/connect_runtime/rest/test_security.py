@@ -12,7 +12,7 @@ import logging
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -68,15 +68,20 @@ class TrackingHerder(FakeHerder):
         self._config(name)
 
 
+def mounted_apps(app: Starlette) -> list[Starlette]:
+    """The per-flow apps the namespace dispatcher mounts (``create_app`` with namespaced herders)."""
+    out: list[Starlette] = []
+    for middleware in app.user_middleware:
+        if cast(object, middleware.cls) is _NamespaceDispatch:
+            out += [mounted for _, mounted in cast(list[tuple[Any, Starlette]], middleware.kwargs["mounts"])]
+    return out
+
+
 def state_changing_routes(app: Starlette) -> set[tuple[str, str]]:
     """(method, path) of every route of ``app`` and its namespace mounts that is neither a read nor an
     internal (signed) endpoint."""
-    apps = [app]
-    for middleware in app.user_middleware:
-        if middleware.cls is _NamespaceDispatch:
-            apps += [mounted for _, mounted in middleware.kwargs["mounts"]]
     found = set()
-    for each in apps:
+    for each in [app, *mounted_apps(app)]:
         for route in each.routes:
             assert isinstance(route, Route)
             for method in route.methods or ():
