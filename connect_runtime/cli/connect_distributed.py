@@ -145,8 +145,9 @@ class ConnectDistributed:
                            "are not implemented by this runtime yet; source tasks deliver at least once")
         self.rest.start()
         listener = config.listeners[0]
-        logger.info("REST server listening on %s://%s:%d; %s", listener.scheme, listener.host or "0.0.0.0",
-                    self.rest.port, self.security.describe())
+        logger.info("REST server listening on %s://%s:%d", listener.scheme, listener.host or "0.0.0.0",
+                    self.rest.port)
+        logger.info("REST API: %s", self.security.describe())
         worker_id = self.worker_id = wc.worker_id(config, self.rest.port)
         url = self.url = wc.advertised_url(config, self.rest.port)
         extra: dict[str, Any] = {}
