@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.secrets import SecretScrubbingFilter
 from connect_runtime.logging_context import ContextFilter
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(flow)s %(connector_task)s] %(name)s: %(message)s"
@@ -50,6 +51,7 @@ def configure_logging(level: str | None, config_path: str | None, default_config
         if level is None:
             for noisy in QUIET_LOGGERS:
                 logging.getLogger(noisy).setLevel(logging.WARNING)
+        scrub_secrets_in_handlers()
         return
     try:
         if path.suffix in (".yaml", ".yml", ".json"):
@@ -65,3 +67,15 @@ def configure_logging(level: str | None, config_path: str | None, default_config
         raise ConfigError(f"{path}: invalid logging config: {exc}") from exc
     if level:
         logging.getLogger().setLevel(level)
+    scrub_secrets_in_handlers()
+
+
+def scrub_secrets_in_handlers() -> None:
+    """Put the secret scrubber on every handler configured so far, whatever the logging config says:
+    no known secret value reaches a log line (:mod:`connect_runtime.api.secrets`)."""
+    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    for lg in loggers:
+        for handler in lg.handlers:
+            if not any(isinstance(f, SecretScrubbingFilter) for f in handler.filters):
+                handler.addFilter(SecretScrubbingFilter())

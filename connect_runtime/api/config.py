@@ -19,23 +19,10 @@ from typing import Any
 
 from connect_runtime.api.errors import ConfigError
 
-HIDDEN = "[hidden]"
-
-_SENSITIVE = re.compile(r"(password|secret|jaas|credential|token|key\.pem|private\.key|keystore\.key|api\.key)", re.I)
-
-
-def is_sensitive_key(name: str) -> bool:
-    """Whether a config key holds a secret that must never be printed, logged or returned.
-
-    Covers Kafka's PASSWORD keys (``ssl.keystore.password``, ``sasl.jaas.config``, ...), key material
-    (``ssl.keystore.key``) and obvious custom names, with any prefix (``A.``, ``source.cluster.``...).
-    """
-    return bool(_SENSITIVE.search(name))
-
-
-def redact(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``config`` with every sensitive value replaced by ``[hidden]``."""
-    return {k: (HIDDEN if is_sensitive_key(k) and v is not None else v) for k, v in config.items()}
+# Re-exported: the rules live in api.secrets.
+from connect_runtime.api.secrets import HIDDEN as HIDDEN
+from connect_runtime.api.secrets import is_sensitive_key as is_sensitive_key
+from connect_runtime.api.secrets import redact as redact
 
 
 class Password:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.secrets import remember_secrets
 
 #: ``${provider:path:key}`` or ``${provider:key}`` (Kafka's ConfigTransformer pattern).
 PLACEHOLDER = re.compile(r"\$\{([^}]*?):(([^}]*?):)?([^}]*?)\}")
@@ -129,7 +130,15 @@ def resolve(config: Mapping[str, str], providers: Mapping[str, ConfigProvider]) 
 
     A placeholder whose provider is known but has no such key is an error naming the config key, since
     silently keeping the literal placeholder as (say) a password hides the mistake until connect time.
+    The resolved values of secret keys are remembered, so they are scrubbed from logs and traces
+    (:func:`connect_runtime.api.secrets.scrub`).
     """
+    out = _resolve(config, providers)
+    remember_secrets(out)
+    return out
+
+
+def _resolve(config: Mapping[str, str], providers: Mapping[str, ConfigProvider]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, value in config.items():
         if not isinstance(value, str) or "${" not in value:
@@ -150,4 +159,36 @@ def resolve(config: Mapping[str, str], providers: Mapping[str, ConfigProvider]) 
             return found[key]
 
         out[name] = PLACEHOLDER.sub(substitute, value)
+    return out
+
+
+def placeholder_providers(value: str) -> set[str]:
+    """The provider names ``value``'s ``${provider:...}`` placeholders use."""
+    return {m.group(1) for m in PLACEHOLDER.finditer(value)} if "${" in value else set()
+
+
+def check_allowed_providers(config: Mapping[str, str | None], allowed: frozenset[str]) -> None:
+    """ConfigError if a value uses a provider outside ``allowed`` (REST-submitted connector configs).
+
+    A REST caller must not make the worker read files or the environment through the worker's
+    providers (CVE-2024-31141): only the operator's allowlist may be used.
+    """
+    for key, value in config.items():
+        used = placeholder_providers(value) - allowed if value else set()
+        if used:
+            allowlist = ", ".join(sorted(allowed)) or "none"
+            raise ConfigError(
+                f"Configuration {key} uses config provider {sorted(used)[0]!r}, which connector configs "
+                f"submitted through REST may not use (allowed: {allowlist}; the operator can add it to "
+                f"rest.config.providers.allowlist)", key)
+
+
+def reverse_transform(raw_config: Mapping[str, str], task_config: Mapping[str, str]) -> dict[str, str]:
+    """Connect's ``AbstractHerder.reverseTransform``: task configs are computed from the *resolved*
+    connector config, so each task key whose connector value held placeholders gets the placeholder
+    text back before the task configs are stored: resolved secrets never reach the config topic."""
+    out = dict(task_config)
+    for key, raw in raw_config.items():
+        if key in out and isinstance(raw, str) and PLACEHOLDER.search(raw):
+            out[key] = raw
     return out

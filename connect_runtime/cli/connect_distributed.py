@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import configargparse
+import httpx
 import prometheus_client
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -42,11 +43,13 @@ from connect_runtime.api.properties import PropertiesFile, load_properties
 from connect_runtime.cli.process import ExitCode, parse_args, print_error, run_until_stopped
 from connect_runtime.logging_setup import configure_logging, log_level
 from connect_runtime.rest.app import create_app
+from connect_runtime.rest.security import RestSecurity
 from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.assembly import MembershipFactory, build_herder, kafka_cluster_id, kafka_membership
 from connect_runtime.runtime.distributed_herder import DistributedHerder
 from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +106,15 @@ def load_worker_config(path: str) -> tuple[wc.DistributedWorkerConfig, dict[str,
         raise ConfigError(f"{_where(props, exc.key)}: {exc}", exc.key) from exc
 
 
+def load_rest_security(path: str, config: wc.DistributedWorkerConfig) -> RestSecurity:
+    """Who may change what through REST, the HTTPS listener's TLS and CORS (``rest.*``, ``listeners.https.*``,
+    ``access.control.*``); ConfigError naming ``<file>:<line>`` like :func:`load_worker_config`."""
+    try:
+        return RestSecurity.from_props(config.originals, https=config.listeners[0].scheme == "https")
+    except ConfigError as exc:
+        raise ConfigError(f"{_where(load_properties(path), exc.key)}: {exc}", exc.key) from exc
+
+
 def _where(props: PropertiesFile, key: str | None) -> str:
     return props.location(key)
 
@@ -111,14 +123,16 @@ class ConnectDistributed:
     """The assembled worker process: REST server, stores, Worker, herder."""
 
     def __init__(self, config: wc.DistributedWorkerConfig, providers: dict[str, Any],
-                 membership: MembershipFactory = kafka_membership) -> None:
+                 membership: MembershipFactory = kafka_membership, security: RestSecurity | None = None) -> None:
         self.config = config
         self.membership = membership
         self.providers = providers
+        self.security = security if security is not None else RestSecurity.from_props(
+            config.originals, https=config.listeners[0].scheme == "https")
         self.registry = prometheus_client.CollectorRegistry()
         self.app = _LateApp()
         listeners = ",".join(f"{lst.scheme}://{lst.host}:{lst.port}" for lst in config.listeners)
-        self.rest = RestServer(self.app, listeners)
+        self.rest = RestServer(self.app, listeners, ssl_context=self.security.server_ssl)
         self.herder: DistributedHerder | None = None
         self.worker_id = ""
         self.url = ""
@@ -128,15 +142,21 @@ class ConnectDistributed:
         config = self.config
         self.rest.start()
         listener = config.listeners[0]
-        logger.info("REST server listening on http://%s:%d", listener.host or "0.0.0.0", self.rest.port)
+        logger.info("REST server listening on %s://%s:%d", listener.scheme, listener.host or "0.0.0.0",
+                    self.rest.port)
+        logger.info("REST API: %s", self.security.describe())
         worker_id = self.worker_id = wc.worker_id(config, self.rest.port)
         url = self.url = wc.advertised_url(config, self.rest.port)
-
+        extra: dict[str, Any] = {}
+        if self.security.client_ssl is not None:  # task configs go to the leader's https listener
+            timeout = config[wc.REST_REQUEST_TIMEOUT_MS] / 1000
+            extra["forwarder"] = TaskConfigForwarder(timeout, name=f"forward-tasks-{worker_id}",
+                                                     client=httpx.Client(verify=self.security.client_ssl))
         self.herder = build_herder(config, worker_id=worker_id, advertised_url=url, plugins=Plugins(),
                                    registry=self.registry, providers=self.providers,
                                    membership=self.membership, cluster_id=kafka_cluster_id(config),
-                                   start_timeout_s=timeout_s)
-        self.app.target = create_app(self.herder, registry=self.registry)
+                                   start_timeout_s=timeout_s, **extra)
+        self.app.target = create_app(self.herder, registry=self.registry, security=self.security)
         self.herder.start()
         if not self.herder.wait_until_ready(timeout_s):
             raise ConnectError(f"Worker did not start within {timeout_s:.0f}s")
@@ -170,10 +190,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         configure_logging(args.log_level, args.log_config)
         config, providers = load_worker_config(args.config)
+        security = load_rest_security(args.config, config)
     except ConfigError as exc:
         print_error(str(exc))
         return ExitCode.USAGE
-    process = ConnectDistributed(config, providers)
+    process = ConnectDistributed(config, providers, security=security)
     return run_until_stopped(process, name=PROG, announce_ready=process.announce_ready, failure=process.failure,
                              log=logger)
 

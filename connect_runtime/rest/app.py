@@ -33,6 +33,7 @@ from connect_runtime.rest.internal import internal_routes
 from connect_runtime.rest.loggers import LoggerResources
 from connect_runtime.rest.parsing import Call
 from connect_runtime.rest.responses import error_response, json_response
+from connect_runtime.rest.security import RestSecurity
 from connect_runtime.runtime.herder import Herder
 
 logger = logging.getLogger(__name__)
@@ -112,10 +113,18 @@ class _NamespaceDispatch:
         await self.app(scope, receive, send)
 
 
-def _herder_app(herder: Herder, forwarder: Forwarder, prefix: str, timeout_s: float) -> Starlette:
-    routes = (ConnectorResources(herder, forwarder, prefix, timeout_s).routes()
-              + internal_routes(herder, forwarder, timeout_s))
-    return Starlette(routes=routes, exception_handlers=_EXCEPTION_HANDLERS)
+def _herder_routes(herder: Herder, forwarder: Forwarder, prefix: str, timeout_s: float, security: RestSecurity,
+                   internal_endpoints: bool) -> list[BaseRoute]:
+    routes = ConnectorResources(herder, forwarder, prefix, timeout_s, security.provider_allowlist).routes()
+    if internal_endpoints:
+        routes += internal_routes(herder, forwarder, timeout_s)
+    return routes
+
+
+def _herder_app(herder: Herder, forwarder: Forwarder, prefix: str, timeout_s: float, security: RestSecurity,
+                internal_endpoints: bool) -> Starlette:
+    return Starlette(routes=_herder_routes(herder, forwarder, prefix, timeout_s, security, internal_endpoints),
+                     exception_handlers=_EXCEPTION_HANDLERS)
 
 
 def _aggregate_health(herders: Sequence[Herder]) -> Response:
@@ -133,18 +142,23 @@ def _aggregate_health(herders: Sequence[Herder]) -> Response:
 def create_app(herders: Mapping[tuple[str, ...], Herder] | Herder,
                registry: prometheus_client.CollectorRegistry | None = None,
                extra_routes: Sequence[BaseRoute] = (), *,
-               request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> Starlette:
+               request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, security: RestSecurity | None = None,
+               internal_endpoints: bool = True) -> Starlette:
     """The REST app for one herder (mounted at the root) or several (each under its namespace).
 
     ``registry`` is what ``GET /metrics`` exposes (the process-wide default registry when None).
     ``extra_routes`` are added at the root, before the herder routes. A herder call that takes longer
     than ``request_timeout_s`` (Connect's ``rest.request.timeout.ms``) is answered with a 500.
+    ``security`` guards state changes (:mod:`connect_runtime.rest.security`; None: open, for tests and
+    embedding; the commands pass ``RestSecurity.from_props``). ``internal_endpoints=False`` leaves out the
+    KIP-507 worker-to-worker endpoints (MM2 without ``dedicated.mode.enable.internal.rest``).
     """
+    security = security if security is not None else RestSecurity()
     mapping: dict[Namespace, Herder] = dict(herders) if isinstance(herders, Mapping) else {(): herders}
     for namespace in mapping:
         if any(not element for element in namespace):
             raise ValueError(f"REST namespace elements must be non-empty: {namespace!r}")
-    forwarder = Forwarder()
+    forwarder = Forwarder(verify=security.client_ssl)
     metrics_registry = registry if registry is not None else prometheus_client.REGISTRY
     flows = [{"namespace": list(ns), "path": namespace_path(ns) or "/"} for ns in mapping]
     flows.sort(key=lambda f: str(f["path"]))
@@ -162,8 +176,7 @@ def create_app(herders: Mapping[tuple[str, ...], Herder] | Herder,
     routes += list(extra_routes)
     root_herder = mapping.get(())
     if root_herder is not None:
-        routes += ConnectorResources(root_herder, forwarder, "", request_timeout_s).routes()
-        routes += internal_routes(root_herder, forwarder, request_timeout_s)
+        routes += _herder_routes(root_herder, forwarder, "", request_timeout_s, security, internal_endpoints)
     else:
         all_herders = list(mapping.values())
 
@@ -185,7 +198,7 @@ def create_app(herders: Mapping[tuple[str, ...], Herder] | Herder,
                    route(flow_path + "/tasks", unknown_flow, ["POST"], None),
                    route(flow_path + "/fence", unknown_flow, ["PUT"], None)]
 
-    mounts = [(ns, _herder_app(h, forwarder, namespace_path(ns), request_timeout_s))
+    mounts = [(ns, _herder_app(h, forwarder, namespace_path(ns), request_timeout_s, security, internal_endpoints))
               for ns, h in mapping.items() if ns]
 
     @contextlib.asynccontextmanager
@@ -196,4 +209,5 @@ def create_app(herders: Mapping[tuple[str, ...], Herder] | Herder,
             forwarder.close()
 
     return Starlette(routes=routes, exception_handlers=_EXCEPTION_HANDLERS, lifespan=lifespan,
-                     middleware=[Middleware(_RequestLog), Middleware(_NamespaceDispatch, mounts=mounts)])
+                     middleware=[Middleware(_RequestLog), *security.middleware(),
+                                 Middleware(_NamespaceDispatch, mounts=mounts)])

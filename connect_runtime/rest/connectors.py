@@ -2,15 +2,17 @@
 ``/connectors/...`` and ``/connector-plugins/...``.
 
 Handlers validate the request completely before they call the herder, so a malformed request never
-reaches it; they return Connect's exact status codes and JSON shapes. Connector configs are returned as
-stored (Connect does the same; they may hold ``${provider:...}`` references rather than secrets), but
-task configs and validation results are redacted, since those carry resolved values.
+reaches it; they return Connect's exact status codes and JSON shapes. Unlike Connect, secrets are never
+returned: connector and task configs show ``${provider:...}`` references as stored but hide literal
+secret values (:func:`~connect_runtime.api.secrets.mask_config`), and validation results hide the values
+of PASSWORD keys. A config submitted here may only use the config providers of the operator's allowlist
+(``rest.config.providers.allowlist``), so a caller cannot make the worker read its files.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import Any
 from urllib.parse import quote
@@ -18,8 +20,9 @@ from urllib.parse import quote
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from connect_runtime.api.config import HIDDEN, is_sensitive_key, redact
+from connect_runtime.api.config_provider import check_allowed_providers
 from connect_runtime.api.errors import BadRequestError, NotFoundError
+from connect_runtime.api.secrets import HIDDEN, is_sensitive_key, mask_config
 from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.rest.forwarding import Forwarder
 from connect_runtime.rest.handling import DEFAULT_REQUEST_TIMEOUT_S, Handler
@@ -33,7 +36,7 @@ from connect_runtime.rest.parsing import (
     string_map,
 )
 from connect_runtime.rest.responses import empty_response, json_response
-from connect_runtime.runtime.herder import ConfigInfos, ConnectorOffset, Herder
+from connect_runtime.runtime.herder import ConfigInfos, ConnectorInfo, ConnectorOffset, Herder
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +94,13 @@ def _redacted_config_infos(infos: ConfigInfos) -> dict[str, Any]:
     return out
 
 
+def _info_json(info: ConnectorInfo) -> dict[str, Any]:
+    out = info.to_json()
+    if isinstance(out.get("config"), dict):
+        out["config"] = mask_config(out["config"])
+    return out
+
+
 def _offsets(body: Any) -> list[ConnectorOffset]:
     """Validate a ``ConnectorOffsets`` body: ``{"offsets": [{"partition": {...}, "offset": {...}|null}]}``."""
     if not isinstance(body, dict):
@@ -120,8 +130,11 @@ class ConnectorResources:
     """The routes of one herder; ``prefix`` is its namespace path (``""`` at the root), for Location."""
 
     def __init__(self, herder: Herder, forwarder: Forwarder, prefix: str = "",
-                 request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> None:
+                 request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+                 provider_allowlist: frozenset[str] | None = None) -> None:
         self._herder = herder
+        #: Config providers a submitted config may use; None: any.
+        self._allowed_providers = provider_allowlist
         self._forwarder = forwarder
         self._prefix = prefix
         self._timeout_s = request_timeout_s
@@ -162,6 +175,10 @@ class ConnectorResources:
             route("/connector-plugins/{plugin}/config/validate", self.validate, ["PUT"], f),
         ]
 
+    def _check_providers(self, config: Mapping[str, str | None]) -> None:
+        if self._allowed_providers is not None:
+            check_allowed_providers(config, self._allowed_providers)
+
     # -- worker -------------------------------------------------------------------------------------
     def root(self, call: Call) -> Response:
         return json_response(server_info(self._herder.kafka_cluster_id()))
@@ -184,7 +201,7 @@ class ConnectorResources:
                     if expansion == "status":
                         expanded["status"] = self._herder.connector_status(name).to_json()
                     elif expansion == "info":
-                        expanded["info"] = self._herder.connector_info(name).to_json()
+                        expanded["info"] = _info_json(self._herder.connector_info(name))
                     else:
                         logger.info("Ignoring unknown expansion type %s", expansion)
                 out[name] = expanded
@@ -215,30 +232,32 @@ class ConnectorResources:
                                       f"got {initial!r}")
             state = _INITIAL_STATES[str(initial).upper()]
         check_connector_name(name, config)
+        self._check_providers(config)
         created = self._herder.put_connector_config(name, config, allow_replace=False, initial_state=state)
         location = f"{self._prefix}/connectors/{quote(name, safe='')}"
-        return json_response(created.info.to_json(), 201, {"Location": location})
+        return json_response(_info_json(created.info), 201, {"Location": location})
 
     def get_connector(self, call: Call) -> Response:
-        return json_response(self._herder.connector_info(call.param("connector")).to_json())
+        return json_response(_info_json(self._herder.connector_info(call.param("connector"))))
 
     def delete_connector(self, call: Call) -> Response:
         self._herder.delete_connector(call.param("connector"))
         return empty_response(204)
 
     def get_config(self, call: Call) -> Response:
-        return json_response(self._herder.connector_config(call.param("connector")))
+        return json_response(mask_config(self._herder.connector_config(call.param("connector"))))
 
     def put_config(self, call: Call) -> Response:
         name = call.param("connector")
         config = strict_string_map(call.json("the connector config as a JSON object of strings"),
                                    "the connector config")
         check_connector_name(name, config)
+        self._check_providers(config)
         created = self._herder.put_connector_config(name, config, allow_replace=True)
         if created.created:
             location = f"{self._prefix}/connectors/{quote(name, safe='')}"
-            return json_response(created.info.to_json(), 201, {"Location": location})
-        return json_response(created.info.to_json(), 200)
+            return json_response(_info_json(created.info), 201, {"Location": location})
+        return json_response(_info_json(created.info), 200)
 
     def patch_config(self, call: Call) -> Response:
         name = call.param("connector")
@@ -247,18 +266,19 @@ class ConnectorResources:
         if "name" in patch and patch["name"] != name:
             raise BadRequestError(f"Connector name configuration ({patch['name']}) doesn't match connector "
                                   f"name in the URL ({name})")
-        return json_response(self._herder.patch_connector_config(name, patch).to_json())
+        self._check_providers(patch)
+        return json_response(_info_json(self._herder.patch_connector_config(name, patch)))
 
     def status(self, call: Call) -> Response:
         return json_response(self._herder.connector_status(call.param("connector")).to_json())
 
     def tasks(self, call: Call) -> Response:
         infos = self._herder.task_configs(call.param("connector"))
-        return json_response([{"id": t.id.to_json(), "config": redact(t.config)} for t in infos])
+        return json_response([{"id": t.id.to_json(), "config": mask_config(t.config)} for t in infos])
 
     def tasks_config(self, call: Call) -> Response:
         infos = self._herder.task_configs(call.param("connector"))
-        return json_response({str(t.id): redact(t.config) for t in infos})
+        return json_response({str(t.id): mask_config(t.config) for t in infos})
 
     def task_status(self, call: Call) -> Response:
         task = ConnectorTaskId(call.param("connector"), call.int_param("task"))
@@ -327,5 +347,6 @@ class ConnectorResources:
         included = config.get("connector.class")
         if included is not None and not _normalized_plugin(included).endswith(_normalized_plugin(plugin)):
             raise BadRequestError(f"Included connector type {included} does not match request type {plugin}")
+        self._check_providers(config)
         infos = self._herder.validate_connector_config(config, plugin=plugin)
         return json_response(_redacted_config_infos(infos))

@@ -11,6 +11,7 @@ the cluster is rebalancing, so the answer is 409. Two hops bound the chase durin
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 from collections.abc import Sequence
 from urllib.parse import urlencode
@@ -41,8 +42,10 @@ DEFAULT_FORWARD_TIMEOUT_S = 90.0
 class Forwarder:
     """Re-issues calls to other workers over one shared, thread-safe HTTP client."""
 
-    def __init__(self, timeout_s: float = DEFAULT_FORWARD_TIMEOUT_S) -> None:
+    def __init__(self, timeout_s: float = DEFAULT_FORWARD_TIMEOUT_S, verify: ssl.SSLContext | None = None) -> None:
         self._timeout_s = timeout_s
+        #: The trust (and client certificate) for other workers' https listeners; None: system defaults.
+        self._verify: ssl.SSLContext | bool = verify if verify is not None else True
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
 
@@ -50,7 +53,8 @@ class Forwarder:
         # Created lazily: most workers never forward, and an unused client still holds a pool.
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(timeout=self._timeout_s, follow_redirects=False, trust_env=False)
+                self._client = httpx.Client(timeout=self._timeout_s, follow_redirects=False, trust_env=False,
+                                            verify=self._verify)
             return self._client
 
     def close(self) -> None:

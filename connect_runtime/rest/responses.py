@@ -6,10 +6,13 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response
 
+from connect_runtime.api.secrets import scrub
+
 
 def error_response(status: int, message: str) -> JSONResponse:
-    """Connect's error body, ``{"error_code": <status>, "message": ...}``, for every failure."""
-    return JSONResponse({"error_code": status, "message": message}, status_code=status)
+    """Connect's error body, ``{"error_code": <status>, "message": ...}``, for every failure; a secret
+    value the message may quote (an exception's text) is scrubbed."""
+    return JSONResponse({"error_code": status, "message": scrub(message)}, status_code=status)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:

@@ -4,12 +4,15 @@ We bind the listening socket ourselves before uvicorn starts, so ``port 0`` work
 ``.url`` are known the moment :meth:`RestServer.start` returns; start() then waits until uvicorn
 accepts connections. uvicorn's own access log is off (our app logs requests at DEBUG, without bodies)
 and it never installs signal handlers from a non-main thread, so the embedding process keeps its own.
+An ``https://`` listener is served with the ``ssl.SSLContext`` given by the caller
+(:func:`connect_runtime.rest.tls.server_ssl_context` builds it from ``listeners.https.ssl.*``).
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import threading
 import time
 from urllib.parse import urlsplit
@@ -24,13 +27,21 @@ logger = logging.getLogger(__name__)
 DEFAULT_LISTENERS = "http://:8083"
 
 
+def listener_scheme(listeners: str) -> str:
+    """``http`` or ``https``: the scheme of the first listener (ConfigError for anything else)."""
+    first = next((entry.strip() for entry in listeners.split(",") if entry.strip()), "")
+    scheme = urlsplit(first).scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ConfigError(f"Unsupported listener '{first}': expected http://host:port or https://host:port",
+                          key="listeners")
+    return scheme
+
+
 def parse_listener(listeners: str) -> tuple[str, int]:
     """(host, port) of the first listener in Connect's ``listeners`` syntax; ``""`` = all interfaces."""
     first = next((entry.strip() for entry in listeners.split(",") if entry.strip()), "")
     parts = urlsplit(first)
-    if parts.scheme.lower() != "http":
-        raise ConfigError(f"Unsupported listener '{first}': only http://host:port listeners are supported",
-                          key="listeners")
+    listener_scheme(first)
     try:
         port = parts.port
     except ValueError as exc:
@@ -61,9 +72,17 @@ class RestServer:
 
     def __init__(self, app: ASGIApp | None = None, listeners: str = DEFAULT_LISTENERS,
                  advertised_url: str | None = None, *, start_timeout_s: float = 30.0,
-                 stop_timeout_s: float = 10.0) -> None:
+                 stop_timeout_s: float = 10.0, ssl_context: ssl.SSLContext | None = None) -> None:
         self.app = app
         self._host, self._requested_port = parse_listener(listeners)
+        self.scheme = listener_scheme(listeners)
+        if self.scheme == "https" and ssl_context is None:
+            raise ConfigError("an https listener needs its TLS settings (listeners.https.ssl.keystore.location...)",
+                              key="listeners")
+        if self.scheme == "http" and ssl_context is not None:
+            raise ConfigError("TLS settings given for an http listener: use listeners=https://host:port",
+                              key="listeners")
+        self._ssl_context = ssl_context
         self._advertised_url = advertised_url.rstrip("/") if advertised_url else None
         self._start_timeout_s = start_timeout_s
         self._stop_timeout_s = stop_timeout_s
@@ -80,13 +99,13 @@ class RestServer:
 
     @property
     def url(self) -> str:
-        """The URL other workers should use, without a trailing slash (``http://host:port``)."""
+        """The URL other workers should use, without a trailing slash (``http[s]://host:port``)."""
         if self._advertised_url:
             return self._advertised_url
         host = self._host or socket.gethostname()
         if ":" in host:
             host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        return f"{self.scheme}://{host}:{self.port}"
 
     def bind(self) -> RestServer:
         """Reserve the listening socket (idempotent); ``.port`` and ``.url`` are known afterwards."""
@@ -105,6 +124,8 @@ class RestServer:
         assert sock is not None
         config = uvicorn.Config(self.app, log_config=None, access_log=False, lifespan="on",
                                 timeout_graceful_shutdown=max(1, int(self._stop_timeout_s / 2)))
+        config.load()
+        config.ssl = self._ssl_context  # ours, built from Connect's keys (uvicorn's own needs files)
         server = uvicorn.Server(config)
         self._server = server
         self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},

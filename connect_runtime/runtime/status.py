@@ -17,14 +17,16 @@ import traceback
 from dataclasses import dataclass
 from typing import Protocol
 
+from connect_runtime.api.secrets import scrub
 from connect_runtime.model import ConnectorTaskId, State
 
 logger = logging.getLogger(__name__)
 
 
 def trace_of(exc: BaseException) -> str:
-    """The full traceback text reported as a FAILED status ``trace`` (chained causes included)."""
-    return "".join(traceback.format_exception(exc))
+    """The full traceback text reported as a FAILED status ``trace`` (chained causes included), with
+    every known secret value scrubbed: traces go to the status topic and REST."""
+    return scrub("".join(traceback.format_exception(exc)))
 
 
 class StatusListener(Protocol):

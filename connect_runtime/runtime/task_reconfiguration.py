@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from connect_runtime.api.config_provider import reverse_transform
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.model import TargetState
 from connect_runtime.runtime import connector_validation as validation
@@ -82,6 +83,8 @@ class TaskReconfiguration:
                        type(exc).__name__, exc, delay)
             return
         self.schedule.succeeded(name)
+        # Placeholders back in place of what they resolved to: no resolved secret is stored or forwarded.
+        configs = [reverse_transform(config, c) for c in configs]
         current = [dict(c) for c in snapshot.task_config_list(name)]
         if configs == current and name not in snapshot.inconsistent and snapshot.task_count(name) == len(configs):
             logger.debug("Connector %s: task configs unchanged (%d task(s))", name, len(configs))

@@ -32,6 +32,7 @@ from connect_runtime.api.config import (
     one_of,
 )
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.rest_config import REST_SECURITY_CONFIG_DEF
 from connect_runtime.clients import factory
 from connect_runtime.clients.factory import ClientKind
 
@@ -127,7 +128,8 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
               "How long an offset commit waits for outstanding records before it is cancelled.",
               at_least(0), _CONNECT),
     ConfigKey(LISTENERS, Type.LIST, ["http://:8083"], Importance.LOW,
-              "Comma-separated URIs the REST API listens on (http only); port 0 picks a free port.",
+              "Comma-separated URIs the REST API listens on (http:// or https:// with listeners.https.ssl.*); "
+              "port 0 picks a free port.",
               group=_REST),
     ConfigKey(ADVERTISED_HOST, Type.STRING, None, Importance.LOW,
               "Host name given to other workers (and used in the worker id); default: the listener's host.",
@@ -135,7 +137,7 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
     ConfigKey(ADVERTISED_PORT, Type.INT, None, Importance.LOW,
               "Port given to other workers; default: the bound listener port.", group=_REST),
     ConfigKey(ADVERTISED_LISTENER, Type.STRING, None, Importance.LOW,
-              "Protocol (http) given to other workers; default: the listener's.", group=_REST),
+              "Protocol (http or https) given to other workers; default: the listener's.", group=_REST),
     ConfigKey(REST_REQUEST_TIMEOUT_MS, Type.LONG, 90000, Importance.LOW,
               "How long a REST request waits for the herder before answering 500 'Request timed out'.",
               at_least(1), _REST),
@@ -180,7 +182,7 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
     ConfigKey(INTER_WORKER_KEY_TTL_MS, Type.INT, 3600000, Importance.LOW,
               "How long the leader uses one session key (KIP-507) for signed internal requests before "
               "writing a new one.", at_least(0), _GROUP),
-])
+]).merge(REST_SECURITY_CONFIG_DEF)
 
 #: Worker settings that are not client settings: kept away from the client factory (which would log
 #: each as "not a librdkafka property"). Group timeouts belong to the membership client, not to these.
@@ -188,7 +190,7 @@ _WORKER_ONLY_KEYS = DISTRIBUTED_CONFIG_DEF.names() - {BOOTSTRAP_SERVERS, CLIENT_
 _WORKER_ONLY_PREFIXES = ("config.providers.", "rest.", "key.converter", "value.converter", "header.converter",
                          "internal.", "plugin.", "admin.listeners", "worker.", "inter.worker.", "metric",
                          "connector.client.config.override.", "topic.creation.", "access.control.",
-                         "response.http.headers.")
+                         "response.http.headers.", "listeners.", "java.security.")
 
 
 @dataclass(frozen=True)
@@ -224,8 +226,6 @@ class DistributedWorkerConfig:
         self.listeners = [Listener.parse(uri) for uri in self.values[LISTENERS]]
         if not self.listeners:
             raise ConfigError(f"Configuration {LISTENERS} must name at least one listener", LISTENERS)
-        if self.listeners[0].scheme != "http":
-            raise ConfigError(f"Configuration {LISTENERS}: only http listeners are supported", LISTENERS)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]

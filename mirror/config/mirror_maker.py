@@ -23,6 +23,8 @@ from connect_runtime.api.config_provider import ConfigProvider, build_providers,
 from connect_runtime.api.connector_config import CONNECTOR_CLASS, NAME
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import PropertiesFile, load_properties
+from connect_runtime.api.rest_config import REST_SECURITY_CONFIG_DEF
+from connect_runtime.api.secrets import is_sensitive_key, remember_secrets
 from mirror.config import checkpoint as checkpoint_config
 from mirror.config import heartbeat as heartbeat_config
 from mirror.config import source as source_config
@@ -33,6 +35,7 @@ from mirror.config.connector_base import (
     TARGET_CLUSTER_ALIAS,
     validate_replication_policy_class,
 )
+from mirror.config.secret_references import MM2_PROVIDER, MirrorPropertiesProvider, secret_reference
 from mirror.config.settings import Flag
 
 logger = logging.getLogger(__name__)
@@ -58,14 +61,17 @@ CONFIG_DEF: ConfigDef = ConfigDef([
               doc="Comma-separated list of cluster aliases, e.g. 'clusters = primary, backup'. "
                   "Each alias then takes '<alias>.bootstrap.servers' and other '<alias>.*' settings."),
     ConfigKey(ENABLE_INTERNAL_REST, Type.BOOLEAN, False, Importance.HIGH, group=_DRIVER,
-              doc="Whether to start the internal REST server (KIP-710) so that followers can forward task "
-                  "configs and zombie-fencing requests to the leader of each flow."),
+              doc="Whether to serve the internal REST endpoints (KIP-710) so that followers can forward task "
+                  "configs and zombie-fencing requests to the leader of each flow. Needed when several nodes "
+                  "share the flows, as in Java MM2."),
     ConfigKey(CONFIG_PROVIDERS, Type.LIST, [], Importance.LOW, group=_DRIVER,
               doc="Names of ConfigProviders; declare each with 'config.providers.<name>.class'. They resolve "
                   "${provider:[path:]key} in worker and client configs; connector configs are resolved later "
                   "by the worker."),
     ConfigKey(LISTENERS, Type.LIST, LISTENERS_DEFAULT, Importance.LOW, group=_DRIVER,
-              doc="Listeners of the internal REST server (only with dedicated.mode.enable.internal.rest)."),
+              doc="Listeners of the REST server: each flow's Connect API under /<source>/<target>/, /metrics, "
+                  "/ui, and the internal endpoints with dedicated.mode.enable.internal.rest. "
+                  "http://host:port or https://host:port (with listeners.https.ssl.*)."),
     ConfigKey(REST_ADVERTISED_HOST_NAME, Type.STRING, None, Importance.LOW, group=_DRIVER,
               doc="Host name given to other workers to reach the internal REST server."),
     ConfigKey(REST_ADVERTISED_PORT, Type.INT, None, Importance.LOW, group=_DRIVER,
@@ -78,7 +84,7 @@ CONFIG_DEF: ConfigDef = ConfigDef([
               doc="Methods allowed by CORS on the internal REST server."),
     ConfigKey(RESPONSE_HTTP_HEADERS_CONFIG, Type.STRING, "", Importance.LOW, group=_DRIVER,
               doc="Rules for REST API HTTP response headers."),
-]).merge(CLIENT_SECURITY_CONFIG_DEF)
+]).merge(CLIENT_SECURITY_CONFIG_DEF).merge(REST_SECURITY_CONFIG_DEF)
 
 # ---- connector classes, as Java MM2 writes them into connector.class -----------------------------------
 
@@ -163,6 +169,10 @@ class MirrorMakerConfig:
             self._providers: dict[str, ConfigProvider] = build_providers(self._raw)
         except ConfigError as exc:
             raise self._error(exc.key, str(exc)) from exc
+        if MM2_PROVIDER in self._providers:
+            raise self._error(CONFIG_PROVIDERS, f"the config provider name {MM2_PROVIDER!r} is reserved (it "
+                                                f"resolves the secret references in the configs topic)")
+        remember_secrets(self._raw)  # literal secrets: scrubbed from logs and traces from now on
 
     @classmethod
     def from_file(cls, path: str) -> MirrorMakerConfig:
@@ -186,6 +196,11 @@ class MirrorMakerConfig:
 
     def raw_properties(self) -> dict[str, str]:
         return dict(self._raw)
+
+    def worker_providers(self) -> dict[str, ConfigProvider]:
+        """The providers a herder's worker resolves connector configs with: the file's own, plus
+        ``mm2`` for the secret references of :meth:`connector_stored_config`."""
+        return {**self._providers, MM2_PROVIDER: MirrorPropertiesProvider(self._raw, self._resolve)}
 
     def location(self, key: str | None) -> str:
         """``file:line`` of ``key`` if it is defined in the file, else the file name."""
@@ -251,17 +266,22 @@ class MirrorMakerConfig:
 
         Top-level connection/security keys are only a fallback for all four forms.
         """
-        props = self._stripped(f"{alias}.")
+        return {key: self._raw[origin] for key, origin in self._cluster_origins(alias).items()}
+
+    def _cluster_origins(self, alias: str) -> dict[str, str]:
+        """:meth:`cluster_props`'s keys, each mapped to the mm2.properties key its value comes from."""
+        prefix = f"{alias}."
+        origins = {k[len(prefix):]: k for k in self._raw if k.startswith(prefix)}
         for key in CLIENT_CONFIG_NAMES:
-            if key in props:
-                for prefix in _CLIENT_PREFIXES:
-                    props.setdefault(prefix + key, props[key])
+            if key in origins:
+                for client in _CLIENT_PREFIXES:
+                    origins.setdefault(client + key, origins[key])
         for key in CLIENT_CONFIG_NAMES:
             if key in self._raw:
-                for prefix in _CLIENT_PREFIXES:
-                    props.setdefault(prefix + key, self._raw[key])
-                props.setdefault(key, self._raw[key])
-        return props
+                for client in _CLIENT_PREFIXES:
+                    origins.setdefault(client + key, key)
+                origins.setdefault(key, key)
+        return origins
 
     def worker_config(self, pair: SourceAndTarget, *, resolve_providers: bool = True) -> dict[str, str]:
         """(b) The Connect distributed-worker config of the herder for ``pair`` (it talks to the target).
@@ -286,19 +306,38 @@ class MirrorMakerConfig:
 
     def connector_base_config(self, pair: SourceAndTarget, connector_class_name: str) -> dict[str, str]:
         """(c) The config the leader submits for one connector of ``pair`` (not provider-resolved)."""
-        props = {k: v for k, v in self._raw.items() if k in ALL_CONNECTOR_CONFIG_NAMES}
-        props.update(self._with_prefix(CONFIG_PROVIDERS))
-        props.update(self._with_prefix("replication.policy"))
+        return {key: self._raw[origin] if origin else value
+                for key, (value, origin) in self._connector_origins(pair, connector_class_name).items()}
+
+    def connector_stored_config(self, pair: SourceAndTarget, connector_class_name: str) -> dict[str, str]:
+        """What the driver writes to the configs topic: :meth:`connector_base_config` with each secret
+        replaced by a reference to the mm2.properties key it comes from (``${mm2:A.ssl.key.password}``),
+        which every node resolves from its own file (:mod:`mirror.config.secret_references`).
+        Java MM2 stores the secret itself."""
+        out = {}
+        for key, (value, origin) in self._connector_origins(pair, connector_class_name).items():
+            raw = self._raw[origin] if origin else value
+            out[key] = secret_reference(origin) if origin and is_sensitive_key(key) and raw else raw
+        return out
+
+    def _connector_origins(self, pair: SourceAndTarget,
+                           connector_class_name: str) -> dict[str, tuple[str, str | None]]:
+        """Each connector key -> (value, the mm2.properties key it comes from, or None for a default)."""
+        origins: dict[str, tuple[str, str | None]] = {
+            k: ("", k) for k in self._raw if k in ALL_CONNECTOR_CONFIG_NAMES}
+        for prefix in (CONFIG_PROVIDERS, "replication.policy"):
+            origins.update({k: ("", k) for k in self._with_prefix(prefix)})
         for side, alias in (("source", pair.source), ("target", pair.target)):
-            for key, value in self.cluster_props(alias).items():
-                props[f"{side}.{key}" if _CLIENT_KEY.match(key) else f"{side}.cluster.{key}"] = value
-        props.setdefault(NAME, connector_simple_name(connector_class_name))
-        props.setdefault(CONNECTOR_CLASS, connector_class_name)
-        props.setdefault(SOURCE_CLUSTER_ALIAS, pair.source)
-        props.setdefault(TARGET_CLUSTER_ALIAS, pair.target)
-        props.update(self._stripped(f"{pair}."))
-        props.setdefault(_ENABLED, "false")
-        return props
+            for key, origin in self._cluster_origins(alias).items():
+                origins[f"{side}.{key}" if _CLIENT_KEY.match(key) else f"{side}.cluster.{key}"] = ("", origin)
+        for key, value in ((NAME, connector_simple_name(connector_class_name)),
+                           (CONNECTOR_CLASS, connector_class_name), (SOURCE_CLUSTER_ALIAS, pair.source),
+                           (TARGET_CLUSTER_ALIAS, pair.target)):
+            origins.setdefault(key, (value, None))
+        prefix = f"{pair}."
+        origins.update({k[len(prefix):]: ("", k) for k in self._raw if k.startswith(prefix)})
+        origins.setdefault(_ENABLED, ("false", None))
+        return origins
 
     def client_config(self, alias: str) -> dict[str, str]:
         """(d) A ``MirrorClientConfig`` map for ``alias``: all top-level keys plus cluster props, resolved.
@@ -384,6 +423,10 @@ class MirrorMakerConfig:
 
     def _check_connector(self, pair: SourceAndTarget, connector_class: str, resolve_providers: bool) -> None:
         """Parse a connector config as the worker will: after provider resolution."""
+        try:
+            self.connector_stored_config(pair, connector_class)
+        except ConfigError as exc:
+            raise self._error(exc.key, str(exc)) from exc
         config = self.connector_base_config(pair, connector_class)
         if resolve_providers:
             config = self._resolve(config)

@@ -20,8 +20,10 @@ What ``connect-mirror-maker mm2.properties [--clusters B ...]`` runs (Kafka's ``
   herders are not disturbed.
 
 Differences from Java MM2, on purpose: the public Connect REST API is served (namespaced), not only the
-internal endpoints; worker ids are ``<host>:<port>`` of the node's REST server (Java uses the flow name,
-so its statuses cannot tell nodes apart).
+internal endpoints, with state changes refused unless basic auth or an explicit opt-in is configured
+(:mod:`mirror.maker.rest_wiring`); worker ids are ``<host>:<port>`` of the node's REST server (Java uses
+the flow name, so its statuses cannot tell nodes apart); secrets are stored in the configs topic as
+references to the node's own mm2.properties (:mod:`mirror.config.secret_references`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry
 
-from connect_runtime.api.config_provider import build_providers
 from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
 from connect_runtime.cli.process import ExitCode, run_until_stopped
 from connect_runtime.clients.admin import TopicAdmin
@@ -66,6 +67,7 @@ from connect_runtime.runtime.plugins import Plugins
 from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
 from mirror.health.collector import start_health_monitor
 from mirror.health.ui_routes import ui_routes
+from mirror.maker.rest_wiring import rest_security, task_config_forwarder
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +98,7 @@ class MirrorHerder(DistributedHerder):
         """Write each connector's config from mm2.properties when it differs from the stored one
         (Java's ``MirrorHerder.rebalanceSuccess``: the newly elected leader's file wins)."""
         for connector_class in CONNECTOR_CLASSES:
-            config = self._mm_config.connector_base_config(self.pair, connector_class)
+            config = self._mm_config.connector_stored_config(self.pair, connector_class)
             name = config["name"]
             try:
                 if self.connector_config(name) == config:
@@ -357,7 +359,9 @@ class MirrorMaker:
         self._herder_metrics = LabelledRegistries()
         self.registry.register(self._herder_metrics)
         self.plugins = Plugins()
-        self.rest = RestServer(None, _listeners(config, rest_port))
+        listeners = _listeners(config, rest_port)
+        self.security = rest_security(config, listeners)
+        self.rest = RestServer(None, listeners, ssl_context=self.security.server_ssl)
         self._metrics_port = metrics_port
         self._metrics_server: Any = None
         self._health = health
@@ -375,15 +379,18 @@ class MirrorMaker:
         advertised_host = self.config.raw_properties().get("rest.advertised.host.name") or (
             listener.hostname if listener.hostname not in (None, "", "0.0.0.0") else socket.getfqdn())
         self.worker_id = f"{advertised_host}:{self.rest.port}"
-        self.url = f"http://{self.worker_id}"
+        self.url = f"{self.rest.scheme}://{self.worker_id}"
         for pair in self.pairs:
             self.slots[pair] = HerderSlot(pair, functools.partial(self._build_herder, pair))
         extra_routes = self._start_health()
         self.rest.app = create_app({(p.source, p.target): slot for p, slot in self.slots.items()},
-                                   registry=self.registry, extra_routes=extra_routes)
+                                   registry=self.registry, extra_routes=extra_routes, security=self.security,
+                                   internal_endpoints=bool(self.config.enable_internal_rest))
         self.rest.start()
         logger.info("REST server listening on %s; herders: %s", self.rest.url,
                     ", ".join(str(p) for p in self.pairs))
+        logger.info("REST API: %s; internal endpoints %s", self.security.describe(),
+                    "on" if self.config.enable_internal_rest else "off (dedicated.mode.enable.internal.rest=false)")
         if self._metrics_port is not None:
             import prometheus_client
 
@@ -401,11 +408,13 @@ class MirrorMaker:
     def _build_herder(self, pair: SourceAndTarget) -> MirrorHerder:
         worker_config = wc.DistributedWorkerConfig(self.config.worker_config(pair))
         cluster_id = _target_cluster_id(worker_config, pair, self._stopping)
-        providers = build_providers(self.config.raw_properties())
+        providers = self.config.worker_providers()
         registry = CollectorRegistry()
+        forwarder = task_config_forwarder(self.config, self.security, f"forward-tasks-{pair}",
+                                          worker_config[wc.REST_REQUEST_TIMEOUT_MS] / 1000)
         herder = build_herder(
             worker_config, worker_id=self.worker_id, advertised_url=self.url, plugins=self.plugins,
-            registry=registry, providers=providers, herder_class=MirrorHerder, log_flow=str(pair),
+            registry=registry, providers=providers, herder_class=MirrorHerder, log_flow=str(pair), forwarder=forwarder,
             cluster_id=cluster_id, start_timeout_s=_READY_TIMEOUT_S,
             rest_prefix=namespace_path((pair.source, pair.target)), pair=pair, mm_config=self.config)
         self._herder_metrics.put({"source": pair.source, "target": pair.target}, registry)

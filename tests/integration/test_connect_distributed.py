@@ -49,7 +49,9 @@ class WorkerProcess:
             # session timeout) and a short hold of a departed worker's work (a restarted worker gets a
             # new worker id, so its old self's work is only reassigned after this delay).
             "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000",
-            "scheduled.rebalance.max.delay.ms": "3000", **overrides,
+            "scheduled.rebalance.max.delay.ms": "3000",
+            # The tests drive the REST API without credentials (test_rest_security.py tests the default).
+            "rest.mutations.allow.unauthenticated": "true", **overrides,
         }
         self.path = tmp_path / f"{group}.properties"
         self.path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
@@ -398,7 +400,9 @@ def test_config_provider_placeholders_resolve_at_start_and_are_stored_as_given(
     monkeypatch.setenv("CD_TEST_TOPIC", topic)
     worker = worker_factory(**{
         "bootstrap.servers": "${env:CD_TEST_BOOTSTRAP}", "config.providers": "env",
-        "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider"}).start()
+        "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
+        # REST-submitted configs may only use allowlisted providers (none by default, CVE-2024-31141).
+        "rest.config.providers.allowlist": "env"}).start()
     config = sequence_config("${env:CD_TEST_TOPIC}", 1, **{"records.per.second": "50"})
     assert worker.rest("PUT", f"/connectors/{CONNECTOR}/config", json=config).status_code == 201
     wait_for_records(cluster_a.bootstrap, topic, 20)  # the task wrote to the resolved topic

@@ -23,7 +23,7 @@ import httpx
 from tests.support.kafka import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
-_REST_LINE = re.compile(r"REST server listening on (http://\S+?);")
+_REST_LINE = re.compile(r"REST server listening on (https?://\S+?);")
 _RUNNING_LINE = re.compile(r"All (\d+) herder\(s\) running")
 
 
@@ -39,7 +39,9 @@ def mm2_properties(clusters: Mapping[str, str], body: str = "") -> str:
     The fixed part is only what the test brokers need: replication factor 1 (one broker per cluster),
     no ACL sync (create_acls aborts Tansu, tansu.md §7), short group session timeouts (Tansu holds a
     join for session.timeout.ms / 2), a 1 s offset flush and short MM2 intervals so tests see results
-    in seconds, and a REST listener on a free loopback port.
+    in seconds, and a REST listener on a free loopback port. Multi-node tests need the internal REST
+    endpoints (KIP-710, off by default as in Java) and the tests drive the REST API without credentials
+    (state changes are refused by default; test_rest_security.py tests that default).
     """
     lines = [f"clusters = {', '.join(clusters)}"]
     for alias, bootstrap in clusters.items():
@@ -49,6 +51,8 @@ def mm2_properties(clusters: Mapping[str, str], body: str = "") -> str:
                   f"{alias}.offset.flush.interval.ms = 1000"]
     lines += [
         "listeners = http://127.0.0.1:0",
+        "dedicated.mode.enable.internal.rest = true",
+        "rest.mutations.allow.unauthenticated = true",
         "replication.factor = 1",
         "offset-syncs.topic.replication.factor = 1",
         "checkpoints.topic.replication.factor = 1",

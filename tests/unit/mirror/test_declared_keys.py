@@ -171,14 +171,12 @@ CONNECTOR: dict[str, Works | Refused | Owned | str] = {
 
 DRIVER: dict[str, Works | Refused | Owned | str] = {
     "clusters": Works("mirror/config/mirror_maker.py", "self._values[CLUSTERS]"),
-    "dedicated.mode.enable.internal.rest": REST,
+    "dedicated.mode.enable.internal.rest": Works("mirror/maker/driver.py", "self.config.enable_internal_rest"),
     "config.providers": Works("mirror/config/mirror_maker.py", "build_providers(self._raw)"),
     "listeners": Works("mirror/maker/driver.py", '"listeners"'),
     "rest.advertised.host.name": Works("mirror/maker/driver.py", '"rest.advertised.host.name"'),
     "rest.advertised.port": REST,
     "rest.advertised.listener": REST,
-    "access.control.allow.origin": REST,
-    "access.control.allow.methods": REST,
     "response.http.headers.config": REST,
 }
 
@@ -193,10 +191,26 @@ DEFS: dict[str, tuple[ConfigDef, dict[str, Works | Refused | Owned | str]]] = {
 }
 
 
+#: The REST listener's security keys, the same in the worker config and mm2.properties (issue 16 item 4).
+REST_SECURITY: dict[str, Works | Refused | Owned | str] = {
+    "rest.extension.classes": Works("connect_runtime/rest/security.py", "rc.REST_EXTENSION_CLASSES"),
+    "rest.basic.auth.jaas.config": Works("connect_runtime/rest/security.py", "rc.REST_BASIC_AUTH_JAAS_CONFIG"),
+    "rest.mutations.allow.unauthenticated": Works("connect_runtime/rest/security.py",
+                                                  "rc.REST_MUTATIONS_ALLOW_UNAUTHENTICATED"),
+    "rest.config.providers.allowlist": Works("connect_runtime/rest/security.py", "rc.REST_CONFIG_PROVIDERS_ALLOWLIST"),
+    "access.control.allow.origin": Works("connect_runtime/rest/security.py", "rc.ACCESS_CONTROL_ALLOW_ORIGIN"),
+    "access.control.allow.methods": Works("connect_runtime/rest/security.py", "rc.ACCESS_CONTROL_ALLOW_METHODS"),
+}
+#: ``listeners.https.ssl.*``: read by the listener's TLS set-up under its prefix.
+HTTPS_LISTENER = Works("connect_runtime/rest/tls.py", "k.startswith(HTTPS_PREFIX)")
+
+
 def _decision(table: dict[str, Works | Refused | Owned | str], key: str) -> Works | Refused | Owned | str | None:
     if key in SECURITY:
         return CLIENT
-    return table.get(key)
+    if key.startswith("listeners.https.ssl."):
+        return HTTPS_LISTENER
+    return table.get(key, REST_SECURITY.get(key))
 
 
 def _declared() -> list[tuple[str, str]]:

@@ -23,10 +23,16 @@ def test_parse_listener(listeners: str, expected: tuple[str, int]) -> None:
     assert parse_listener(listeners) == expected
 
 
-@pytest.mark.parametrize("listeners", ["https://:8443", "", "localhost:8083", "http://:notaport"])
+@pytest.mark.parametrize("listeners", ["ftp://:8443", "", "localhost:8083", "http://:notaport"])
 def test_unsupported_listener_is_config_error(listeners: str) -> None:
     with pytest.raises(ConfigError):
         parse_listener(listeners)
+
+
+def test_https_listener_without_tls_settings_is_config_error() -> None:
+    assert parse_listener("https://:8443") == ("", 8443)
+    with pytest.raises(ConfigError, match=r"listeners\.https\.ssl"):
+        RestServer(None, "https://127.0.0.1:0")
 
 
 def test_advertised_url_wins_and_port_in_use_fails_fast() -> None:

@@ -1,0 +1,72 @@
+"""The driver's REST server: its security, and how its herders reach the leader (KIP-710).
+
+* Security (who may change what, HTTPS, CORS) comes from mm2.properties through
+  :meth:`RestSecurity.from_props`, the same keys ``connect-distributed`` reads.
+* ``dedicated.mode.enable.internal.rest`` is honoured as Java MM2 honours it: without it the internal
+  endpoints (``POST /<src>/<tgt>/connectors/<c>/tasks``, ``PUT .../fence``) are not served and a follower
+  whose connector computes new task configs cannot hand them to the leader; it logs Java's advice
+  and retries (a single node, or a connector that runs on the leader, works). The public API (statuses,
+  configs, metrics, /ui) is served either way: that is our deliberate difference from Java.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import httpx
+
+from connect_runtime.api.errors import ConfigError
+from connect_runtime.rest.security import RestSecurity
+from connect_runtime.rest.server import listener_scheme
+from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
+from connect_runtime.storage.config_records import SessionKey
+from mirror.config.mirror_maker import ENABLE_INTERNAL_REST, MirrorMakerConfig
+
+logger = logging.getLogger(__name__)
+
+#: Java's ``DistributedHerder`` message for a follower without inter-worker communication.
+NO_INTERNAL_REST_MESSAGE = (
+    "This worker is not able to communicate with the leader of the cluster, which is required for "
+    "dynamically-reconfiguring connectors. If running MirrorMaker 2 in dedicated mode, consider enabling "
+    f"inter-worker communication via the '{ENABLE_INTERNAL_REST}' property.")
+
+
+def rest_security(config: MirrorMakerConfig, listeners: str) -> RestSecurity:
+    """The REST security of this node; ConfigError naming ``mm2.properties:<line>``."""
+    try:
+        return RestSecurity.from_props(config.raw_properties(), https=listener_scheme(listeners) == "https")
+    except ConfigError as exc:
+        raise ConfigError(f"{config.location(exc.key)}: {exc}", exc.key) from exc
+
+
+class NoInternalRestForwarder(TaskConfigForwarder):
+    """A follower's task-config forwarder when internal REST is off: it refuses, as Java's herder does.
+
+    The error is logged once per connector (the herder retries every second) and the retry is kept,
+    so the connector's tasks appear as soon as it runs on the leader.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(timeout_s=0.0)
+        self._told: set[str] = set()
+        self._told_lock = threading.Lock()
+
+    def forward(self, leader_url: str, connector: str, configs: list[dict[str, str]], session_key: SessionKey,
+                on_failure: Callable[[], None]) -> None:
+        with self._told_lock:
+            first = connector not in self._told
+            self._told.add(connector)
+        logger.log(logging.ERROR if first else logging.DEBUG, "Connector %s: %s", connector,
+                   NO_INTERNAL_REST_MESSAGE)
+        on_failure()
+
+
+def task_config_forwarder(config: MirrorMakerConfig, security: RestSecurity, name: str,
+                          timeout_s: float) -> TaskConfigForwarder:
+    """How a herder's follower sends task configs to the leader (or refuses to, see the module docstring)."""
+    if not config.enable_internal_rest:
+        return NoInternalRestForwarder()
+    client = httpx.Client(verify=security.client_ssl) if security.client_ssl is not None else None
+    return TaskConfigForwarder(timeout_s, name=name, client=client)
