@@ -31,6 +31,12 @@ from connect_runtime.api import rest_config as rc
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.rest.basic_auth import BASIC_AUTH_EXTENSION, BasicAuthenticator, jaas_file_location
 from connect_runtime.rest.handling import raw_path
+from connect_runtime.rest.response_headers import (
+    RESPONSE_HTTP_HEADERS_CONFIG,
+    HeaderAction,
+    ResponseHeaders,
+    parse_header_config,
+)
 from connect_runtime.rest.responses import error_response
 from connect_runtime.rest.tls import StoreLoader, client_ssl_context, pem_store_loader, server_ssl_context
 
@@ -71,6 +77,8 @@ class RestSecurity:
     server_ssl: ssl.SSLContext | None = None
     #: What this worker trusts when it forwards to another worker's https listener.
     client_ssl: ssl.SSLContext | None = field(default=None, repr=False)
+    #: ``response.http.headers.config``: headers added to every response.
+    response_headers: tuple[HeaderAction, ...] = ()
 
     @classmethod
     def from_props(cls, props: Mapping[str, str], *, https: bool,
@@ -100,7 +108,8 @@ class RestSecurity:
         return cls(authenticator=authenticator,
                    allow_unauthenticated_mutations=values[rc.REST_MUTATIONS_ALLOW_UNAUTHENTICATED],
                    provider_allowlist=frozenset(values[rc.REST_CONFIG_PROVIDERS_ALLOWLIST]),
-                   cors_origins=origins, cors_methods=methods, server_ssl=server, client_ssl=client)
+                   cors_origins=origins, cors_methods=methods, server_ssl=server, client_ssl=client,
+                   response_headers=parse_header_config(props.get(RESPONSE_HTTP_HEADERS_CONFIG)))
 
     def describe(self) -> str:
         """One line for the start-up log: how state changes are guarded."""
@@ -111,8 +120,10 @@ class RestSecurity:
         return "state changes disabled (no basic auth configured)"
 
     def middleware(self) -> list[Middleware]:
-        """CORS (outermost, so preflights are answered) then the guard."""
+        """Response headers (outermost: every answer gets them), CORS (so preflights are answered), the guard."""
         out = []
+        if self.response_headers:
+            out.append(Middleware(ResponseHeaders, actions=self.response_headers))
         if self.cors_origins:
             out.append(Middleware(CORSMiddleware, allow_origins=list(self.cors_origins),
                                   allow_methods=list(self.cors_methods), allow_headers=list(_CORS_HEADERS)))

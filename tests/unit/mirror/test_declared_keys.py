@@ -177,7 +177,7 @@ DRIVER: dict[str, Works | Refused | Owned | str] = {
     "rest.advertised.host.name": Works("mirror/maker/driver.py", '"rest.advertised.host.name"'),
     "rest.advertised.port": REST,
     "rest.advertised.listener": REST,
-    "response.http.headers.config": REST,
+    "response.http.headers.config": Works("connect_runtime/rest/security.py", "RESPONSE_HTTP_HEADERS_CONFIG"),
 }
 
 SECURITY = CLIENT_SECURITY_CONFIG_DEF.names()

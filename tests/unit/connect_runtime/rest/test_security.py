@@ -386,3 +386,21 @@ def test_https_listener_with_pkcs12_key_and_trust_stores(tmp_path: Path, pem: Pe
             assert http.get(served.url + "/connectors").status_code == 200
     finally:
         served.server.stop()
+
+
+def test_response_http_headers_config_adds_headers_to_every_answer() -> None:
+    security = RestSecurity.from_props(
+        {"rest.mutations.allow.unauthenticated": "true",
+         "response.http.headers.config": "set X-Frame-Options: DENY, add Cache-Control: no-cache, "
+                                         "add Cache-Control: no-store, setDate Expires: 3600000"}, https=False)
+    served = Served(create_app(FakeHerder(), security=security), security, scheme="http")
+    try:
+        with httpx.Client(timeout=30, trust_env=False) as http:
+            for response in (http.get(served.url + "/connectors"), http.get(served.url + "/no/such/path")):
+                assert response.headers["X-Frame-Options"] == "DENY"
+                assert response.headers.get_list("Cache-Control") == ["no-cache", "no-store"]
+                assert response.headers["Expires"].endswith(" GMT")
+    finally:
+        served.server.stop()
+    with pytest.raises(ConfigError, match=r"response\.http\.headers\.config"):
+        RestSecurity.from_props({"response.http.headers.config": "replace X-A: b"}, https=False)
