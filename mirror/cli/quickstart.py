@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 from connect_runtime.cli.children import die_with_parent
 from connect_runtime.cli.process import ExitCode, stop_on_signals
 from mirror.cli.quickstart_live import LiveSummary, endpoints
+from mirror.errors import MirrorError
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
-class _Stopped(Exception):
+class _Stopped(MirrorError):
     """A stop signal arrived while the quickstart was setting up."""
 
 
