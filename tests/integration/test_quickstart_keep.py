@@ -91,7 +91,7 @@ def started(run: Quickstart) -> list[Proc]:
     assert len(urls) == 5, run.seen  # status page, REST base, two curl examples, /metrics
     port = urls[0].split(":")[2].split("/")[0]
     assert port != "0" and all(f":{port}/" in url for url in urls), urls
-    assert re.search(rf"mirror status \S+mm2\.properties", "\n".join(run.seen)), run.seen
+    assert re.search(r"mirror status \S+mm2\.properties", "\n".join(run.seen)), run.seen
     assert re.search(r"mirror offsets translate --group billing --source A --target B \S+", "\n".join(run.seen))
     for url in urls:
         response = httpx.get(url, timeout=10)
