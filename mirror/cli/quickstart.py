@@ -11,7 +11,7 @@ real port). Finally it stops the driver with SIGTERM (as an operator would) and 
 Nothing here is special-cased: the driver, the connectors and the client API are the ones users run.
 ``--keep`` leaves everything running, with a live one-line summary, until Ctrl-C (or SIGTERM/SIGHUP).
 Nothing is left behind: a stop signal stops the driver, then both brokers; if the quickstart itself is
-killed, its children get a signal from the kernel (:mod:`connect_runtime.cli.children`).
+killed, its children are killed by the kernel (:mod:`connect_runtime.cli.children`).
 """
 
 from __future__ import annotations
@@ -252,12 +252,14 @@ def _stop_driver(driver: subprocess.Popen[bytes]) -> int:
 
 
 def _start_driver(properties: Path, log: Path) -> subprocess.Popen[bytes]:
-    """The real driver, in its own session (a Ctrl-C reaches only us, and we stop it before the brokers);
-    the kernel sends it SIGTERM if the quickstart dies without stopping it."""
+    """The real driver, in its own session (a Ctrl-C reaches only us, and we stop it before the brokers).
+
+    If the quickstart dies without stopping it, the kernel kills it: its brokers (in-memory) die at the
+    same moment, so a clean shutdown could flush nothing and would only spend its timeouts on them."""
     with log.open("wb") as out:
         return subprocess.Popen([sys.executable, "-m", "mirror.cli.connect_mirror_maker", str(properties)],
                                 stdout=out, stderr=subprocess.STDOUT, env={**os.environ}, start_new_session=True,
-                                preexec_fn=die_with_parent(signal.SIGTERM))  # noqa: PLW1509 (see die_with_parent)
+                                preexec_fn=die_with_parent(signal.SIGKILL))  # noqa: PLW1509 (see die_with_parent)
 
 
 def run(args: argparse.Namespace) -> int:
