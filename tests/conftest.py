@@ -12,13 +12,40 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
+from connect_runtime.cli.children import set_own_parent_death_signal
+from connect_runtime.cli.process import STOP_SIGNALS
 from mirror.local.broker import BrokerStartError, LocalBroker
 from tests.support.tls import Pki, TlsBroker, shared_pki
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A test run stopped by any stop signal tears its fixtures down (so its brokers stop), as on Ctrl-C.
+
+    pytest turns only SIGINT into a KeyboardInterrupt (which runs the teardown); SIGTERM and SIGHUP
+    would end the process at once. Both are made to do what SIGINT does. A pytest-xdist worker also asks
+    for SIGTERM when its controller dies, so a controller killed outright does not leave workers (and
+    their brokers) running; whatever still escapes, e.g. a worker killed with SIGKILL, its brokers
+    die with it (they are started with a parent-death signal, see ``mirror.local.broker``).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
+
+    for signum in STOP_SIGNALS:
+        if signum != signal.SIGINT and signal.getsignal(signum) in (signal.SIG_DFL, None):
+            signal.signal(signum, interrupt)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        set_own_parent_death_signal(signal.SIGTERM)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

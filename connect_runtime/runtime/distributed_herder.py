@@ -34,12 +34,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from connect_runtime.api.client_overrides import ALLOW_ALL, OverridePolicy
-from connect_runtime.api.errors import (
-    AlreadyExistsError,
-    ConnectError,
-    NotAssignedError,
-    NotFoundError,
-)
+from connect_runtime.api.errors import AlreadyExistsError, ConnectError, NotAssignedError, NotFoundError
 from connect_runtime.api.records import SourceMap
 from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime import connector_validation as validation
@@ -54,6 +49,7 @@ from connect_runtime.runtime.membership import Assignment, GroupMembership
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.reconciler import target_state
 from connect_runtime.runtime.restarts import apply_restart, owner_url, restart_plan, restarting_view
+from connect_runtime.runtime.startup_narrator import StartupNarrator
 from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.task_reconfiguration import TaskReconfiguration
@@ -111,7 +107,9 @@ class DistributedHerder(AbstractHerder):
         self._inbox = ConfigChangeInbox(self._wake_tick_thread)
         self._ready = threading.Event()
         self._failure: BaseException | None = None
-        self._stops: list[Callable[[], None]] = []
+        #: Start-up milestones in the log (public: a herder built on this one adds its own, e.g. MM2's first record).
+        self.narrator = StartupNarrator(worker_id, group_id)
+        self._stops: list[Callable[[], None]] = [self.narrator.close]
 
         # Tick-thread state.
         self._snapshot = ClusterConfigState()
@@ -157,7 +155,9 @@ class DistributedHerder(AbstractHerder):
     def _run(self) -> None:
         try:
             self.on_tick_thread_start()
+            self.narrator.starting()
             self._start_services()
+            self.narrator.cluster_reached(self._cluster_id)
             self._snapshot = self._config_store.snapshot()
             self._group_work = _work_of(self._snapshot)
             self._apply_assignment(self._membership.join(self._snapshot, self._start_timeout_s))
@@ -256,6 +256,7 @@ class DistributedHerder(AbstractHerder):
         self._status.set_generation(assignment.generation)
         self._leader.on_assignment(assignment)
         self._reconcile()
+        self.narrator.assigned(assignment)
         gained = assignment.leader and not self._assigned_leader
         self._assigned_leader = assignment.leader
         self.on_rebalance_completed(assignment)

@@ -6,8 +6,10 @@ age, end-to-end latency from heartbeats, lag per remote partition in records and
 freshness and translatability per consumer group, and an estimated RPO (see ``docs/metrics.md``).
 
 Exit codes: 0 healthy, 1 degraded, 2 down (also 2 for a bad config, as every ``mirror`` command), so
-cron jobs and Kubernetes probes can use it. Thresholds come from the ``health.*`` keys of
-mm2.properties (top level or ``A->B.health.*``) and are overridden by the flags below.
+cron jobs and Kubernetes probes can use it. ``--watch`` keeps the figures up to date in the terminal
+(``--json``: one JSON line per refresh) until Ctrl-C, then exits 0 (see :mod:`mirror.cli.status_watch`).
+Thresholds come from the ``health.*`` keys of mm2.properties (top level or ``A->B.health.*``) and are
+overridden by the flags below.
 """
 
 from __future__ import annotations
@@ -40,7 +42,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("config", metavar="mm2.properties", help="MirrorMaker 2 configuration file")
     parser.add_argument("--clusters", nargs="+", metavar="ALIAS",
                         help="only flows whose target is one of these aliases (default: all)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--json", action="store_true",
+                        help="print JSON instead of a table (with --watch: one JSON line per refresh)")
+    parser.add_argument("--watch", action="store_true",
+                        help="keep the figures up to date in the terminal until Ctrl-C (exit 0)")
+    parser.add_argument("--interval", type=_positive_seconds, default=2.0, metavar="SECONDS",
+                        help="with --watch, seconds between two probe passes (default 2)")
     parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="timeout of each cluster request (default 10)")
     parser.add_argument("--latency-window", type=float, default=None, metavar="SECONDS",
@@ -51,6 +58,16 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--require-translatable", action="store_true", default=None,
                         help="degraded when a consumer group could not be translated on failover")
     parser.set_defaults(func=run)
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {value}")
+    return seconds
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -125,6 +142,10 @@ def run(args: argparse.Namespace) -> int:
         probe.close()
         raise ConfigError(f"{config.location('clusters')}: no enabled replication flow to check "
                           f"(only heartbeat-only pairs: {', '.join(str(p) for p in pairs)})")
+    if args.watch:
+        from mirror.cli.status_watch import watch
+
+        return watch(probe, args.interval, args.json)
     try:
         window = args.latency_window
         if window is None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from connect_runtime.cli.children import die_with_parent
 from mirror.errors import MirrorError
 
 logger = logging.getLogger(__name__)
@@ -53,7 +54,8 @@ class LocalBroker:
     """One Tansu broker process: a whole single-node "cluster" on loopback.
 
     Use as a context manager, or call :meth:`start` / :meth:`stop`. ``log_path`` keeps the broker's
-    output (useful when a test fails).
+    output (useful when a test fails). The broker dies with the thread that started it
+    (:func:`~connect_runtime.cli.children.die_with_parent`): start it from a thread that outlives it.
     """
 
     name: str = "local"
@@ -82,8 +84,11 @@ class LocalBroker:
             out = open(os.devnull, "wb")  # noqa: SIM115 - handed to the child, closed below
         env = {**os.environ, "RUST_LOG": os.environ.get("TANSU_RUST_LOG", "warn"), **self.env}
         try:
-            self.process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                            start_new_session=True)
+            # Its own session: a Ctrl-C reaches only the owner, which stops its children in order. Killed
+            # outright if the owner dies without stopping it (in-memory storage: nothing to flush).
+            self.process = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGKILL))  # noqa: PLW1509 (see die_with_parent)
         finally:
             out.close()
         self._wait_ready(timeout_s)

@@ -64,7 +64,13 @@ from connect_runtime.runtime.herder import (
     WorkerHealth,
 )
 from connect_runtime.runtime.plugins import Plugins
-from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker import (
+    CONNECTOR_CLASSES,
+    SOURCE_CONNECTOR_CLASS,
+    MirrorMakerConfig,
+    SourceAndTarget,
+    parse_boolean,
+)
 from mirror.health.collector import start_health_monitor
 from mirror.health.ui_routes import ui_routes
 from mirror.maker.rest_wiring import rest_security, task_config_forwarder
@@ -85,10 +91,25 @@ _MONITOR_STOP_S = 2.0
 class MirrorHerder(DistributedHerder):
     """A herder for one replication flow; as a newly elected leader it (re)configures MM2's connectors."""
 
-    def __init__(self, *, pair: SourceAndTarget, mm_config: MirrorMakerConfig, **kwargs: Any) -> None:
+    def __init__(self, *, pair: SourceAndTarget, mm_config: MirrorMakerConfig,
+                 metrics: CollectorRegistry | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.pair = pair
         self._mm_config = mm_config
+        self._metrics = metrics
+        #: False for a heartbeat-only herder (reference §2.2): it never replicates a record.
+        self.replicates = parse_boolean(mm_config.connector_base_config(pair, SOURCE_CONNECTOR_CLASS).get("enabled"))
+
+    def replicated_records(self) -> float:
+        """Records this node's source tasks replicated (acknowledged by the target), from its metrics.
+
+        Read once a second by the slot until the first record shows (the start-up narration), never on
+        the per-record path: the source task's counters are plain ints read at scrape time.
+        """
+        if self._metrics is None:
+            return 0.0
+        return sum(sample.value for family in self._metrics.collect() if family.name == "mirror_source_record_count"
+                   for sample in family.samples if sample.name == "mirror_source_record_count_total")
 
     def on_tick_thread_start(self) -> None:
         """Every log line of this herder's thread names its flow."""
@@ -167,7 +188,13 @@ class HerderSlot(Herder):
                     self._ready, self._problem = True, ""
                 logger.info("%s: herder running", self.pair)
                 backoff = _BACKOFF_INITIAL_S
+                first_record = herder.replicates
+                if first_record:
+                    herder.narrator.waiting_for(f"the first record replicated on {self.pair} by this node")
                 while not self._stopping.wait(1.0):
+                    if first_record and herder.replicated_records() > 0:
+                        herder.narrator.reached("First record replicated on %s", self.pair)
+                        first_record = False
                     if herder.health().status == "unhealthy":
                         break
                 if self._stopping.is_set():
@@ -416,7 +443,8 @@ class MirrorMaker:
             worker_config, worker_id=self.worker_id, advertised_url=self.url, plugins=self.plugins,
             registry=registry, providers=providers, herder_class=MirrorHerder, log_flow=str(pair), forwarder=forwarder,
             cluster_id=cluster_id, start_timeout_s=_READY_TIMEOUT_S,
-            rest_prefix=namespace_path((pair.source, pair.target)), pair=pair, mm_config=self.config)
+            rest_prefix=namespace_path((pair.source, pair.target)), pair=pair, mm_config=self.config,
+            metrics=registry)
         self._herder_metrics.put({"source": pair.source, "target": pair.target}, registry)
         assert isinstance(herder, MirrorHerder)  # build_herder instantiates herder_class
         return herder
