@@ -1,0 +1,162 @@
+"""Exact failover and failback on real brokers: groups resume on the target at exactly the next record.
+
+cluster_a is the source, cluster_b the target. The source topic is written in transactions, so every
+commit marker is a hole in its offsets: Tansu never compacts (tansu.md §6), and transaction markers are
+the real way to get offsets that do not move together. A second task lifetime starts from an older
+stored Connect offset, as after a crash whose last offset flush was lost: it re-sends records, which
+land on the target a second time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+
+import pytest
+from confluent_kafka import Producer
+
+from connect_runtime.storage.memory import MemoryOffsetStore
+from connect_runtime.testing.harness import run_source_task
+from mirror.checkpoint.connector import MirrorCheckpointConnector
+from mirror.checkpoint.task import MirrorCheckpointTask
+from mirror.client.models import Checkpoint
+from mirror.client.translation import OffsetTranslator
+from mirror.source.connector import MirrorSourceConnector
+from mirror.source.task import MirrorSourceTask
+from tests.conftest import Cluster
+from tests.integration.test_mirror_checkpoint import checkpoint_config, committed_on, started
+from tests.support.kafka import commit_group_offsets, consume_all, create_topic, produce, unique, wait_until
+from tests.support.mm2 import flow_config
+
+pytestmark = pytest.mark.integration
+
+
+def produce_transactions(bootstrap: str, topic: str, sizes: list[int], prefix: str) -> None:
+    """One committed transaction per size: each commit marker takes an offset (a hole downstream)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique("txn"), "linger.ms": 5})
+    producer.init_transactions(30)
+    index = 0
+    for size in sizes:
+        producer.begin_transaction()
+        for _ in range(size):
+            producer.produce(topic, value=f"{prefix}-{index}".encode(), partition=0)
+            index += 1
+        producer.commit_transaction(30)
+    producer.flush(30)
+
+
+def log_of(bootstrap: str, topic: str) -> list[tuple[int, bytes]]:
+    return [(r.offset, r.value or b"") for r in consume_all(bootstrap, topic)]
+
+
+def check_resumes_exactly(source: list[tuple[int, bytes]], target: list[tuple[int, bytes]], g: int,
+                          d: int) -> None:
+    """A consumer at upstream ``g`` moved to downstream ``d`` replays nothing and skips nothing."""
+    before = {v for o, v in source if o < g}
+    after = {v for o, v in source if o >= g}
+    read_from_d = [v for o, v in target if o >= d]
+    assert not before & set(read_from_d), f"replayed at {d} for {g}"
+    assert after & {v for _, v in target} <= set(read_from_d), f"skipped at {d} for {g}"
+
+
+def check_fails_back_exactly(source: list[tuple[int, bytes]], target: list[tuple[int, bytes]], d: int,
+                             u: int) -> None:
+    read = {v for o, v in target if o < d}
+    assert all(v in read for o, v in source if o < u and v in {tv for _, tv in target}), f"skipped {d}->{u}"
+    assert not any(v in read for o, v in source if o >= u), f"replayed {d}->{u}"
+
+
+def java_checkpoint(key: bytes, value: bytes) -> tuple[str, str, int, int, int]:
+    """MM2's Checkpoint layout (reference §3.4), decoded without our models, as a Java reader would."""
+    group_len = struct.unpack(">h", key[:2])[0]
+    group = key[2:2 + group_len].decode()
+    topic_len = struct.unpack(">h", key[2 + group_len:4 + group_len])[0]
+    topic = key[4 + group_len:4 + group_len + topic_len].decode()
+    partition = struct.unpack(">i", key[4 + group_len + topic_len:])[0]
+    version, upstream, downstream = struct.unpack(">hqq", value[:18])
+    assert version == 0
+    return group, topic, partition, upstream, downstream
+
+
+def exact_position(source: list[tuple[int, bytes]], target: list[tuple[int, bytes]], g: int) -> int:
+    """Where a group at upstream ``g`` must resume: the newest copy of the first record at or after ``g``."""
+    following = [v for o, v in source if o >= g and v in {tv for _, tv in target}]
+    if not following:
+        return len(target)
+    return max(o for o, v in target if v == following[0])
+
+
+@pytest.mark.slow
+def test_groups_resume_exactly_at_any_lag_across_holes_and_restarts(cluster_a: Cluster, cluster_b: Cluster) -> None:
+    """Groups committed before replication, at a marker, in records re-sent after a restart and after
+    replication end up on the target at exactly the next record; failback is exact at every position."""
+    src, tgt = unique("xs"), unique("xt")
+    topic = create_topic(cluster_a.bootstrap, unique("exact"), 1)
+    remote = f"{src}.{topic}"
+    produce_transactions(cluster_a.bootstrap, topic, [7, 13, 5, 20, 15], "txn")  # 60 records, 5 markers
+    first_part = log_of(cluster_a.bootstrap, topic)
+    prefix = unique("grp")
+    before, hole, mid, after = (f"{prefix}-{name}" for name in ("before", "hole", "mid", "after"))
+    marker = next(o + 1 for (o, _), (n, _) in itertools.pairwise(first_part) if n != o + 1)
+    commit_group_offsets(cluster_a.bootstrap, before, {(topic, 0): first_part[31][0]})  # before replication
+    commit_group_offsets(cluster_a.bootstrap, hole, {(topic, 0): marker})  # at a commit marker
+    commit_group_offsets(cluster_a.bootstrap, mid, {(topic, 0): 0})  # moves on while replication runs
+    commit_group_offsets(cluster_a.bootstrap, after, {(topic, 0): 0})  # moves to the end afterwards
+
+    source_config = flow_config(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, overrides={"topics": topic})
+    ck_config = checkpoint_config(cluster_a, cluster_b, src, tgt, topic, prefix,
+                                  **{"sync.group.offsets.enabled": "true",
+                                     "sync.group.offsets.interval.seconds": "1"})
+    store = MemoryOffsetStore()
+    task = MirrorCheckpointTask()
+    source_connector, ck_connector = MirrorSourceConnector(), MirrorCheckpointConnector()
+    with started(source_connector, source_config), started(ck_connector, ck_config):
+        [task_config] = source_connector.task_configs(1)
+        [ck_task_config] = ck_connector.task_configs(1)
+        with run_source_task(task, ck_task_config, bootstrap_servers=cluster_b.bootstrap,
+                             connector="MirrorCheckpointConnector") as checkpointing:
+            with run_source_task(MirrorSourceTask, task_config, bootstrap_servers=cluster_b.bootstrap,
+                                 offset_store=store) as run:
+                wait_until(lambda: run.records_written() >= 60, 30, "the transactional part replicated")
+            produce(cluster_a.bootstrap, topic, [(None, f"dense-{i}".encode()) for i in range(80)])
+            source = log_of(cluster_a.bootstrap, topic)
+            commit_group_offsets(cluster_a.bootstrap, mid, {(topic, 0): source[50][0]})  # re-sent below
+            # a crash lost the last offset flush: the next lifetime resumes after record 39, re-sending 40..59
+            store.put("test-connector", [({"cluster": src, "partition": 0, "topic": topic},
+                                          {"offset": source[39][0]})], timeout_s=10)
+            with run_source_task(MirrorSourceTask, task_config, bootstrap_servers=cluster_b.bootstrap,
+                                 offset_store=store) as run:
+                wait_until(lambda: run.records_written() >= 100, 30, "the re-sent and the dense part replicated")
+            end = source[-1][0] + 1
+            commit_group_offsets(cluster_a.bootstrap, after, {(topic, 0): end})  # long after replication
+            target = log_of(cluster_b.bootstrap, remote)
+            assert len(target) == 160  # 140 records, 20 of them twice
+            groups = {before: first_part[31][0], hole: marker, mid: source[50][0], after: end}
+            expected = {g: exact_position(source, target, o) for g, o in groups.items()}
+
+            def synced() -> bool:
+                return all(committed_on(cluster_b.bootstrap, g, remote) == d for g, d in expected.items())
+
+            wait_until(synced, 60, f"every group synced onto the target at {expected}")
+            exact = checkpointing.registry.get_sample_value(
+                "mirror_checkpoint_translations_total", {"source": src, "target": tgt, "basis": "offset-map"})
+            assert exact is not None and exact >= len(groups)
+            assert {s.outcome for g, s in task.group_sync_status().items() if g in groups} <= {"written", "synced"}
+    for g, g_offset in groups.items():
+        check_resumes_exactly(source, target, g_offset, expected[g])
+    assert expected[after] == 160
+    raw = consume_all(cluster_b.bootstrap, f"{src}.checkpoints.internal")
+    decoded = {java_checkpoint(r.key or b"", r.value or b"") for r in raw}
+    for g, g_offset in groups.items():  # Java's layout reads what the exact path wrote
+        assert (g, remote, 0, g_offset, expected[g]) in decoded
+    assert all(Checkpoint.from_record(r.key, r.value) for r in raw)
+
+    # the same answers from Python, then failback: every target position goes back exactly
+    with OffsetTranslator({"bootstrap.servers": cluster_b.bootstrap}, src) as translator:
+        by_group = translator.groups_to_target(list(groups), {"bootstrap.servers": cluster_a.bootstrap})
+        assert {g: by_group[g][(remote, 0)].downstream for g in groups} == expected
+        assert {t.basis for tps in by_group.values() for t in tps.values()} == {"offset-map"}
+        for d in range(0, 161):
+            back = translator.to_source({(remote, 0): d})[(remote, 0)]
+            assert back.basis == "offset-map" and back.upstream is not None
+            check_fails_back_exactly(source, target, d, back.upstream)
