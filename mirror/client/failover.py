@@ -248,28 +248,36 @@ def apply_failover(plan: FailoverPlan, timeout_s: float = DEFAULT_TIMEOUT_S) -> 
     Raises :class:`GroupActiveError` when the group has active members (checked again right before
     writing, and reported by the broker too), leaving its offsets untouched.
     """
-    admin = AdminClient(_admin_config(plan.target_config, ADMIN_CLIENT_PREFIX))
-    state = _group_state(admin, plan.group, timeout_s)
-    if state not in {s.name for s in INACTIVE_STATES}:
-        raise GroupActiveError(f"group {plan.group!r} is {state} on the target: stop its consumers first")
     changes = plan.changes
-    if not changes:
-        return []
-    request = ConsumerGroupTopicPartitions(
-        plan.group, [KafkaTopicPartition(p.topic, p.partition, p.new_offset) for p in changes])
+    commit_if_inactive(plan.target_config, plan.group, {(p.topic, p.partition): p.new_offset for p in changes},
+                       timeout_s)
+    if changes:
+        logger.info("Committed %d translated offsets for group %s", len(changes), plan.group)
+    return changes
+
+
+def commit_if_inactive(config: Mapping[str, str], group: str, offsets: Mapping[tuple[str, int], int],
+                       timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """Commit ``offsets`` for ``group`` on the cluster of ``config`` (a MirrorClient config), only while
+    the group has no members there; raises :class:`GroupActiveError` otherwise (nothing written)."""
+    admin = AdminClient(_admin_config(config, ADMIN_CLIENT_PREFIX))
+    state = _group_state(admin, group, timeout_s)
+    if state not in {s.name for s in INACTIVE_STATES}:
+        raise GroupActiveError(f"group {group!r} is {state}: stop its consumers first")
+    if not offsets:
+        return
+    request = ConsumerGroupTopicPartitions(group, [KafkaTopicPartition(t, p, o) for (t, p), o in offsets.items()])
     try:
-        result = admin.alter_consumer_group_offsets([request], request_timeout=timeout_s)[plan.group].result(
+        result = admin.alter_consumer_group_offsets([request], request_timeout=timeout_s)[group].result(
             timeout=timeout_s)
     except KafkaException as exc:
         code = exc.args[0].code() if exc.args and hasattr(exc.args[0], "code") else None
         if code in (KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS):
-            raise GroupActiveError(f"group {plan.group!r} has active members on the target: {exc}") from exc
+            raise GroupActiveError(f"group {group!r} has active members: {exc}") from exc
         raise
     failed = [tp for tp in result.topic_partitions if tp.error is not None]
     if failed:
         raise KafkaException(failed[0].error)
-    logger.info("Committed %d translated offsets for group %s", len(changes), plan.group)
-    return changes
 
 
 # ---- reads ------------------------------------------------------------------------------------------------
