@@ -100,9 +100,9 @@ def run_batch(args: argparse.Namespace, target_config: dict[str, str], source_co
         if args.at is not None:
             remote = [translator.policy.format_remote_topic(args.source, t) for t in args.topic]
             rows += _rows(translator.at_time(args.at, remote))
-        positions = {(t, p): o for t, p, o in args.offset}
-        if positions:
-            rows += _rows(translator.to_source(positions) if args.reverse else translator.to_target(positions))
+        for topic, partition, offset in args.offset:  # one at a time: a partition may be asked about twice
+            position = {(topic, partition): offset}
+            rows += _rows(translator.to_source(position) if args.reverse else translator.to_target(position))
         if args.group and args.reverse:
             for group, translations in translator.groups_to_source(args.group).items():
                 rows += _rows(translations, group)

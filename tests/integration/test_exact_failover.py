@@ -10,7 +10,9 @@ land on the target a second time.
 from __future__ import annotations
 
 import itertools
+import json
 import struct
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -19,11 +21,13 @@ from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.harness import run_source_task
 from mirror.checkpoint.connector import MirrorCheckpointConnector
 from mirror.checkpoint.task import MirrorCheckpointTask
+from mirror.cli.main import main
 from mirror.client.models import Checkpoint
 from mirror.client.translation import OffsetTranslator
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster
+from tests.integration.support.replication import write_properties
 from tests.integration.test_mirror_checkpoint import checkpoint_config, committed_on, started
 from tests.support.kafka import commit_group_offsets, consume_all, create_topic, produce, unique, wait_until
 from tests.support.mm2 import flow_config
@@ -87,7 +91,8 @@ def exact_position(source: list[tuple[int, bytes]], target: list[tuple[int, byte
 
 
 @pytest.mark.slow
-def test_groups_resume_exactly_at_any_lag_across_holes_and_restarts(cluster_a: Cluster, cluster_b: Cluster) -> None:
+def test_groups_resume_exactly_at_any_lag_across_holes_and_restarts(
+        cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Groups committed before replication, at a marker, in records re-sent after a restart and after
     replication end up on the target at exactly the next record; failback is exact at every position."""
     src, tgt = unique("xs"), unique("xt")
@@ -160,3 +165,23 @@ def test_groups_resume_exactly_at_any_lag_across_holes_and_restarts(cluster_a: C
             back = translator.to_source({(remote, 0): d})[(remote, 0)]
             assert back.basis == "offset-map" and back.upstream is not None
             check_fails_back_exactly(source, target, d, back.upstream)
+
+    # the CLI answers the same, in batches: failback of explicit positions, and a point in time
+    props = write_properties(tmp_path / "mm2.properties", src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic)
+    base = ["offsets", "translate", str(props), "--source", src, "--target", tgt, "--json"]
+    capsys.readouterr()
+    assert main([*base, "--reverse", "--offset", f"{remote}:0:70", "--offset", f"{remote}:0:160"]) == 0
+    rows = json.loads(capsys.readouterr().out)["translations"]
+    # at 70 a consumer on the target read records 0..59, then 40..49 again: it goes on with record 60
+    assert [(r["downstream"], r["upstream"], r["basis"]) for r in rows] == [
+        (70, source[60][0], "offset-map"), (160, end, "offset-map")]
+    dense = consume_all(cluster_b.bootstrap, remote)[80]  # the first dense record: newer than all before it
+    assert main([*base, "--at", str(dense.timestamp), "--topic", topic]) == 0
+    [row] = json.loads(capsys.readouterr().out)["translations"]
+    assert (row["downstream"], row["upstream"]) == (80, source[60][0])
+    assert main([*base, "--group", before, "--group", after]) == 0
+    rows = json.loads(capsys.readouterr().out)["translations"]
+    assert {r["group"]: r["downstream"] for r in rows} == {before: expected[before], after: expected[after]}
+    assert main([*base, "--at", "yesterday", "--topic", topic]) == 2  # one clear line, no traceback
+    assert "expected epoch milliseconds or an ISO-8601 time" in capsys.readouterr().err
+
