@@ -26,13 +26,9 @@ import sys
 from typing import Any
 
 from connect_runtime.api.errors import ConfigError
-from connect_runtime.clients.factory import ClientKind, translate
 from mirror.cli.offsets_batch import add_arguments, is_batch, run_batch
 from mirror.client.mirror_client import (
-    ADMIN_CLIENT_PREFIX,
-    CONSUMER_CLIENT_PREFIX,
     DEFAULT_TIMEOUT_S,
-    is_connection_key,
 )
 from mirror.client.models import OffsetAndMetadata, TopicPartition
 
@@ -101,19 +97,9 @@ def mirror_client_config(raw: dict[str, str]) -> dict[str, str]:
     ``admin.``/``consumer.`` keys, as ``MirrorClientConfig`` builds them) go through the runtime's client
     translation and come back under the same prefix; the policy keys are kept as they are.
     """
-    config = {k: v for k, v in raw.items() if k.startswith("replication.policy.")}
-    connection = {k: v for k, v in raw.items() if is_connection_key(k)}
-    kinds: tuple[tuple[str, ClientKind], ...] = (
-        (ADMIN_CLIENT_PREFIX, "admin"),
-        (CONSUMER_CLIENT_PREFIX, "consumer"),
-    )
-    for prefix, kind in kinds:
-        java = dict(connection)
-        java.update(
-            {k[len(prefix) :]: v for k, v in raw.items() if k.startswith(prefix) and len(k) > len(prefix)}
-        )
-        config.update({prefix + k: v for k, v in translate(java, kind).items()})
-    return config
+    from mirror.maker.translation_routes import mirror_client_config as convert
+
+    return convert(raw)
 
 
 def rows(offsets: dict[TopicPartition, OffsetAndMetadata]) -> list[dict[str, Any]]:

@@ -65,6 +65,7 @@ from connect_runtime.runtime.plugins import Plugins
 from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
 from mirror.health.collector import start_health_monitor
 from mirror.health.ui_routes import ui_routes
+from mirror.maker.translation_routes import translation_routes
 
 logger = logging.getLogger(__name__)
 
@@ -360,7 +361,7 @@ class MirrorMaker:
         self.url = f"http://{self.worker_id}"
         for pair in self.pairs:
             self.slots[pair] = HerderSlot(pair, functools.partial(self._build_herder, pair))
-        extra_routes = self._start_health()
+        extra_routes = [*self._start_health(), *translation_routes(self.config, self.pairs)]
         self.rest.app = create_app({(p.source, p.target): slot for p, slot in self.slots.items()},
                                    registry=self.registry, extra_routes=extra_routes)
         self.rest.start()

@@ -12,10 +12,13 @@ from __future__ import annotations
 import itertools
 import json
 import struct
+import warnings
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from starlette.applications import Starlette
+from starlette.exceptions import StarletteDeprecationWarning
 
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.harness import run_source_task
@@ -24,6 +27,8 @@ from mirror.checkpoint.task import MirrorCheckpointTask
 from mirror.cli.main import main
 from mirror.client.models import Checkpoint
 from mirror.client.translation import OffsetTranslator
+from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
+from mirror.maker.translation_routes import translation_routes
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster
@@ -31,6 +36,11 @@ from tests.integration.support.replication import write_properties
 from tests.integration.test_mirror_checkpoint import checkpoint_config, committed_on, started
 from tests.support.kafka import commit_group_offsets, consume_all, create_topic, produce, unique, wait_until
 from tests.support.mm2 import flow_config
+
+with warnings.catch_warnings():
+    # Starlette 1.x nudges towards the httpx2 package for its TestClient; httpx is what we ship with.
+    warnings.simplefilter("ignore", StarletteDeprecationWarning)
+    from starlette.testclient import TestClient
 
 pytestmark = pytest.mark.integration
 
@@ -184,4 +194,18 @@ def test_groups_resume_exactly_at_any_lag_across_holes_and_restarts(
     assert {r["group"]: r["downstream"] for r in rows} == {before: expected[before], after: expected[after]}
     assert main([*base, "--at", "yesterday", "--topic", topic]) == 2  # one clear line, no traceback
     assert "expected epoch milliseconds or an ISO-8601 time" in capsys.readouterr().err
+
+    # and over REST, as the driver serves it
+    mm = MirrorMakerConfig.from_file(str(props))
+    client = TestClient(Starlette(routes=translation_routes(mm, [SourceAndTarget(src, tgt)])))
+    answer = client.post("/mirror/offsets/translate", json={
+        "source": src, "target": tgt, "groups": [mid], "offsets": [{"topic": topic, "partition": 0, "offset": 0}]})
+    assert answer.status_code == 200, answer.text
+    assert [(r["group"], r["downstream"], r["basis"]) for r in answer.json()["translations"]] == [
+        (None, 0, "offset-map"), (mid, expected[mid], "offset-map")]
+    back = client.post("/mirror/offsets/translate", json={"source": src, "target": tgt, "reverse": True,
+                                                          "offsets": [{"topic": remote, "partition": 0, "offset": 70}]})
+    assert back.json()["translations"][0]["upstream"] == source[60][0]
+    bad = client.post("/mirror/offsets/translate", json={"source": src, "target": "nowhere"})
+    assert bad.status_code == 400 and "must name a flow" in bad.json()["message"]
 
