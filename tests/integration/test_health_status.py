@@ -161,12 +161,13 @@ def test_failover_moves_group_to_the_next_record(cluster_a: Cluster, cluster_b: 
             _, report = status(props, tgt, "--latency-window", "0")
             groups = {g["group"]: g for g in flow(report)["groups"]}
             ready = group in groups and groups[group]["translatable"] and idle in groups and groups[idle][
-                "checkpointed_partitions"] == 1
+                "checkpointed_partitions"] == 1 and groups[group]["exact_partitions"] == 1
             return groups if ready else None
 
         groups = wait_until(groups_checkpointed, 90, "groups checkpointed in mirror status", interval_s=1)
     assert groups[idle]["translatable"] is False and groups[idle]["missing"] == [f"{topic}-1"]
     assert groups[group]["checkpoint_age_seconds"] is not None and groups[group]["behind"] == 0
+    assert groups[group]["sync"] == "off"  # sync.group.offsets.enabled is false in these properties
     # the replication is stopped: B holds the data and the checkpoints, as after losing A
 
     dry = mirror(*args, "--json")
