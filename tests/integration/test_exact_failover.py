@@ -209,3 +209,50 @@ def test_groups_resume_exactly_at_any_lag_across_holes_and_restarts(
     bad = client.post("/mirror/offsets/translate", json={"source": src, "target": "nowhere"})
     assert bad.status_code == 400 and "must name a flow" in bad.json()["message"]
 
+
+
+def test_failover_drill_and_failback(cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``mirror failover`` waits for the lag to drain and moves the group exactly; what was not
+    replicated is its RPO; ``mirror failback`` moves the group's target position back exactly."""
+    src, tgt = unique("ds"), unique("dt")
+    topic = create_topic(cluster_a.bootstrap, unique("drill"), 1)
+    remote = f"{src}.{topic}"
+    group = unique("drill-group")
+    produce_transactions(cluster_a.bootstrap, topic, [10, 10, 10], "d")  # holes at 10, 21, 32
+    commit_group_offsets(cluster_a.bootstrap, group, {(topic, 0): 15})  # consumed records 0..14 on A
+    props = write_properties(tmp_path / "mm2.properties", src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic)
+    base = ["--source", src, "--target", tgt, "--group", group, "--json"]
+    create_topic(cluster_b.bootstrap, f"{src}.checkpoints.internal", 1)  # as the checkpoint connector does
+    config = flow_config(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, overrides={"topics": topic})
+    connector = MirrorSourceConnector()
+    with started(connector, config):
+        [task_config] = connector.task_configs(1)
+        with run_source_task(MirrorSourceTask, task_config, bootstrap_servers=cluster_b.bootstrap):
+            # runs while the task replicates: it waits for the lag to drain, then writes
+            assert main(["failover", str(props), *base, "--execute", "--max-wait", "60"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["drained"] and report["rpo_records"] == 0 and report["reread_records"] == 0
+    [move] = report["groups"]
+    assert move["written"] and move["partitions"] == [
+        {"topic": remote, "partition": 0, "from": 15, "to": 14, "basis": "offset-map", "reread": 0}]
+    assert committed_on(cluster_b.bootstrap, group, remote) == 14  # record d-14 at 15 on A is at 14 on B
+    [first_after] = [r for r in consume_all(cluster_b.bootstrap, remote) if r.offset == 14]
+    assert first_after.value == b"d-14"
+    cps = [Checkpoint.from_record(r.key, r.value) for r in consume_all(cluster_b.bootstrap,
+                                                                        f"{src}.checkpoints.internal")]
+    assert any(c.consumer_group_id == group and (c.upstream_offset, c.downstream_offset) == (15, 14) for c in cps)
+
+    # the consumers run on B up to record d-25 (at 24 on B), then fail back
+    commit_group_offsets(cluster_b.bootstrap, group, {(remote, 0): 25})
+    assert main(["failback", str(props), *base, "--execute"]) == 0
+    back = json.loads(capsys.readouterr().out)
+    assert back["groups"][0]["partitions"][0]["to"] == 27  # d-25 sits at 27 on A (after the markers at 10, 21)
+    assert committed_on(cluster_a.bootstrap, group, topic) == 27
+
+    # not replicated at cutover = the RPO; --require-drained writes nothing then
+    produce(cluster_a.bootstrap, topic, [(None, f"late-{i}".encode()) for i in range(7)])
+    assert main(["failover", str(props), *base, "--execute", "--max-wait", "1", "--require-drained"]) == 1
+    late = json.loads(capsys.readouterr().out)
+    assert late["rpo_records"] == 7 and not late["drained"] and not late["executed"]
+    assert committed_on(cluster_b.bootstrap, group, remote) == 25  # untouched
