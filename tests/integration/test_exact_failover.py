@@ -32,9 +32,10 @@ from mirror.maker.translation_routes import translation_routes
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster
+from tests.integration.support.mm2_process import MirrorMakerProcess, aliases, mm2_properties
 from tests.integration.support.replication import write_properties
 from tests.integration.test_mirror_checkpoint import checkpoint_config, committed_on, started
-from tests.support.kafka import commit_group_offsets, consume_all, create_topic, produce, unique, wait_until
+from tests.support.kafka import commit_group_offsets, consume_all, create_topic, produce, topics, unique, wait_until
 from tests.support.mm2 import flow_config
 
 with warnings.catch_warnings():
@@ -256,3 +257,44 @@ def test_failover_drill_and_failback(cluster_a: Cluster, cluster_b: Cluster, tmp
     late = json.loads(capsys.readouterr().out)
     assert late["rpo_records"] == 7 and not late["drained"] and not late["executed"]
     assert committed_on(cluster_b.bootstrap, group, remote) == 25  # untouched
+
+
+@pytest.mark.slow
+def test_exact_across_kill_and_restart_of_the_driver(cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
+    """The real driver, killed with SIGKILL while records flow and started again: groups committed
+    before, during and after are synced onto the target at exactly their next record."""
+    a, b = aliases("A", "B")
+    topic = create_topic(cluster_a.bootstrap, unique("kill"), 1)
+    remote = f"{a}.{topic}"
+    produce_transactions(cluster_a.bootstrap, topic, [40, 25, 60], "t")  # holes before replication starts
+    prefix = unique("kg")
+    early, during, late = (f"{prefix}-{n}" for n in ("early", "during", "late"))
+    for group in (early, during, late):
+        commit_group_offsets(cluster_a.bootstrap, group, {(topic, 0): 50})
+    body = (f"{a}->{b}.enabled = true\ntopics = {topic}\ngroups = {prefix}.*\n"
+            "sync.group.offsets.enabled = true\n")
+    props = tmp_path / "mm2.properties"
+    props.write_text(mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, body))
+    with MirrorMakerProcess(props) as node:
+        node.wait_running(2)  # A->B and the heartbeat-only B->A herder
+        wait_until(lambda: len(consume_all(cluster_b.bootstrap, remote)) >= 125
+                   if remote in topics(cluster_b.bootstrap) else False, 60, "the first part replicated")
+        produce(cluster_a.bootstrap, topic, [(None, f"flowing-{i}".encode()) for i in range(300)])
+        node.kill()  # SIGKILL while the second part is being replicated
+    commit_group_offsets(cluster_a.bootstrap, during, {(topic, 0): 300})
+    with MirrorMakerProcess(props) as node:
+        node.wait_running(2)  # A->B and the heartbeat-only B->A herder
+        produce_transactions(cluster_a.bootstrap, topic, [30, 30], "after")
+        source = log_of(cluster_a.bootstrap, topic)
+        wait_until(lambda: {v for _, v in log_of(cluster_b.bootstrap, remote)} >= {v for _, v in source}, 90,
+                   "everything replicated after the restart")
+        end = source[-1][0] + 2  # past the last commit marker
+        commit_group_offsets(cluster_a.bootstrap, late, {(topic, 0): end})
+        target = log_of(cluster_b.bootstrap, remote)
+        groups = {early: 50, during: 300, late: end}
+        expected = {g: exact_position(source, target, o) for g, o in groups.items()}
+        wait_until(lambda: all(committed_on(cluster_b.bootstrap, g, remote) == d for g, d in expected.items()),
+                   90, f"groups synced at {expected}")
+        assert node.terminate() == 0
+    for group, offset in groups.items():
+        check_resumes_exactly(source, target, offset, expected[group])
