@@ -159,7 +159,15 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
     def fake_consumer(_config: Mapping[str, Any]) -> Any:
         return FakeConsumer(messages)
 
-    task = MirrorSourceTask(consumer_factory=fake_consumer, offset_sync_factory=offset_syncs)
+    import inspect
+
+    extra: dict[str, Any] = {}
+    if "offset_map_factory" in inspect.signature(MirrorSourceTask).parameters:  # the exact offset map, if built
+        from mirror.source.offset_map_writer import OffsetMapWriter
+
+        extra["offset_map_factory"] = lambda topic, config: OffsetMapWriter(topic, config,
+                                                                            producer_factory=fake_producer)
+    task = MirrorSourceTask(consumer_factory=fake_consumer, offset_sync_factory=offset_syncs, **extra)
     store = MemoryOffsetStore()
     registry = CollectorRegistry()
     metrics = ConnectMetrics.create(registry)

@@ -2,7 +2,8 @@
 
 Order: throughput (the raw pipe baseline and our replication, side by side), then latency at 10% and
 memory at 50% of the replication's measured 100 B rate (tasks.max=1), then start-up (bench/startup.py)
-and backfill (bench/backfill.py, if present), and the per-record cost with fake clients (bench/hot_path.py).
+and backfill (bench/backfill.py, if present), the per-record cost with fake clients (bench/hot_path.py),
+and the records replayed on failover by MM2's offset syncs and by the exact offset map (bench/failover_replay.py).
 Each benchmark starts its own embedded brokers (hot_path needs none).
 
 Usage::
@@ -28,7 +29,7 @@ if __package__ in (None, ""):
 from bench import latency, memory, throughput
 from bench.common import BENCH_DIR, machine_facts
 
-ALL = ("throughput", "latency", "memory", "startup", "backfill", "hot_path")
+ALL = ("throughput", "latency", "memory", "startup", "backfill", "hot_path", "failover_replay")
 
 
 def script_table(script: str, args: list[str], timeout_s: float) -> str:
@@ -105,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         hot_args = ["--records", "100000", "--runs", "3"] if args.quick else ["--runs", "5"]
         show("hot path, fake clients (bench/hot_path.py " + " ".join(hot_args) + ")",
              script_table("hot_path.py", hot_args, 900))
+    if "failover_replay" in only:
+        replay_args = ["--records", "100000"] if args.quick else []
+        show("records replayed on failover vs consumer lag; offset map size (bench/failover_replay.py)",
+             script_table("failover_replay.py", replay_args, 900))
 
     lines = [
         "# Benchmark results", "",

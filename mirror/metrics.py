@@ -45,7 +45,7 @@ import weakref
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from prometheus_client import Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
@@ -64,6 +64,8 @@ _lock = threading.Lock()
 class _CheckpointFamilies:
     latency_s: Histogram
     latency_ms: Gauge
+    translations: Counter
+    group_syncs: Counter
 
 
 _checkpoint_families: weakref.WeakKeyDictionary[MetricsRegistry, _CheckpointFamilies] = (
@@ -82,9 +84,19 @@ def _checkpoint_families_of(registry: MetricsRegistry) -> _CheckpointFamilies:
                 latency_ms=Gauge("mirror_checkpoint_latency_ms",
                                  "Last checkpoint latency in ms (MM2 checkpoint-latency-ms).",
                                  _CHECKPOINT_LABELS, registry=None),
+                translations=Counter("mirror_checkpoint_translations",
+                                     "Group offsets translated, by basis: offset-map (exact) or offset-sync "
+                                     "(MM2's rule, where the offset map has no entry).",
+                                     ("source", "target", "basis"), registry=None),
+                group_syncs=Counter("mirror_group_offset_syncs",
+                                    "Group offset syncs onto the target by outcome: written, unchanged, "
+                                    "active (members on the target), clamped (moved inside the target's "
+                                    "log), failed.", ("source", "target", "outcome"), registry=None),
             )
             registry.register(families.latency_s)
             registry.register(families.latency_ms)
+            registry.register(families.translations)
+            registry.register(families.group_syncs)
             _checkpoint_families[registry] = families
         return families
 
@@ -296,6 +308,13 @@ class MirrorCheckpointMetrics:
         self._labels.add(key)
         self._families.latency_ms.labels(*key).set(latency_ms)
         self._families.latency_s.labels(*key).observe(max(latency_ms, 0) / 1000.0)
+
+    def translated(self, basis: str, count: int = 1) -> None:
+        """``count`` group offsets translated through ``basis`` (``offset-map`` or ``offset-sync``)."""
+        self._families.translations.labels(self._source, self._target, basis).inc(count)
+
+    def group_synced(self, outcome: str, count: int = 1) -> None:
+        self._families.group_syncs.labels(self._source, self._target, outcome).inc(count)
 
     def close(self) -> None:
         for key in self._labels:

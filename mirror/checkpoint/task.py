@@ -6,15 +6,19 @@ sync store to keep only the latest historical sync per partition when the checkp
 Until both are ready no checkpoint is produced.
 
 Every ``emit.checkpoints.interval.seconds`` ``poll`` lists each group's committed offsets on the source
-(time T) and, for partitions of topics the topic filter accepts, translates them (at most one past the
-nearest older sync). Untranslatable offsets (no sync yet, or older than every retained sync) produce
-nothing. Each checkpoint names the *target-side* topic and passes the monotonicity filter against the
-store (downstream never goes back unless the upstream group rewound); the store is updated before the
-records are returned. Records go to ``<source>.checkpoints.internal`` partition 0 with timestamp T.
+(time T) and, for partitions of topics the topic filter accepts, translates them: through the exact
+offset map (``mm2-offset-map.<source>.internal`` on the target, :mod:`mirror.client.offset_map`) to the
+downstream offset of the very record the group would read next, and only where the map has no entry by
+MM2's rule (at most one past the nearest older sync; counted in ``mirror_checkpoint_translations_total``
+with ``basis="offset-sync"``). Untranslatable offsets (no map entry and no sync, or older than every
+retained sync) produce nothing. Each checkpoint names the *target-side* topic and passes the
+monotonicity filter against the store (downstream never goes back unless the upstream group
+rewound); the store is updated before the records are returned. Records go to
+``<source>.checkpoints.internal`` partition 0 with timestamp T.
 
 With ``sync.group.offsets.enabled`` the scheduler also writes the checkpointed offsets into the target's
-consumer groups (§6.5): only groups that are EMPTY on the target (or unknown there) get offsets, and an
-existing target offset is never moved backwards; an active group makes the broker refuse the write.
+consumer groups (:mod:`mirror.checkpoint.group_sync`): never into a group with members there, never past
+a partition's end or before its first record, never backwards.
 """
 
 from __future__ import annotations
@@ -28,14 +32,16 @@ from typing import Any
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask
-from connect_runtime.clients.errors import kafka_error_of
 from connect_runtime.clients.factory import translate
 from connect_runtime.logging_context import carry_context
 from mirror.checkpoint.checkpoint_filter import checkpoint_is_more_recent, rename_topic_partition
 from mirror.checkpoint.checkpoint_store import CheckpointStore
+from mirror.checkpoint.group_sync import GroupOffsetSync, GroupSyncStatus
+from mirror.checkpoint.offset_map_reader import OffsetMapReader
 from mirror.checkpoint.offset_sync_reader import OffsetSyncReader
 from mirror.checkpoint.offset_sync_store import OffsetSyncStore
-from mirror.client.models import Checkpoint, OffsetAndMetadata, TopicPartition
+from mirror.client.models import Checkpoint, TopicPartition
+from mirror.client.offset_map import OffsetMap, offset_map_topic
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
 from mirror.config.checkpoint import MirrorCheckpointTaskConfig
 from mirror.filters import TopicFilter, load_topic_filter
@@ -73,17 +79,31 @@ def checkpoints_for_group(group: str, upstream: GroupOffsets, *, policy: Replica
     return result
 
 
-def offsets_to_sync(checkpointed: Mapping[TopicPartition, OffsetAndMetadata],
-                    target: Mapping[tuple[str, int], tuple[int, str | None]] | None
-                    ) -> dict[tuple[str, int], tuple[int, str | None]]:
-    """§6.5: what to write for one group. ``target`` None = the group is not idle on the target: all of it."""
-    result: dict[tuple[str, int], tuple[int, str | None]] = {}
-    for tp, (offset, metadata) in checkpointed.items():
-        key = (tp.topic, tp.partition)
-        if target is not None and key in target and target[key][0] >= offset:
-            continue  # never move an existing target offset backwards
-        result[key] = (offset, metadata)
-    return result
+class ExactTranslator:
+    """Upstream -> downstream through the offset map first, MM2's ``OffsetSyncStore`` where it has no entry.
+
+    When both answer (the map lags the data by up to one flush), the larger wins: each is a position no
+    later than the true one, so the larger replays less and still skips nothing.
+    """
+
+    def __init__(self, offset_map: OffsetMap, syncs: OffsetSyncStore, map_ready: Callable[[], bool],
+                 counted: Callable[[str], None] | None = None) -> None:
+        self._map = offset_map
+        self._syncs = syncs
+        self._map_ready = map_ready
+        self._counted = counted or (lambda _basis: None)
+
+    def __call__(self, group: str | None, tp: TopicPartition, upstream: int) -> int | None:
+        if not self._map_ready():
+            return None
+        exact = self._map.downstream(tp, upstream)
+        fallback = self._syncs.translate_downstream(group, tp, upstream)
+        if exact is not None and (fallback is None or exact >= fallback):
+            self._counted("offset-map")
+            return exact
+        if fallback is not None and fallback >= 0:
+            self._counted("offset-sync")
+        return fallback
 
 
 class MirrorCheckpointTask(SourceTask):
@@ -96,11 +116,14 @@ class MirrorCheckpointTask(SourceTask):
         self._clock_ms = clock_ms
         self._stopping = threading.Event()
         self._groups: list[str] = []
-        self._idle_target_offsets: dict[str, dict[tuple[str, int], tuple[int, str | None]]] = {}
+        self._group_sync: GroupOffsetSync | None = None
+        self._map_reader: OffsetMapReader | None = None
         self._scheduler: Scheduler | None = None
         self._reader: OffsetSyncReader | None = None
         self._store: CheckpointStore | None = None
         self._syncs = OffsetSyncStore()
+        self._offset_map = OffsetMap()
+        self._translate = ExactTranslator(self._offset_map, self._syncs, lambda: False)
         self._metrics: MirrorCheckpointMetrics | None = None
         self._source_admin: Any = None
         self._target_admin: Any = None
@@ -128,6 +151,18 @@ class MirrorCheckpointTask(SourceTask):
         self._store = CheckpointStore(self._checkpoints_topic,
                                       translate(cfg.target_consumer_config(), "consumer"), self._groups,
                                       timeout_s=timeout_s)
+        self._offset_map = OffsetMap()
+        self._map_reader = OffsetMapReader(offset_map_topic(self._policy, self._source),
+                                           translate(cfg.target_consumer_config("offset-map-target-consumer"),
+                                                     "consumer"), self._offset_map, timeout_s=timeout_s)
+        metrics = self._metrics
+        self._translate = ExactTranslator(self._offset_map, self._syncs,
+                                          lambda: self._map_reader is not None and self._map_reader.ready,
+                                          metrics.translated)
+        store = self._store
+        self._group_sync = GroupOffsetSync(
+            self._target_admin, translate(cfg.target_consumer_config("group-sync-target-consumer"), "consumer"),
+            store.converted_upstream_offsets, self._groups, on_outcome=metrics.group_synced, timeout_s=timeout_s)
         self._scheduler = Scheduler(cfg.entity_label(), timeout_s)
         sync_interval_s = cfg.sync_group_offsets_interval_s
         self._scheduler.execute_async(lambda: self._start_stores(sync_interval_s),
@@ -141,15 +176,23 @@ class MirrorCheckpointTask(SourceTask):
         loaded = self._store.start()
         if self._stopping.is_set():
             return
+        if self._map_reader is not None:
+            self._map_reader.start()
         self._reader.start(initialization_must_read_to_end=not loaded)
-        self._scheduler.schedule_repeating(self._refresh_idle_consumer_group_offsets, sync_interval_s,
-                                           "refreshing idle consumers group offsets at target cluster")
         self._scheduler.schedule_repeating_delayed(self.sync_group_offsets, sync_interval_s,
-                                                   "sync idle consumer group offset from source to target")
+                                                   "syncing consumer group offsets onto the target")
 
     @property
     def offset_sync_store(self) -> OffsetSyncStore:
         return self._syncs
+
+    @property
+    def offset_map(self) -> OffsetMap:
+        return self._offset_map
+
+    def group_sync_status(self) -> dict[str, GroupSyncStatus]:
+        """Each group's last sync outcome (``synced``, ``written``, ``active``, ``failed``) and why."""
+        return {} if self._group_sync is None else self._group_sync.status()
 
     # -- checkpoints --
 
@@ -177,7 +220,7 @@ class MirrorCheckpointTask(SourceTask):
         upstream = self._source_admin.list_consumer_group_offsets([group]).get(group, {})
         checkpoints = checkpoints_for_group(
             group, upstream, policy=self._policy, topic_filter=self._topic_filter, source_alias=self._source,
-            target_alias=self._target, translate_downstream=self._syncs.translate_downstream,
+            target_alias=self._target, translate_downstream=self._translate,
             last_checkpoint=lambda tp: store.get(group, tp))
         store.update(group, checkpoints)
         return [SourceRecord(topic=self._checkpoints_topic, partition=0, key=cp.key_bytes(),
@@ -192,43 +235,11 @@ class MirrorCheckpointTask(SourceTask):
         self._metrics.checkpoint_latency(str(partition[CONSUMER_GROUP_ID_KEY]), str(partition[TOPIC_KEY]),
                                          int(partition[PARTITION_KEY]), self._clock_ms() - record.timestamp)
 
-    # -- sync.group.offsets (§6.5) --
-
-    def _refresh_idle_consumer_group_offsets(self) -> None:
-        states = self._target_admin.describe_consumer_groups(self._groups)
-        for group in self._groups:
-            if states.get(group) != "EMPTY":
-                continue  # active or rebalancing (or dead): not idle
-            try:
-                offsets = self._target_admin.list_consumer_group_offsets([group]).get(group, {})
-            except ConnectError as exc:
-                logger.error("Error querying for consumer group %s on cluster %s: %s", group, self._target,
-                             exc)
-                continue
-            self._idle_target_offsets[group] = dict(offsets)
+    # -- sync.group.offsets --
 
     def sync_group_offsets(self) -> dict[str, dict[tuple[str, int], tuple[int, str | None]]]:
-        """Write checkpointed offsets into idle target groups; returns what was attempted per group."""
-        store = self._store
-        attempted: dict[str, dict[tuple[str, int], tuple[int, str | None]]] = {}
-        if store is None:
-            return attempted
-        for group, checkpointed in store.converted_upstream_offsets().items():
-            changes = offsets_to_sync(checkpointed, self._idle_target_offsets.get(group))
-            if not changes:
-                continue
-            attempted[group] = changes
-            try:
-                self._target_admin.alter_consumer_group_offsets(group, changes)
-            except ConnectError as exc:
-                error = kafka_error_of(exc.__cause__) if exc.__cause__ is not None else None
-                if "UNKNOWN_MEMBER_ID" in (error.name() if error is not None else str(exc)):
-                    logger.warning("Unable to sync offsets for consumer group %s. This is likely caused by "
-                                   "consumers currently using this group in the target cluster.", group)
-                else:
-                    logger.error("Unable to sync offsets for consumer group %s: %s", group, exc)
-        self._idle_target_offsets.clear()
-        return attempted
+        """Write checkpointed offsets into the target groups that have no members; returns what was written."""
+        return {} if self._group_sync is None else self._group_sync.run()
 
     # -- lifecycle --
 
@@ -243,6 +254,8 @@ class MirrorCheckpointTask(SourceTask):
             self._scheduler.close()
         if self._reader is not None:
             self._reader.stop()
+        if self._map_reader is not None:
+            self._map_reader.stop()
         metrics, self._metrics = self._metrics, None
         if metrics is not None:
             metrics.close()

@@ -28,6 +28,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "mirror.cli.connect_mirror_maker",  # run
     "mirror.cli.config_command",  # config show | docs
     "mirror.cli.offsets",  # offsets translate
+    "mirror.cli.cutover",  # failover, failback
     "mirror.cli.status",
     "mirror.cli.backfill",
     "mirror.cli.quickstart",

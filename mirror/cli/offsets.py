@@ -10,6 +10,11 @@ With ``--apply`` it commits the translated offsets into group G on B, only when 
 there (state EMPTY, or DEAD/UNKNOWN for a group that does not exist yet); otherwise it refuses and exits 1.
 Partitions where G is already ahead on B are left alone unless ``--allow-rewind``.
 
+With the exact offset map (``docs/failover.md``) the translated offset is the very record the group
+reads next: ``REPLAY<=`` is 0. Several ``--group``, explicit ``--offset`` positions, ``--at TIME`` and
+``--reverse`` (failback: positions committed on the target, back onto the source) are answered in one
+batch (:mod:`mirror.cli.offsets_batch`).
+
 Python users have no other way to get this: Kafka's ``RemoteClusterUtils.translateOffsets`` is Java-only.
 """
 
@@ -21,15 +26,12 @@ import sys
 from typing import Any
 
 from connect_runtime.api.errors import ConfigError
-from connect_runtime.clients.factory import ClientKind, translate
-from connect_runtime.clients.librdkafka_logging import LIBRDKAFKA_LOG
+from mirror.cli.offsets_batch import add_arguments, is_batch, run_batch
 from mirror.client.mirror_client import (
-    ADMIN_CLIENT_PREFIX,
-    CONSUMER_CLIENT_PREFIX,
     DEFAULT_TIMEOUT_S,
-    is_connection_key,
 )
 from mirror.client.models import OffsetAndMetadata, TopicPartition
+from mirror.maker.translation_routes import mirror_client_config as convert_client_config
 
 
 def add_parser(subparsers: Any) -> None:
@@ -43,7 +45,8 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     translate.add_argument("config", metavar="mm2.properties", help="MirrorMaker 2 configuration file")
-    translate.add_argument("--group", required=True, help="consumer group id on the source cluster")
+    translate.add_argument("--group", action="append", default=[],
+                           help="consumer group id (repeatable); on the source, or on the target with --reverse")
     translate.add_argument(
         "--source", required=True, metavar="ALIAS", help="alias of the cluster the group uses"
     )
@@ -62,6 +65,7 @@ def add_parser(subparsers: Any) -> None:
                            help="commit the translated offsets into the group on the target (default: dry run)")
     translate.add_argument("--allow-rewind", action="store_true",
                            help="also move partitions where the group is already ahead on the target")
+    add_arguments(translate)
     translate.set_defaults(func=run)
 
 
@@ -94,20 +98,7 @@ def mirror_client_config(raw: dict[str, str]) -> dict[str, Any]:
     ``admin.``/``consumer.`` keys, as ``MirrorClientConfig`` builds them) go through the runtime's client
     translation and come back under the same prefix; the policy keys are kept as they are.
     """
-    config: dict[str, Any] = {k: v for k, v in raw.items() if k.startswith("replication.policy.")}
-    connection = {k: v for k, v in raw.items() if is_connection_key(k)}
-    kinds: tuple[tuple[str, ClientKind], ...] = (
-        (ADMIN_CLIENT_PREFIX, "admin"),
-        (CONSUMER_CLIENT_PREFIX, "consumer"),
-    )
-    for prefix, kind in kinds:
-        java = dict(connection)
-        java.update(
-            {k[len(prefix) :]: v for k, v in raw.items() if k.startswith(prefix) and len(k) > len(prefix)}
-        )
-        config.update({prefix + k: v for k, v in translate(java, kind).items()})
-        config[prefix + "logger"] = LIBRDKAFKA_LOG  # librdkafka's lines through Python logging
-    return config
+    return convert_client_config(raw)
 
 
 def rows(offsets: dict[TopicPartition, OffsetAndMetadata]) -> list[dict[str, Any]]:
@@ -138,8 +129,20 @@ def run(args: argparse.Namespace) -> int:
     config = _load(args.config, args.source, args.target)
     location = config.connector_base_config(SourceAndTarget(args.source, args.target), SOURCE_CONNECTOR_CLASS).get(
         OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT).strip().lower()
-    plan = plan_failover(mirror_client_config(config.client_config(args.target)), args.source, args.group,
-                         source_config=mirror_client_config(config.client_config(args.source)),
+    target_config = mirror_client_config(config.client_config(args.target))
+    source_config = mirror_client_config(config.client_config(args.source))
+    if is_batch(args):
+        on_source = location != "target"
+        from mirror.client.replication_policy import policy_from_config
+
+        policy = policy_from_config(target_config)
+        return run_batch(args, target_config, source_config, source_config if on_source else target_config,
+                         policy.offset_syncs_topic(args.target if on_source else args.source))
+    if not args.group:
+        raise ConfigError("give --group, --offset or --at (see mirror offsets translate --help)")
+    [group] = args.group
+    plan = plan_failover(target_config, args.source, group,
+                         source_config=source_config,
                          offset_syncs_location=location, target_alias=args.target,
                          allow_rewind=args.allow_rewind, timeout_s=args.timeout)
     if args.json:
@@ -148,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(plan.render())
     if not plan.partitions:
         print(
-            f"note: no checkpoints for group {args.group!r} from {args.source} on {args.target} "
+            f"note: no checkpoints for group {group!r} from {args.source} on {args.target} "
             f"(is the {args.source}->{args.target} flow running, and has the group committed offsets?)",
             file=sys.stderr,
         )
@@ -162,5 +165,5 @@ def run(args: argparse.Namespace) -> int:
     except GroupActiveError as exc:
         print(f"error: refused: {exc}", file=sys.stderr)
         return 1
-    print(f"applied: committed {len(written)} offset(s) for group {args.group} on {args.target}", file=sys.stderr)
+    print(f"applied: committed {len(written)} offset(s) for group {group} on {args.target}", file=sys.stderr)
     return 0

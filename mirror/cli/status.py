@@ -122,8 +122,10 @@ def _group_table(flow: FlowHealth) -> list[str]:
     if not flow.groups:
         return []
     rows = [(g.group, "yes" if g.translatable else "no", f"{g.checkpointed_partitions}/{g.committed_partitions}",
-             str(g.behind), _fmt(g.checkpoint_age_seconds, "s")) for g in flow.groups]
-    return ["", *_table(("GROUP", "TRANSLATABLE", "CHECKPOINTED", "BEHIND", "CHECKPOINT AGE"), rows)]
+             str(g.behind), _fmt(g.checkpoint_age_seconds, "s"), f"{g.exact_partitions}/{g.checkpointed_partitions}",
+             g.sync) for g in flow.groups]
+    return ["", *_table(("GROUP", "TRANSLATABLE", "CHECKPOINTED", "BEHIND", "CHECKPOINT AGE", "EXACT", "SYNC"),
+                        rows)]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from mirror.client.models import (
     OffsetSync,
     TopicPartition,
 )
+from mirror.client.offset_map import OffsetMap, OffsetRun, offset_map_topic
 from mirror.client.replication_policy import (
     DefaultReplicationPolicy,
     IdentityReplicationPolicy,
@@ -36,6 +37,8 @@ __all__ = [
     "MalformedRecordError",
     "MirrorClient",
     "OffsetAndMetadata",
+    "OffsetMap",
+    "OffsetRun",
     "OffsetSync",
     "ReplicationPolicy",
     "TopicPartition",
@@ -43,6 +46,7 @@ __all__ = [
     "heartbeat_topics",
     "is_cycle",
     "load_policy_class",
+    "offset_map_topic",
     "policy_from_config",
     "replication_hops",
     "translate_offsets",

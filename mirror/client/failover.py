@@ -55,6 +55,7 @@ from mirror.client.mirror_client import (
 )
 from mirror.client.models import Checkpoint, MalformedRecordError, OffsetSync
 from mirror.client.replication_policy import policy_from_config
+from mirror.client.translation import load_offset_map
 from mirror.errors import MirrorError
 
 logger = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ class PartitionMove:
     partition: int
     current_offset: int | None
     new_offset: int
-    checkpoint_upstream: int
+    checkpoint_upstream: int | None
     committed_upstream: int | None
     equivalent_offset: int | None
     replay_bound: int | None
@@ -154,62 +155,91 @@ def plan_failover(target_config: Mapping[str, str], source_alias: str, group: st
     target_consumer = client_config(target_config, CONSUMER_CLIENT_PREFIX)
     target_admin = AdminClient(_admin_config(target_config, ADMIN_CLIENT_PREFIX))
     plan = FailoverPlan(group, source_alias, dict(target_config), _group_state(target_admin, group, timeout_s))
+    checkpoints = _checkpoints(target_consumer, policy.checkpoints_topic(source_alias), group, timeout_s)
+    offset_map = load_offset_map(target_config, policy, source_alias, timeout_s)
+    committed: dict[tuple[str, int], int] = {}
+    syncs: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    source_timeout_s = min(timeout_s, SOURCE_TIMEOUT_S)  # in a real failover the source is often gone
+    if source_config is not None:
+        source_admin = AdminClient(_admin_config(source_config, ADMIN_CLIENT_PREFIX))
+        try:  # every partition the group committed, also those not checkpointed yet
+            committed = _committed(source_admin, group, None, source_timeout_s)
+        except (KafkaException, TimeoutError) as exc:
+            plan.notes.append(f"source cluster unreachable ({exc}); translating the checkpoints' upstream offsets")
+            source_config = None
+    mapped_topics = {t for t, _ in offset_map.partitions()}
+    positions: dict[tuple[str, int], int] = {}  # remote partition -> the group's upstream position
+    for (topic, partition), offset in committed.items():
+        if topic in mapped_topics:
+            positions[(policy.format_remote_topic(source_alias, topic), partition)] = offset
+    for tp, checkpoint in checkpoints.items():
+        positions.setdefault(tp, checkpoint.upstream_offset)
+    if not positions:
+        plan.notes.append(f"no checkpoints for group {group!r} in {policy.checkpoints_topic(source_alias)}")
+        return plan
+    current = _committed(target_admin, group, list(positions), timeout_s)
+    syncs_config = source_config if offset_syncs_location == "source" else target_config
+    syncs_alias = target_alias if offset_syncs_location == "source" else source_alias
+    if syncs_config is not None and syncs_alias is not None:
+        try:
+            syncs = _syncs(client_config(syncs_config, CONSUMER_CLIENT_PREFIX), policy.offset_syncs_topic(syncs_alias),
+                           source_timeout_s if syncs_config is source_config else timeout_s)
+        except (KafkaException, TimeoutError) as exc:
+            plan.notes.append(f"offset syncs unreadable ({exc}); replay bounds run to the partition ends")
+    ends = _ends(target_consumer, {tp: c.downstream_offset for tp, c in checkpoints.items()}, timeout_s)
+    for (topic, partition), c in sorted(positions.items()):
+        upstream_topic = policy.upstream_topic(topic) or topic
+        cp = checkpoints.get((topic, partition))
+        exact = offset_map.downstream((upstream_topic, partition), c)
+        equivalent: int | None
+        bound: int | None
+        if exact is not None:  # the very record the group reads next: nothing replayed, nothing skipped
+            new, equivalent, bound, basis = exact, exact, 0, "offset-map"
+        elif cp is not None:
+            new = cp.downstream_offset
+            equivalent, bound, basis = replay_bound(new, c, sorted(syncs.get((upstream_topic, partition), [])),
+                                                    ends.get((topic, partition)))
+        else:
+            continue  # committed on the source, but neither mapped nor checkpointed there
+        now = current.get((topic, partition))
+        plan.partitions.append(PartitionMove(topic, partition, now, new, None if cp is None else cp.upstream_offset,
+                                             committed.get((upstream_topic, partition)), equivalent, bound,
+                                             basis, _action(now, new, allow_rewind)))
+    return plan
+
+
+def _action(current: int | None, new: int, allow_rewind: bool) -> str:
+    if current == new:
+        return "unchanged"
+    if current is not None and current > new and not allow_rewind:
+        return "skip (would rewind)"
+    return "commit"
+
+
+def _checkpoints(consumer_config: Mapping[str, str], topic: str, group: str,
+                 timeout_s: float) -> dict[tuple[str, int], Checkpoint]:
+    """The group's newest checkpoint per remote partition."""
     checkpoints: dict[tuple[str, int], Checkpoint] = {}
-    for msg in _read_topic(target_consumer, policy.checkpoints_topic(source_alias), timeout_s):
+    for msg in _read_topic(consumer_config, topic, timeout_s):
         try:
             cp = Checkpoint.from_record(msg.key(), msg.value())
         except MalformedRecordError:
             continue
         if cp.consumer_group_id == group:
             checkpoints[(cp.topic, cp.partition)] = cp
-    if not checkpoints:
-        plan.notes.append(f"no checkpoints for group {group!r} in {policy.checkpoints_topic(source_alias)}")
-        return plan
-    current = _committed(target_admin, group, list(checkpoints), timeout_s)
-    committed: dict[tuple[str, int], int] = {}
+    return checkpoints
+
+
+def _syncs(consumer_config: Mapping[str, str], topic: str,
+           timeout_s: float) -> dict[tuple[str, int], list[tuple[int, int]]]:
     syncs: dict[tuple[str, int], list[tuple[int, int]]] = {}
-    source_timeout_s = min(timeout_s, SOURCE_TIMEOUT_S)  # in a real failover the source is often gone
-    if source_config is not None:
-        source_admin = AdminClient(_admin_config(source_config, ADMIN_CLIENT_PREFIX))
-        upstream_tps = [(policy.upstream_topic(t) or t, p) for t, p in checkpoints]
+    for msg in _read_topic(consumer_config, topic, timeout_s):
         try:
-            committed = _committed(source_admin, group, upstream_tps, source_timeout_s)
-        except (KafkaException, TimeoutError) as exc:
-            plan.notes.append(f"source cluster unreachable ({exc}); replay bounds use the checkpoints' "
-                              f"upstream offsets")
-            source_config = None
-    syncs_config = source_config if offset_syncs_location == "source" else target_config
-    syncs_alias = target_alias if offset_syncs_location == "source" else source_alias
-    if syncs_config is not None and syncs_alias is not None:
-        syncs_topic = policy.offset_syncs_topic(syncs_alias)
-        try:
-            for msg in _read_topic(client_config(syncs_config, CONSUMER_CLIENT_PREFIX), syncs_topic,
-                                   source_timeout_s if syncs_config is source_config else timeout_s):
-                try:
-                    sync = OffsetSync.from_record(msg.key(), msg.value())
-                except MalformedRecordError:
-                    continue
-                syncs.setdefault(sync.topic_partition, []).append((sync.upstream_offset, sync.downstream_offset))
-        except (KafkaException, TimeoutError) as exc:
-            plan.notes.append(f"offset syncs unreadable ({exc}); replay bounds run to the partition ends")
-    ends = _ends(target_consumer, {tp: cp.downstream_offset for tp, cp in checkpoints.items()}, timeout_s)
-    for (topic, partition), cp in sorted(checkpoints.items()):
-        upstream_topic = policy.upstream_topic(topic) or topic
-        c = committed.get((upstream_topic, partition), cp.upstream_offset)
-        equivalent, bound, basis = replay_bound(cp.downstream_offset, c,
-                                                sorted(syncs.get((upstream_topic, partition), [])),
-                                                ends.get((topic, partition)))
-        now = current.get((topic, partition))
-        if now == cp.downstream_offset:
-            action = "unchanged"
-        elif now is not None and now > cp.downstream_offset and not allow_rewind:
-            action = "skip (would rewind)"
-        else:
-            action = "commit"
-        plan.partitions.append(PartitionMove(topic, partition, now, cp.downstream_offset, cp.upstream_offset,
-                                             committed.get((upstream_topic, partition)), equivalent, bound,
-                                             basis, action))
-    return plan
+            sync = OffsetSync.from_record(msg.key(), msg.value())
+        except MalformedRecordError:
+            continue
+        syncs.setdefault(sync.topic_partition, []).append((sync.upstream_offset, sync.downstream_offset))
+    return syncs
 
 
 def apply_failover(plan: FailoverPlan, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[PartitionMove]:
@@ -218,28 +248,36 @@ def apply_failover(plan: FailoverPlan, timeout_s: float = DEFAULT_TIMEOUT_S) -> 
     Raises :class:`GroupActiveError` when the group has active members (checked again right before
     writing, and reported by the broker too), leaving its offsets untouched.
     """
-    admin = AdminClient(_admin_config(plan.target_config, ADMIN_CLIENT_PREFIX))
-    state = _group_state(admin, plan.group, timeout_s)
-    if state not in {s.name for s in INACTIVE_STATES}:
-        raise GroupActiveError(f"group {plan.group!r} is {state} on the target: stop its consumers first")
     changes = plan.changes
-    if not changes:
-        return []
-    request = ConsumerGroupTopicPartitions(
-        plan.group, [KafkaTopicPartition(p.topic, p.partition, p.new_offset) for p in changes])
+    commit_if_inactive(plan.target_config, plan.group, {(p.topic, p.partition): p.new_offset for p in changes},
+                       timeout_s)
+    if changes:
+        logger.info("Committed %d translated offsets for group %s", len(changes), plan.group)
+    return changes
+
+
+def commit_if_inactive(config: Mapping[str, str], group: str, offsets: Mapping[tuple[str, int], int],
+                       timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """Commit ``offsets`` for ``group`` on the cluster of ``config`` (a MirrorClient config), only while
+    the group has no members there; raises :class:`GroupActiveError` otherwise (nothing written)."""
+    admin = AdminClient(_admin_config(config, ADMIN_CLIENT_PREFIX))
+    state = _group_state(admin, group, timeout_s)
+    if state not in {s.name for s in INACTIVE_STATES}:
+        raise GroupActiveError(f"group {group!r} is {state}: stop its consumers first")
+    if not offsets:
+        return
+    request = ConsumerGroupTopicPartitions(group, [KafkaTopicPartition(t, p, o) for (t, p), o in offsets.items()])
     try:
-        result = admin.alter_consumer_group_offsets([request], request_timeout=timeout_s)[plan.group].result(
+        result = admin.alter_consumer_group_offsets([request], request_timeout=timeout_s)[group].result(
             timeout=timeout_s)
     except KafkaException as exc:
         code = exc.args[0].code() if exc.args and hasattr(exc.args[0], "code") else None
         if code in (KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS):
-            raise GroupActiveError(f"group {plan.group!r} has active members on the target: {exc}") from exc
+            raise GroupActiveError(f"group {group!r} has active members: {exc}") from exc
         raise
     failed = [tp for tp in result.topic_partitions if tp.error is not None]
     if failed:
         raise KafkaException(failed[0].error)
-    logger.info("Committed %d translated offsets for group %s", len(changes), plan.group)
-    return changes
 
 
 # ---- reads ------------------------------------------------------------------------------------------------
@@ -256,9 +294,11 @@ def _group_state(admin: AdminClient, group: str, timeout_s: float) -> str:
     return str(description.state.name)
 
 
-def _committed(admin: AdminClient, group: str, tps: list[tuple[str, int]],
+def _committed(admin: AdminClient, group: str, tps: list[tuple[str, int]] | None,
                timeout_s: float) -> dict[tuple[str, int], int]:
-    request = ConsumerGroupTopicPartitions(group, [KafkaTopicPartition(t, p) for t, p in tps])
+    """The group's committed offsets of ``tps`` (None: of every partition it committed)."""
+    request = ConsumerGroupTopicPartitions(
+        group, None if tps is None else [KafkaTopicPartition(t, p) for t, p in tps])
     answer = admin.list_consumer_group_offsets([request], request_timeout=timeout_s)[group].result(timeout=timeout_s)
     return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions
             if tp.error is None and tp.offset >= 0}

@@ -54,6 +54,7 @@ OFFSET_SYNCS_TOPIC_REPLICATION_FACTOR_DEFAULT = 3
 OFFSET_LAG_MAX = "offset.lag.max"
 OFFSET_LAG_MAX_DEFAULT = 100
 EMIT_OFFSET_SYNCS_ENABLED = "emit.offset-syncs.enabled"
+EMIT_OFFSET_MAP_ENABLED = "emit.offset-map.enabled"
 HEARTBEATS_REPLICATION_ENABLED = "heartbeats.replication.enabled"
 
 # Task-only keys, added by the connector to each task config.
@@ -99,6 +100,11 @@ CONFIG_DEF: ConfigDef = BASE_CONNECTOR_CONFIG_DEF.merge(ConfigDef([
     ConfigKey(EMIT_OFFSET_SYNCS_ENABLED, Type.BOOLEAN, True, Importance.LOW,
               "Whether to store the new offset of the replicated records in the offset-syncs topic.",
               group=_GROUP),
+    ConfigKey(EMIT_OFFSET_MAP_ENABLED, Type.BOOLEAN, True, Importance.LOW,
+              "Whether to write the exact offset map (mm2-offset-map.<source>.internal on the target): runs of "
+              "(upstream start, downstream start, count) that make checkpoints and failover translation exact "
+              "at any consumer lag. Not in Apache MM2; its offset syncs are written as before. The topic uses "
+              "offset-syncs.topic.replication.factor. See docs/failover.md.", group=_GROUP),
     ConfigKey(HEARTBEATS_REPLICATION_ENABLED, Type.BOOLEAN, True, Importance.LOW,
               "Whether to replicate the heartbeats topics even when the topic filter does not include them.",
               group=_GROUP),
@@ -149,6 +155,7 @@ class MirrorSourceConfig(OffsetSyncsLocationMixin):
     offset_syncs_topic_replication_factor = Integer(OFFSET_SYNCS_TOPIC_REPLICATION_FACTOR)
     offset_lag_max = Integer(OFFSET_LAG_MAX)
     emit_offset_syncs_enabled = Flag(EMIT_OFFSET_SYNCS_ENABLED)
+    emit_offset_map_enabled = Flag(EMIT_OFFSET_MAP_ENABLED)
     heartbeats_replication_enabled = Flag(HEARTBEATS_REPLICATION_ENABLED)
 
     @property
@@ -171,6 +178,11 @@ class MirrorSourceConfig(OffsetSyncsLocationMixin):
         if self.offset_syncs_topic_location == "source":
             return self.source_producer_config("offset-syncs-source-producer")
         return self.target_producer_config("offset-syncs-target-producer")
+
+
+    def offset_map_producer_config(self) -> dict[str, str]:
+        """Producer of the offset-map topic, which always lives on the target."""
+        return self.target_producer_config("offset-map-target-producer")
 
 
 class MirrorSourceTaskConfig(MirrorSourceConfig):

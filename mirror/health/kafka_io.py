@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
 from confluent_kafka.admin import AdminClient
 
 from connect_runtime.clients.factory import new_admin, new_consumer
@@ -135,6 +135,21 @@ class ClusterIO:
 
     def _retry(self, error: KafkaError) -> None:
         logger.debug("%s: read error (retrying until the deadline): %s", self.alias, error)
+
+    def group_states(self, groups: list[str], timeout_s: float) -> dict[str, str]:
+        """Each group's state name on this cluster (``EMPTY``, ``STABLE``, ``DEAD``...)."""
+        if not groups:
+            return {}
+        futures = self.admin.describe_consumer_groups(groups, request_timeout=timeout_s)
+        result = {}
+        for group, future in futures.items():
+            try:
+                state = future.result(timeout=timeout_s).state
+            except KafkaException:
+                result[group] = "DEAD"
+                continue
+            result[group] = state.name if hasattr(state, "name") else str(state)
+        return result
 
     def committed_offsets(self, timeout_s: float) -> dict[str, dict[TP, int]]:
         """Every consumer group's committed offsets (group -> (topic, partition) -> offset)."""

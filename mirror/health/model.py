@@ -153,6 +153,13 @@ class GroupCheckpointHealth:
     this flow replicates) has a checkpoint on the target; ``missing`` lists those that have none.
     ``behind`` counts checkpointed partitions whose checkpoint is older than the group's commit (a
     failover would replay those records, which is safe but costs time).
+
+    ``exact_partitions`` counts checkpoints at the exact offset-map position of their upstream offset
+    (the rest were translated by MM2's rule: a failover from them replays records). ``sync`` tells
+    whether the group's offsets on the target match its checkpoints (``sync.group.offsets.enabled``):
+    ``synced``, ``ahead`` (its consumers moved on there; never rewound), ``pending`` (a write is due),
+    ``active`` (members on the target: never written), ``no checkpoints`` or ``off``; ``sync_reason``
+    says why in words.
     """
 
     group: str
@@ -161,6 +168,9 @@ class GroupCheckpointHealth:
     missing: list[str]
     behind: int
     checkpoint_age_seconds: float | None
+    exact_partitions: int = 0
+    sync: str = "off"
+    sync_reason: str = ""
 
     @property
     def translatable(self) -> bool:
@@ -227,6 +237,27 @@ def estimate_rpo(partitions: Iterable[PartitionLag], heartbeat_age_seconds: floa
     if heartbeat_age_seconds is not None:
         return heartbeat_age_seconds, "heartbeat"
     return None, "none"
+
+
+#: Group states with members (never written by the group offset sync).
+_ACTIVE_STATES = frozenset({"STABLE", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "ASSIGNING", "RECONCILING"})
+
+
+def group_sync_state(checkpointed: Mapping[tuple[str, int], int], target: Mapping[tuple[str, int], int],
+                     state: str | None) -> tuple[str, str]:
+    """Whether a group's offsets on the target match its checkpoints, and why not (pure)."""
+    if not checkpointed:
+        return "no checkpoints", "no checkpoint yet: nothing to write"
+    if state in _ACTIVE_STATES:
+        return "active", f"group is {state} on the target: offsets are never written under running consumers"
+    behind = [tp for tp, offset in checkpointed.items() if target.get(tp, -1) < offset]
+    ahead = [tp for tp, offset in checkpointed.items() if target.get(tp, -1) > offset]
+    if behind:
+        return "pending", (f"{len(behind)} partition(s) behind their checkpoints on the target: "
+                           f"written at the next sync.group.offsets.interval.seconds")
+    if ahead:
+        return "ahead", f"{len(ahead)} partition(s) ahead on the target (consumers ran there; never rewound)"
+    return "synced", f"{len(checkpointed)} partition(s) at their checkpoints"
 
 
 def lag_of(source_end: int | None, replicated_offset: int | None) -> int | None:

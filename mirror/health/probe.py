@@ -22,6 +22,10 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
 * **Checkpoints per group** (groups on A that pass the group filter and committed on topics the flow
   replicates): age of the newest checkpoint in ``A.checkpoints.internal`` on B, and whether every
   committed partition has a checkpoint (``translatable``).
+* **Exact translation and group sync per group**: how many checkpoints sit at the exact position the
+  offset map (``mm2-offset-map.A.internal`` on B) gives for their upstream offset, and, with
+  ``sync.group.offsets.enabled``, whether the group's offsets on B match its checkpoints, and if not why
+  (:func:`mirror.health.model.group_sync_state`).
 * **RPO estimate**: see :func:`mirror.health.model.estimate_rpo`.
 
 Reads are incremental: a :class:`HealthProbe` keeps its positions in the internal topics, so the
@@ -42,7 +46,9 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message
 from connect_runtime.clients.factory import translate
 from mirror.client.mirror_client import is_connection_key
 from mirror.client.models import Checkpoint, Heartbeat, MalformedRecordError, OffsetSync
+from mirror.client.offset_map import OffsetMap, offset_map_topic
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
+from mirror.config.checkpoint import SYNC_GROUP_OFFSETS_ENABLED
 from mirror.config.connector_base import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
 from mirror.config.heartbeat import EMIT_HEARTBEATS_INTERVAL_SECONDS, EMIT_HEARTBEATS_INTERVAL_SECONDS_DEFAULT
 from mirror.config.mirror_maker import (
@@ -63,6 +69,7 @@ from mirror.health.model import (
     Thresholds,
     estimate_rpo,
     evaluate,
+    group_sync_state,
     lag_of,
 )
 
@@ -86,6 +93,7 @@ class FlowSpec:
     offset_syncs_on_source: bool
     heartbeat_interval_s: float
     thresholds: Thresholds
+    sync_group_offsets: bool = False
 
     @property
     def name(self) -> str:
@@ -128,7 +136,8 @@ def flow_specs(config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
             topic_filter=load_topic_filter(source_cfg), group_filter=load_group_filter(checkpoint_cfg),
             offsets_topic=config.worker_config(pair)["offset.storage.topic"],
             offset_syncs_on_source=location.strip().lower() != "target",
-            heartbeat_interval_s=interval, thresholds=thresholds))
+            heartbeat_interval_s=interval, thresholds=thresholds,
+            sync_group_offsets=parse_boolean(checkpoint_cfg.get(SYNC_GROUP_OFFSETS_ENABLED, "false"))))
     return specs
 
 
@@ -150,6 +159,7 @@ class _FlowState:
     connect_offsets: dict[TP, int] = field(default_factory=dict)
     #: (source topic, partition) -> newest offset sync (upstream, downstream)
     syncs: dict[TP, tuple[int, int]] = field(default_factory=dict)
+    offset_map: OffsetMap = field(default_factory=OffsetMap)
 
 
 class HealthProbe:
@@ -268,7 +278,8 @@ class HealthProbe:
         replicated_hb = policy.format_remote_topic(spec.source, policy.heartbeats_topic())
         wanted = [replicated_hb, policy.heartbeats_topic()]
         if not heartbeats_only:
-            wanted += [policy.checkpoints_topic(spec.source), spec.offsets_topic]
+            wanted += [policy.checkpoints_topic(spec.source), spec.offsets_topic,
+                       offset_map_topic(policy, spec.source)]
             if not spec.offset_syncs_on_source:
                 wanted.append(policy.offset_syncs_topic(spec.source))
         positions = {tp: o for tp, o in state.target_positions.items() if tp[0] in wanted}
@@ -293,6 +304,8 @@ class HealthProbe:
                 _apply_connect_offset(msg, spec.source, state.connect_offsets)
             elif name == policy.checkpoints_topic(spec.source):
                 _apply_checkpoint(msg, state.checkpoints)
+            elif name == offset_map_topic(policy, spec.source):
+                state.offset_map.add_record(msg.key(), msg.value())
             else:
                 _apply_sync(msg, state.syncs)
         if newest_new is not None:
@@ -375,8 +388,22 @@ class HealthProbe:
                 now: float) -> list[GroupCheckpointHealth]:
         committed = self._committed(spec.source)
         by_group: dict[str, list[tuple[str, int, int, int | None]]] = {}
-        for (group, topic, partition), (upstream, _, ts) in state.checkpoints.items():
+        exact: dict[str, int] = {}
+        downstream: dict[str, dict[TP, int]] = {}
+        for (group, topic, partition), (upstream, down, ts) in state.checkpoints.items():
             by_group.setdefault(group, []).append((topic, partition, upstream, ts))
+            downstream.setdefault(group, {})[(topic, partition)] = down
+            source_topic = spec.policy.upstream_topic(topic) or topic
+            if state.offset_map.downstream((source_topic, partition), upstream) == down:
+                exact[group] = exact.get(group, 0) + 1
+        target_offsets: dict[str, dict[TP, int]] = {}
+        target_states: dict[str, str] = {}
+        if spec.sync_group_offsets and by_group:
+            try:
+                target_offsets = self._committed(spec.target)
+                target_states = self._clusters[spec.target].group_states(sorted(by_group), self._timeout_s)
+            except (KafkaException, TimeoutError) as exc:
+                logger.warning("%s: cannot read consumer groups on %s: %s", spec.name, spec.target, exc)
         result = []
         for group in sorted(committed):
             if not spec.group_filter.should_replicate_group(group):
@@ -396,7 +423,11 @@ class HealthProbe:
                     behind += 1
             stamps = [ts for _, ts in checkpoints.values() if ts is not None]
             age = max(0.0, now - max(stamps) / 1000) if stamps else None
-            result.append(GroupCheckpointHealth(group, len(in_scope), have, missing, behind, age))
+            sync, reason = (group_sync_state(downstream.get(group, {}), target_offsets.get(group, {}),
+                                             target_states.get(group)) if spec.sync_group_offsets
+                            else ("off", "sync.group.offsets.enabled is false"))
+            result.append(GroupCheckpointHealth(group, len(in_scope), have, missing, behind, age,
+                                                exact.get(group, 0), sync, reason))
         return result
 
 

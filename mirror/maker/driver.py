@@ -74,6 +74,7 @@ from mirror.config.mirror_maker import (
 from mirror.health.collector import start_health_monitor
 from mirror.health.ui_routes import ui_routes
 from mirror.maker.rest_wiring import rest_security, task_config_forwarder
+from mirror.maker.translation_routes import translation_routes
 
 logger = logging.getLogger(__name__)
 
@@ -409,7 +410,7 @@ class MirrorMaker:
         self.url = f"{self.rest.scheme}://{self.worker_id}"
         for pair in self.pairs:
             self.slots[pair] = HerderSlot(pair, functools.partial(self._build_herder, pair))
-        extra_routes = self._start_health()
+        extra_routes = [*self._start_health(), *translation_routes(self.config, self.pairs)]
         self.rest.app = create_app({(p.source, p.target): slot for p, slot in self.slots.items()},
                                    registry=self.registry, extra_routes=extra_routes, security=self.security,
                                    internal_endpoints=bool(self.config.enable_internal_rest))

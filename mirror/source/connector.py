@@ -29,6 +29,7 @@ from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.factory import translate
 from mirror.backfill_markers.marker_log import MarkerLog
 from mirror.backfill_markers.markers import TASK_DONE_OFFSETS, TASK_MARKER_TOPIC, encode_done_offsets, marker_topic
+from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import (
     CONFIG_DEF,
@@ -105,6 +106,7 @@ class MirrorSourceConnector(SourceConnector):
             raise_error=self._raise_error)
         self._scheduler = scheduler = Scheduler(cfg.entity_label(), timeout_s)
         scheduler.execute(self._create_offset_syncs_topic, "creating upstream offset-syncs topic")
+        scheduler.execute(self._create_offset_map_topic, "creating the offset-map topic")
         scheduler.execute(sync.load_topic_partitions, "loading initial set of topic-partitions")
         scheduler.execute(sync.compute_and_create_topic_partitions, "creating downstream topic-partitions")
         scheduler.execute(sync.refresh_known_target_topics, "refreshing known target topics")
@@ -132,6 +134,16 @@ class MirrorSourceConnector(SourceConnector):
         admin = self._admin_factory(admin_config, timeout_s=timeout_s)
         topic = policy_from_config(cfg.replication_policy_config()).offset_syncs_topic(
             cfg.target_alias if cfg.offset_syncs_topic_location == "source" else cfg.source_alias)
+        admin.create_topic(topic, 1, cfg.offset_syncs_topic_replication_factor, compacted=True)
+
+    def _create_offset_map_topic(self) -> None:
+        """``mm2-offset-map.<source>.internal`` on the target: one partition, compacted (one record per run)."""
+        cfg = self._config
+        if cfg is None or not cfg.emit_offset_map_enabled:
+            return
+        admin = self._admin_factory(translate(cfg.target_admin_config(), "admin"),
+                                    timeout_s=cfg.admin_timeout_ms / 1000.0)
+        topic = offset_map_topic(policy_from_config(cfg.replication_policy_config()), cfg.source_alias)
         admin.create_topic(topic, 1, cfg.offset_syncs_topic_replication_factor, compacted=True)
 
     def _open_backfill_markers(self) -> None:

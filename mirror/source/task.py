@@ -52,10 +52,12 @@ from mirror.backfill_markers.markers import (
     streaming_start,
 )
 from mirror.client.models import TopicPartition
+from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import MirrorSourceTaskConfig
 from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats
 from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset, wrap_partition
+from mirror.source.offset_map_writer import OffsetMapWriter
 from mirror.source.offset_sync_producer import OffsetSyncProducer
 from mirror.source.offset_sync_writer import OffsetSyncWriter
 
@@ -88,9 +90,12 @@ class MirrorSourceTask(SourceTask):
 
     def __init__(self, consumer_factory: Callable[[Mapping[str, Any]], Consumer] = new_consumer,
                  offset_sync_factory: Callable[..., OffsetSyncProducer] = OffsetSyncProducer,
+                 offset_map_factory: Callable[..., OffsetMapWriter] = OffsetMapWriter,
                  clock_ms: Callable[[], int] = _now_ms) -> None:
         self._consumer_factory = consumer_factory
         self._offset_sync_factory = offset_sync_factory
+        self._offset_map_factory = offset_map_factory
+        self._offset_map: OffsetMapWriter | None = None
         self._clock_ms = clock_ms
         self._consumer: Consumer | None = None
         self._consumer_lock = threading.Lock()
@@ -140,6 +145,9 @@ class MirrorSourceTask(SourceTask):
             self._offset_syncs = self._offset_sync_factory(
                 policy.offset_syncs_topic(other), translate(cfg.offset_syncs_producer_config(), "producer"),
                 OffsetSyncWriter(cfg.offset_lag_max))
+        if cfg.emit_offset_map_enabled:
+            self._offset_map = self._offset_map_factory(
+                offset_map_topic(policy, self._source), translate(cfg.offset_map_producer_config(), "producer"))
         self._done_ends = decode_done_offsets(config.get(TASK_DONE_OFFSETS))
         self._partitions = tuple(partitions)
         assignment = self._initial_assignment(partitions)
@@ -295,10 +303,14 @@ class MirrorSourceTask(SourceTask):
         if self._metrics is not None and record.partition is not None:
             latency = self._clock_ms() - record.timestamp if record.timestamp is not None else 0
             self._metrics.record_committed(record.topic, record.partition, latency)
-        if self._offset_syncs is not None and record.source_offset is not None:
+        if record.source_offset is not None and (self._offset_syncs is not None or self._offset_map is not None):
             source_tp = TopicPartition(str(record.source_partition[TOPIC_KEY]),
                                        int(record.source_partition[PARTITION_KEY]))
-            self._offset_syncs.record(source_tp, int(record.source_offset[OFFSET_KEY]), metadata.offset)
+            upstream = int(record.source_offset[OFFSET_KEY])
+            if self._offset_syncs is not None:
+                self._offset_syncs.record(source_tp, upstream, metadata.offset)
+            if self._offset_map is not None:
+                self._offset_map.record_run(source_tp, upstream, metadata.offset, 1)
 
     def commit_records(self, acknowledged: Acknowledged) -> None:
         """What :meth:`commit_record` does for each record, in one loop (it runs once per record).
@@ -310,7 +322,7 @@ class MirrorSourceTask(SourceTask):
         by_map = self._by_map
         now = self._clock_ms()
         bounds = LATENCY_BOUNDS_MS
-        syncing = self._offset_syncs is not None
+        syncing = self._offset_syncs is not None or self._offset_map is not None
         runs: dict[int, tuple[_SourcePartition, list[int], list[int]]] = {}
         for record, delivered in acknowledged:
             state = by_map.get(id(record.source_partition))
@@ -337,13 +349,22 @@ class MirrorSourceTask(SourceTask):
                     run = runs[id(state)] = (state, [], [])
                 run[1].append(record.source_offset[OFFSET_KEY])
                 run[2].append(downstream)
-        offset_syncs = self._offset_syncs
-        if offset_syncs is not None:
-            for state, upstream, downstream_offsets in runs.values():
+        offset_syncs, offset_map = self._offset_syncs, self._offset_map
+        for state, upstream, downstream_offsets in runs.values():
+            if offset_syncs is not None:
                 offset_syncs.record_run(state.tp, upstream, downstream_offsets)
+            if offset_map is not None:  # the exact offset map: one call per partition run
+                offset_map.record_offsets(state.tp, upstream, downstream_offsets)
 
     def commit(self) -> None:
-        """After each offset flush: emit every partition's latest sync (KAFKA-15906); close once stopped."""
+        """After each offset flush: emit every partition's latest sync (KAFKA-15906) and the offset map's
+        new or grown runs; close both once stopped."""
+        if self._offset_map is not None:
+            if self._stopping:
+                self._offset_map.close()
+                self._offset_map = None
+            else:
+                self._offset_map.flush()
         if self._offset_syncs is not None:
             self._offset_syncs.promote_delayed_and_send()
             if self._stopping:

@@ -9,7 +9,8 @@ import pytest
 
 from connect_runtime.api.errors import ConnectError, RetriableError
 from mirror.checkpoint.connector import MirrorCheckpointConnector, find_consumer_groups, group_partitions
-from mirror.checkpoint.task import MirrorCheckpointTask, checkpoints_for_group, offsets_to_sync
+from mirror.checkpoint.group_sync import GroupOffsetSync, plan_group_sync
+from mirror.checkpoint.task import checkpoints_for_group
 from mirror.client.models import Checkpoint, OffsetAndMetadata, TopicPartition
 from mirror.client.replication_policy import DefaultReplicationPolicy
 from mirror.config.checkpoint import MirrorCheckpointConfig
@@ -170,40 +171,44 @@ def test_checkpoints_never_go_backwards_unless_upstream_rewinds() -> None:
 # ---- §6.5 sync.group.offsets ---------------------------------------------------------------------------
 
 
-def test_offsets_to_sync_only_move_forward_for_idle_groups() -> None:
+def test_plan_group_sync_moves_forward_inside_the_target_log() -> None:
     checkpointed = {TopicPartition("t", 0): OffsetAndMetadata(10, ""), TopicPartition("t", 1): OffsetAndMetadata(5, ""),
                     TopicPartition("t", 2): OffsetAndMetadata(7, "m")}
-    # not idle (unknown or active on the target): everything, the broker rejects it for active groups
-    assert offsets_to_sync(checkpointed, None) == {("t", 0): (10, ""), ("t", 1): (5, ""), ("t", 2): (7, "m")}
+    assert plan_group_sync(checkpointed, {}, {}) == ({("t", 0): (10, ""), ("t", 1): (5, ""), ("t", 2): (7, "m")}, 0)
     target = {("t", 0): (12, None), ("t", 1): (3, None)}
-    assert offsets_to_sync(checkpointed, target) == {("t", 1): (5, ""), ("t", 2): (7, "m")}
-    assert offsets_to_sync(checkpointed, {("t", 0): (10, None), ("t", 1): (5, None), ("t", 2): (9, None)}) == {}
+    assert plan_group_sync(checkpointed, target, {})[0] == {("t", 1): (5, ""), ("t", 2): (7, "m")}
+    synced = {("t", 0): (10, None), ("t", 1): (5, None), ("t", 2): (9, None)}
+    assert plan_group_sync(checkpointed, synced, {}) == ({}, 0)
+    # never past the end (t-0 ends at 8), never before the first record (t-1 starts at 6)
+    assert plan_group_sync(checkpointed, {}, {("t", 0): (0, 8), ("t", 1): (6, 9), ("t", 2): (0, 7)}) == (
+        {("t", 0): (8, ""), ("t", 1): (6, ""), ("t", 2): (7, "m")}, 2)
 
 
-class FakeStore:
-    def __init__(self, converted: dict[str, dict[TopicPartition, OffsetAndMetadata]]) -> None:
-        self.converted = converted
-
-    def converted_upstream_offsets(self) -> dict[str, dict[TopicPartition, OffsetAndMetadata]]:
-        return self.converted
-
-
-def test_task_syncs_empty_groups_forward_and_tolerates_active_ones() -> None:
+def test_group_sync_never_writes_groups_with_members() -> None:
+    """Only the admin seam is faked: describe/list/alter are recorded; the broker side is integration-tested."""
     admin = GroupsAdmin({"idle": {("src.t", 0): (20, None)}, "active": {}},
                         states={"idle": "EMPTY", "active": "STABLE", "new": "DEAD"})
-    task = MirrorCheckpointTask()
-    task._groups = ["idle", "active", "new"]
-    task._target_admin = admin
-    task._store = FakeStore({  # type: ignore[assignment]
+    checkpointed = {
         "idle": {TopicPartition("src.t", 0): OffsetAndMetadata(15, ""),
                  TopicPartition("src.t", 1): OffsetAndMetadata(4, "")},
         "active": {TopicPartition("src.t", 0): OffsetAndMetadata(3, "")},
         "new": {TopicPartition("src.t", 0): OffsetAndMetadata(8, "")},
-    })
-    task._refresh_idle_consumer_group_offsets()
-    attempted = task.sync_group_offsets()
-    assert attempted == {"idle": {("src.t", 1): (4, "")}, "active": {("src.t", 0): (3, "")},
-                         "new": {("src.t", 0): (8, "")}}
+    }
+    outcomes: list[tuple[str, int]] = []
+    sync = GroupOffsetSync(admin, {}, lambda: checkpointed, ["idle", "active", "new"],
+                           on_outcome=lambda o, n: outcomes.append((o, n)), bounds=lambda tps: {})
+    assert sync.run() == {"idle": {("src.t", 1): (4, "")}, "new": {("src.t", 0): (8, "")}}
+    assert [g for g, _ in admin.altered] == ["idle", "new"]  # never the active one
+    status = sync.status()
+    assert (status["idle"].outcome, status["active"].outcome, status["new"].outcome) == ("written", "active", "written")
+    assert "STABLE" in status["active"].reason
+    admin.states["new"] = "EMPTY"
+    admin.offsets["new"] = {("src.t", 0): (8, None)}
+    admin.offsets["idle"] = {("src.t", 0): (20, None), ("src.t", 1): (4, None)}
     admin.alter_error = ConnectError("UNKNOWN_MEMBER_ID: the group is active")
-    task.sync_group_offsets()  # logged, not raised
-    assert task._idle_target_offsets == {}
+    assert sync.run() == {}  # everything synced: nothing written, nothing refused
+    assert sync.status()["new"].outcome == "synced"
+    checkpointed["new"][TopicPartition("src.t", 0)] = OffsetAndMetadata(9, "")
+    assert sync.run() == {}  # a member joined between describe and write: the broker refused it
+    assert sync.status()["new"].outcome == "active"
+    assert ("written", 1) in outcomes and ("active", 1) in outcomes

@@ -63,7 +63,7 @@ def test_status_table() -> None:
     assert "! heartbeat age 45.0s > 30000 ms" in text
     rows = [line.split() for line in text.splitlines()]
     assert ["A.t", "0", "10", "4", "6", "2.5s", "connect-offsets"] in rows
-    assert ["g", "no", "1/2", "0", "3.0s"] in rows
+    assert ["g", "no", "1/2", "0", "3.0s", "0/1", "off"] in rows
 
 
 def test_grafana_dashboard_uses_only_exported_metrics() -> None:
@@ -88,3 +88,16 @@ def test_grafana_dashboard_uses_only_exported_metrics() -> None:
     tasks = set(re.findall(r'"(mirror_[a-z_]+)"', Path(mirror.metrics.__file__).read_text()))
     assert used and used <= health | tasks, used - health - tasks
     assert {"mirror_heartbeat_age_seconds", "mirror_flow_rpo_seconds", "mirror_group_translatable"} <= used
+
+
+def test_group_sync_state_says_why() -> None:
+    from mirror.health.model import group_sync_state
+
+    checkpointed = {("A.t", 0): 10, ("A.t", 1): 5}
+    assert group_sync_state({}, {}, "EMPTY")[0] == "no checkpoints"
+    state, reason = group_sync_state(checkpointed, {}, "STABLE")
+    assert state == "active" and "STABLE" in reason
+    assert group_sync_state(checkpointed, {("A.t", 0): 10}, "EMPTY")[0] == "pending"
+    assert group_sync_state(checkpointed, {("A.t", 0): 10, ("A.t", 1): 5}, "EMPTY") == (
+        "synced", "2 partition(s) at their checkpoints")
+    assert group_sync_state(checkpointed, {("A.t", 0): 12, ("A.t", 1): 5}, "DEAD")[0] == "ahead"

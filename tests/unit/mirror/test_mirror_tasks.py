@@ -22,6 +22,7 @@ from mirror.client.models import Heartbeat, OffsetSync
 from mirror.heartbeat.connector import MirrorHeartbeatConnector
 from mirror.heartbeat.task import MirrorHeartbeatTask
 from mirror.source.connector import MirrorSourceConnector
+from mirror.source.offset_map_writer import OffsetMapWriter
 from mirror.source.offset_sync_producer import OffsetSyncProducer
 from mirror.source.task import MirrorSourceTask
 from tests.support.fakes import FakeConsumer, FakeProducer
@@ -71,6 +72,7 @@ def started_task(stored: dict[int, int], registry: CollectorRegistry | None = No
                  **overrides: str) -> tuple[MirrorSourceTask, FakeConsumer, FakeProducer]:
     consumers: list[FakeConsumer] = []
     producers: list[FakeProducer] = []
+    map_producers: list[FakeProducer] = []
 
     def consumer_factory(config: Mapping[str, Any]) -> Any:
         consumers.append(FakeConsumer(config))
@@ -82,8 +84,12 @@ def started_task(stored: dict[int, int], registry: CollectorRegistry | None = No
             return producers[-1]
         return OffsetSyncProducer(topic, config, writer, producer_factory=producer_factory)
 
+    def map_factory(topic: str, config: Mapping[str, Any]) -> OffsetMapWriter:
+        return OffsetMapWriter(topic, config, producer_factory=lambda c: map_producers.append(FakeProducer(c))
+                               or map_producers[-1])
+
     task = MirrorSourceTask(consumer_factory=consumer_factory, offset_sync_factory=sync_factory,
-                            clock_ms=lambda: 10_000)
+                            offset_map_factory=map_factory, clock_ms=lambda: 10_000)
     task.initialize(Context(stored, registry))
     config = flow_config("src", "tgt", "a:1", "b:1", overrides={
         "task.assigned.partitions": "my-topic-0,my-topic-1,my-topic-2", "task.index": "0", "offset.lag.max": "0",

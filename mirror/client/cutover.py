@@ -1,0 +1,218 @@
+"""A planned cutover of consumer groups between a source cluster and its replica (DR drill, migration).
+
+:func:`cutover` (failover, source -> target) does, in order:
+
+1. **Drain**: until every partition the groups consume is replicated up to the source's end, or
+   ``max_wait_s`` passes, re-read the exact offset map and count the source records after what it
+   covers (records, not offsets: transaction markers do not count). What is left is the **RPO**: the
+   records that are not on the target at cutover.
+2. **Final checkpoint**: each group's committed offsets on the source, translated through the map,
+   written as MM2 checkpoints to ``<source>.checkpoints.internal`` (so ``RemoteClusterUtils`` and
+   ``mirror offsets translate`` see the cutover positions too).
+3. **Write** those offsets into each group on the target, only while it has no members there.
+
+:func:`failback` is the reverse: each group's offsets committed on the target (remote topics of the
+source) translated back through the map and written into the group on the source.
+
+Both are dry runs unless ``execute=True``; the :class:`CutoverReport` tells, per partition, where each
+group resumes, how it was translated, and how many records a consumer will read again (0 with the
+exact map; for MM2's rule, up to the distance to the true position).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from mirror.client.failover import GroupActiveError, commit_if_inactive
+from mirror.client.mirror_client import ADMIN_CLIENT_PREFIX, CONSUMER_CLIENT_PREFIX, client_config
+from mirror.client.models import Checkpoint, TopicPartition
+from mirror.client.translation import OffsetTranslator, Translation, reader_consumer
+
+TP = tuple[str, int]
+
+
+@dataclass
+class GroupMove:
+    group: str
+    partitions: list[dict[str, Any]]
+    written: bool = False
+    error: str | None = None
+
+
+@dataclass
+class CutoverReport:
+    """What a cutover found and did; ``to_dict`` is the ``--json`` shape."""
+
+    direction: str
+    source: str
+    target: str
+    executed: bool
+    seconds: float = 0.0
+    drained: bool = False
+    rpo_records: int | None = None
+    unreplicated: dict[str, int] = field(default_factory=dict)
+    groups: list[GroupMove] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def reread_records(self) -> int:
+        return sum(p["reread"] or 0 for g in self.groups for p in g.partitions)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["reread_records"] = self.reread_records
+        return data
+
+    def render(self) -> str:
+        lines = [f"{self.direction} {self.source}->{self.target}: "
+                 f"{'EXECUTED' if self.executed else 'dry run (add --execute to write the offsets)'}",
+                 f"time taken            {self.seconds:.1f}s",
+                 f"lag drained           {'yes' if self.drained else 'no'}",
+                 f"RPO (not replicated)  {'unknown' if self.rpo_records is None else self.rpo_records} record(s)",
+                 f"records re-read       {self.reread_records}"]
+        for move in self.groups:
+            status = "written" if move.written else (f"NOT written: {move.error}" if move.error else "plan")
+            lines.append(f"group {move.group}: {status}")
+            for p in move.partitions:
+                lines.append(f"  {p['topic']}-{p['partition']}  {p['from']} -> {p['to']}  ({p['basis']}, "
+                             f"re-read {'?' if p['reread'] is None else p['reread']})")
+        lines.extend(f"note: {note}" for note in self.notes)
+        return "\n".join(lines) + "\n"
+
+
+def unreplicated_records(source_config: Mapping[str, str], translator: OffsetTranslator, topics: set[str],
+                         timeout_s: float) -> dict[TP, int]:
+    """Per source partition of ``topics``: the records after what the offset map covers (read, not guessed)."""
+    consumer = reader_consumer(client_config(source_config, CONSUMER_CLIENT_PREFIX))
+    try:
+        metadata = consumer.list_topics(timeout=timeout_s).topics
+        partitions = [(t, p) for t in topics if t in metadata for p in metadata[t].partitions]
+        result: dict[TP, int] = {}
+        for tp in partitions:
+            coverage = translator.offset_map.coverage(tp)
+            result[tp] = _count_from(consumer, tp, 0 if coverage is None else coverage[1], timeout_s)
+        return result
+    finally:
+        consumer.close()
+
+
+def _count_from(consumer: Consumer, tp: TP, offset: int, timeout_s: float) -> int:
+    """Records from ``offset`` to the partition's end (fetch high watermark)."""
+    consumer.assign([KafkaTopicPartition(tp[0], tp[1], offset)])
+    count = 0
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            for message in consumer.consume(1000, 0.2):
+                error = message.error()
+                if error is None:
+                    count += 1
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    return count
+                elif error.fatal():
+                    raise KafkaException(error)
+        raise TimeoutError(f"counting the records of {tp[0]}-{tp[1]} took longer than {timeout_s}s")
+    finally:
+        consumer.unassign()
+
+
+def _rows(translations: Mapping[TP, Translation], reverse: bool) -> list[dict[str, Any]]:
+    rows = []
+    for t in translations.values():
+        exact = t.basis == "offset-map"
+        rows.append({"topic": t.source_topic if reverse else t.remote_topic, "partition": t.partition,
+                     "from": t.downstream if reverse else t.upstream, "to": t.upstream if reverse else t.downstream,
+                     "basis": t.basis, "reread": 0 if exact else None})
+    return rows
+
+
+def cutover(target_config: Mapping[str, str], source_config: Mapping[str, str], source: str, target: str,
+            groups: list[str], *, execute: bool = False, max_wait_s: float = 60.0, timeout_s: float = 30.0,
+            require_drained: bool = False, offset_syncs_config: Mapping[str, str] | None = None,
+            offset_syncs_topic: str | None = None) -> CutoverReport:
+    """Fail ``groups`` over from ``source`` to ``target`` (module docstring); a dry run unless ``execute``.
+
+    With ``require_drained`` nothing is written unless the lag drained within ``max_wait_s``.
+    """
+    began = time.monotonic()
+    report = CutoverReport("failover", source, target, execute)
+    deadline = began + max_wait_s
+    while True:
+        translator = OffsetTranslator(target_config, source, offset_syncs_config=offset_syncs_config,
+                                      offset_syncs_topic=offset_syncs_topic, timeout_s=timeout_s)
+        committed = translator.committed(source_config, groups)
+        topics = {t for offsets in committed.values() for t, _ in offsets}
+        left = unreplicated_records(source_config, translator, topics, timeout_s)
+        report.unreplicated = {f"{t}-{p}": n for (t, p), n in sorted(left.items()) if n}
+        report.rpo_records = sum(left.values())
+        report.drained = report.rpo_records == 0
+        if report.drained or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    if require_drained and not report.drained:
+        execute = report.executed = False
+    moves = translator.groups_to_target(groups, source_config)
+    checkpoints = []
+    for group in groups:
+        translations = moves.get(group, {})
+        move = GroupMove(group, _rows(translations, reverse=False))
+        report.groups.append(move)
+        offsets = {tp: t.downstream for tp, t in translations.items() if t.downstream is not None}
+        checkpoints += [Checkpoint(group, TopicPartition(*tp), t.upstream or 0, t.downstream or 0)
+                        for tp, t in translations.items() if t.downstream is not None]
+        if execute:
+            try:
+                commit_if_inactive(target_config, group, offsets, timeout_s)
+                move.written = True
+            except GroupActiveError as exc:
+                move.error = str(exc)
+    topic = translator.policy.checkpoints_topic(source)
+    if execute and checkpoints and not _write_checkpoints(target_config, topic, checkpoints, timeout_s):
+        report.notes.append(f"{topic} does not exist (no checkpoint connector ran): no final checkpoints written")
+    report.seconds = time.monotonic() - began
+    return report
+
+
+def failback(target_config: Mapping[str, str], source_config: Mapping[str, str], source: str, target: str,
+             groups: list[str], *, execute: bool = False, timeout_s: float = 30.0) -> CutoverReport:
+    """Move ``groups`` back from ``target`` to ``source``: their target positions, translated back."""
+    began = time.monotonic()
+    report = CutoverReport("failback", source, target, execute, drained=True)
+    with OffsetTranslator(target_config, source, timeout_s=timeout_s) as translator:
+        moves = translator.groups_to_source(groups)
+    for group in groups:
+        translations = moves.get(group, {})
+        move = GroupMove(group, _rows(translations, reverse=True))
+        report.groups.append(move)
+        if execute:
+            offsets = {tp: t.upstream for tp, t in translations.items() if t.upstream is not None}
+            try:
+                commit_if_inactive(source_config, group, offsets, timeout_s)
+                move.written = True
+            except GroupActiveError as exc:
+                move.error = str(exc)
+    report.seconds = time.monotonic() - began
+    return report
+
+
+def _write_checkpoints(target_config: Mapping[str, str], topic: str, checkpoints: list[Checkpoint],
+                       timeout_s: float) -> bool:
+    """The cutover positions as MM2 checkpoints (partition 0, as MM2 writes them); False when the
+    checkpoints topic does not exist (only MM2 creates it)."""
+    # the admin client's settings: connection and security keys (MirrorClient configs have no producer.*)
+    config = dict(client_config(target_config, ADMIN_CLIENT_PREFIX))
+    producer = Producer(config)
+    metadata = producer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+    if metadata is None or metadata.error is not None:
+        return False
+    for checkpoint in checkpoints:
+        producer.produce(topic, key=checkpoint.key_bytes(), value=checkpoint.value_bytes(), partition=0)
+    if producer.flush(timeout_s):
+        raise TimeoutError(f"the final checkpoints were not delivered to {topic} within {timeout_s}s")
+    return True
