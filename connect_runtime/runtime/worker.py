@@ -55,6 +55,7 @@ from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.task import SourceTask, Task
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.runtime.error_policy import ErrorPolicy
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import StatusListener, trace_of
 from connect_runtime.runtime.worker_connector import TASK_CLASS, WorkerConnector
@@ -186,14 +187,16 @@ class Worker:
         metrics = self.metrics.for_task(task_id.connector, task_id.task)
         try:
             resolved_task = self._resolve(task_config)
-            task = self._new_task(self._resolve(connector_config), resolved_task)
+            resolved_connector = self._resolve(connector_config)
+            task = self._new_task(resolved_connector, resolved_task)
             worker_task = WorkerSourceTask(
                 task_id, task, resolved_task, worker_id=self.worker_id, offset_store=self.offset_store,
                 producer_config=self._producer_config, status_listener=self._listener, metrics=metrics,
                 target_state=target_state, offset_flush_interval_ms=self._flush_interval_ms,
                 offset_flush_timeout_ms=self._flush_timeout_ms, shutdown_timeout_ms=self._shutdown_timeout_ms,
                 max_outstanding_records=self._max_outstanding, producer_factory=self._producer_factory,
-                metrics_registry=self.metrics_registry, log_flow=self.log_flow)
+                metrics_registry=self.metrics_registry, log_flow=self.log_flow,
+                error_policy=ErrorPolicy.from_config({**resolved_connector, **resolved_task}))
         except Exception as exc:
             logger.error("task %s could not be created: %s", task_id, exc)
             metrics.set_state("FAILED")
