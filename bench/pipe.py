@@ -1,7 +1,8 @@
 """The raw pipe baseline: one Python process copying a topic A -> B with confluent-kafka, as fast as it can.
 
 This is the physical limit of a client-based replicator on this machine: a batched ``consume(n, timeout)``
-on the source, ``produce(..., on_delivery=cb)`` (positional arguments, the fastest call) of every message to the same partition of the target
+on the source, ``produce(..., on_delivery=cb)`` (positional arguments, the fastest call) of every message
+to the same partition of the target
 (key, value, headers, timestamp kept), ``poll(0)`` per batch and a final ``flush()``. No offsets, no
 tracking, no metrics. Settings are the best found in tansu.md §10 (acks=all, like the replicator).
 
