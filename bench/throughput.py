@@ -56,8 +56,21 @@ from bench.common import (
 
 PARTITIONS = 8
 MODES = ("pipe", "mm2-1", "mm2-2")
+#: The periodic work of a full flow (checkpoints, heartbeats, refreshes, health probes), at MM2's default
+#: intervals (``mm2-1-periodic``) and with every interval at 1 s (``mm2-1-periodic-1s``): the copy loop
+#: should not notice it. Consumer groups on the source give the checkpoint connector work to do.
+PERIODIC_DEFAULT = {"emit.heartbeats.enabled": "true", "emit.checkpoints.enabled": "true",
+                    "sync.group.offsets.enabled": "true"}
+PERIODIC_1S = {**PERIODIC_DEFAULT, **{key: "1" for key in (
+    "refresh.topics.interval.seconds", "refresh.groups.interval.seconds", "sync.topic.configs.interval.seconds",
+    "emit.checkpoints.interval.seconds", "emit.heartbeats.interval.seconds", "sync.group.offsets.interval.seconds",
+    "sync.topic.acls.interval.seconds")}, "health.refresh.interval.ms": "1000"}
+PERIODIC = {"mm2-1-periodic": PERIODIC_DEFAULT, "mm2-1-periodic-1s": PERIODIC_1S}
+SOURCE_GROUPS = 5
 #: ``mm2-1-base``: (b) on the code given by ``--compare-code`` (before a change), run next to (b).
 LABELS = {"pipe": "(a) raw pipe", "mm2-1-base": "(b) before: --compare-code", "mm2-1": "(b) mm2 tasks.max=1",
+          "mm2-1-periodic": "(b) + checkpoints, heartbeats, default intervals",
+          "mm2-1-periodic-1s": "(b) + checkpoints, heartbeats, every interval 1 s",
           "mm2-2": "(c) mm2 tasks.max=2, 2 workers"}
 
 
@@ -118,7 +131,7 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
             alias = f"A{unique('')[1:6]}"
             tasks = 2 if mode == "mm2-2" else 1
             repl = replication.start(workdir, source, target, topic=topic, tasks=tasks, workers=tasks,
-                                     source_alias=alias, extra=extra,
+                                     source_alias=alias, extra={**PERIODIC.get(mode, {}), **(extra or {})},
                                      code=code if mode == "mm2-1-base" else None)
             target_topic = f"{alias}.{topic}"
             processes = repl.processes
@@ -194,6 +207,8 @@ def run(records: int, sizes: list[int], modes: list[str], runs: int = 1,
                 create_topic(source, topic, PARTITIONS)
                 took = preload(source, topic, records, size, PARTITIONS)
                 print(f"pre-loaded {records:,} x {size} B on {topic} in {took:.1f}s", flush=True)
+                if any(mode in PERIODIC for mode in modes):
+                    commit_groups(source, topic, records // PARTITIONS // 2)
                 for _ in range(runs):
                     for mode in modes:
                         profile = (None if profile_dir is None
@@ -205,13 +220,27 @@ def run(records: int, sizes: list[int], modes: list[str], runs: int = 1,
     return results
 
 
+def commit_groups(source: str, topic: str, offset: int) -> None:
+    """Consumer groups with committed offsets on the source, for the checkpoint connector to translate."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    for index in range(SOURCE_GROUPS):
+        consumer = Consumer({"bootstrap.servers": source, "group.id": f"bench-group-{index}",
+                             "enable.auto.commit": False})
+        try:
+            consumer.commit(offsets=[TopicPartition(topic, p, offset) for p in range(PARTITIONS)],
+                            asynchronous=False)
+        finally:
+            consumer.close()
+
+
 def summarize(results: list[Result]) -> list[dict[str, Any]]:
     """Median per (size, mode), with the ratio to the pipe of the same size."""
     rows: list[dict[str, Any]] = []
     sizes = sorted({r.value_bytes for r in results})
     for size in sizes:
         pipe_rate = None
-        for mode in ("pipe", "mm2-1-base", "mm2-1", "mm2-2"):
+        for mode in ("pipe", "mm2-1-base", "mm2-1", "mm2-1-periodic", "mm2-1-periodic-1s", "mm2-2"):
             runs = [r for r in results if r.value_bytes == size and r.mode == mode]
             if not runs:
                 continue
