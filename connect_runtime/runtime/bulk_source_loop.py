@@ -20,7 +20,7 @@ from confluent_kafka import Producer
 from connect_runtime.api.bulk import BulkRun, BulkSourceTask
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap, canonical_partition_json
-from connect_runtime.runtime.error_policy import SkipReporter
+from connect_runtime.runtime.error_policy import ErrorPolicy, SkipReporter
 from connect_runtime.runtime.submitted_runs import RunGap, SubmittedRuns
 
 logger = logging.getLogger(__name__)
@@ -32,12 +32,13 @@ _ROOM_WAIT_S = 0.05
 class BulkLoop:
     """Drives one bulk task on its thread and tracks its runs; this object is the task's BulkSink."""
 
-    def __init__(self, task_id: str, task: BulkSourceTask, producer: Producer, *, tolerate: bool,
+    def __init__(self, task_id: str, task: BulkSourceTask, producer: Producer, *, policy: ErrorPolicy,
                  each_record: bool, skips: SkipReporter, produce_errors: Any, stopping: threading.Event) -> None:
         self._task_id = task_id
         self._task = task
         self._producer = producer
-        self._tolerate = tolerate
+        self._policy = policy
+        self._tolerate = policy.tolerate
         self._skips = skips
         self._produce_errors = produce_errors
         self._stopping = stopping
@@ -67,7 +68,7 @@ class BulkLoop:
     def refused(self, error: BaseException, topic: str, partition: int, source: str, key: Any,
                 value: Any) -> None:
         self._produce_errors.inc()
-        if not self._tolerate:
+        if not self._policy.tolerates(error):
             raise ConnectError(f"{self._task_id}: producer refused a record for topic {topic}: {error}") from error
         self._skips.skip(error, topic, partition, source, key, value)
 
@@ -111,7 +112,7 @@ class BulkLoop:
             if self.closing:
                 continue  # reports of records purged at close: neither acknowledged nor failures
             self._produce_errors.inc()
-            if self._tolerate and not isinstance(error, (RunGap, ConnectError)):
+            if self._policy.tolerates(error) and not isinstance(error, (RunGap, ConnectError)):
                 source = canonical_partition_json(run.queue.partition)
                 self._skips.skip(error.str() if hasattr(error, "str") else error, message.topic(),
                                  message.partition(), f"{source} (a run up to {dict(run.offset)})",

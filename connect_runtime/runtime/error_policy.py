@@ -47,6 +47,19 @@ class ErrorPolicy:
             raise ConnectError(f"{ERRORS_TOLERANCE} must be 'none' or 'all', got {config.get(ERRORS_TOLERANCE)!r}")
         return cls(tolerance == "all", _flag(config, ERRORS_LOG_ENABLE), _flag(config, ERRORS_LOG_INCLUDE_MESSAGES))
 
+    def tolerates(self, error: object) -> bool:
+        """Whether this failure of one record may be skipped: never a fatal producer error, which fails
+        every record after it too (skipping those would skip everything)."""
+        return self.tolerate and not is_fatal(error)
+
+
+def is_fatal(error: object) -> bool:
+    """A librdkafka error (or a KafkaException carrying one) that leaves the producer unusable."""
+    if isinstance(error, BaseException) and error.args:
+        error = error.args[0]
+    fatal = getattr(error, "fatal", None)
+    return bool(fatal()) if callable(fatal) else False
+
 
 class SkipReporter:
     """Counts and logs the records one task skipped under ``errors.tolerance=all``."""

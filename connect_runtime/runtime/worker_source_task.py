@@ -262,7 +262,7 @@ class WorkerSourceTask:
         each_record = not is_true(self._producer_config.get("enable.gapless.guarantee", "false"))
         logger.info("%s copies in bulk (acknowledged per run%s)", self.id,
                     ", a delivery report per record" if each_record else "")
-        return BulkLoop(str(self.id), task, producer, tolerate=self._policy.tolerate, each_record=each_record,
+        return BulkLoop(str(self.id), task, producer, policy=self._policy, each_record=each_record,
                         skips=self._skips, produce_errors=self._metrics.produce_errors, stopping=self._stopping)
 
     def _execute(self) -> None:
@@ -367,7 +367,7 @@ class WorkerSourceTask:
             except (KafkaException, TypeError, ValueError) as exc:
                 submitted.drop(sub)
                 self._metrics.produce_errors.inc()
-                if not self._policy.tolerate:
+                if not self._policy.tolerates(exc):
                     raise ConnectError(f"{self.id}: producer refused a record for topic {record.topic}: "
                                        f"{exc}") from exc
                 self._skips.skip(exc, record.topic, record.partition, f"{dict(record.source_partition)} "
@@ -401,7 +401,7 @@ class WorkerSourceTask:
         self._unreported_writes += len(reports) - len(failed)
         if failed and not self._closing:  # reports purged at close: not acknowledged, not committed
             self._metrics.produce_errors.inc(len(failed))
-            if self._policy.tolerate:  # skipped: done, so their offsets may be committed
+            if all(self._policy.tolerates(e) for _, e, _ in failed):  # skipped: done, offsets committable
                 for sub, error, _message in failed:
                     record = sub.record
                     self._skips.skip(error.str(), record.topic, record.partition,

@@ -211,3 +211,4 @@ def test_tolerated_failures_complete_the_run_once_its_last_record_reported() -> 
     failed = runs.ack_reports(runs.reports, True, acked)
     assert len(failed) == 2 and acked == [run]
     assert runs.take_committable() == [({"p": 0}, {"seq": 2})]
+
