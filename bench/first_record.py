@@ -34,11 +34,12 @@ PARTITIONS = 8
 
 #: (milestone, text of the first log line that marks it), in the order they are expected.
 MILESTONES = (
-    ("herder started", "herder started"),
-    ("group joined (first assignment)", "assignment"),
-    ("connector started", "Starting connector"),
+    ("internal topics created and read", "Loaded "),
+    ("1st group join (leader)", " generation 0 "),
+    ("2nd join: connectors assigned", " generation 1 "),
+    ("connectors started", "Starting connector"),
     ("task configs written", "task config"),
-    ("task started", "Starting task"),
+    ("3rd join: task assigned", "Starting task"),
     ("task running", "started (worker"),
 )
 
