@@ -204,11 +204,12 @@ class Completion:
 
 def wait_for_records(ends: EndOffsets, expected: int, timeout_s: float, *, alive: Callable[[], bool],
                      on_first: Callable[[], None] | None = None, interval_s: float = 0.05,
-                     stall_s: float = 60.0) -> Completion:
+                     stall_s: float = 60.0, samples: list[tuple[float, int]] | None = None) -> Completion:
     """Poll the target until ``expected`` records are there; times the first and the last appearance.
 
     The start is the first time ListOffsets shows a record (so process start-up, group joins and topic
     creation are not part of the throughput); the end is the first exact count reaching ``expected``.
+    ``samples`` collects (wall-clock time, records on the target, a lower bound) at every poll.
     """
     deadline = time.monotonic() + timeout_s
     while not ends.any_written():
@@ -223,6 +224,8 @@ def wait_for_records(ends: EndOffsets, expected: int, timeout_s: float, *, alive
     last_progress, last_lows = first, -1
     while True:
         lows = sum(ends.lower_bounds())
+        if samples is not None:
+            samples.append((time.time(), lows))
         if lows != last_lows:
             last_progress, last_lows = time.monotonic(), lows
         elif time.monotonic() - last_progress > stall_s:
@@ -230,6 +233,8 @@ def wait_for_records(ends: EndOffsets, expected: int, timeout_s: float, *, alive
         if lows >= expected - ends.partitions * 200_000 or lows >= expected:
             total = ends.total()
             if total >= expected:
+                if samples is not None:
+                    samples.append((time.time(), total))
                 return Completion(first, time.monotonic(), total)
         if not alive():
             raise SystemExit(f"the replicating process exited with {lows} records on the target")

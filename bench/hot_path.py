@@ -84,8 +84,8 @@ class FakeProducer:
         self._next_offset: dict[tuple[str, int], int] = {}
 
     def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int = -1,
-                on_delivery: Callable[[Any, Any], None] | None = None, timestamp: int = 0,
-                headers: Any = None, **_: Any) -> None:
+                on_delivery: Callable[[Any, Any], None] | None = None, callback: Any = None, timestamp: int = 0,
+                headers: Any = None) -> None:
         self._pending.append((on_delivery, topic, partition, timestamp))
 
     def poll(self, timeout: float = 0) -> int:
@@ -117,13 +117,21 @@ def fake_producer(config: Mapping[str, Any]) -> Any:
     return FakeProducer(config)
 
 
-def build_messages(records: int, partitions: int, value_bytes: int) -> list[Any]:
+def build_messages(records: int, partitions: int, value_bytes: int, chunk: int = 1) -> list[Any]:
+    """``records`` messages, ``chunk`` consecutive ones per partition in turn (librdkafka hands out a fetched
+    partition's messages together: chunk 1 is the worst case of the bulk path, one run per record)."""
     from confluent_kafka import Message
 
     value = b"x" * value_bytes
     now_ms = int(time.time() * 1000)
-    return [Message(topic=TOPIC, partition=i % partitions, offset=i // partitions, key=None, value=value,
-                    timestamp=(1, now_ms), headers=None) for i in range(records)]
+    out = []
+    for i in range(records):
+        block, within = divmod(i, chunk)
+        partition = block % partitions
+        offset = (block // partitions) * chunk + within
+        out.append(Message(topic=TOPIC, partition=partition, offset=offset, key=None, value=value,
+                           timestamp=(1, now_ms), headers=None))
+    return out
 
 
 def task_config(partitions: int) -> dict[str, str]:
@@ -139,7 +147,8 @@ def task_config(partitions: int) -> dict[str, str]:
     }
 
 
-def run_once(records: int, partitions: int, value_bytes: int, profile: str | None = None) -> dict[str, Any]:
+def run_once(records: int, partitions: int, value_bytes: int, profile: str | None = None,
+             chunk: int = 1) -> dict[str, Any]:
     """One run on whatever ``connect_runtime``/``mirror`` is importable (current code or --compare-code)."""
     from prometheus_client import CollectorRegistry
 
@@ -151,7 +160,7 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
     from mirror.source.offset_sync_producer import OffsetSyncProducer
     from mirror.source.task import MirrorSourceTask
 
-    messages = build_messages(records, partitions, value_bytes)
+    messages = build_messages(records, partitions, value_bytes, chunk)
 
     def offset_syncs(topic: str, config: Mapping[str, Any], writer: Any) -> OffsetSyncProducer:
         return OffsetSyncProducer(topic, config, writer, producer_factory=fake_producer)
@@ -184,8 +193,9 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
         profiler = cProfile.Profile()
         run = worker_task._run
         worker_task._run = lambda: profiler.runcall(run)  # type: ignore[method-assign]
-    last = {"cluster": "A", "partition": (records - 1) % partitions, "topic": TOPIC}
-    expected = {"offset": (records - 1) // partitions}
+    last_message = messages[-1]
+    last = {"cluster": "A", "partition": last_message.partition(), "topic": TOPIC}
+    expected = {"offset": last_message.offset()}
     began_cpu = time.process_time()
     began = time.perf_counter()
     worker_task.start()
@@ -213,7 +223,7 @@ def run_child(code_dir: str | None, args: argparse.Namespace) -> dict[str, Any]:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [code_dir, env.get("PYTHONPATH")]))
         env["HOT_PATH_CODE"] = code_dir
     command = [sys.executable, __file__, "--child", "--records", str(args.records), "--partitions",
-               str(args.partitions), "--value-bytes", str(args.value_bytes)]
+               str(args.partitions), "--value-bytes", str(args.value_bytes), "--chunk", str(args.chunk)]
     out = subprocess.run(command, env=env, check=True, capture_output=True, text=True,
                          cwd=code_dir or None)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -226,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--chunk", type=int, default=1,
+                        help="consecutive messages of one partition (1: round-robin, the worst case for runs)")
     parser.add_argument("--compare-code", help="also run on the packages in this directory (before a change)")
     parser.add_argument("--profile", help="one in-process run under cProfile, stats written here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -234,10 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         code = os.environ.get("HOT_PATH_CODE")
         if code:  # the packages of DIR must win over the editable install
             sys.path.insert(0, code)
-        print(json.dumps(run_once(args.records, args.partitions, args.value_bytes)), flush=True)
+        print(json.dumps(run_once(args.records, args.partitions, args.value_bytes, chunk=args.chunk)), flush=True)
         return 0
     if args.profile:
-        print(json.dumps(run_once(args.records, args.partitions, args.value_bytes, args.profile)))
+        print(json.dumps(run_once(args.records, args.partitions, args.value_bytes, args.profile, args.chunk)))
         return 0
     variants = {"current": None}
     if args.compare_code:

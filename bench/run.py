@@ -29,7 +29,7 @@ if __package__ in (None, ""):
 from bench import latency, memory, throughput
 from bench.common import BENCH_DIR, machine_facts
 
-ALL = ("throughput", "latency", "memory", "startup", "backfill", "hot_path", "failover_replay")
+ALL = ("throughput", "latency", "first_record", "memory", "startup", "backfill", "hot_path", "failover_replay")
 
 
 def script_table(script: str, args: list[str], timeout_s: float) -> str:
@@ -70,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of " + ", ".join(ALL))
     parser.add_argument("--records", type=int, help="throughput records per size (default 1M, quick 100k)")
     parser.add_argument("--output", type=Path, default=BENCH_DIR / "results.md")
+    parser.add_argument("--compare-code", type=Path, metavar="DIR",
+                        help="also run (b) and the hot path on the packages in DIR (before a change), interleaved")
+    parser.add_argument("--modes", default=",".join((*throughput.MODES[:2], *throughput.PERIODIC,
+                                                     *throughput.SCALING)),
+                        help="throughput modes (bench/throughput.py)")
     args = parser.parse_args(argv)
     only = set(args.only.split(","))
     records = args.records or (100_000 if args.quick else 1_000_000)
@@ -84,7 +89,10 @@ def main(argv: list[str] | None = None) -> int:
 
     mm2_rate: float | None = None
     if "throughput" in only:
-        results = throughput.run(records, [100, 1000], list(throughput.MODES))
+        modes = args.modes.split(",")
+        if args.compare_code is not None:
+            modes.insert(modes.index("mm2-1"), "mm2-1-base")
+        results = throughput.run(records, [100, 1000], modes, compare_code=args.compare_code)
         rows = throughput.summarize(results)
         mm2_rate = next((r["records_per_s"] for r in rows if r["mode"] == "mm2-1" and r["size"] == 100
                          and "skipped" not in r), None)
@@ -93,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     if "latency" in only:
         result = latency.run(round(base_rate * 0.10), 10.0 if args.quick else 30.0)
         show("latency (10% of (b)'s 100 B rate, source CreateTime -> consumer on B)", latency.table(result))
+    if "first_record" in only:
+        show("start-up to the first record (bench/first_record.py --runs 3)",
+             script_table("first_record.py", ["--runs", "1" if args.quick else "3"], 900))
     if "memory" in only:
         result = memory.run(round(base_rate * 0.50), 60.0 if args.quick else 600.0)
         show("memory (RSS of the replication process at 50% of (b)'s 100 B rate)", memory.table(result))
@@ -104,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         show("backfill (bench/backfill.py)", script_table("backfill.py", backfill_args(args.quick), 3600))
     if "hot_path" in only:
         hot_args = ["--records", "100000", "--runs", "3"] if args.quick else ["--runs", "5"]
+        hot_args += ["--chunk", "500"] + (["--compare-code", str(args.compare_code)] if args.compare_code else [])
         show("hot path, fake clients (bench/hot_path.py " + " ".join(hot_args) + ")",
              script_table("hot_path.py", hot_args, 900))
     if "failover_replay" in only:

@@ -56,9 +56,34 @@ from bench.common import (
 
 PARTITIONS = 8
 MODES = ("pipe", "mm2-1", "mm2-2")
+#: Scaling: tasks.max T in one process (``mm2-Tw1``) or in W processes (``mm2-TwW``; ``mm2-2`` is 2 in 2).
+SCALING = ("mm2-2w1", "mm2-4w1", "mm2-2", "mm2-4w2")
+#: The periodic work of a full flow (checkpoints, heartbeats, refreshes, health probes), at MM2's default
+#: intervals (``mm2-1-periodic``) and with every interval at 1 s (``mm2-1-periodic-1s``): the copy loop
+#: should not notice it. Consumer groups on the source give the checkpoint connector work to do.
+PERIODIC_DEFAULT = {"emit.heartbeats.enabled": "true", "emit.checkpoints.enabled": "true",
+                    "sync.group.offsets.enabled": "true"}
+PERIODIC_1S = {**PERIODIC_DEFAULT, **{key: "1" for key in (
+    "refresh.topics.interval.seconds", "refresh.groups.interval.seconds", "sync.topic.configs.interval.seconds",
+    "emit.checkpoints.interval.seconds", "emit.heartbeats.interval.seconds", "sync.group.offsets.interval.seconds",
+    "sync.topic.acls.interval.seconds")}, "health.refresh.interval.ms": "1000"}
+PERIODIC = {"mm2-1-periodic": PERIODIC_DEFAULT, "mm2-1-periodic-1s": PERIODIC_1S}
+SOURCE_GROUPS = 5
 #: ``mm2-1-base``: (b) on the code given by ``--compare-code`` (before a change), run next to (b).
 LABELS = {"pipe": "(a) raw pipe", "mm2-1-base": "(b) before: --compare-code", "mm2-1": "(b) mm2 tasks.max=1",
-          "mm2-2": "(c) mm2 tasks.max=2, 2 workers"}
+          "mm2-1-periodic": "(b) + checkpoints, heartbeats, default intervals",
+          "mm2-1-periodic-1s": "(b) + checkpoints, heartbeats, every interval 1 s",
+          "mm2-2": "(c) mm2 tasks.max=2, 2 workers", "mm2-2w1": "(c) mm2 tasks.max=2, 1 process",
+          "mm2-4w1": "(c) mm2 tasks.max=4, 1 process", "mm2-4w2": "(c) mm2 tasks.max=4, 2 processes"}
+
+
+def tasks_and_workers(mode: str) -> tuple[int, int]:
+    """``mm2-1`` and its variants: 1 task in 1 process; ``mm2-T``: T tasks in T processes; ``mm2-TwW``."""
+    rest = mode.split("-")[1]
+    if "w" in rest:
+        tasks, workers = rest.split("w")
+        return int(tasks), int(workers)
+    return int(rest), int(rest)
 
 
 @dataclass
@@ -74,6 +99,10 @@ class Result:
     skipped: str | None = None
     #: (c): seconds between the two processes starting their task (see Replication.task_start_gap_s).
     task_start_gap_s: float | None = None
+    #: Several processes: records/s from the moment every process ran its tasks to the end (None: most
+    #: records were copied before that, see ``copied_before_all_started``).
+    all_running_records_per_s: float | None = None
+    copied_before_all_started: float | None = None
 
 
 def start_profiler(pid: int, output: Path) -> Popen[bytes]:
@@ -98,7 +127,8 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
              code: Path | None = None) -> Result:
     """One copier run against a fresh cluster B; ``profile``: py-spy the replication while it copies."""
     result = Result(mode, value_bytes, records)
-    if mode == "mm2-2":
+    tasks, workers = (1, 1) if mode == "pipe" else tasks_and_workers(mode)
+    if workers > 1:
         why = replication.multi_worker_support()
         if why is not None:
             result.skipped = why
@@ -116,18 +146,18 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
             alive: Callable[[], bool] = lambda: process.poll() in (None, 0)  # noqa: E731
         else:
             alias = f"A{unique('')[1:6]}"
-            tasks = 2 if mode == "mm2-2" else 1
-            repl = replication.start(workdir, source, target, topic=topic, tasks=tasks, workers=tasks,
-                                     source_alias=alias, extra=extra,
+            repl = replication.start(workdir, source, target, topic=topic, tasks=tasks, workers=workers,
+                                     source_alias=alias, extra={**PERIODIC.get(mode, {}), **(extra or {})},
                                      code=code if mode == "mm2-1-base" else None)
             target_topic = f"{alias}.{topic}"
             processes = repl.processes
             stop = repl.stop
             alive = repl.alive
-            if tasks > 1:
+            if workers > 1:
                 alive = partial(_two_processes_or_fail, repl, began)
         ends = EndOffsets(target, target_topic, PARTITIONS)
         cpu_at_first: list[float] = []
+        samples: list[tuple[float, int]] = []
         profiler: Popen[bytes] | None = None
 
         def first() -> None:
@@ -138,7 +168,8 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
 
         try:
             try:
-                done = wait_for_records(ends, records, max(120.0, records / 5000), alive=alive, on_first=first)
+                done = wait_for_records(ends, records, max(120.0, records / 5000), alive=alive, on_first=first,
+                                        samples=samples)
             except SystemExit as exc:  # one copier failing must not lose the other figures
                 if mode == "pipe":
                     raise
@@ -150,9 +181,10 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
             if profiler is not None:
                 stop_profiler(profiler)
             if mode != "pipe":
-                check_tasks(repl, tasks)
-                if tasks > 1:
+                check_tasks(repl, workers)
+                if workers > 1:
                     result.task_start_gap_s = repl.task_start_gap_s()
+                    all_running(result, repl, samples, records)
         finally:
             if profiler is not None and profiler.poll() is None:
                 profiler.kill()
@@ -168,6 +200,21 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
     return result
 
 
+def all_running(result: Result, repl: replication.Replication, samples: list[tuple[float, int]],
+                records: int) -> None:
+    """The rate once every process ran its tasks: on Tansu the second process can start late (see
+    Replication.task_start_gap_s), and until then one process copies alone."""
+    times = repl.task_start_times()
+    if not times or not samples:
+        return
+    started = max(times).timestamp()
+    before = max((count for at, count in samples if at <= started), default=0)
+    result.copied_before_all_started = round(before / records, 3)
+    end_at = samples[-1][0]
+    if end_at > started and before < records * 0.8:
+        result.all_running_records_per_s = (records - before) / (end_at - started)
+
+
 def _two_processes_or_fail(repl: replication.Replication, began: float, grace_s: float = 60.0) -> bool:
     """``alive`` for (c): fail fast when, after ``grace_s``, the tasks did not start in two processes."""
     if time.monotonic() - began > grace_s and repl.task_processes() < 2:
@@ -175,10 +222,10 @@ def _two_processes_or_fail(repl: replication.Replication, began: float, grace_s:
     return repl.alive()
 
 
-def check_tasks(repl: replication.Replication, tasks: int) -> None:
-    """mm2 x2 only counts if the two tasks ran in two different processes."""
-    if tasks > 1 and repl.task_processes() < 2:
-        raise SystemExit(f"expected {tasks} tasks in 2 processes:\n{repl.tail()}")
+def check_tasks(repl: replication.Replication, workers: int) -> None:
+    """A run with several processes only counts if each of them ran a task."""
+    if workers > 1 and repl.task_processes() < workers:
+        raise SystemExit(f"expected tasks in {workers} processes:\n{repl.tail()}")
 
 
 def run(records: int, sizes: list[int], modes: list[str], runs: int = 1,
@@ -194,6 +241,8 @@ def run(records: int, sizes: list[int], modes: list[str], runs: int = 1,
                 create_topic(source, topic, PARTITIONS)
                 took = preload(source, topic, records, size, PARTITIONS)
                 print(f"pre-loaded {records:,} x {size} B on {topic} in {took:.1f}s", flush=True)
+                if any(mode in PERIODIC for mode in modes):
+                    commit_groups(source, topic, records // PARTITIONS // 2)
                 for _ in range(runs):
                     for mode in modes:
                         profile = (None if profile_dir is None
@@ -205,13 +254,27 @@ def run(records: int, sizes: list[int], modes: list[str], runs: int = 1,
     return results
 
 
+def commit_groups(source: str, topic: str, offset: int) -> None:
+    """Consumer groups with committed offsets on the source, for the checkpoint connector to translate."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    for index in range(SOURCE_GROUPS):
+        consumer = Consumer({"bootstrap.servers": source, "group.id": f"bench-group-{index}",
+                             "enable.auto.commit": False})
+        try:
+            consumer.commit(offsets=[TopicPartition(topic, p, offset) for p in range(PARTITIONS)],
+                            asynchronous=False)
+        finally:
+            consumer.close()
+
+
 def summarize(results: list[Result]) -> list[dict[str, Any]]:
     """Median per (size, mode), with the ratio to the pipe of the same size."""
     rows: list[dict[str, Any]] = []
     sizes = sorted({r.value_bytes for r in results})
     for size in sizes:
         pipe_rate = None
-        for mode in ("pipe", "mm2-1-base", "mm2-1", "mm2-2"):
+        for mode in ("pipe", "mm2-1-base", "mm2-1", "mm2-1-periodic", "mm2-1-periodic-1s", *SCALING):
             runs = [r for r in results if r.value_bytes == size and r.mode == mode]
             if not runs:
                 continue
@@ -231,23 +294,35 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
                 "seconds": statistics.median(r.seconds for r in done),
                 "task_start_gap_s": (statistics.median(gaps) if (gaps := [r.task_start_gap_s for r in done
                                      if r.task_start_gap_s is not None]) else None),
+                "all_running_records_per_s": (statistics.median(rates) if (rates := [
+                    r.all_running_records_per_s for r in done if r.all_running_records_per_s is not None]) else None),
+                "copied_before_all_started": (statistics.median(parts) if (parts := [
+                    r.copied_before_all_started for r in done if r.copied_before_all_started is not None]) else None),
             })
     return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| copier | value | records | records/s | MB/s | ratio to (a) | copy time (s) | start-up (s) "
-             "| copier CPU (s) |", "|---|---|---|---|---|---|---|---|---|"]
+             "| copier CPU (s) | CPU us/record | once all processes ran tasks |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    pipe = {row["size"]: row["records_per_s"] for row in rows if row["mode"] == "pipe" and "skipped" not in row}
     for row in rows:
         label = LABELS[row["mode"]]
         size = f"{row['size']} B"
         if "skipped" in row:
-            lines.append(f"| {label} | {size} | | skipped: {row['skipped']} | | | | | |")
+            lines.append(f"| {label} | {size} | | skipped: {row['skipped']} | | | | | | | |")
             continue
         ratio = f"{row['ratio']:.2f}x" if row["ratio"] is not None else "-"
+        later = "-"
+        if row.get("all_running_records_per_s"):
+            rate = row["all_running_records_per_s"]
+            later = f"{rate:,.0f} rec/s ({rate / pipe[row['size']]:.2f}x)" if row["size"] in pipe else f"{rate:,.0f}"
+        elif row.get("copied_before_all_started") is not None:
+            later = f"not measured: {row['copied_before_all_started']:.0%} copied before"
         lines.append(f"| {label} | {size} | {row['records']:,} | {row['records_per_s']:,.0f} "
                      f"| {row['mb_per_s']:.1f} | {ratio} | {row['seconds']:.2f} | {row['startup_s']:.1f} "
-                     f"| {row['cpu_s']:.1f} |")
+                     f"| {row['cpu_s']:.1f} | {row['cpu_s'] / row['records'] * 1e6:.2f} | {later} |")
     return "\n".join(lines)
 
 

@@ -61,6 +61,7 @@ class ConnectMetrics:
     offset_commit_seconds: Histogram
     offset_commit_failures: Counter
     produce_errors: Counter
+    records_skipped: Counter
     task_starts: Counter
     worker: WorkerMetrics
 
@@ -90,6 +91,10 @@ class ConnectMetrics:
             produce_errors=Counter(
                 "connect_source_task_produce_errors", "Records the producer refused or failed to deliver",
                 labels, registry=registry),
+            records_skipped=Counter(
+                "connect_source_task_records_skipped",
+                "Records the target refused and the task skipped (errors.tolerance=all)", labels,
+                registry=registry),
             task_starts=Counter(
                 "connect_task_starts", "Times a task was started on this worker (counts rebalance moves)",
                 labels, registry=registry),
@@ -107,6 +112,7 @@ class ConnectMetrics:
             offset_commit_seconds=self.offset_commit_seconds.labels(connector, t),
             offset_commit_failures=self.offset_commit_failures.labels(connector, t),
             produce_errors=self.produce_errors.labels(connector, t),
+            records_skipped=self.records_skipped.labels(connector, t),
             task_starts=self.task_starts.labels(connector, t),
         )
 
@@ -122,6 +128,7 @@ class TaskMetrics:
     offset_commit_seconds: Histogram
     offset_commit_failures: Counter
     produce_errors: Counter
+    records_skipped: Counter
     task_starts: Counter
 
     def set_state(self, state: str) -> None:

@@ -137,6 +137,22 @@ class PartitionStats:
         self.age_sum_ms += age_ms
         self.age_buckets[bisect_left(_LATENCY_BOUNDS_MS, age_ms)] += 1
 
+    def polled_run(self, count: int, value_bytes: int, age_ms: int) -> None:
+        """A run of ``count`` records was polled; its first (oldest) record's age stands for all of them."""
+        self.bytes += value_bytes
+        self.age_ms = age_ms
+        age_ms = age_ms if age_ms > 0 else 0
+        self.age_sum_ms += age_ms * count
+        self.age_buckets[bisect_left(_LATENCY_BOUNDS_MS, age_ms)] += count
+
+    def committed_run(self, count: int, latency_ms: int) -> None:
+        """A run of ``count`` records was acknowledged; its first record's latency stands for all."""
+        self.records += count
+        self.latency_ms = latency_ms
+        latency_ms = latency_ms if latency_ms > 0 else 0
+        self.latency_sum_ms += latency_ms * count
+        self.latency_buckets[bisect_left(_LATENCY_BOUNDS_MS, latency_ms)] += count
+
     def committed(self, latency_ms: int) -> None:
         """The target acknowledged a record ``latency_ms`` after its timestamp."""
         self.records += 1

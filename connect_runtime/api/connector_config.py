@@ -75,6 +75,7 @@ def _converter(name: str, value: Any) -> None:
 _converter.__doc__ = f"{BYTE_ARRAY_CONVERTER} or unset"
 
 
+_NO_STAGES = "records copied as bytes go through no converter or transformation stage to retry"
 _EOS_ONLY = "it only applies with exactly-once source support, which this runtime does not have yet"
 
 #: Connect's connector-level keys, in Java's order. Keys naming a feature the runtime does not have
@@ -112,10 +113,14 @@ CONNECTOR_CONFIG_DEF = ConfigDef([
               "so nothing triggers a reload with either value.",
               one_of("none", "restart"), COMMON_GROUP, 8),
     ConfigKey(ERRORS_RETRY_TIMEOUT, Type.LONG, 0, Importance.MEDIUM,
-              "Maximum duration in ms a failed operation is retried; 0 means no retries, -1 infinite.",
-              group=_ERRORS),
+              "Maximum duration in ms a failed operation is retried; 0 means no retries, -1 infinite. "
+              "Connect retries converter and transformation stages, which records copied as bytes do not "
+              "go through (the producer retries deliveries itself): only 0 is accepted.",
+              not_supported_yet(_NO_STAGES, allowed=(None, 0)), _ERRORS),
     ConfigKey(ERRORS_RETRY_DELAY_MAX_MS, Type.LONG, 60000, Importance.MEDIUM,
-              "Maximum duration in ms between consecutive retries.", group=_ERRORS),
+              "Maximum duration in ms between consecutive retries; only the default, as retries are not "
+              "supported (see errors.retry.timeout).",
+              not_supported_yet(_NO_STAGES, allowed=(None, 60000)), _ERRORS),
     ConfigKey(ERRORS_TOLERANCE, Type.STRING, "none", Importance.MEDIUM,
               "Behaviour for errors during operation: 'none' fails the task, 'all' skips bad records.",
               one_of("none", "all"), _ERRORS),

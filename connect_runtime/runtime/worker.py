@@ -60,6 +60,7 @@ from connect_runtime.api.task import SourceTask, Task
 from connect_runtime.clients.factory import translate
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.runtime.error_policy import ErrorPolicy
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import StatusListener, trace_of
 from connect_runtime.runtime.worker_connector import TASK_CLASS, WorkerConnector
@@ -208,7 +209,8 @@ class Worker:
                 target_state=target_state, offset_flush_interval_ms=self._flush_interval_ms,
                 offset_flush_timeout_ms=self._flush_timeout_ms, shutdown_timeout_ms=self._shutdown_timeout_ms,
                 max_outstanding_records=self._max_outstanding, producer_factory=self._producer_factory,
-                metrics_registry=self.metrics_registry, log_flow=self.log_flow)
+                metrics_registry=self.metrics_registry, log_flow=self.log_flow,
+                error_policy=ErrorPolicy.from_config({**resolved_connector, **resolved_task}))
         except Exception as exc:
             logger.error("task %s could not be created: %s", task_id, exc)
             metrics.set_state("FAILED")

@@ -5,7 +5,8 @@ The loop, all on the task thread::
     task.poll() -> records -> producer.produce(..., on_delivery=<SubmittedRecord>) -> producer.poll(0)
          ^                                                                               |
          |   delivery reports, all of one poll: ack -> task.commit_records(acked) <------+
-         +-- every offset.flush.interval.ms: OffsetStore.put(committable offsets) -> task.commit()
+         +-- every offset.flush.interval.ms: committable offsets -> OffsetStore.put on the committer's
+             thread; once written, task.commit() on the task thread (offset_committer)
 
 Guarantees, and how they are kept:
 
@@ -13,17 +14,13 @@ Guarantees, and how they are kept:
   target acknowledged it *and* every earlier record of the same source partition (Invariant C in
   :mod:`~connect_runtime.runtime.submitted_records`). ``OffsetStore.put`` is durable before
   ``task.commit()`` runs. A record the producer refused is never tracked, so it cannot be committed.
-* **Order per target partition.** The producer runs idempotent (``enable.idempotence=true``) unless
-  the user says otherwise. librdkafka then keeps order with up to 5 requests in flight per partition
-  and retries without duplicates or gaps, where Java Connect pins ``max.in.flight.requests=1``, which
-  caps throughput at one round trip per batch. A user who disables idempotence gets Java's
-  ``max.in.flight.requests.per.connection=1`` instead. ``message.timeout.ms=0`` (never time out) copies
-  Connect's ``delivery.timeout.ms=Integer.MAX_VALUE``: a slow target stalls the task, it never drops.
+* **Order per target partition.** The producer is idempotent with ``enable.gapless.guarantee`` unless the
+  user says otherwise (:mod:`~connect_runtime.runtime.source_task_setup` says why).
 * **A RetriableError from ``task.poll()`` is retried**; any other exception from ``start``/``poll``
   fails the task (FAILED with the trace), as Java does.
 * **Any delivery error fails the task** (``errors.tolerance=none``): librdkafka already retried the
-  retriable ones, so a report with an error is final for that record, and skipping it would commit
-  past a hole.
+  retriable ones. With ``errors.tolerance=all`` the record is skipped, counted and logged
+  (:mod:`~connect_runtime.runtime.error_policy`).
 * **Bounded memory.** At most ``max_outstanding_records`` records are tracked; at the cap the loop
   stops calling ``task.poll()`` and only serves delivery reports. Bytes are bounded by librdkafka's
   queue (``queue.buffering.max.kbytes``, 128 MiB by default here instead of librdkafka's 1 GiB; Java's
@@ -34,10 +31,12 @@ Guarantees, and how they are kept:
   needs no lock. ``stop()``, ``transition_to()`` and ``request_commit()`` are the only calls from other
   threads; they set flags.
 
-Hot path: one :class:`SubmittedRecord` per record, which is also the delivery callback (no closure) and
+Two paths. Per record: one :class:`SubmittedRecord` per record, which is also the delivery callback and
 only files the report; after each ``producer.poll`` the reports are acknowledged in one loop and handed
-to the task in one ``commit_records`` call; metrics are updated once per batch; nothing is logged per
-record. ``bench/hot_path.py`` measures this path with fake clients.
+to the task in one ``commit_records`` call. Bulk, for a task that offers
+:class:`~connect_runtime.api.bulk.BulkSourceTask` (:mod:`~connect_runtime.runtime.bulk_source_loop`):
+the task produces straight from its input in runs acknowledged as a whole. Nothing is logged per
+record; ``bench/hot_path.py`` measures both with fake clients.
 """
 
 from __future__ import annotations
@@ -50,16 +49,26 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
+from connect_runtime.api.bulk import BulkSourceTask
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.api.metrics_registry import MetricsRegistry
-from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.logging_context import set_context as set_log_context
 from connect_runtime.metrics import TaskMetrics
 from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.runtime.bulk_source_loop import BulkLoop
+from connect_runtime.runtime.error_policy import ErrorPolicy, SkipReporter
+from connect_runtime.runtime.offset_committer import OffsetCommitter
+from connect_runtime.runtime.source_task_setup import (
+    PRODUCER_DEFAULTS,
+    TaskContext,
+    is_true,
+    task_producer_config,
+)
 from connect_runtime.runtime.status import StatusListener, trace_of
 from connect_runtime.runtime.submitted_records import SubmittedRecords
+from connect_runtime.runtime.submitted_runs import SubmittedRuns
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
 from connect_runtime.storage.offset_store import OffsetStore
 
@@ -69,64 +78,11 @@ ProducerFactory = Callable[[dict[str, str]], Producer]
 
 DEFAULT_MAX_OUTSTANDING_RECORDS = 100_000
 
-#: Connect's producer safety defaults, in librdkafka names (see the module docstring for why).
-PRODUCER_DEFAULTS: Mapping[str, str] = {
-    "acks": "all",
-    "linger.ms": "10",
-    "message.timeout.ms": "0",
-    # librdkafka's default is 1 GiB per producer; a record count cap alone does not bound bytes.
-    "queue.buffering.max.kbytes": "131072",
-}
-
 _IDLE_POLL_S = 0.05
 _EMPTY_POLL_WAIT_S = 0.005
 _RETRY_BACKOFF_S = 0.1
 
-
-def task_producer_config(base: Mapping[str, str], task: ConnectorTaskId) -> dict[str, str]:
-    """The producer config of one task: Connect's defaults, then the worker's settings, then the client id.
-
-    Idempotence is on unless the user set ``enable.idempotence`` or weakened ``acks`` (librdkafka
-    refuses idempotence without ``acks=all``); without it, ordering needs one request in flight.
-    """
-    config = {**PRODUCER_DEFAULTS, **base}
-    if "enable.idempotence" not in base:
-        strong_acks = config.get("acks", config.get("request.required.acks", "all")) in ("all", "-1")
-        config["enable.idempotence"] = "true" if strong_acks else "false"
-    idempotent = config["enable.idempotence"].strip().lower() == "true"
-    in_flight_keys = ("max.in.flight.requests.per.connection", "max.in.flight")
-    if not idempotent and not any(k in base for k in in_flight_keys):
-        config["max.in.flight.requests.per.connection"] = "1"
-    config.setdefault("client.id", f"connector-producer-{task}")
-    return config
-
-
-class _TaskContext:
-    """The SourceTaskContext a task receives."""
-
-    __slots__ = ("_metrics_registry", "_reader", "_task_id", "_worker_id")
-
-    def __init__(self, task_id: int, worker_id: str, reader: OffsetStorageReader,
-                 metrics_registry: MetricsRegistry) -> None:
-        self._task_id = task_id
-        self._worker_id = worker_id
-        self._reader = reader
-        self._metrics_registry = metrics_registry
-
-    @property
-    def task_id(self) -> int:
-        return self._task_id
-
-    @property
-    def worker_id(self) -> str:
-        return self._worker_id
-
-    def offset_storage_reader(self) -> OffsetStorageReader:
-        return self._reader
-
-    @property
-    def metrics_registry(self) -> MetricsRegistry:
-        return self._metrics_registry
+__all__ = ["DEFAULT_MAX_OUTSTANDING_RECORDS", "PRODUCER_DEFAULTS", "WorkerSourceTask", "task_producer_config"]
 
 
 class WorkerSourceTask:
@@ -148,7 +104,8 @@ class WorkerSourceTask:
                  offset_flush_interval_ms: int = 60_000, offset_flush_timeout_ms: int = 5_000,
                  shutdown_timeout_ms: int = 5_000,
                  max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
-                 producer_factory: ProducerFactory = Producer, log_flow: str | None = None) -> None:
+                 producer_factory: ProducerFactory = Producer, log_flow: str | None = None,
+                 error_policy: ErrorPolicy | None = None) -> None:
         if max_outstanding_records < 1:
             raise ConnectError(f"max outstanding records must be >= 1, got {max_outstanding_records}")
         self.id = task_id
@@ -156,7 +113,10 @@ class WorkerSourceTask:
         self._config = dict(task_config)
         self._worker_id = worker_id
         self._store = offset_store
-        self._producer_config = task_producer_config(producer_config, task_id)
+        self._policy = error_policy or ErrorPolicy()
+        self._producer_config = task_producer_config(producer_config, task_id,
+                                                     tolerate_errors=self._policy.tolerate)
+        self._skips = SkipReporter(self._policy, str(task_id), metrics.records_skipped)
         self._listener = status_listener
         self._metrics = metrics
         self._flush_interval_s = offset_flush_interval_ms / 1000
@@ -178,6 +138,8 @@ class WorkerSourceTask:
         self._thread: threading.Thread | None = None
         self._producer: Producer | None = None
         self._submitted = SubmittedRecords()
+        #: The bulk path, when the task offers it (set on the task thread once the task started).
+        self._bulk: BulkLoop | None = None
         # Collecting acknowledged records for the base class's no-op commit_record(s) is pure overhead.
         self._wants_commit_records = (type(task).commit_record is not SourceTask.commit_record
                                       or type(task).commit_records is not SourceTask.commit_records)
@@ -186,8 +148,8 @@ class WorkerSourceTask:
         self._batch: list[SourceRecord] | None = None
         self._batch_pos = 0
         self._closing = False
-        #: Finished offset-commit attempts (successful or not), for callers awaiting a commit.
-        self.commit_cycles = 0
+        self._committer = OffsetCommitter(str(task_id), task_id.connector, offset_store, self._flush_timeout_s,
+                                          metrics, task.commit)
         #: First error that fails the task (set on the task thread; read by anyone).
         self.failure: BaseException | None = None
         self.state = "UNASSIGNED"
@@ -234,11 +196,26 @@ class WorkerSourceTask:
 
     @property
     def outstanding(self) -> int:
-        return self._submitted.outstanding
+        return self._tracking.outstanding
 
     @property
     def peak_outstanding(self) -> int:
-        return self._submitted.peak
+        return self._tracking.peak
+
+    @property
+    def commit_cycles(self) -> int:
+        """Finished offset-commit attempts (successful or not), for callers awaiting a commit."""
+        return self._committer.cycles
+
+    @property
+    def bulk(self) -> bool:
+        """Whether the task copies on the bulk path (known once it started)."""
+        return self._bulk is not None
+
+    @property
+    def _tracking(self) -> SubmittedRecords | SubmittedRuns:
+        bulk = self._bulk
+        return self._submitted if bulk is None else bulk.runs
 
     def _paused(self) -> bool:
         return self._target is not TargetState.STARTED
@@ -260,9 +237,10 @@ class WorkerSourceTask:
                     return
             self._producer = self._producer_factory(self._producer_config)
             reader = OffsetStoreReader(self._store, self.id.connector)
-            self._task.initialize(_TaskContext(self.id.task, self._worker_id, reader, self._metrics_registry))
+            self._task.initialize(TaskContext(self.id.task, self._worker_id, reader, self._metrics_registry))
             self._task.start(self._config)
             started = True
+            self._bulk = self._bulk_loop(self._task, self._producer)
             with self._state_lock:
                 self._task_started = True
             self._metrics.task_starts.inc()
@@ -275,46 +253,76 @@ class WorkerSourceTask:
         finally:
             self._close(started)
 
+    def _bulk_loop(self, task: SourceTask, producer: Producer) -> BulkLoop | None:
+        """The bulk path if the task offers it and the producer acknowledges in order (idempotent)."""
+        if not isinstance(task, BulkSourceTask) or not is_true(self._producer_config["enable.idempotence"]):
+            return None
+        if not task.bulk_ready():
+            return None
+        each_record = not is_true(self._producer_config.get("enable.gapless.guarantee", "false"))
+        logger.info("%s copies in bulk (acknowledged per run%s)", self.id,
+                    ", a delivery report per record" if each_record else "")
+        return BulkLoop(str(self.id), task, producer, policy=self._policy, each_record=each_record,
+                        skips=self._skips, produce_errors=self._metrics.produce_errors, stopping=self._stopping)
+
     def _execute(self) -> None:
         producer = self._producer
         assert producer is not None
         task = self._task
-        submitted = self._submitted
+        bulk = self._bulk
+        tracking = self._tracking
         polled = self._metrics.records_polled
         outstanding_gauge = self._metrics.outstanding_records
         stopping = self._stopping
+        committer = self._committer
         next_commit = time.monotonic() + self._flush_interval_s
         while not stopping.is_set():
             if self._paused():
                 if self.state != "PAUSED":
                     self._report("PAUSED")
                 self._serve(producer, _IDLE_POLL_S)
-            elif submitted.outstanding >= self._cap:
+            elif tracking.outstanding >= self._cap:
                 self._serve(producer, _IDLE_POLL_S)  # at the cap: only serve delivery reports
             else:
                 if self.state != "RUNNING":
                     self._report("RUNNING")
-                if not self._batch:
-                    records = self._poll(task)
-                    if records:
-                        polled.inc(len(records))
-                        self._batch, self._batch_pos = records, 0
-                if self._batch:
-                    self._send(producer)
-                    self._serve(producer, 0)
+                if bulk is not None:
+                    produced = bulk.step()
+                    if produced:
+                        polled.inc(produced)
                 else:
-                    # poll() should block while idle; this short wait keeps one that does not from spinning
-                    self._serve(producer, _EMPTY_POLL_WAIT_S)
+                    self._step(task, producer)
+            if bulk is not None:
+                if bulk.failure is not None and self.failure is None:
+                    self.failure = bulk.failure
+                if bulk.written:
+                    self._unreported_writes += bulk.written
+                    bulk.written = 0
             if self.failure is not None:
                 raise self.failure
             if self._unreported_writes:
                 self._metrics.records_written.inc(self._unreported_writes)
                 self._unreported_writes = 0
-            outstanding_gauge.set(submitted.outstanding)
-            if self._commit_requested or time.monotonic() >= next_commit:
+            outstanding_gauge.set(tracking.outstanding)
+            committer.poll()
+            if (self._commit_requested or time.monotonic() >= next_commit) and not committer.in_flight:
                 self._commit_requested = False
-                self._commit_offsets()
+                committer.start(tracking)  # the write runs on the committer's thread
                 next_commit = time.monotonic() + self._flush_interval_s
+
+    def _step(self, task: SourceTask, producer: Producer) -> None:
+        """One step of the per-record path: poll a batch (unless one is pending), produce, serve."""
+        if not self._batch:
+            records = self._poll(task)
+            if records:
+                self._metrics.records_polled.inc(len(records))
+                self._batch, self._batch_pos = records, 0
+        if self._batch:
+            self._send(producer)
+            self._serve(producer, 0)
+        else:
+            # poll() should block while idle; this short wait keeps one that does not from spinning
+            self._serve(producer, _EMPTY_POLL_WAIT_S)
 
     def _poll(self, task: SourceTask) -> list[SourceRecord] | None:
         """``task.poll()``; a RetriableError is logged and the poll retried later (as in Java)."""
@@ -359,8 +367,13 @@ class WorkerSourceTask:
             except (KafkaException, TypeError, ValueError) as exc:
                 submitted.drop(sub)
                 self._metrics.produce_errors.inc()
-                raise ConnectError(f"{self.id}: producer refused a record for topic {record.topic}: "
-                                   f"{exc}") from exc
+                if not self._policy.tolerates(exc):
+                    raise ConnectError(f"{self.id}: producer refused a record for topic {record.topic}: "
+                                       f"{exc}") from exc
+                self._skips.skip(exc, record.topic, record.partition, f"{dict(record.source_partition)} "
+                                 f"{record.source_offset}", record.key, record.value)
+                if record.source_offset is not None:  # a skipped record is done: commit past it
+                    submitted.ack(submitted.submit(record))
             pos += 1
             if submitted.outstanding >= cap:
                 break
@@ -371,6 +384,9 @@ class WorkerSourceTask:
 
     def _serve(self, producer: Producer, timeout_s: float) -> None:
         """``producer.poll``, then acknowledge what it delivered (on the task thread)."""
+        if self._bulk is not None:
+            self._bulk.serve(timeout_s)
+            return
         producer.poll(timeout_s)
         if self._submitted.reports:
             self._acknowledge()
@@ -385,7 +401,14 @@ class WorkerSourceTask:
         self._unreported_writes += len(reports) - len(failed)
         if failed and not self._closing:  # reports purged at close: not acknowledged, not committed
             self._metrics.produce_errors.inc(len(failed))
-            if self.failure is None:
+            if all(self._policy.tolerates(e) for _, e, _ in failed):  # skipped: done, offsets committable
+                for sub, error, _message in failed:
+                    record = sub.record
+                    self._skips.skip(error.str(), record.topic, record.partition,
+                                     f"{dict(record.source_partition)} {record.source_offset}", record.key,
+                                     record.value)
+                submitted.ack_reports([(sub, None, message) for sub, _, message in failed])
+            elif self.failure is None:
                 sub, error, _ = failed[0]
                 self.failure = ConnectError(f"{self.id}: the target did not acknowledge a record for "
                                             f"{sub.record.topic}: {error.str()}")
@@ -394,29 +417,6 @@ class WorkerSourceTask:
                 self._task.commit_records(acknowledged)
             except Exception:  # Java logs and carries on: commit_record is a notification
                 logger.exception("%s commit_records failed", self.id)
-
-    def _commit_offsets(self) -> bool:
-        """Store the committable offsets durably, then call ``task.commit()`` (also when there were none)."""
-        offsets = self._submitted.take_committable()
-        if offsets:
-            began = time.monotonic()
-            try:
-                self._store.put(self.id.connector, offsets, timeout_s=self._flush_timeout_s)
-            except Exception as exc:  # retried at the next interval
-                self._submitted.restore(offsets)
-                self._metrics.offset_commit_failures.inc()
-                logger.error("%s failed to commit offsets of %d source partitions, will retry: %s",
-                             self.id, len(offsets), exc)
-                self.commit_cycles += 1
-                return False
-            self._metrics.offset_commit_seconds.observe(time.monotonic() - began)
-            logger.debug("%s committed offsets of %d source partitions", self.id, len(offsets))
-        try:
-            self._task.commit()
-        except Exception:  # Java logs and carries on
-            logger.exception("%s task.commit() failed", self.id)
-        self.commit_cycles += 1
-        return True
 
     def _close(self, started: bool) -> None:
         """Stop the task, flush (bounded), commit what was acknowledged, report the final state."""
@@ -432,20 +432,28 @@ class WorkerSourceTask:
                 if requested is not None:
                     budget = max(0.0, budget - (time.monotonic() - requested))
                 remaining = producer.flush(budget)
-                self._acknowledge()
+                self._serve(producer, 0)
                 if remaining:
                     logger.warning("%s: %d records not acknowledged within %.1fs of stopping; their offsets "
                                    "are not committed, so they will be sent again after a restart",
                                    self.id, remaining, self._shutdown_timeout_s)
                 if started:
-                    self._commit_offsets()
+                    self._committer.commit_now(self._tracking, self._flush_timeout_s)
             except Exception:  # closing must always reach the status report
                 logger.exception("%s error while flushing and committing on close", self.id)
             finally:
                 self._closing = True
+                if self._bulk is not None:
+                    self._bulk.closing = True
                 producer.purge()
                 self._serve(producer, 0)
                 self._producer = None
+                self._committer.close()
+        if self._bulk is not None:
+            self._unreported_writes += self._bulk.written
+            self._bulk.written = 0
+            if self.failure is None and self._bulk.failure is not None:
+                self.failure = self._bulk.failure
         if self._unreported_writes:
             self._metrics.records_written.inc(self._unreported_writes)
             self._unreported_writes = 0

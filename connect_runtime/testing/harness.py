@@ -28,6 +28,7 @@ from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import SourceTask
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State, TargetState
+from connect_runtime.runtime.error_policy import ErrorPolicy
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker_source_task import DEFAULT_MAX_OUTSTANDING_RECORDS, WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore
@@ -104,7 +105,8 @@ def run_source_task(task: SourceTask | type[SourceTask], config: Mapping[str, st
                     shutdown_timeout_ms: int = 5_000,
                     max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
                     target_state: TargetState = TargetState.STARTED, wait_running_s: float | None = 30.0,
-                    stop_timeout_s: float = 30.0) -> Iterator[RunningSourceTask]:
+                    stop_timeout_s: float = 30.0, error_policy: ErrorPolicy | None = None
+                    ) -> Iterator[RunningSourceTask]:
     """Start ``task`` (a SourceTask or its class) with ``config``, writing to ``bootstrap_servers``.
 
     ``producer_config`` adds librdkafka producer settings. With ``wait_running_s`` the block is entered
@@ -121,7 +123,8 @@ def run_source_task(task: SourceTask | type[SourceTask], config: Mapping[str, st
         producer_config={"bootstrap.servers": bootstrap_servers, **(producer_config or {})},
         status_listener=listener, metrics=metrics.for_task(connector, task_number), target_state=target_state,
         offset_flush_interval_ms=offset_flush_interval_ms, shutdown_timeout_ms=shutdown_timeout_ms,
-        max_outstanding_records=max_outstanding_records, metrics_registry=registry)
+        max_outstanding_records=max_outstanding_records, metrics_registry=registry,
+        error_policy=error_policy or ErrorPolicy.from_config(config))
     running = RunningSourceTask(worker_task, task_id, store, listener, registry, metrics)
     worker_task.start()
     try:

@@ -61,6 +61,15 @@ class OffsetSyncProducer:
         if self._backlog:
             self.send_pending()
 
+    def record_range(self, tp: TopicPartition, upstream: int, downstream: int, count: int) -> None:
+        """``count`` acknowledged records at consecutive offsets from (upstream, downstream): the same as
+        :meth:`record` for each, deciding only where a sync fires."""
+        if self._closed:
+            return
+        self._writer.update_range(tp, upstream, downstream, count, self.send_pending)
+        if self._backlog:
+            self.send_pending()
+
     def promote_delayed_and_send(self) -> None:
         """On task commit: every partition's latest sync becomes due (KAFKA-15906), then send."""
         if self._closed:

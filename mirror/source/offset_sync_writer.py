@@ -140,6 +140,48 @@ class OffsetSyncWriter:
             if not fired_last:
                 self._delayed[tp] = (prev_up, prev_down)
 
+    def update_range(self, tp: TopicPartition, upstream: int, downstream: int, count: int,
+                     on_fire: Callable[[], None]) -> None:
+        """:meth:`update` for ``count`` records at consecutive offsets ``upstream + i`` -> ``downstream + i``,
+        calling ``on_fire`` after every sync that went to *pending*, without visiting each record.
+
+        Inside such a run only the first record can fire for a gap, a rewind or a sticky flag; after it
+        only ``offset.lag.max`` can, every ``offset.lag.max + 1`` records, so this loops over the syncs
+        that fire, not over the records (the bulk path feeds every run through here).
+        """
+        if count <= 0:
+            return
+        tp = _as_tp(tp)
+        with self._lock:
+            state = self._state_of(tp)
+        max_lag = state.max_offset_lag
+        last_sync = state.last_sync_downstream
+        if (last_sync == -1 or downstream - (last_sync + 1) >= max_lag
+                or upstream - state.previous_upstream != 1 or downstream < state.previous_downstream):
+            last_sync = downstream
+            fire = 0
+        else:
+            fire = 0 if state.should_sync else max(1, last_sync + 1 + max_lag - downstream)
+        fired_last = False
+        while fire < count:
+            down = downstream + fire
+            if fire > 0:  # only the lag fires after the first record: the sync moves here
+                last_sync = down
+            with self._lock:
+                state.previous_upstream, state.previous_downstream = upstream + fire, down
+                state.last_sync_downstream = last_sync
+                self._delayed.pop(tp, None)
+                self._pending[tp] = OffsetSync(tp, upstream + fire, down)
+            on_fire()
+            fired_last = fire == count - 1
+            fire = max(fire + 1, last_sync + 1 + max_lag - downstream)
+        with self._lock:
+            state.previous_upstream = upstream + count - 1
+            state.previous_downstream = downstream + count - 1
+            state.last_sync_downstream, state.should_sync = last_sync, False
+            if not fired_last:
+                self._delayed[tp] = (upstream + count - 1, downstream + count - 1)
+
     def _state_of(self, tp: TopicPartition) -> PartitionState:
         """The partition's state, created on first use (call with the lock held)."""
         state = self._states.get(tp)

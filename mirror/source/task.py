@@ -38,6 +38,7 @@ from typing import Any
 from confluent_kafka import OFFSET_INVALID, TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from connect_runtime.api.bulk import BulkRun, BulkSink, BulkSourceTask
 from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord, metadata_of
 from connect_runtime.api.task import SourceTask
 from connect_runtime.clients.factory import new_consumer, translate
@@ -57,6 +58,7 @@ from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import MirrorSourceTaskConfig
 from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats
 from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset, wrap_partition
+from mirror.source.bulk_copy import RunTag, copy_batch
 from mirror.source.offset_map_writer import OffsetMapWriter
 from mirror.source.offset_sync_producer import OffsetSyncProducer
 from mirror.source.offset_sync_writer import OffsetSyncWriter
@@ -65,6 +67,13 @@ logger = logging.getLogger(__name__)
 
 #: Java's ``max.poll.records`` default: the most records one ``poll`` returns.
 MAX_POLL_RECORDS_DEFAULT = 500
+
+#: librdkafka prefetch settings for a copier (no Java equivalent; the user's keys win). With librdkafka's
+#: defaults a partition stops being fetched for ``fetch.queue.backoff.ms`` (1 s) once
+#: ``queued.min.messages`` (100,000) are queued: a task that drains them in a few milliseconds then idles
+#: most of each second (tansu.md §10: 180-230k vs 758k records/s). The queue stays bounded in bytes by
+#: ``queued.max.messages.kbytes`` (64 MiB).
+COPIER_CONSUMER_DEFAULTS = {"queued.min.messages": "1000000", "fetch.queue.backoff.ms": "10"}
 
 
 def _now_ms() -> int:
@@ -85,8 +94,12 @@ class _SourcePartition:
         self.stats = stats
 
 
-class MirrorSourceTask(SourceTask):
-    """Replicates records of the assigned source partitions to their remote topics."""
+class MirrorSourceTask(SourceTask, BulkSourceTask):
+    """Replicates records of the assigned source partitions to their remote topics.
+
+    In bulk (:meth:`poll_bulk`, :mod:`mirror.source.bulk_copy`) unless records must be transformed; the
+    per-record path (:meth:`poll`, :meth:`commit_records`) decides and emits exactly the same.
+    """
 
     def __init__(self, consumer_factory: Callable[[Mapping[str, Any]], Consumer] = new_consumer,
                  offset_sync_factory: Callable[..., OffsetSyncProducer] = OffsetSyncProducer,
@@ -117,6 +130,9 @@ class MirrorSourceTask(SourceTask):
         self._instance = ""
         self._partitions: tuple[tuple[str, int], ...] = ()
         self._closing_positions: dict[tuple[str, int], int] = {}
+        self._bulk = True
+        #: A consumed batch the bulk path has not produced in full yet (queue full at stop), and where.
+        self._pending: tuple[list[Message], int] | None = None
 
     def start(self, config: Mapping[str, str]) -> None:
         cfg = MirrorSourceTaskConfig(config)
@@ -133,6 +149,8 @@ class MirrorSourceTask(SourceTask):
         # the user asks for read_committed, §5.7); librdkafka's default differs, so say it explicitly.
         consumer_config.setdefault("group.id", java_consumer.get("client.id", self._label))
         consumer_config.setdefault("isolation.level", "read_uncommitted")
+        for key, value in COPIER_CONSUMER_DEFAULTS.items():
+            consumer_config.setdefault(key, value)
         partitions = cfg.task_topic_partitions
         self._remote = {t: policy.format_remote_topic(self._source, t) for t, _ in partitions}
         self._metrics = MirrorSourceMetrics(self.context.metrics_registry, self._source, self._target)
@@ -149,6 +167,9 @@ class MirrorSourceTask(SourceTask):
             self._offset_map = self._offset_map_factory(
                 offset_map_topic(policy, self._source), translate(cfg.offset_map_producer_config(), "producer"))
         self._done_ends = decode_done_offsets(config.get(TASK_DONE_OFFSETS))
+        # Transforms need a record object per record: the per-record path (none are supported yet).
+        self._bulk = not str(config.get("transforms", "")).strip()
+        self._pending = None
         self._partitions = tuple(partitions)
         assignment = self._initial_assignment(partitions)
         consumer = self._consumer_factory(consumer_config)
@@ -209,6 +230,81 @@ class MirrorSourceTask(SourceTask):
             if self._stopping:
                 self._close_consumer()
             self._consumer_lock.release()
+
+    def bulk_ready(self) -> bool:
+        return self._bulk
+
+    def poll_bulk(self, sink: BulkSink) -> int:
+        """Consume what is there (as :meth:`poll`) and produce it in runs, without a record object."""
+        if not self._consumer_lock.acquire(blocking=False):
+            return 0
+        try:
+            consumer = self._consumer
+            if self._stopping or consumer is None:
+                return 0
+            if self._pending is not None:
+                messages, pos = self._pending
+                self._pending = None
+            else:
+                try:
+                    messages, pos = self._consume(consumer), 0
+                except KafkaException as exc:  # Java swallows client errors here and polls again
+                    logger.warning("%s failure during poll: %s", self._label, exc)
+                    return 0
+                if not messages:
+                    return 0
+            produced, pos = copy_batch(messages, pos, sink, self._state_of, self._clock_ms(), self._label)
+            if pos < len(messages):
+                self._pending = (messages, pos)
+            return produced
+        finally:
+            if self._stopping:
+                self._close_consumer()
+            self._consumer_lock.release()
+
+    def _state_of(self, topic: str, partition: int) -> _SourcePartition:
+        return self._by_source.get((topic, partition)) or self._partition_state(topic, partition)
+
+    def runs_acknowledged(self, runs: list[BulkRun]) -> None:
+        """Metrics and offset syncs per acknowledged run (what :meth:`commit_records` does per record)."""
+        now = self._clock_ms()
+        offset_syncs = self._offset_syncs
+        for run in runs:
+            tag: RunTag = run.tag
+            state: _SourcePartition = tag.state
+            count = run.count
+            if state.stats is not None:
+                state.stats.committed_run(count, now - tag.timestamp if tag.timestamp > 0 else 0)
+            self.on_run_replicated(state, run.offset[OFFSET_KEY] - count + 1, run.first_downstream,
+                                   run.last_downstream, count, offset_syncs)
+
+    def on_run_replicated(self, state: _SourcePartition, upstream_first: int, downstream_first: int,
+                          downstream_last: int, count: int, offset_syncs: OffsetSyncProducer | None) -> None:
+        """The one hook per acknowledged run of one partition: ``count`` records from source offset
+        ``upstream_first`` landed from target offset ``downstream_first`` (-1: not reported).
+
+        When the target offsets are known to be contiguous (first and last reported, spanning ``count``)
+        every record's pair is implied and the run is fed whole; otherwise only the pairs that were
+        reported are (a run acknowledged by a later one's report, or another writer interleaved).
+        """
+        offset_map = self._offset_map
+        if offset_syncs is None and offset_map is None:
+            return
+        upstream_last = upstream_first + count - 1
+        if downstream_first >= 0 and downstream_last - downstream_first + 1 == count:
+            if offset_syncs is not None:
+                offset_syncs.record_range(state.tp, upstream_first, downstream_first, count)
+            if offset_map is not None:  # the exact offset map: the whole run, both sides contiguous
+                offset_map.record_run(state.tp, upstream_first, downstream_first, count)
+            return
+        pairs = [(upstream_first, downstream_first)] if downstream_first >= 0 else []
+        if downstream_last >= 0 and count > 1:
+            pairs.append((upstream_last, downstream_last))
+        for upstream, downstream in pairs:  # only what was reported: the records between are unknown
+            if offset_syncs is not None:
+                offset_syncs.record(state.tp, upstream, downstream)
+            if offset_map is not None:
+                offset_map.record_run(state.tp, upstream, downstream, 1)
 
     def _consume(self, consumer: Consumer) -> list[Message]:
         """Up to ``max.poll.records`` messages, returning as soon as there are any (Java's ``poll``).

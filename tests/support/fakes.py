@@ -175,7 +175,9 @@ class FakeProducer:
         self._next_offset: dict[tuple[str, int], int] = {}
 
     def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int = -1,
-                on_delivery: DeliveryCallback | None = None, timestamp: int = 0, headers: Any = None) -> None:
+                on_delivery: DeliveryCallback | None = None, callback: DeliveryCallback | None = None,
+                timestamp: int = 0, headers: Any = None) -> None:
+        on_delivery = on_delivery if on_delivery is not None else callback  # 'callback' is its alias
         target = max(partition, 0)
         with self.delivery.lock:
             offset = self._next_offset.get((topic, target), 0)

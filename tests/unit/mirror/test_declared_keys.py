@@ -52,7 +52,6 @@ class Owned:
 
 
 CLIENT = "client"
-ERRORS = Owned("errors.tolerance=all and its logging: the bulk-path helper of issue 16 (produce/ack path)")
 REST = Owned("REST safety helper of issue 16 (item 4): internal endpoints, CORS, response headers")
 
 WORKER: dict[str, Works | Refused | Owned | str] = {
@@ -106,11 +105,11 @@ CONNECTOR: dict[str, Works | Refused | Owned | str] = {
     "transforms": Refused("route"),
     "predicates": Refused("isFoo"),
     "config.action.reload": Refused("sometimes"),  # none|restart: no provider reports a change (no TTLs)
-    "errors.retry.timeout": ERRORS,
-    "errors.retry.delay.max.ms": ERRORS,
-    "errors.tolerance": ERRORS,
-    "errors.log.enable": ERRORS,
-    "errors.log.include.messages": ERRORS,
+    "errors.retry.timeout": Refused("30000"),
+    "errors.retry.delay.max.ms": Refused("1000"),
+    "errors.tolerance": Works("connect_runtime/runtime/error_policy.py", "ERRORS_TOLERANCE"),
+    "errors.log.enable": Works("connect_runtime/runtime/error_policy.py", "ERRORS_LOG_ENABLE"),
+    "errors.log.include.messages": Works("connect_runtime/runtime/error_policy.py", "ERRORS_LOG_INCLUDE_MESSAGES"),
     "exactly.once.support": Refused("required"),
     "transaction.boundary": Refused("interval"),
     "transaction.boundary.interval.ms": Refused("1000"),
@@ -258,10 +257,10 @@ def test_refused_worker_key_fails_the_file_naming_it(tmp_path: Path) -> None:
         validate_flows(config)
 
 
-def test_owned_keys_are_not_refused(tmp_path: Path) -> None:
-    """errors.* belong to the bulk-path helper: a file setting them must still start."""
+def test_error_tolerance_keys_are_accepted(tmp_path: Path) -> None:
+    """errors.tolerance and its logging work (tests/integration/test_bulk_copy.py shows what they do)."""
     config = _file(tmp_path, "errors.tolerance = all", "errors.log.enable = true",
-                   "errors.log.include.messages = true", "errors.retry.timeout = 1000")
+                   "errors.log.include.messages = true", "errors.retry.timeout = 0")
     validate_flows(config)
 
 

@@ -133,3 +133,40 @@ def test_update_run_decides_exactly_like_update_one_by_one(pairs: list[tuple[int
     assert fired == expected
     assert runs.delayed == one_by_one.delayed
     assert runs.partition_state(TP) == one_by_one.partition_state(TP)
+
+
+# Runs as the bulk path sees them: (upstream start, downstream start, count), consecutive inside a run,
+# with jumps, rewinds and repeats between runs.
+ranges_strategy = st.lists(st.tuples(st.integers(0, 300), st.integers(0, 3000), st.integers(1, 120)),
+                           max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ranges_strategy, st.integers(0, 30), st.booleans())
+def test_update_range_decides_exactly_like_update_one_by_one(ranges: list[tuple[int, int, int]],
+                                                             max_lag: int, keep_pending: bool) -> None:
+    """A contiguous run fed at once fires the same syncs, in the same order, with the same leftovers as
+    one update per record; with ``keep_pending`` nothing is taken between runs (the sticky/pending state
+    carries over)."""
+    one_by_one, ranged = OffsetSyncWriter(max_lag), OffsetSyncWriter(max_lag)
+    expected: list[tuple[str, int, int, int]] = []
+    fired: list[tuple[str, int, int, int]] = []
+    for upstream, downstream, count in ranges:
+        for i in range(count):
+            if one_by_one.update(TP, upstream + i, downstream + i) and not keep_pending:
+                expected += [s.as_tuple() for s in one_by_one.take_pending()]
+        ranged.update_range(TP, upstream, downstream, count,
+                            (lambda: None) if keep_pending else
+                            (lambda: fired.extend(s.as_tuple() for s in ranged.take_pending())))
+    assert fired == expected
+    assert ranged.pending == one_by_one.pending
+    assert ranged.delayed == one_by_one.delayed
+    assert ranged.partition_state(TP) == one_by_one.partition_state(TP)
+
+
+def test_update_range_fires_every_lag_plus_one_records() -> None:
+    writer = OffsetSyncWriter(max_offset_lag=100)
+    fired: list[int] = []
+    writer.update_range(TP, 1000, 0, 450, lambda: fired.extend(s.downstream_offset for s in writer.take_pending()))
+    assert fired == [0, 101, 202, 303, 404]
+    assert writer.delayed[TP].as_tuple()[2:] == (1449, 449)

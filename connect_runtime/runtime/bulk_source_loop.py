@@ -1,0 +1,131 @@
+"""The bulk path of a source task: the runtime's side of :class:`~connect_runtime.api.bulk.BulkSink`.
+
+:class:`~connect_runtime.runtime.worker_source_task.WorkerSourceTask` uses it instead of its per-record
+steps when the task offers the bulk capability and the producer is idempotent. The loop is the same
+(pause, the outstanding cap, offset commits and shutdown stay in WorkerSourceTask); what changes is one
+step: ``task.poll_bulk(sink)`` produces straight from the task's input, then the producer is served and
+the delivery reports, two per run, acknowledge whole runs (:class:`SubmittedRuns`). Nothing here runs
+per record.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import Producer
+
+from connect_runtime.api.bulk import BulkRun, BulkSourceTask
+from connect_runtime.api.errors import ConnectError
+from connect_runtime.api.records import SourceMap, canonical_partition_json
+from connect_runtime.runtime.error_policy import ErrorPolicy, SkipReporter
+from connect_runtime.runtime.submitted_runs import RunGap, SubmittedRuns
+
+logger = logging.getLogger(__name__)
+
+#: How long a full producer queue is served before the task's loop looks at stop/commit flags again.
+_ROOM_WAIT_S = 0.05
+
+
+class BulkLoop:
+    """Drives one bulk task on its thread and tracks its runs; this object is the task's BulkSink."""
+
+    def __init__(self, task_id: str, task: BulkSourceTask, producer: Producer, *, policy: ErrorPolicy,
+                 each_record: bool, skips: SkipReporter, produce_errors: Any, stopping: threading.Event) -> None:
+        self._task_id = task_id
+        self._task = task
+        self._producer = producer
+        self._policy = policy
+        self._tolerate = policy.tolerate
+        self._skips = skips
+        self._produce_errors = produce_errors
+        self._stopping = stopping
+        self.produce = producer.produce
+        self.each_record = each_record
+        self.runs = SubmittedRuns()
+        #: The first error that fails the task (read by WorkerSourceTask after each step).
+        self.failure: BaseException | None = None
+        #: Set once the producer was purged at close: reports after that are not failures.
+        self.closing = False
+        #: Records acknowledged since WorkerSourceTask last counted them.
+        self.written = 0
+        self._in_poll = False
+
+    # -- BulkSink ------------------------------------------------------------------------------------
+    def open_run(self, source_partition: SourceMap, source_offset: Mapping[str, Any], count: int,
+                 target_topic: str, target_partition: int, tag: Any) -> BulkRun:
+        return self.runs.open(source_partition, source_offset, count, target_topic, target_partition, tag)
+
+    def cut_run(self, run: BulkRun, produced: int, source_offset: Mapping[str, Any] | None) -> None:
+        self.runs.cut(run, produced, source_offset)
+
+    def wait_for_room(self) -> bool:
+        self.serve(_ROOM_WAIT_S)
+        return not self._stopping.is_set() and self.failure is None
+
+    def refused(self, error: BaseException, topic: str, partition: int, source: str, key: Any,
+                value: Any) -> None:
+        self._produce_errors.inc()
+        if not self._policy.tolerates(error):
+            raise ConnectError(f"{self._task_id}: producer refused a record for topic {topic}: {error}") from error
+        self._skips.skip(error, topic, partition, source, key, value)
+
+    # -- the loop's steps ----------------------------------------------------------------------------
+    def step(self) -> int:
+        """One bulk poll, then serve what the producer delivered meanwhile."""
+        self._in_poll = True
+        try:
+            produced = self._task.poll_bulk(self)
+        except BaseException as exc:  # a run may be half produced: never acknowledge it wholesale
+            if self.failure is None:
+                self.failure = exc
+            raise
+        finally:
+            self._in_poll = False
+        self.serve(0)
+        return produced
+
+    def serve(self, timeout_s: float) -> None:
+        """``producer.poll``, then acknowledge the runs its reports (or an empty producer) complete."""
+        producer = self._producer
+        producer.poll(timeout_s)
+        runs = self.runs
+        acknowledged: list[BulkRun] = []
+        if runs.reports:
+            self._process(acknowledged)
+        if (runs.outstanding and not self._in_poll and self.failure is None and not self.closing
+                and len(producer) == 0):
+            # Every opened run was produced in full (not inside poll_bulk), nothing is left in the producer
+            # and no failure was reported: every run was written.
+            runs.ack_all(acknowledged)
+        if acknowledged:
+            self._acknowledged(acknowledged)
+
+    def _process(self, acknowledged: list[BulkRun]) -> None:
+        runs = self.runs
+        reports = runs.reports.copy()
+        runs.reports.clear()
+        failed = runs.ack_reports(reports, self._tolerate, acknowledged)
+        for run, error, message, _ in failed:
+            if self.closing:
+                continue  # reports of records purged at close: neither acknowledged nor failures
+            self._produce_errors.inc()
+            if self._policy.tolerates(error) and not isinstance(error, (RunGap, ConnectError)):
+                source = canonical_partition_json(run.queue.partition)
+                self._skips.skip(error.str() if hasattr(error, "str") else error, message.topic(),
+                                 message.partition(), f"{source} (a run up to {dict(run.offset)})",
+                                 message.key(), message.value())
+            elif self.failure is None:
+                text = error if isinstance(error, ConnectError) else error.str()
+                topic = run.queue.target[0]
+                self.failure = ConnectError(f"{self._task_id}: the target did not acknowledge a record for "
+                                            f"{topic}: {text}")
+
+    def _acknowledged(self, acknowledged: list[BulkRun]) -> None:
+        self.written += sum(run.count for run in acknowledged)
+        try:
+            self._task.runs_acknowledged(acknowledged)
+        except Exception:  # Java logs and carries on: an acknowledgement is a notification
+            logger.exception("%s runs_acknowledged failed", self._task_id)
