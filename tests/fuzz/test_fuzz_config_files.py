@@ -72,15 +72,27 @@ def lines(draw: st.DrawFn) -> str:
 
 
 @st.composite
+def known_lines(draw: st.DrawFn) -> str:
+    """A declared key, at top level or for the flow A->B, with an awkward value: deep validation."""
+    key = draw(st.sampled_from(KEYS))
+    prefix = draw(st.sampled_from(["", "A->B.", "A.", "B.consumer.", "B.producer."]))
+    return f"{prefix}{key} = {draw(st.sampled_from(VALUES))}"
+
+
+@st.composite
 def properties_files(draw: st.DrawFn) -> bytes:
-    body = draw(st.lists(lines(), max_size=25))
-    if draw(st.booleans()):  # usually declare clusters and a flow, so validation goes deep
-        declared = draw(st.lists(aliases, min_size=1, max_size=3))
-        body.insert(0, f"clusters = {', '.join(declared)}")
-        for alias in declared:
-            body.append(f"{alias}.bootstrap.servers = 127.0.0.1:9")
-        if len(declared) > 1:
-            body.append(f"{declared[0]}->{declared[1]}.enabled = true")
+    if draw(st.booleans()):  # a valid skeleton and a few declared keys with odd values
+        body = ["clusters = A, B", "A.bootstrap.servers = 127.0.0.1:9", "B.bootstrap.servers = 127.0.0.1:9",
+                "A->B.enabled = true", *draw(st.lists(known_lines(), max_size=4))]
+    else:
+        body = draw(st.lists(lines(), max_size=25))
+        if draw(st.booleans()):  # usually declare clusters and a flow, so validation goes deep
+            declared = draw(st.lists(aliases, min_size=1, max_size=3))
+            body.insert(0, f"clusters = {', '.join(declared)}")
+            for alias in declared:
+                body.append(f"{alias}.bootstrap.servers = 127.0.0.1:9")
+            if len(declared) > 1:
+                body.append(f"{declared[0]}->{declared[1]}.enabled = true")
     text = "\n".join(draw(st.permutations(body)))
     data = text.encode("utf-8", "surrogatepass")
     if draw(st.integers(0, 20)) == 0:
