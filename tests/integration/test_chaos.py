@@ -21,12 +21,14 @@ import pytest
 from mirror.local.broker import LocalBroker, free_port
 from tests.conftest import Cluster
 from tests.integration.support.chaos_flow import ChaosFlow, duplicate_budget
+from tests.integration.support.s3 import MotoS3, require_moto
 from tests.support.chaos import Report
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow]
 
 FREEZE_S = 20.0
+RESTART_DOWN_S = 5.0
 
 
 @pytest.fixture
@@ -133,3 +135,31 @@ def test_network_cuts_and_delays_between_driver_and_target(tmp_path: Path, flows
                 flow.stop()
             target.stop()
             source.stop()
+
+
+def test_target_broker_restart_with_persistent_storage(tmp_path: Path, flows: list[ChaosFlow]) -> None:
+    reason = require_moto()
+    if reason:
+        pytest.skip(reason)
+    s3 = MotoS3(tmp_path / "s3").start()
+    source = LocalBroker(name="src", log_dir=tmp_path / "brokers").start()
+    target = LocalBroker(name="tgt", storage="s3://tansu/", env=s3.broker_env(),
+                         log_dir=tmp_path / "brokers").start()
+    try:
+        flow = ChaosFlow(tmp_path, source.bootstrap_servers, target.bootstrap_servers, nodes=1)
+        flows.append(flow)
+        flow.start()
+        time.sleep(2)  # deliberate: a steady state before the fault
+        target.stop()  # SIGINT, then SIGKILL after 1 s: the broker goes away mid-stream
+        time.sleep(RESTART_DOWN_S)  # deliberate: the broker stays down for a while
+        target.start()  # same port, same S3 bucket: topics, data and group offsets come back
+        flow.lifted()
+        flow.wait_tasks()
+        report = flow.finish(f"target broker restarted (s3 storage, down {RESTART_DOWN_S:.0f} s)")
+        check(report, duplicate_budget(events=1))
+    finally:
+        for made in flows:
+            made.stop()
+        target.stop()
+        source.stop()
+        s3.stop()

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import struct
 import threading
 from concurrent.futures import Future
 from typing import Any
@@ -115,7 +117,10 @@ class TcpProxy:
                 self._server.close()
             for writer in list(self._writers):
                 _reset(writer)
-            await asyncio.sleep(0)
+            pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
         if self._thread.is_alive():
             with contextlib.suppress(Exception):
@@ -131,5 +136,8 @@ def _reset(writer: asyncio.StreamWriter) -> None:
     transport = writer.transport
     if transport.is_closing():
         return
+    sock = transport.get_extra_info("socket")
     with contextlib.suppress(Exception):
+        if sock is not None:  # linger 0: the kernel answers with RST, the peer's next read fails
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         transport.abort()
