@@ -118,6 +118,11 @@ class LoadGenerator:
         remaining = self._producer.flush(flush_timeout_s)
         assert remaining == 0, f"{remaining} records never acknowledged by the source"
 
+    def acked_snapshot(self) -> dict[int, set[int]]:
+        """A copy of :attr:`acked`, safe to read while the load runs."""
+        with self._lock:
+            return {p: set(s) for p, s in self.acked.items()}
+
     def acked_total(self) -> int:
         with self._lock:
             return sum(len(s) for s in self.acked.values())

@@ -49,13 +49,13 @@ class ChaosFlow:
         log = self.tmp_path / f"node{index}-{int(time.monotonic() * 1000)}.log"
         return MirrorMakerProcess(self.properties, "--clusters", self.b, log=log)
 
-    def start(self, spread: bool = False) -> ChaosFlow:
-        """Start every node; wait until the source tasks run (on every node with ``spread``)."""
+    def start(self) -> ChaosFlow:
+        """Start every node; wait until the source tasks run."""
         for node in self.nodes:
             node.start()
         for node in self.nodes:
             node.wait_running(1)
-        self.wait_tasks(spread)
+        self.wait_tasks()
         wait_until(lambda: self.remote in topics(self.target), 60, f"the remote topic {self.remote}")
         self.checker = Checker(self.checker_bootstrap, self.remote, PARTITIONS).start()
         self.load = LoadGenerator(self.source, self.topic, PARTITIONS, RATE_PER_S).start()
@@ -66,16 +66,15 @@ class ChaosFlow:
     def workers(self) -> set[str]:
         return {n.url.removeprefix("http://") for n in self.nodes if n.proc and n.proc.poll() is None}
 
-    def wait_tasks(self, spread: bool = False, timeout_s: float = 120) -> None:
-        """Every source task RUNNING on a live node (each live node holding one, with ``spread``)."""
+    def wait_tasks(self, timeout_s: float = 120) -> None:
+        """Every source task RUNNING on a live node."""
         def ready() -> bool:
             live = [n for n in self.nodes if n.proc and n.proc.poll() is None]
             states = live[0].task_states(self.a, self.b, CONNECTOR)
             workers = self.workers()
-            ok = bool(states) and all(s == "RUNNING" and w in workers for s, w in states)
-            return ok and (not spread or {w for _, w in states} == workers)
+            return bool(states) and all(s == "RUNNING" and w in workers for s, w in states)
 
-        wait_until(ready, timeout_s, "source tasks running" + (" on every node" if spread else ""),
+        wait_until(ready, timeout_s, "source tasks running",
                    interval_s=0.5, retry_on=(httpx.HTTPError, OSError))
 
     def lifted(self) -> None:

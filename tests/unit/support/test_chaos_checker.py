@@ -14,7 +14,8 @@ from tests.support.chaos import Arrival, analyse, decode, encode, replayed_runs
 from tests.support.tcp_proxy import TcpProxy
 
 
-def arrivals(partition: int, sequences: list[int], sent_ms: float = 1000.0, arrived_ms: float = 1100.0) -> list[Arrival]:
+def arrivals(partition: int, sequences: list[int], sent_ms: float = 1000.0,
+             arrived_ms: float = 1100.0) -> list[Arrival]:
     return [Arrival(partition, s, sent_ms + s, arrived_ms + s) for s in sequences]
 
 
