@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases, mm2_properties
-from tests.support.chaos import Checker, LoadGenerator, Report, analyse
-from tests.support.kafka import create_topic, topics, unique, wait_until
+from tests.support.chaos import Checker, LoadGenerator, Report, analyse, decode
+from tests.support.kafka import consume_all, create_topic, topics, unique, wait_until
 
 CONNECTOR = "MirrorSourceConnector"
 #: the source partitions and the load: 6 partitions, so three nodes each hold a task's share
@@ -29,12 +29,13 @@ FLUSH_INTERVAL_S = 1.0
 class ChaosFlow:
     def __init__(self, tmp_path: Path, source: str, target: str, nodes: int = 1, tasks: int = 3,
                  extra: str = "", target_for_checker: str | None = None) -> None:
+        """``extra``: more mm2.properties lines; ``{source}`` and ``{target}`` stand for the aliases."""
         self.a, self.b = aliases("A", "B")
         self.source, self.target = source, target
         self.topic = create_topic(source, unique("chaos"), PARTITIONS)
         self.remote = f"{self.a}.{self.topic}"
         body = (f"{self.a}->{self.b}.enabled = true\ntopics = {self.topic}\ntasks.max = {tasks}\n"
-                + extra)
+                + extra.replace("{source}", self.a).replace("{target}", self.b))
         self.properties = tmp_path / "mm2.properties"
         self.properties.write_text(mm2_properties({self.a: source, self.b: target}, body), encoding="utf-8")
         self.tmp_path = tmp_path
@@ -92,6 +93,7 @@ class ChaosFlow:
                        interval_s=0.5)
         except AssertionError as exc:
             exc.add_note(analyse(fault, load.acked, checker.snapshot(), self.lifted_ms).table())
+            exc.add_note(self.diagnose(load, checker))
             for node in self.nodes:
                 exc.add_note(f"{node.log}:\n{node.tail(30)}")
             raise
@@ -102,6 +104,30 @@ class ChaosFlow:
         print(f"\n{report.table()}\n(checker errors seen while the fault lasted: {len(checker.errors)}; "
               f"test took {time.monotonic() - self.started:.0f} s)")
         return report
+
+    def diagnose(self, load: LoadGenerator, checker: Checker) -> str:
+        """Which records are missing, when they were sent, and whether a fresh read of the target has them
+        (a checker that skipped records vs records the target does not hold)."""
+        seen = checker.seen()
+        missing = {p: sorted(s - seen.get(p, set())) for p, s in load.acked.items()}
+        missing = {p: m for p, m in missing.items() if m}
+        lifted = self.lifted_ms or 0.0
+        lines = []
+        for partition, sequences in missing.items():
+            sent = [load.sent_at_ms.get((partition, s), 0.0) - lifted for s in sequences[:10]]
+            lines.append(f"partition {partition}: missing {sequences[:10]}{' ...' if len(sequences) > 10 else ''} "
+                         f"sent at {[f'{t / 1000:+.1f}s' for t in sent]} relative to the fault's end")
+        fresh = consume_all(self.checker_bootstrap, self.remote, 30)
+        again: dict[int, set[int]] = {}
+        for record in fresh:
+            partition, sequence, _ = decode(record.value or b"")
+            again.setdefault(partition, set()).add(sequence)
+        for partition, sequences in missing.items():
+            found = [s for s in sequences if s in again.get(partition, set())]
+            offsets = sorted(r.offset for r in fresh if r.partition == partition)
+            lines.append(f"partition {partition}: a fresh read finds {len(found)} of the {len(sequences)} missing; "
+                         f"{len(offsets)} records, offsets {offsets[:1]}..{offsets[-1:]}")
+        return "\n".join(lines) or "nothing missing"
 
     def stop(self) -> None:
         if self.load is not None:
