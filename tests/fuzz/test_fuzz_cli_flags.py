@@ -27,7 +27,9 @@ from hypothesis import strategies as st
 from mirror.cli import backfill, connect_mirror_maker, quickstart
 from mirror.cli import main as mirror_main
 from mirror.maker import driver
-from tests.support.fuzz import fuzz_settings
+from tests.support.fuzz import fuzz_settings, timeout_s
+
+pytestmark = pytest.mark.timeout(timeout_s())
 
 VALID = "A_VALID_FILE"
 INVALID = "AN_INVALID_FILE"

@@ -23,7 +23,9 @@ from mirror.cli import connect_mirror_maker
 from mirror.cli import main as mirror_main
 from mirror.config import checkpoint, heartbeat, mirror_maker, source
 from mirror.maker import driver
-from tests.support.fuzz import fuzz_settings
+from tests.support.fuzz import fuzz_settings, timeout_s
+
+pytestmark = pytest.mark.timeout(timeout_s())
 
 ALIASES = ["A", "B", "C", "us-east", "b c", "A.B", "é", "A->B", "", "clusters", "x" * 60]
 WORKER_KEYS = ["group.id", "offset.flush.interval.ms", "offset.storage.topic", "config.storage.topic",

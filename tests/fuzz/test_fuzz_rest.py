@@ -23,8 +23,10 @@ from hypothesis import strategies as st
 
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.server import RestServer
-from tests.support.fuzz import fuzz_settings
+from tests.support.fuzz import fuzz_settings, timeout_s
 from tests.unit.connect_runtime.rest.fake_herder import FakeHerder
+
+pytestmark = pytest.mark.timeout(timeout_s())
 
 SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE", "FOO"]

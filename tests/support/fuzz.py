@@ -22,6 +22,12 @@ def examples() -> int:
     return LONG_EXAMPLES if os.environ.get("HYPOTHESIS_PROFILE") == "fuzz-long" else CI_EXAMPLES
 
 
+def timeout_s() -> int:
+    """pytest-timeout for one fuzz test: the suite's 300 s in CI, none for a longer run (10,000 REST
+    requests over HTTP take longer than that on a loaded 2-core machine)."""
+    return 300 if examples() <= CI_EXAMPLES else 0
+
+
 def fuzz_settings(scale: float = 1.0) -> settings:
     """Settings for one fuzz test: ``scale`` x the tier's example count, no deadline (I/O, loaded CI)."""
     return settings(max_examples=max(1, int(examples() * scale)), deadline=None, derandomize=False,
