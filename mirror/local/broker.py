@@ -62,6 +62,8 @@ class LocalBroker:
     port: int = 0
     log_dir: Path | None = None
     storage: str = "memory://tansu/"
+    #: the port put in metadata (default: the listener's); another one puts a proxy in every client's path
+    advertised_port: int = 0
     env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
@@ -74,8 +76,9 @@ class LocalBroker:
         if self.port == 0:
             self.port = free_port()
         url = f"tcp://127.0.0.1:{self.port}"
+        advertised = f"tcp://127.0.0.1:{self.advertised_port or self.port}"
         cmd = [broker_binary(), "broker", "--cluster-id", f"cluster-{self.name}", "--listener-url", url,
-               "--advertised-listener-url", url, "--storage-engine", self.storage]
+               "--advertised-listener-url", advertised, "--storage-engine", self.storage]
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             self.log_path = self.log_dir / f"tansu-{self.name}-{self.port}.log"

@@ -75,6 +75,12 @@ def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert_one_error(code, err, rf"^error: {re.escape(path)}: file not found$")
 
 
+def test_file_name_with_a_nul_byte(capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the CLI fuzzer (tests/fuzz): the OS refuses such a name with ValueError, not OSError."""
+    code, _, err = run_cli(["run", "mm2\x00.properties"], capsys)
+    assert_one_error(code, err, r"^error: 'mm2\\x00.properties': not a valid file name")
+
+
 def test_unreadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                          monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path, GOOD)

@@ -1,0 +1,197 @@
+"""Soak: three ``connect-mirror-maker`` nodes under steady load through a cycle of chaos events.
+
+Not a test (it takes 30 minutes by default); a script that prints figures. A source and a target
+broker (Tansu, in memory, started here) with a TCP proxy in front of the target (tests/support/
+tcp_proxy.py; the target advertises the proxy, so every client goes through it), three nodes serving
+A->B, the chaos tier's load generator and checker (tests/support/chaos.py). Every ``--event-every``
+seconds one event, in turn: the target frozen (SIGSTOP) for 10 s, the network to the target cut and
+refused for 5 s, kill -9 of node 2 (restarted), the source frozen for 10 s, SIGTERM of node 1
+(restarted). After each event the script waits for recovery (every source task running, every record
+acknowledged so far on the target), lets the nodes settle, then samples each node's RSS, threads and
+open file descriptors from /proc.
+
+Node 0 is never restarted: its row is the soak's verdict. Its threads and file descriptors must come
+back to the level of the first sample after every recovery, and its RSS must not grow from one
+recovery to the next beyond ``--rss-tolerance-mib``. At the end, the whole run's records: lost,
+duplicated, out of order (0 lost is required).
+
+    python bench/soak.py                       # 30 minutes, an event every 60 s
+    python bench/soak.py --minutes 4 --event-every 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mirror.local.broker import LocalBroker, free_port
+from tests.integration.support.chaos_flow import ChaosFlow
+from tests.support.chaos import analyse
+from tests.support.kafka import wait_until
+from tests.support.tcp_proxy import TcpProxy
+
+FREEZE_S = 10.0
+REFUSE_S = 5.0
+
+
+@dataclass
+class Sample:
+    rss_mib: float
+    threads: int
+    fds: int
+
+
+def sample(pid: int) -> Sample:
+    fields: dict[str, str] = {}
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+    return Sample(int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"]), len(os.listdir(f"/proc/{pid}/fd")))
+
+
+class Soak:
+    def __init__(self, workdir: Path) -> None:
+        self.source = LocalBroker(name="soak-src", log_dir=workdir / "brokers").start()
+        port = free_port()
+        self.proxy = TcpProxy(port).start()
+        self.target = LocalBroker(name="soak-tgt", port=port, advertised_port=self.proxy.port,
+                                  log_dir=workdir / "brokers").start()
+        self.flow = ChaosFlow(workdir, self.source.bootstrap_servers, f"127.0.0.1:{self.proxy.port}", nodes=3)
+
+    def events(self) -> list[tuple[str, Callable[[], None]]]:
+        return [("target frozen 10 s", lambda: self.freeze(self.target)),
+                ("network to target cut, refused 5 s", self.partition),
+                ("kill -9 node 2, restarted", lambda: self.restart(2, kill=True)),
+                ("source frozen 10 s", lambda: self.freeze(self.source)),
+                ("SIGTERM node 1, restarted", lambda: self.restart(1, kill=False))]
+
+    def freeze(self, broker: LocalBroker) -> None:
+        broker.pause()
+        time.sleep(FREEZE_S)
+        broker.resume()
+
+    def partition(self) -> None:
+        self.proxy.refuse()
+        time.sleep(REFUSE_S)
+        self.proxy.accept()
+
+    def restart(self, index: int, kill: bool) -> None:
+        node = self.flow.nodes[index]
+        if kill:
+            node.kill()
+        else:
+            node.terminate()
+        self.flow.nodes[index] = self.flow.node(index)
+        self.flow.nodes[index].start().wait_running(1)
+
+    def recover(self) -> float:
+        """Seconds until every task runs and every record acknowledged by now is on the target."""
+        started = time.monotonic()
+        self.flow.wait_tasks(timeout_s=180)
+        assert self.flow.load is not None and self.flow.checker is not None
+        acked, checker = self.flow.load.acked_snapshot(), self.flow.checker
+        wait_until(lambda: checker.has_all(acked), 180, "the target caught up", interval_s=0.5)
+        return time.monotonic() - started
+
+    def stop(self) -> None:
+        self.flow.stop()
+        self.target.resume()
+        self.source.resume()
+        self.target.stop()
+        self.source.stop()
+        self.proxy.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=30.0, help="how long to soak (default 30)")
+    parser.add_argument("--event-every", type=float, default=60.0, metavar="SECONDS",
+                        help="seconds between the starts of two events (default 60)")
+    parser.add_argument("--settle", type=float, default=5.0, metavar="SECONDS",
+                        help="seconds to wait after a recovery before sampling (default 5)")
+    parser.add_argument("--rss-tolerance-mib", type=float, default=16.0,
+                        help="RSS growth of node 0 allowed between recoveries (default 16 MiB)")
+    args = parser.parse_args(argv)
+
+    workdir = Path(tempfile.mkdtemp(prefix="soak-"))
+    print(f"soak: {args.minutes:g} min, an event every {args.event_every:g} s; logs in {workdir}", flush=True)
+    soak = Soak(workdir)
+    rows: list[str] = []
+    node0_samples: list[Sample] = []
+    try:
+        soak.flow.start()
+        first_pid = soak.flow.nodes[0].pid
+        time.sleep(args.settle)
+        node0_samples.append(sample(first_pid))
+        rows.append(row("start", 0.0, soak, node0_samples[-1]))
+        print(rows[0], flush=True)
+        deadline = time.monotonic() + args.minutes * 60
+        events = soak.events()
+        count = 0
+        while time.monotonic() < deadline:
+            began = time.monotonic()
+            name, inject = events[count % len(events)]
+            count += 1
+            inject()
+            recovery = soak.recover()
+            time.sleep(args.settle)
+            assert soak.flow.nodes[0].pid == first_pid
+            node0_samples.append(sample(first_pid))
+            rows.append(row(name, recovery, soak, node0_samples[-1]))
+            print(rows[-1], flush=True)
+            rest = args.event_every - (time.monotonic() - began)
+            if rest > 0:
+                time.sleep(min(rest, max(0.0, deadline - time.monotonic())))
+        load, checker = soak.flow.load, soak.flow.checker
+        assert load is not None and checker is not None
+        load.stop()
+        wait_until(lambda: checker.has_all(load.acked), 180, "every record on the target", interval_s=0.5)
+        checker.stop()
+        report = analyse(f"soak, {count} events", load.acked, checker.snapshot())
+    finally:
+        soak.stop()
+    print("\n" + HEADER)
+    print("\n".join(rows))
+    print("\n" + report.table().split("\n\n")[0])
+    return verdict(node0_samples, report.lost, args.rss_tolerance_mib)
+
+
+HEADER = ("| event | recovered in (s) | node 0 RSS (MiB) | threads | fds | nodes 1-2 RSS (MiB) | threads | fds |\n"
+          "|---|---|---|---|---|---|---|---|")
+
+
+def row(name: str, recovery: float, soak: Soak, node0: Sample) -> str:
+    others = [sample(n.pid) for n in soak.flow.nodes[1:]]
+    return (f"| {name} | {recovery:.1f} | {node0.rss_mib:.1f} | {node0.threads} | {node0.fds} | "
+            f"{' / '.join(f'{s.rss_mib:.0f}' for s in others)} | {' / '.join(str(s.threads) for s in others)} | "
+            f"{' / '.join(str(s.fds) for s in others)} |")
+
+
+def verdict(samples: list[Sample], lost: int, rss_tolerance_mib: float) -> int:
+    """0 when nothing was lost and node 0 came back to its level after every recovery."""
+    base = samples[0]
+    threads_ok = all(s.threads <= base.threads for s in samples[1:])
+    fds_ok = all(s.fds <= base.fds for s in samples[1:])
+    # RSS settles after the first events (allocator arenas, caches warmed): compare each recovery with
+    # the first post-event sample, not with the idle start
+    after = samples[1:]
+    growth = max((s.rss_mib - after[0].rss_mib for s in after), default=0.0)
+    rss_ok = growth <= rss_tolerance_mib
+    most_threads = max(s.threads for s in samples)
+    print(f"\nnode 0: threads {base.threads} -> max {most_threads} ({'ok' if threads_ok else 'GREW'}), "
+          f"fds {base.fds} -> max {max(s.fds for s in samples)} ({'ok' if fds_ok else 'GREW'}), "
+          f"RSS growth after the first recovery {growth:+.1f} MiB ({'ok' if rss_ok else 'GREW'}); lost {lost}")
+    return 0 if threads_ok and fds_ok and rss_ok and lost == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

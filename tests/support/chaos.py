@@ -1,0 +1,308 @@
+"""Load and verification for fault tests: nothing lost, duplicates bounded, order per partition kept.
+
+The method of AppsFlyer's kafka-mirror-tester: a :class:`LoadGenerator` writes, to each source partition
+in turn, records whose value carries the partition, a per-partition sequence number and the wall-clock
+time of the send; a :class:`Checker` reads the mirrored topic on the target *while the test runs* and
+records each arrival. :func:`analyse` turns what was acknowledged by the source and what arrived on the
+target into a :class:`Report` per partition:
+
+* **lost**: sequence numbers the source acknowledged that never arrived;
+* **duplicated**: arrivals of a sequence number that had already arrived (an at-least-once replay);
+* **out of order**: first arrivals whose sequence number is lower than one that arrived before them
+  (a replayed suffix is a duplicate, not a reordering: only a record seen for the first time after a
+  later one counts);
+* **latency**: arrival time - send time, per record (first arrivals only);
+* **recovery**: per partition, how long after the fault was lifted the first record sent after it arrived.
+
+MM2 keeps a record's partition, so source partition p is checked against remote partition p.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+#: value = b"<partition>:<sequence>:<send time in ms since the epoch, float>"
+_SEP = b":"
+
+
+def encode(partition: int, sequence: int, sent_ms: float) -> bytes:
+    return b"%d:%d:%.3f" % (partition, sequence, sent_ms)
+
+
+def decode(value: bytes) -> tuple[int, int, float]:
+    partition, sequence, sent_ms = value.split(_SEP)
+    return int(partition), int(sequence), float(sent_ms)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One record read on the target: which record it is, when it was sent and when it arrived."""
+
+    partition: int
+    sequence: int
+    sent_ms: float
+    arrived_ms: float
+
+
+class LoadGenerator:
+    """Writes sequenced, timestamped records round-robin over the source partitions, at a steady rate.
+
+    An idempotent producer (acks=all) so that the source itself holds each record once, in order; only
+    records the source acknowledged count as produced (:attr:`acked`). Runs on its own thread between
+    :meth:`start` and :meth:`stop`.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, rate_per_s: float = 200.0) -> None:
+        self.topic = topic
+        self.partitions = partitions
+        self.interval_s = 1.0 / rate_per_s
+        self.acked: dict[int, set[int]] = {p: set() for p in range(partitions)}
+        self.sent_at_ms: dict[tuple[int, int], float] = {}
+        self.errors: list[str] = []
+        self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                                   "linger.ms": 5, "allow.auto.create.topics": False,
+                                   # a frozen or restarting source broker only delays the records
+                                   "message.timeout.ms": 300_000})
+        self._next = [0] * partitions
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chaos-load", daemon=True)
+
+    def start(self) -> LoadGenerator:
+        self._thread.start()
+        return self
+
+    def _delivered(self, err: KafkaError | None, msg: object) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+            return
+        partition, sequence, _ = decode(msg.value())  # type: ignore[attr-defined]
+        with self._lock:
+            self.acked[partition].add(sequence)
+
+    def _run(self) -> None:
+        count = 0
+        started = time.monotonic()
+        while not self._stop.is_set():
+            partition = count % self.partitions
+            sequence = self._next[partition]
+            now_ms = time.time() * 1000
+            try:
+                self._producer.produce(self.topic, encode(partition, sequence, now_ms), partition=partition,
+                                       on_delivery=self._delivered)
+            except BufferError:
+                self._producer.poll(0.1)
+                continue
+            self.sent_at_ms[(partition, sequence)] = now_ms
+            self._next[partition] += 1
+            count += 1
+            self._producer.poll(0)
+            # pace against the start time, so a stall (a frozen broker) does not lower the overall count
+            delay = started + count * self.interval_s - time.monotonic()
+            if delay > 0:
+                self._stop.wait(delay)
+
+    def sent(self) -> int:
+        return sum(self._next)
+
+    def stop(self, flush_timeout_s: float = 120.0) -> None:
+        """Stop sending and wait for every outstanding record's acknowledgement."""
+        self._stop.set()
+        self._thread.join(10)
+        remaining = self._producer.flush(flush_timeout_s)
+        assert remaining == 0, f"{remaining} records never acknowledged by the source"
+
+    def acked_snapshot(self) -> dict[int, set[int]]:
+        """A copy of :attr:`acked`, safe to read while the load runs."""
+        with self._lock:
+            return {p: set(s) for p, s in self.acked.items()}
+
+    def acked_total(self) -> int:
+        with self._lock:
+            return sum(len(s) for s in self.acked.values())
+
+
+class Checker:
+    """Reads the mirrored topic on the target from its beginning, recording every arrival.
+
+    A plain consumer with an explicit assignment (no group: a group join on the test broker takes
+    seconds, and a group would commit), read uncommitted.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.topic = topic
+        self.arrivals: list[Arrival] = []
+        self.errors: list[str] = []
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"chaos-checker-{topic}",
+                                   "enable.auto.commit": False, "isolation.level": "read_uncommitted",
+                                   "allow.auto.create.topics": False, "fetch.wait.max.ms": 50})
+        self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chaos-checker", daemon=True)
+
+    def start(self) -> Checker:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                messages = self._consumer.consume(1000, 0.2)
+                now_ms = time.time() * 1000
+                batch = []
+                for msg in messages:
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() != KafkaError._PARTITION_EOF:
+                            self.errors.append(str(err))
+                        continue
+                    partition, sequence, sent_ms = decode(msg.value() or b"")
+                    assert partition == msg.partition(), f"record of partition {partition} on {msg.partition()}"
+                    batch.append(Arrival(partition, sequence, sent_ms, now_ms))
+                with self._lock:
+                    self.arrivals.extend(batch)
+        finally:
+            self._consumer.close()
+
+    def snapshot(self) -> list[Arrival]:
+        with self._lock:
+            return list(self.arrivals)
+
+    def seen(self) -> dict[int, set[int]]:
+        out: dict[int, set[int]] = {}
+        for arrival in self.snapshot():
+            out.setdefault(arrival.partition, set()).add(arrival.sequence)
+        return out
+
+    def has_all(self, acked: dict[int, set[int]]) -> bool:
+        seen = self.seen()
+        return all(sequences <= seen.get(p, set()) for p, sequences in acked.items())
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+@dataclass
+class PartitionReport:
+    partition: int
+    acked: int
+    arrived: int
+    lost: int
+    duplicated: int
+    out_of_order: int
+    recovery_s: float | None
+
+
+@dataclass
+class Report:
+    """What one fault did to the mirrored records, per partition and in total."""
+
+    fault: str
+    partitions: list[PartitionReport]
+    latencies_ms: list[float] = field(default_factory=list)
+
+    @property
+    def records(self) -> int:
+        return sum(p.acked for p in self.partitions)
+
+    @property
+    def lost(self) -> int:
+        return sum(p.lost for p in self.partitions)
+
+    @property
+    def duplicated(self) -> int:
+        return sum(p.duplicated for p in self.partitions)
+
+    @property
+    def out_of_order(self) -> int:
+        return sum(p.out_of_order for p in self.partitions)
+
+    @property
+    def recovery_s(self) -> float | None:
+        values = [p.recovery_s for p in self.partitions if p.recovery_s is not None]
+        return max(values) if values else None
+
+    def latency(self, quantile: float) -> float:
+        if not self.latencies_ms:
+            return float("nan")
+        if quantile >= 1:
+            return max(self.latencies_ms)
+        return statistics.quantiles(self.latencies_ms, n=100, method="inclusive")[int(quantile * 100) - 1]
+
+    def row(self) -> str:
+        recovery = "-" if self.recovery_s is None else f"{self.recovery_s:.1f}"
+        return (f"| {self.fault} | {self.records} | {self.lost} | {self.duplicated} | {self.out_of_order} | "
+                f"{recovery} | {self.latency(0.5):.0f} / {self.latency(0.99):.0f} / {self.latency(1):.0f} |")
+
+    def table(self) -> str:
+        head = ("| fault | records | lost | duplicated | out-of-order | time to recover (s) | "
+                "latency p50 / p99 / max (ms) |\n|---|---|---|---|---|---|---|")
+        lines = [head, self.row(), "", "| partition | acked | arrived | lost | duplicated | out-of-order | "
+                 "recovery (s) |", "|---|---|---|---|---|---|---|"]
+        for p in self.partitions:
+            recovery = "-" if p.recovery_s is None else f"{p.recovery_s:.1f}"
+            lines.append(f"| {p.partition} | {p.acked} | {p.arrived} | {p.lost} | {p.duplicated} | "
+                         f"{p.out_of_order} | {recovery} |")
+        return "\n".join(lines)
+
+
+def analyse(fault: str, acked: dict[int, set[int]], arrivals: Sequence[Arrival],
+            fault_lifted_ms: float | None = None) -> Report:
+    """Compare what the source acknowledged with what arrived on the target (in arrival order).
+
+    ``fault_lifted_ms`` (wall clock, ms) is when the fault ended: a partition's recovery time is the
+    arrival of its first record sent at or after that moment, minus that moment.
+    """
+    by_partition: dict[int, list[Arrival]] = {p: [] for p in acked}
+    for arrival in arrivals:
+        by_partition.setdefault(arrival.partition, []).append(arrival)
+    reports = []
+    latencies: list[float] = []
+    for partition in sorted(by_partition):
+        seen: set[int] = set()
+        duplicated = out_of_order = 0
+        highest = -1
+        recovery: float | None = None
+        for arrival in by_partition[partition]:
+            if arrival.sequence in seen:
+                duplicated += 1
+                continue
+            seen.add(arrival.sequence)
+            latencies.append(arrival.arrived_ms - arrival.sent_ms)
+            if arrival.sequence < highest:
+                out_of_order += 1
+            highest = max(highest, arrival.sequence)
+            if recovery is None and fault_lifted_ms is not None and arrival.sent_ms >= fault_lifted_ms:
+                recovery = (arrival.arrived_ms - fault_lifted_ms) / 1000
+        expected = acked.get(partition, set())
+        reports.append(PartitionReport(partition, len(expected), len(by_partition[partition]),
+                                       len(expected - seen), duplicated, out_of_order, recovery))
+    return Report(fault, reports, latencies)
+
+
+def replayed_runs(arrivals: Iterable[Arrival]) -> dict[int, list[int]]:
+    """Per partition, the length of each replayed run (consecutive duplicates): what a restart re-sent."""
+    runs: dict[int, list[int]] = {}
+    seen: dict[int, set[int]] = {}
+    current: dict[int, int] = {}
+    for arrival in arrivals:
+        part_seen = seen.setdefault(arrival.partition, set())
+        if arrival.sequence in part_seen:
+            current[arrival.partition] = current.get(arrival.partition, 0) + 1
+        else:
+            if current.get(arrival.partition):
+                runs.setdefault(arrival.partition, []).append(current[arrival.partition])
+            current[arrival.partition] = 0
+            part_seen.add(arrival.sequence)
+    for partition, length in current.items():
+        if length:
+            runs.setdefault(partition, []).append(length)
+    return runs
