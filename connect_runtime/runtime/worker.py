@@ -48,7 +48,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from confluent_kafka import Producer
 from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.client_overrides import ALLOW_ALL, PRODUCER_OVERRIDES_PREFIX, OverridePolicy, overrides
@@ -57,7 +56,7 @@ from connect_runtime.api.connector_config import CONNECTOR_CLASS
 from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.task import SourceTask, Task
-from connect_runtime.clients.factory import translate
+from connect_runtime.clients.factory import new_producer, translate
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.error_policy import ErrorPolicy
@@ -85,7 +84,7 @@ class Worker:
                  offset_flush_interval_ms: int = 60_000, task_shutdown_timeout_ms: int = 5_000,
                  config_transformer: ConfigTransformer | None = None, *,
                  max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
-                 offset_flush_timeout_ms: int = 5_000, producer_factory: ProducerFactory = Producer,
+                 offset_flush_timeout_ms: int = 5_000, producer_factory: ProducerFactory = new_producer,
                  metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None,
                  override_policy: OverridePolicy = ALLOW_ALL) -> None:
         self.worker_id = worker_id

@@ -54,6 +54,7 @@ from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.task import SourceTask
+from connect_runtime.clients.factory import new_producer
 from connect_runtime.logging_context import set_context as set_log_context
 from connect_runtime.metrics import TaskMetrics
 from connect_runtime.model import ConnectorTaskId, TargetState
@@ -104,7 +105,7 @@ class WorkerSourceTask:
                  offset_flush_interval_ms: int = 60_000, offset_flush_timeout_ms: int = 5_000,
                  shutdown_timeout_ms: int = 5_000,
                  max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
-                 producer_factory: ProducerFactory = Producer, log_flow: str | None = None,
+                 producer_factory: ProducerFactory = new_producer, log_flow: str | None = None,
                  error_policy: ErrorPolicy | None = None) -> None:
         if max_outstanding_records < 1:
             raise ConnectError(f"max outstanding records must be >= 1, got {max_outstanding_records}")
