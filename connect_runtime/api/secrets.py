@@ -73,7 +73,7 @@ class _Known:
         self._pattern: re.Pattern[str] | None = None
 
     def add(self, values: set[str]) -> None:
-        new = {v for v in values if len(v) >= MIN_SCRUB_LENGTH and v != HIDDEN} - self._values
+        new = {v for v in values if _scrubbable(v)} - self._values
         if not new:
             return
         with self._lock:
@@ -84,6 +84,16 @@ class _Known:
     def scrub(self, text: str) -> str:
         pattern = self._pattern
         return text if pattern is None else pattern.sub(HIDDEN, text)
+
+
+#: Values that are never secrets however they are keyed (JAAS options such as ``useKeyTab="true"``):
+#: scrubbing them would garble every log line and error message that says "true" or "false".
+_PLAIN_WORDS = frozenset({"true", "false", "none", "null", "required", "requisite", "sufficient", "optional"})
+
+
+def _scrubbable(value: str) -> bool:
+    return (len(value) >= MIN_SCRUB_LENGTH and value != HIDDEN and value.lower() not in _PLAIN_WORDS
+            and not value.isdigit())
 
 
 _KNOWN = _Known()

@@ -92,3 +92,15 @@ def test_provider_allowlist() -> None:
     check_allowed_providers({"a": "${vault:p:k}", "b": "plain", "c": None}, frozenset({"vault"}))
     with pytest.raises(ConfigError, match=r"'file'.*allowed: none"):
         check_allowed_providers({"a": "x ${file:/etc/passwd:root}"}, frozenset())
+
+
+def test_plain_words_and_numbers_in_a_jaas_config_are_not_scrubbed_everywhere() -> None:
+    """A JAAS config's option values are remembered for scrubbing, but ``useKeyTab="true"`` must not
+    make every "true" (or "false", or a port number) in later messages read ``[hidden]``."""
+    from connect_runtime.api.secrets import remember_secrets, scrub
+
+    remember_secrets({"sasl.jaas.config": 'com.sun.security.auth.module.Krb5LoginModule required '
+                                          'useKeyTab="true" storeKey="false" debug="FALSE" port="8443" '
+                                          'principal="mm2-scrub-test@EXAMPLE.COM";'})
+    assert scrub("must be 'true' or 'false', got 8443") == "must be 'true' or 'false', got 8443"
+    assert scrub("login as mm2-scrub-test@EXAMPLE.COM failed") == "login as [hidden] failed"
