@@ -6,6 +6,9 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
   emitted into A (by the ``X->A`` heartbeat connectors) and copied by this flow, so a fresh one proves
   that data flows A->B. When that topic has none, B's own ``heartbeats`` records keyed ``(A, B)`` are
   used: they prove the A->B herder is alive, not that data flows (``heartbeat_basis = "emitted"``).
+  They are used too when every heartbeat on A is already replicated and B's own are newer: nobody emits
+  into A any more (a removed ``X->A`` flow, or ``--clusters`` without A), so the newest replicated one
+  only says how long ago A was last fed, not how far behind the flow is.
 * **End-to-end latency**: when a read finds *new* records in ``A.heartbeats`` on B, their arrival is
   bounded by the read time, so ``read time - heartbeat timestamp`` of the newest new record is an upper
   bound of the latency from emit on A to visibility on B; its resolution is the time since the
@@ -248,6 +251,10 @@ class HealthProbe:
             flow.heartbeat_basis = "emitted"
         try:
             source_topics = self._clusters[spec.source].topics(self._timeout_s)
+            if self._source_heartbeats_idle(spec, state, source_topics):
+                assert state.newest_emitted_ms is not None
+                flow.heartbeat_age_seconds = max(0.0, now - state.newest_emitted_ms / 1000)
+                flow.heartbeat_basis = "emitted"
             if spec.offset_syncs_on_source:
                 self._read_syncs(spec, self._clusters[spec.source], source_topics,
                                  spec.policy.offset_syncs_topic(spec.target), state.source_positions)
@@ -268,6 +275,21 @@ class HealthProbe:
                                                         source_readable)
         flow.state, flow.reasons = evaluate(flow, spec.thresholds)
         return flow
+
+    def _source_heartbeats_idle(self, spec: FlowSpec, state: _FlowState, source_topics: Mapping[str, int]) -> bool:
+        """True when B's own heartbeats are newer than the replicated ones and the source's heartbeats topic
+        holds nothing this flow has not copied yet (its Connect offsets say so): a stale replicated heartbeat
+        is then the age of the source's last heartbeat, not a replication delay."""
+        if (state.newest_replicated_ms is None or state.newest_emitted_ms is None
+                or state.newest_emitted_ms <= state.newest_replicated_ms):
+            return False
+        topic = spec.policy.heartbeats_topic()
+        partitions = range(source_topics.get(topic, 0))
+        if any((topic, p) not in state.connect_offsets for p in partitions):
+            return False
+        positions = {(topic, p): state.connect_offsets[(topic, p)] + 1 for p in partitions}
+        ends = self._clusters[spec.source].probe(positions, self._timeout_s)
+        return all((tp in ends and ends[tp].end_offset <= position) for tp, position in positions.items())
 
     def _read_target(self, spec: FlowSpec, heartbeats_only: bool = False) -> dict[str, int]:
         """Read what is new in the flow's internal topics on the target; returns the target's topics."""

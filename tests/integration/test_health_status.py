@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupState, Message
 from confluent_kafka.admin import AdminClient
 
+from mirror.client.models import Heartbeat
 from tests.conftest import Cluster
 from tests.integration.support.replication import (
     mirror,
@@ -231,3 +232,41 @@ def test_status_down_when_the_source_hangs(fresh_cluster: Callable[[str], Cluste
     assert any(f"source cluster {src} unreachable" in e for e in f["errors"])
     assert f["rpo_basis"] == "heartbeat" and f["rpo_seconds"] == pytest.approx(f["heartbeat_age_seconds"], abs=1)
     assert f["lag_records"] is None
+
+
+def test_stale_heartbeats_on_an_unfed_source_do_not_degrade_the_flow(fresh_cluster: Callable[[str], Cluster],
+                                                                     cluster_b: Cluster, tmp_path: Path) -> None:
+    """Nobody emits into A any more (``--clusters`` names only B), but A's heartbeats topic keeps the
+    heartbeats of a flow that once targeted A. The flow copies them at once: its newest replicated
+    heartbeat is then minutes old although nothing is behind. The age must come from B's own heartbeats
+    (the herder is alive, A has nothing left to copy), not from when A was last fed."""
+    source = fresh_cluster("a")
+    src, tgt = unique("ss"), unique("st")
+    topic = create_topic(source.bootstrap, unique("stale"), partitions=1)
+    produce(source.bootstrap, topic, 10)
+    create_topic(source.bootstrap, "heartbeats", partitions=1)
+    old = Heartbeat(unique("gone"), src, int((time.time() - 300) * 1000))
+    produce(source.bootstrap, "heartbeats", [(old.key_bytes(), old.value_bytes())])
+    props = write_properties(tmp_path / "mm2.properties", src, tgt, source.bootstrap, cluster_b.bootstrap, topic)
+
+    def caught_up() -> dict[str, Any] | None:
+        code, report = status(props, tgt, *FLAGS, "--latency-window", "0")
+        f = flow(report)
+        # the old heartbeat copied (the topic exists on B) and the topic's records too
+        copied = any(p["remote_topic"] == f"{src}.{topic}" and p["lag_records"] == 0 for p in f["partitions"])
+        return report if copied and f["heartbeat_basis"] != "none" else None
+
+    with mirror_maker(props, "--clusters", tgt) as proc:
+        wait_until(lambda: status(props, tgt, *FLAGS)[1]["flows"][0]["heartbeat_basis"] != "none" or None,
+                   90, "a heartbeat seen", interval_s=1)
+        remote_hb = f"{src}.heartbeats"
+        wait_until(lambda: remote_hb in AdminClient({"bootstrap.servers": cluster_b.bootstrap})
+                   .list_topics(timeout=10).topics or None, 90, f"{remote_hb} on B", interval_s=1)
+        report = wait_until(caught_up, 90, "caught up", interval_s=1)
+        time.sleep(2)  # one more heartbeat interval: the copied heartbeat is surely read by now
+        code, report = status(props, tgt, *FLAGS, "--latency-window", "0")
+        assert proc.poll() is None
+    f = flow(report)
+    assert f["heartbeat_basis"] == "emitted", f
+    assert f["heartbeat_age_seconds"] < 10, f
+    assert code == 0 and f["state"] == "healthy", f
