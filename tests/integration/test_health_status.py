@@ -250,7 +250,7 @@ def test_stale_heartbeats_on_an_unfed_source_do_not_degrade_the_flow(fresh_clust
     props = write_properties(tmp_path / "mm2.properties", src, tgt, source.bootstrap, cluster_b.bootstrap, topic)
 
     def caught_up() -> dict[str, Any] | None:
-        code, report = status(props, tgt, *FLAGS, "--latency-window", "0")
+        _, report = status(props, tgt, *FLAGS, "--latency-window", "0")
         f = flow(report)
         # the old heartbeat copied (the topic exists on B) and the topic's records too
         copied = any(p["remote_topic"] == f"{src}.{topic}" and p["lag_records"] == 0 for p in f["partitions"])
@@ -262,7 +262,7 @@ def test_stale_heartbeats_on_an_unfed_source_do_not_degrade_the_flow(fresh_clust
         remote_hb = f"{src}.heartbeats"
         wait_until(lambda: remote_hb in AdminClient({"bootstrap.servers": cluster_b.bootstrap})
                    .list_topics(timeout=10).topics or None, 90, f"{remote_hb} on B", interval_s=1)
-        report = wait_until(caught_up, 90, "caught up", interval_s=1)
+        wait_until(caught_up, 90, "caught up", interval_s=1)
         time.sleep(2)  # one more heartbeat interval: the copied heartbeat is surely read by now
         code, report = status(props, tgt, *FLAGS, "--latency-window", "0")
         assert proc.poll() is None
