@@ -66,6 +66,9 @@ class FakeConsumer:
     def position(self, partitions: Any) -> list[Any]:
         return []
 
+    def get_watermark_offsets(self, partition: Any, timeout: float = -1, cached: bool = False) -> tuple[int, int]:
+        return -1001, -1001  # nothing cached: the loss check skips the partition
+
     def assignment(self) -> list[Any]:
         return []
 

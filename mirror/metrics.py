@@ -340,3 +340,29 @@ class MirrorCheckpointMetrics:
                 except KeyError:
                     pass
         self._labels.clear()
+
+
+_LOSS_LABELS = ("source", "target", "topic", "partition", "reason")
+_loss_families: weakref.WeakKeyDictionary[MetricsRegistry, tuple[Counter, Counter]] = weakref.WeakKeyDictionary()
+
+
+def loss_counters(registry: MetricsRegistry) -> tuple[Counter, Counter]:
+    """``(records lost, loss events)`` of one registry, created on first use (a loss is rare: a
+    prometheus_client Counter and its lock are fine here). Series outlive the task that counted them,
+    so a loss stays visible after a restart of the task."""
+    with _lock:
+        families = _loss_families.get(registry)
+        if families is None:
+            lost = Counter("mirror_source_records_lost",
+                           "Source records lost before they were replicated, or replicated records gone from "
+                           "the target, as far as they can be counted, by reason: source-truncated (deleted "
+                           "by retention or DeleteRecords), source-recreated, target-truncated.",
+                           _LOSS_LABELS, registry=None)
+            events = Counter("mirror_source_loss_events",
+                             "Losses detected (each logged once), by reason; a re-created source topic can "
+                             "lose an unknown number of records, so count events too.",
+                             _LOSS_LABELS, registry=None)
+            registry.register(lost)
+            registry.register(events)
+            families = _loss_families[registry] = (lost, events)
+        return families

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type, at_least, regex_list
+from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type, at_least, one_of, regex_list
 from mirror.config.connector_base import (
     BASE_CONNECTOR_CONFIG_DEF,
     OFFSET_SYNCS_TOPIC_LOCATION_KEY,
@@ -18,7 +18,7 @@ from mirror.config.connector_base import (
     OffsetSyncsLocationMixin,
     replication_factor,
 )
-from mirror.config.settings import Flag, Integer, Period, Text, TextList
+from mirror.config.settings import Choice, Flag, Integer, Period, Text, TextList
 
 TOPICS = "topics"
 TOPICS_DEFAULT = ".*"
@@ -56,6 +56,8 @@ OFFSET_LAG_MAX_DEFAULT = 100
 EMIT_OFFSET_SYNCS_ENABLED = "emit.offset-syncs.enabled"
 EMIT_OFFSET_MAP_ENABLED = "emit.offset-map.enabled"
 HEARTBEATS_REPLICATION_ENABLED = "heartbeats.replication.enabled"
+REPLICATION_LOSS_POLICY = "replication.loss.policy"
+REPLICATION_LOSS_POLICY_DEFAULT = "warn"
 
 # Task-only keys, added by the connector to each task config.
 TASK_TOPIC_PARTITIONS = "task.assigned.partitions"
@@ -108,6 +110,14 @@ CONFIG_DEF: ConfigDef = BASE_CONNECTOR_CONFIG_DEF.merge(ConfigDef([
     ConfigKey(HEARTBEATS_REPLICATION_ENABLED, Type.BOOLEAN, True, Importance.LOW,
               "Whether to replicate the heartbeats topics even when the topic filter does not include them.",
               group=_GROUP),
+    ConfigKey(REPLICATION_LOSS_POLICY, Type.STRING, REPLICATION_LOSS_POLICY_DEFAULT, Importance.MEDIUM,
+              "What a task does when it finds records lost before they were replicated: source records "
+              "deleted first (retention, DeleteRecords), a source topic re-created below the replicated "
+              "offset, or a remote partition truncated or re-created on the target. 'warn': log the loss "
+              "once with its count, count it in mirror_source_records_lost_total and go on from the source "
+              "log start (Apache MM2 goes on silently). 'fail': the task fails with the loss in its trace, "
+              "nothing after it is replicated until it is restarted. Not in Apache MM2.",
+              one_of("warn", "fail"), _GROUP),
 ]))
 
 TASK_CONFIG_DEF: ConfigDef = CONFIG_DEF.merge(ConfigDef([
@@ -157,6 +167,7 @@ class MirrorSourceConfig(OffsetSyncsLocationMixin):
     emit_offset_syncs_enabled = Flag(EMIT_OFFSET_SYNCS_ENABLED)
     emit_offset_map_enabled = Flag(EMIT_OFFSET_MAP_ENABLED)
     heartbeats_replication_enabled = Flag(HEARTBEATS_REPLICATION_ENABLED)
+    replication_loss_policy = Choice(REPLICATION_LOSS_POLICY)
 
     @property
     def use_defaults_from(self) -> str:

@@ -37,13 +37,15 @@ class RunTag:
 
 
 def copy_batch(messages: list[Message], pos: int, sink: BulkSink, state_of: Callable[[str, int], Any],
-               now_ms: int, label: str) -> tuple[int, int]:
+               now_ms: int, label: str, jumped: Callable[[Any, int], None] | None = None) -> tuple[int, int]:
     """Produce ``messages[pos:]`` in runs; returns (records produced, position to resume from).
 
     The position is ``len(messages)`` when all were handled; less when the producer's queue stayed full
     and the task is stopping (the rest is never produced, so its offsets are never committed).
     ``state_of(topic, partition)`` gives the partition's state (``remote``, ``source_map``, ``stats``);
-    the age metrics of a run are those of its first record at ``now_ms``.
+    the age metrics of a run are those of its first record at ``now_ms``. ``state.next_offset`` is the
+    next source offset expected of the partition (-1: not known); a run starting elsewhere is reported to
+    ``jumped(state, first offset)`` (loss detection; it raises to stop the copy before the run).
     """
     produce = sink.produce
     each = sink.each_record
@@ -70,6 +72,8 @@ def copy_batch(messages: list[Message], pos: int, sink: BulkSink, state_of: Call
             expect += 1
         count = j - i
         state = state_of(topic, part)
+        if first != state.next_offset and jumped is not None:
+            jumped(state, first)
         remote = state.remote
         ts_first = m.timestamp()[1]
         tag = RunTag(state, ts_first)
@@ -89,6 +93,7 @@ def copy_batch(messages: list[Message], pos: int, sink: BulkSink, state_of: Call
                 if sink.wait_for_room():
                     continue  # served the producer: try the same record again
                 sink.cut_run(run, k - i, {OFFSET_KEY: first + k - i - 1} if k > i else None)
+                state.next_offset = first + k - i
                 if state.stats is not None:
                     state.stats.polled_run(k - i, nbytes, now_ms - ts_first if ts_first > 0 else 0)
                 return produced + k - i, k
@@ -105,6 +110,7 @@ def copy_batch(messages: list[Message], pos: int, sink: BulkSink, state_of: Call
             cb = each_cb if k < last else run.on_last
         else:
             produced += count
+        state.next_offset = first + j - i
         stats = state.stats
         if stats is not None:
             stats.polled_run(k - i, nbytes, now_ms - ts_first if ts_first > 0 else 0)

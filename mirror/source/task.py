@@ -56,9 +56,10 @@ from mirror.client.models import TopicPartition
 from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import MirrorSourceTaskConfig
-from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats
+from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats, loss_counters
 from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset, wrap_partition
 from mirror.source.bulk_copy import RunTag, copy_batch
+from mirror.source.loss_detector import LossDetector
 from mirror.source.offset_map_writer import OffsetMapWriter
 from mirror.source.offset_sync_producer import OffsetSyncProducer
 from mirror.source.offset_sync_writer import OffsetSyncWriter
@@ -83,7 +84,7 @@ def _now_ms() -> int:
 class _SourcePartition:
     """What the per-record loops need of one source partition, looked up once per record."""
 
-    __slots__ = ("partition", "remote", "source_map", "stats", "tp")
+    __slots__ = ("downstream_next", "next_offset", "partition", "remote", "seen_end", "source_map", "stats", "tp")
 
     def __init__(self, source_map: dict[str, Any], remote: str, partition: int, tp: TopicPartition,
                  stats: PartitionStats | None) -> None:
@@ -92,6 +93,11 @@ class _SourcePartition:
         self.partition = partition
         self.tp = tp
         self.stats = stats
+        #: Loss detection (:mod:`mirror.source.loss_detector`): the next upstream offset expected (-1:
+        #: not known yet), the highest source end seen, the next downstream offset of the remote partition.
+        self.next_offset = -1
+        self.seen_end = -1
+        self.downstream_next = -1
 
 
 class MirrorSourceTask(SourceTask, BulkSourceTask):
@@ -133,6 +139,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._bulk = True
         #: A consumed batch the bulk path has not produced in full yet (queue full at stop), and where.
         self._pending: tuple[list[Message], int] | None = None
+        self._loss = LossDetector("", "", "", False, None, clock_ms)
 
     def start(self, config: Mapping[str, str]) -> None:
         cfg = MirrorSourceTaskConfig(config)
@@ -171,7 +178,12 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._bulk = not str(config.get("transforms", "")).strip()
         self._pending = None
         self._partitions = tuple(partitions)
+        self._loss = LossDetector(self._label, self._source, self._target, cfg.replication_loss_policy == "fail",
+                                  loss_counters(self.context.metrics_registry), self._clock_ms)
         assignment = self._initial_assignment(partitions)
+        for tp in assignment:
+            if tp.offset >= 0:
+                self._partition_state(tp.topic, tp.partition).next_offset = tp.offset
         consumer = self._consumer_factory(consumer_config)
         consumer.assign(assignment)
         self._consumer = consumer
@@ -219,6 +231,8 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             consumer = self._consumer
             if self._stopping or consumer is None:
                 return None
+            self._loss.raise_pending()
+            self._loss.check_watermarks(consumer, self._by_source.values())
             try:
                 messages = self._consume(consumer)
             except KafkaException as exc:  # Java swallows client errors here and polls again
@@ -242,6 +256,8 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             consumer = self._consumer
             if self._stopping or consumer is None:
                 return 0
+            self._loss.raise_pending()
+            self._loss.check_watermarks(consumer, self._by_source.values())
             if self._pending is not None:
                 messages, pos = self._pending
                 self._pending = None
@@ -253,7 +269,8 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
                     return 0
                 if not messages:
                     return 0
-            produced, pos = copy_batch(messages, pos, sink, self._state_of, self._clock_ms(), self._label)
+            produced, pos = copy_batch(messages, pos, sink, self._state_of, self._clock_ms(), self._label,
+                                       self._consumed_jump)
             if pos < len(messages):
                 self._pending = (messages, pos)
             return produced
@@ -265,6 +282,10 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
     def _state_of(self, topic: str, partition: int) -> _SourcePartition:
         return self._by_source.get((topic, partition)) or self._partition_state(topic, partition)
 
+    def _consumed_jump(self, state: _SourcePartition, first: int) -> None:
+        """A consumed run does not start at the expected offset: lost records, or a benign gap."""
+        self._loss.consumed_jump(state, first, self._consumer)
+
     def runs_acknowledged(self, runs: list[BulkRun]) -> None:
         """Metrics and offset syncs per acknowledged run (what :meth:`commit_records` does per record)."""
         now = self._clock_ms()
@@ -273,6 +294,12 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             tag: RunTag = run.tag
             state: _SourcePartition = tag.state
             count = run.count
+            last_down = run.last_downstream
+            if last_down >= 0:  # the remote partition's offsets never go back unless it lost records
+                first_down = run.first_downstream if run.first_downstream >= 0 else last_down - count + 1
+                if first_down < state.downstream_next:
+                    self._loss.produced_regressed(state, first_down)
+                state.downstream_next = last_down + 1
             if state.stats is not None:
                 state.stats.committed_run(count, now - tag.timestamp if tag.timestamp > 0 else 0)
             self.on_run_replicated(state, run.offset[OFFSET_KEY] - count + 1, run.first_downstream,
@@ -342,12 +369,16 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             state = by_source.get((message.topic(), message.partition()))  # type: ignore[arg-type]
             if state is None:
                 state = self._partition_state(message.topic() or "", message.partition() or 0)
+            offset: int = message.offset()  # type: ignore[assignment]
+            if offset != state.next_offset:
+                self._consumed_jump(state, offset)
+            state.next_offset = offset + 1
             ts_type, ts = message.timestamp()
             value = message.value()
             headers: Any = message.headers()  # consumed: a list of (str, bytes | None), or None
             append(SourceRecord(state.remote, value, message.key(), state.partition, headers,
                                 None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts, state.source_map,
-                                {OFFSET_KEY: message.offset()}))
+                                {OFFSET_KEY: offset}))
             stats = state.stats
             if stats is not None:
                 age = now - ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0
@@ -429,6 +460,9 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             if downstream < 0:
                 logger.error("RecordMetadata has no offset -- can't sync offsets for %s.", record.topic)
                 continue
+            if downstream < state.downstream_next:
+                self._loss.produced_regressed(state, downstream)
+            state.downstream_next = downstream + 1
             stats = state.stats
             if stats is not None:
                 timestamp = record.timestamp

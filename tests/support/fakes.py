@@ -91,9 +91,19 @@ class FakeConsumer:
         self.assigned: list[TopicPartition] = []
         self.waits: list[float] = []
         self.closed = False
+        #: Cached (low, high) watermarks per (topic, partition); librdkafka's -1001 when none is cached.
+        self.watermarks: dict[tuple[str, int], tuple[int, int]] = {}
+        self.seeks: list[tuple[str, int, int]] = []
 
     def assign(self, partitions: list[TopicPartition]) -> None:
         self.assigned = list(partitions)
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None,
+                              cached: bool = False) -> tuple[int, int]:
+        return self.watermarks.get((partition.topic, partition.partition), (-1001, -1001))
+
+    def seek(self, partition: TopicPartition) -> None:
+        self.seeks.append((partition.topic, partition.partition, partition.offset))
 
     def _take(self, num_messages: int) -> list[Message]:
         if not self.script:

@@ -1,0 +1,182 @@
+"""Records lost before replication: found, logged once with a count, counted, then warn or fail.
+
+Apache MM2 goes on silently when its consumer is reset (auto.offset.reset) past records it never copied,
+or when a source topic was re-created below the offset it resumes from: the records are gone from the
+target too and nobody is told. Here the task keeps, per source partition, the next upstream offset it
+expects (from its stored Connect offset at start, then from every consumed run) and the next downstream
+offset its remote partition should give, and compares them with what the clients report:
+
+* **source-truncated**: the source log start passed the expected offset (retention, DeleteRecords):
+  records ``[expected, log start)`` were never replicated. Seen as a consumed run starting past the
+  expected offset while the log start (the consumer's cached low watermark) is past it too; a jump
+  with the log start not past it is a transaction marker or compaction, not a loss.
+* **source-recreated**: the source partition's end (cached high watermark) fell below the expected
+  offset, or consumed offsets went backwards: the topic was deleted and re-created (or truncated by an
+  unclean leader election). What the old topic held past the expected offset is lost; the count is
+  known only when the task saw the old end (0 is reported otherwise, the event is still counted).
+  The task rewinds to the new log start, so the new topic's records are all replicated.
+* **target-truncated**: the target gave a run a downstream offset below the end of the previous run of
+  the same remote partition: the remote partition was truncated, or deleted and re-created, and the
+  records replicated before are gone from the target (counted: previous end - new first offset).
+
+Checks cost one comparison per consumed run and per acknowledged run; the watermark check runs at most
+every :data:`CHECK_INTERVAL_MS` and reads only the consumer's cached watermarks (no request).
+Policy (``replication.loss.policy``): ``warn`` logs and counts, then goes on; ``fail`` raises
+:class:`ReplicationLossError`, which fails the task with the loss in its trace before anything after the
+loss is produced or committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from prometheus_client import Counter
+
+from connect_runtime.api.errors import ConnectError
+from mirror.client.models import TopicPartition
+from mirror.errors import MirrorError
+
+logger = logging.getLogger(__name__)
+
+SOURCE_TRUNCATED = "source-truncated"
+SOURCE_RECREATED = "source-recreated"
+TARGET_TRUNCATED = "target-truncated"
+
+#: How often the cached watermarks are compared with the expected offsets.
+CHECK_INTERVAL_MS = 1000
+
+#: librdkafka's "no watermark cached yet".
+_INVALID = -1001
+
+
+class ReplicationLossError(MirrorError, ConnectError):
+    """Records were lost before replication and ``replication.loss.policy=fail``."""
+
+
+class Tracked(Protocol):
+    """What the detector reads and updates of a source partition's state (the task's ``_SourcePartition``)."""
+
+    tp: TopicPartition
+    remote: str
+    partition: int
+    next_offset: int
+    seen_end: int
+    downstream_next: int
+
+
+class LossDetector:
+    """One task's loss checks; all calls come from the task thread."""
+
+    def __init__(self, label: str, source: str, target: str, fail: bool,
+                 counters: tuple[Counter, Counter] | None, clock_ms: Callable[[], int]) -> None:
+        self._label = label
+        self._source = source
+        self._target = target
+        self._fail = fail
+        self._counters = counters
+        self._clock_ms = clock_ms
+        self._next_check_ms = 0
+        self._pending: ReplicationLossError | None = None
+
+    def raise_pending(self) -> None:
+        """Raise the loss that must fail the task (found where raising would be swallowed: acknowledgements)."""
+        if self._pending is not None:
+            raise self._pending
+
+    def consumed_jump(self, state: Tracked, first: int, consumer: Consumer | None) -> None:
+        """A consumed run of ``state`` starts at ``first``, not at ``state.next_offset``."""
+        expected = state.next_offset
+        if expected < 0:
+            return
+        if first < expected:
+            self._lost(state, SOURCE_RECREATED, max(0, state.seen_end - expected),
+                       f"source offsets went back from {expected} to {first}: the source topic was re-created "
+                       f"or truncated")
+            state.seen_end = -1
+            self.raise_pending()
+            return
+        low = _watermarks(consumer, state.tp)[0] if consumer is not None else _INVALID
+        if low > expected:
+            lost = min(low, first) - expected
+            self._lost(state, SOURCE_TRUNCATED, lost,
+                       f"source records {expected}..{expected + lost - 1} were deleted (retention or "
+                       f"DeleteRecords) before they were replicated; the log now starts at {low}")
+            self.raise_pending()
+
+    def check_watermarks(self, consumer: Consumer, states: Iterable[Tracked]) -> None:
+        """At most every :data:`CHECK_INTERVAL_MS`: compare cached watermarks with the expected offsets.
+
+        Catches what no consumed record shows: a partition that stays idle after its consumer was reset
+        past lost records, or a re-created topic whose new end is still below the old position (the
+        consumer then waits silently for offsets the new topic may never reach).
+        """
+        now = self._clock_ms()
+        if now < self._next_check_ms:
+            return
+        self._next_check_ms = now + CHECK_INTERVAL_MS
+        for state in states:
+            expected = state.next_offset
+            if expected < 0:
+                continue
+            low, high = _watermarks(consumer, state.tp)
+            if high == _INVALID:
+                continue
+            if high < expected:
+                lost = max(0, state.seen_end - expected)
+                self._lost(state, SOURCE_RECREATED, lost,
+                           f"the source partition ends at {high}, below the next offset to replicate {expected}: "
+                           f"the source topic was re-created or truncated; replicating it again from {max(low, 0)}")
+                self.raise_pending()
+                self._seek(consumer, state, max(low, 0))
+            elif low > expected:
+                self._lost(state, SOURCE_TRUNCATED, low - expected,
+                           f"source records {expected}..{low - 1} were deleted (retention or DeleteRecords) "
+                           f"before they were replicated; the log now starts at {low}")
+                self.raise_pending()
+                state.next_offset = low
+            elif high > state.seen_end:
+                state.seen_end = high
+
+    def produced_regressed(self, state: Tracked, first_downstream: int) -> None:
+        """An acknowledged run of ``state`` landed at ``first_downstream``, below ``state.downstream_next``."""
+        lost = state.downstream_next - first_downstream
+        self._lost(state, TARGET_TRUNCATED, lost,
+                   f"the remote partition {state.remote}-{state.partition} took offset {first_downstream} after "
+                   f"{state.downstream_next - 1}: it was truncated or deleted and re-created on the target, and "
+                   f"{lost} records replicated before are gone there")
+
+    def _lost(self, state: Tracked, reason: str, count: int, what: str) -> None:
+        if self._counters is not None:
+            labels = (self._source, self._target, state.remote, str(state.partition), reason)
+            self._counters[0].labels(*labels).inc(count)
+            self._counters[1].labels(*labels).inc()
+        message = (f"{self._label} lost records on {state.tp} ({reason}, {count} counted): {what}")
+        if self._fail:
+            logger.error("%s; failing the task (replication.loss.policy=fail)", message)
+            if self._pending is None:
+                self._pending = ReplicationLossError(
+                    f"{message}. The task stops here (replication.loss.policy=fail); to go on, restart it with "
+                    f"replication.loss.policy=warn or move its offsets past the loss.")
+            return
+        logger.warning("%s; going on (replication.loss.policy=warn)", message)
+
+    @staticmethod
+    def _seek(consumer: Consumer, state: Tracked, offset: int) -> None:
+        try:
+            consumer.seek(KafkaTopicPartition(state.tp.topic, state.tp.partition, offset))
+        except KafkaException as exc:
+            logger.warning("could not rewind %s to %d after a loss: %s", state.tp, offset, exc)
+        state.next_offset = offset
+        state.seen_end = -1
+
+
+def _watermarks(consumer: Any, tp: TopicPartition) -> tuple[int, int]:
+    try:
+        low, high = consumer.get_watermark_offsets(KafkaTopicPartition(tp.topic, tp.partition), cached=True)
+    except (KafkaException, RuntimeError):
+        return _INVALID, _INVALID
+    return int(low), int(high)
