@@ -1,0 +1,113 @@
+"""Source records deleted before replication (DeleteRecords, retention): found through the consumer seam.
+
+Tansu cannot delete records (DeleteRecords panics its broker task, retention never runs: tansu.md §6, §8),
+so this case is played on a fake consumer: after librdkafka's OFFSET_OUT_OF_RANGE reset
+(``auto.offset.reset=earliest``) it hands out records from the new log start, and its cached low
+watermark is that log start. The other cases (a re-created source topic, a remote topic deleted on the
+target) run against real brokers in tests/integration/test_loss_detection.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from confluent_kafka import Message
+from prometheus_client import CollectorRegistry
+
+from mirror.source.loss_detector import ReplicationLossError
+from tests.unit.mirror.test_mirror_tasks import started_task
+
+
+def batch(partition: int, offsets: range) -> list[Message]:
+    return [Message(topic="my-topic", partition=partition, offset=o, value=b"x", timestamp=(1, 1)) for o in offsets]
+
+
+def lost(registry: CollectorRegistry, reason: str, partition: int = 0) -> tuple[float | None, float | None]:
+    labels = {"source": "src", "target": "tgt", "topic": "src.my-topic", "partition": str(partition),
+              "reason": reason}
+    return (registry.get_sample_value("mirror_source_records_lost_total", labels),
+            registry.get_sample_value("mirror_source_loss_events_total", labels))
+
+
+class Sink:
+    """The runtime's side of ``poll_bulk``: records what was produced, acknowledges nothing."""
+
+    each_record = False
+
+    def __init__(self) -> None:
+        self.produced: list[tuple[str, int]] = []
+
+    def produce(self, topic: str, value: Any, key: Any, partition: int, *_: Any) -> None:
+        self.produced.append((topic, partition))
+
+    def open_run(self, source_partition: Mapping[str, Any], source_offset: Mapping[str, Any], count: int,
+                 target_topic: str, target_partition: int, tag: Any) -> Any:
+        return type("Run", (), {"on_only": None, "on_first": None, "on_last": None, "on_each": None})()
+
+
+def test_records_deleted_before_replication_are_counted_once_and_the_task_goes_on() -> None:
+    registry = CollectorRegistry()
+    task, consumer, _ = started_task({0: 9}, registry)  # records up to 9 replicated: 10 is next
+    consumer.watermarks[("my-topic", 0)] = (25, 40)  # DeleteRecords(before 25), then the consumer reset
+    consumer.script.append(batch(0, range(25, 28)))
+    records = task.poll()
+    assert [r.source_offset for r in records or []] == [{"offset": 25}, {"offset": 26}, {"offset": 27}]
+    assert lost(registry, "source-truncated") == (15.0, 1.0)  # offsets 10..24
+    consumer.script.append(batch(0, range(28, 30)))
+    assert task.poll() is not None
+    assert lost(registry, "source-truncated") == (15.0, 1.0)  # logged and counted once
+    task.stop()
+
+
+def test_records_deleted_before_replication_fail_the_task_with_policy_fail() -> None:
+    task, consumer, _ = started_task({0: 9}, **{"replication.loss.policy": "fail"})
+    consumer.watermarks[("my-topic", 0)] = (25, 40)
+    consumer.script.append(batch(0, range(25, 28)))
+    with pytest.raises(ReplicationLossError, match=r"my-topic-0 \(source-truncated, 15 counted\): source records "
+                                                   r"10\.\.24 were deleted"):
+        task.poll()
+    task.stop()
+
+
+def test_an_idle_partition_reset_past_lost_records_is_found_by_its_watermarks() -> None:
+    registry = CollectorRegistry()
+    task, consumer, _ = started_task({1: 9}, registry)
+    consumer.watermarks[("my-topic", 1)] = (30, 30)  # everything up to 30 deleted, nothing new since
+    assert task.poll() is None
+    assert lost(registry, "source-truncated", partition=1) == (20.0, 1.0)
+    task.stop()
+
+
+def test_an_offset_gap_above_the_log_start_is_no_loss() -> None:
+    """Transaction markers and compaction leave gaps in the offsets: the log start says they lost nothing."""
+    registry = CollectorRegistry()
+    task, consumer, _ = started_task({0: 9}, registry)
+    consumer.watermarks[("my-topic", 0)] = (0, 40)
+    consumer.script.append(batch(0, range(11, 13)) + batch(0, range(20, 22)))
+    assert task.poll() is not None
+    assert lost(registry, "source-truncated") == (None, None)
+    task.stop()
+
+
+def test_the_bulk_path_detects_the_same_loss() -> None:
+    registry = CollectorRegistry()
+    task, consumer, _ = started_task({2: 4}, registry)
+    consumer.watermarks[("my-topic", 2)] = (8, 12)
+    consumer.script.append(batch(2, range(8, 12)))
+    sink = Sink()
+    assert task.poll_bulk(sink) == 4  # type: ignore[arg-type]
+    assert lost(registry, "source-truncated", partition=2) == (3.0, 1.0)  # offsets 5..7
+    task.stop()
+
+
+def test_the_bulk_path_stops_before_producing_past_a_loss_with_policy_fail() -> None:
+    task, consumer, _ = started_task({2: 4}, **{"replication.loss.policy": "fail"})
+    consumer.watermarks[("my-topic", 2)] = (8, 12)
+    consumer.script.append(batch(2, range(8, 12)))
+    sink = Sink()
+    with pytest.raises(ReplicationLossError, match="source records 5..7 were deleted"):
+        task.poll_bulk(sink)  # type: ignore[arg-type]
+    assert sink.produced == []
+    task.stop()
