@@ -143,6 +143,18 @@ class PartitionLag:
     basis: str
     lag_records: int | None
     lag_seconds: float | None
+    #: Why records of this partition were lost, when the clusters show it ("" otherwise): the
+    #: replicated offset is above the source partition's end (its topic re-created or truncated).
+    loss: str = ""
+
+
+def loss_of(source_end: int | None, replicated_offset: int | None) -> str:
+    """The loss the clusters show for one partition: a replicated offset above the source end means the
+    source topic was re-created or truncated below what was replicated (loss detection, README)."""
+    if source_end is None or replicated_offset is None or replicated_offset <= source_end:
+        return ""
+    return (f"source ends at {source_end}, below the replicated offset {replicated_offset}: the source topic "
+            f"was re-created or truncated")
 
 
 @dataclass(frozen=True)
@@ -297,6 +309,11 @@ def evaluate(flow: FlowHealth, thresholds: Thresholds) -> tuple[State, list[str]
         if behind:
             findings.append((State.DEGRADED, f"{len(behind)} partition(s) lag more than "
                                              f"{thresholds.lag_max_records} records"))
+    lost = [p for p in flow.partitions if p.loss]
+    if lost:
+        first = lost[0]
+        findings.append((State.DEGRADED, f"{len(lost)} partition(s) lost records (first {first.source_topic}-"
+                                         f"{first.partition}: {first.loss})"))
     stale = [g.group for g in flow.groups if over(g.checkpoint_age_seconds, thresholds.checkpoint_max_age_ms)]
     if stale:
         findings.append((State.DEGRADED, f"checkpoints older than {thresholds.checkpoint_max_age_ms} ms for "

@@ -74,6 +74,7 @@ from mirror.health.model import (
     evaluate,
     group_sync_state,
     lag_of,
+    loss_of,
 )
 
 logger = logging.getLogger(__name__)
@@ -394,7 +395,8 @@ class HealthProbe:
                 else:
                     lag_seconds = 0.0
             result.append(PartitionLag(t, remote[t], p, source_end, known[0] if known else None,
-                                       known[1] if known else "unknown", lag_records, lag_seconds))
+                                       known[1] if known else "unknown", lag_records, lag_seconds,
+                                       loss_of(source_end, known[0] if known else None)))
         return result
 
     def _committed(self, alias: str) -> dict[str, dict[TP, int]]:

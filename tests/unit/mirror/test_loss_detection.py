@@ -107,7 +107,25 @@ def test_the_bulk_path_stops_before_producing_past_a_loss_with_policy_fail() -> 
     consumer.watermarks[("my-topic", 2)] = (8, 12)
     consumer.script.append(batch(2, range(8, 12)))
     sink = Sink()
-    with pytest.raises(ReplicationLossError, match="source records 5..7 were deleted"):
+    with pytest.raises(ReplicationLossError, match=r"source records 5\.\.7 were deleted"):
         task.poll_bulk(sink)  # type: ignore[arg-type]
     assert sink.produced == []
     task.stop()
+
+
+def test_status_shows_a_partition_replicated_beyond_its_source_end() -> None:
+    """`mirror status`: a re-created source topic not replicated again yet is a loss the clusters show."""
+    from mirror.cli.status import render
+    from mirror.health.model import FlowHealth, HealthReport, PartitionLag, State, Thresholds, evaluate, loss_of
+
+    assert loss_of(3, 20) == ("source ends at 3, below the replicated offset 20: the source topic was re-created "
+                              "or truncated")
+    assert loss_of(20, 20) == "" and loss_of(None, 20) == "" and loss_of(3, None) == ""
+    flow = FlowHealth("A", "B", 1000.0, heartbeat_age_seconds=0.5, heartbeat_basis="replicated",
+                      partitions=[PartitionLag("t", "A.t", 0, 3, 20, "connect-offsets", 0, 0.0, loss_of(3, 20)),
+                                  PartitionLag("t", "A.t", 1, 9, 9, "connect-offsets", 0, 0.0, loss_of(9, 9))])
+    flow.state, flow.reasons = evaluate(flow, Thresholds())
+    assert flow.state is State.DEGRADED
+    assert flow.reasons == ["1 partition(s) lost records (first t-0: source ends at 3, below the replicated "
+                            "offset 20: the source topic was re-created or truncated)"]
+    assert "! 1 partition(s) lost records (first t-0" in render(HealthReport(1000.0, [flow]))
