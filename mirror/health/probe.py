@@ -37,18 +37,16 @@ background monitor only reads what is new at each refresh.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message
+from confluent_kafka import OFFSET_BEGINNING, KafkaException
 
 from connect_runtime.clients.factory import translate
 from mirror.client.mirror_client import is_connection_key
-from mirror.client.models import Checkpoint, Heartbeat, MalformedRecordError, OffsetSync
 from mirror.client.offset_map import OffsetMap, offset_map_topic
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
 from mirror.config.checkpoint import SYNC_GROUP_OFFSETS_ENABLED
@@ -76,6 +74,7 @@ from mirror.health.model import (
     lag_of,
     loss_of,
 )
+from mirror.health.record_decoding import apply_checkpoint, apply_connect_offset, apply_sync, heartbeat_ts
 
 logger = logging.getLogger(__name__)
 
@@ -316,21 +315,21 @@ class HealthProbe:
         for msg in records:
             name = msg.topic()
             if name == replicated_hb:
-                ts = _heartbeat_ts(msg)
+                ts = heartbeat_ts(msg)
                 if ts is not None:
                     newest_new = ts if newest_new is None else max(newest_new, ts)
             elif name == policy.heartbeats_topic():
-                ts = _heartbeat_ts(msg, spec.source, spec.target)
+                ts = heartbeat_ts(msg, spec.source, spec.target)
                 if ts is not None:
                     state.newest_emitted_ms = max(state.newest_emitted_ms or ts, ts)
             elif name == spec.offsets_topic:
-                _apply_connect_offset(msg, spec.source, state.connect_offsets)
+                apply_connect_offset(msg, spec.source, state.connect_offsets)
             elif name == policy.checkpoints_topic(spec.source):
-                _apply_checkpoint(msg, state.checkpoints)
+                apply_checkpoint(msg, state.checkpoints)
             elif name == offset_map_topic(policy, spec.source):
                 state.offset_map.add_record(msg.key(), msg.value())
             else:
-                _apply_sync(msg, state.syncs)
+                apply_sync(msg, state.syncs)
         if newest_new is not None:
             previous = state.last_heartbeat_read
             if state.primed and previous is not None and read_at - previous <= LATENCY_RESOLUTION_S:
@@ -348,7 +347,7 @@ class HealthProbe:
         records, _ = io.read(positions, self._timeout_s)
         store.update(positions)
         for msg in records:
-            _apply_sync(msg, self._state[spec.name].syncs)
+            apply_sync(msg, self._state[spec.name].syncs)
 
     def _lags(self, spec: FlowSpec, state: _FlowState, source_topics: Mapping[str, int],
               target_topics: Mapping[str, int], now: float) -> list[PartitionLag]:
@@ -453,54 +452,3 @@ class HealthProbe:
             result.append(GroupCheckpointHealth(group, len(in_scope), have, missing, behind, age,
                                                 exact.get(group, 0), sync, reason))
         return result
-
-
-# ---- record decoding (bad records are skipped: a status tool must not die on one) ----
-
-def _heartbeat_ts(msg: Message, source: str | None = None, target: str | None = None) -> int | None:
-    try:
-        heartbeat = Heartbeat.from_record(msg.key(), msg.value())
-    except MalformedRecordError:
-        return None
-    if source is not None and (heartbeat.source_cluster_alias, heartbeat.target_cluster_alias) != (source, target):
-        return None
-    return heartbeat.timestamp
-
-
-def _apply_checkpoint(msg: Message, store: dict[tuple[str, str, int], tuple[int, int, int | None]]) -> None:
-    try:
-        cp = Checkpoint.from_record(msg.key(), msg.value())
-    except MalformedRecordError:
-        return
-    kind, ts = msg.timestamp()
-    store[(cp.consumer_group_id, cp.topic, cp.partition)] = (
-        cp.upstream_offset, cp.downstream_offset, ts if kind and ts >= 0 else None)
-
-
-def _apply_sync(msg: Message, store: dict[TP, tuple[int, int]]) -> None:
-    try:
-        sync = OffsetSync.from_record(msg.key(), msg.value())
-    except MalformedRecordError:
-        return
-    store[(sync.topic_partition.topic, sync.topic_partition.partition)] = (sync.upstream_offset,
-                                                                          sync.downstream_offset)
-
-
-def _apply_connect_offset(msg: Message, source: str, store: dict[TP, int]) -> None:
-    """A MirrorSourceConnector offset: key ``[name, {cluster, partition, topic}]``, value ``{offset: N}``."""
-    try:
-        key = json.loads(msg.key() or b"")
-        raw = msg.value()
-        value = json.loads(raw) if raw is not None else None
-    except ValueError:
-        return
-    if not (isinstance(key, list) and len(key) == 2 and isinstance(key[1], dict)):
-        return
-    partition = key[1]
-    if partition.get("cluster") != source or "topic" not in partition or "partition" not in partition:
-        return
-    tp = (str(partition["topic"]), int(partition["partition"]))
-    if value is None:
-        store.pop(tp, None)
-    elif isinstance(value, dict) and isinstance(value.get("offset"), int):
-        store[tp] = value["offset"]

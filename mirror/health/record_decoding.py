@@ -1,0 +1,64 @@
+"""Decoding the records the health probe reads from MM2's internal topics.
+
+A status tool must not die on one bad record: each decoder skips what it cannot read.
+"""
+
+from __future__ import annotations
+
+import json
+
+from confluent_kafka import Message
+
+from mirror.client.models import Checkpoint, Heartbeat, MalformedRecordError, OffsetSync
+from mirror.health.kafka_io import TP
+
+
+def heartbeat_ts(msg: Message, source: str | None = None, target: str | None = None) -> int | None:
+    try:
+        heartbeat = Heartbeat.from_record(msg.key(), msg.value())
+    except MalformedRecordError:
+        return None
+    if source is not None and (heartbeat.source_cluster_alias, heartbeat.target_cluster_alias) != (source, target):
+        return None
+    return heartbeat.timestamp
+
+
+def apply_checkpoint(msg: Message, store: dict[tuple[str, str, int], tuple[int, int, int | None]]) -> None:
+    try:
+        cp = Checkpoint.from_record(msg.key(), msg.value())
+    except MalformedRecordError:
+        return
+    kind, ts = msg.timestamp()
+    store[(cp.consumer_group_id, cp.topic, cp.partition)] = (
+        cp.upstream_offset,
+        cp.downstream_offset,
+        ts if kind and ts >= 0 else None,
+    )
+
+
+def apply_sync(msg: Message, store: dict[TP, tuple[int, int]]) -> None:
+    try:
+        sync = OffsetSync.from_record(msg.key(), msg.value())
+    except MalformedRecordError:
+        return
+    store[(sync.topic_partition.topic, sync.topic_partition.partition)] = (sync.upstream_offset, sync.downstream_offset)
+
+
+def apply_connect_offset(msg: Message, source: str, store: dict[TP, int]) -> None:
+    """A MirrorSourceConnector offset: key ``[name, {cluster, partition, topic}]``, value ``{offset: N}``."""
+    try:
+        key = json.loads(msg.key() or b"")
+        raw = msg.value()
+        value = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return
+    if not (isinstance(key, list) and len(key) == 2 and isinstance(key[1], dict)):
+        return
+    partition = key[1]
+    if partition.get("cluster") != source or "topic" not in partition or "partition" not in partition:
+        return
+    tp = (str(partition["topic"]), int(partition["partition"]))
+    if value is None:
+        store.pop(tp, None)
+    elif isinstance(value, dict) and isinstance(value.get("offset"), int):
+        store[tp] = value["offset"]
