@@ -35,11 +35,11 @@ PARTITIONS = 8
 #: (milestone, text of the first log line that marks it), in the order they are expected.
 MILESTONES = (
     ("internal topics created and read", "Loaded "),
-    ("1st group join (leader)", " generation 0 "),
-    ("2nd join: connectors assigned", " generation 1 "),
+    ("group joined (leader)", " generation 0 "),
+    ("connectors assigned", "Assigned "),
     ("connectors started", "Starting connector"),
     ("task configs written", "task config"),
-    ("3rd join: task assigned", "Starting task"),
+    ("task assigned", "Starting task"),
     ("task running", "started (worker"),
 )
 

@@ -214,6 +214,11 @@ class IncrementalCooperativeAssignor:
         logger.debug("Generation %s plan: %s", generation, plan)
         return plan
 
+    def led_alone(self, member: str, generation: int) -> bool:
+        """Whether this assignor's last round was ``generation`` and ``member`` was its only member."""
+        memory = self._memory
+        return memory.generation == generation and memory.members == frozenset((member,))
+
     def note_generation(self, generation: int) -> None:
         """Record a round this leader completed without a plan (config mismatch), keeping its memory valid."""
         if self._memory.generation is not None:

@@ -233,7 +233,7 @@ class DistributedHerder(AbstractHerder):
         work = _work_of(self._snapshot)
         if work != self._group_work:
             self._group_work = work
-            self._membership.request_rebalance()
+            self._membership.request_rebalance(work_changed=True)
         assignment = self._membership.poll(self._snapshot, 0.0)
         if assignment is not None:
             self._apply_assignment(assignment)

@@ -20,7 +20,7 @@ Contract shared by both (what keeps the herder unchanged when one replaces the o
   running and not in it (revoked) *before* starting what is new, so a task never runs on two workers
   of the same generation;
 * :meth:`GroupMembership.request_rebalance` tells the membership that connectors or tasks were added
-  or removed, so the leader must reassign.
+  or removed (``work_changed``), so the leader must reassign, or that it must rejoin for another reason.
 """
 
 from __future__ import annotations
@@ -67,8 +67,10 @@ class GroupMembership(Protocol):
         """
         ...
 
-    def request_rebalance(self) -> None:
-        """Connectors or tasks were added or removed: the leader must reassign."""
+    def request_rebalance(self, work_changed: bool = False) -> None:
+        """Rejoin the group. ``work_changed``: only because connectors or tasks were added or removed,
+        so that a leader that is the group's only member may assign them without a rebalance (a
+        rebalance for any other reason, e.g. a fenced leader, always rejoins)."""
         ...
 
     def wakeup(self) -> None:
@@ -123,7 +125,7 @@ class SoleMember:
                     len(self._current.connectors), len(self._current.tasks))
         return self._current
 
-    def request_rebalance(self) -> None:
+    def request_rebalance(self, work_changed: bool = False) -> None:
         """Nothing to do: every poll recomputes the assignment from the snapshot it is given."""
 
     def wakeup(self) -> None:

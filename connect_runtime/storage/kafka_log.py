@@ -58,6 +58,7 @@ from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.errors import map_kafka_errors, to_connect_error
 from connect_runtime.clients.factory import new_consumer, new_producer
+from connect_runtime.clients.leaders import learn_leaders
 from connect_runtime.clients.log_reader import read_to_end
 from connect_runtime.logging_context import carry_context
 
@@ -175,6 +176,7 @@ class KafkaBasedLog:
             if self._transactional:
                 self._producer.init_transactions(max(1.0, deadline - time.monotonic()))
             self._consumer = new_consumer(self._consumer_config)
+        learn_leaders(self._consumer, [self.topic], max(0.1, min(5.0, deadline - time.monotonic())))
         started: Future[None] = Future()
         self._round = [started]  # the first round reads every partition from its beginning
         self._stopping.clear()

@@ -42,6 +42,7 @@ from connect_runtime.api.bulk import BulkRun, BulkSink, BulkSourceTask
 from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord, metadata_of
 from connect_runtime.api.task import SourceTask
 from connect_runtime.clients.factory import new_consumer, translate
+from connect_runtime.clients.leaders import learn_leaders
 from mirror.backfill_markers.marker_log import MarkerLog
 from mirror.backfill_markers.markers import (
     STARTED,
@@ -185,6 +186,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             if tp.offset >= 0:
                 self._partition_state(tp.topic, tp.partition).next_offset = tp.offset
         consumer = self._consumer_factory(consumer_config)
+        learn_leaders(consumer, (t for t, _ in partitions))  # else the first fetch waits 500 ms
         consumer.assign(assignment)
         self._consumer = consumer
         if config.get(TASK_MARKER_TOPIC):

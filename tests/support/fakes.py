@@ -128,6 +128,10 @@ class FakeConsumer:
         taken = self._take(1)
         return taken[0] if taken else None
 
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """No metadata: code under test only warms librdkafka's cache with it (clients/leaders.py)."""
+        return ClusterMetadata()
+
     def close(self) -> None:
         self.closed = True
 

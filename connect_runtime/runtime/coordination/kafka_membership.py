@@ -38,6 +38,20 @@ How a task never runs on two workers (the fencing argument)
   ``rebalance.timeout.ms`` + ``session.timeout.ms`` minus the delay. Sinks that must never overlap
   need transactional fencing on top (KIP-618), as in Java.
 
+A sole leader assigns new work without a rebalance
+--------------------------------------------------
+When connectors or tasks are added or removed and this worker led the current generation *alone* (its
+assignor's last round had no other member), :meth:`KafkaGroupMembership.poll` runs the assignor over
+the same generation locally instead of rejoining (Java's DistributedHerder names this optimisation in
+``onTaskConfigUpdate``: "single-task connectors clearly don't need any coordination"). A rebalance
+would hand all of it to this worker anyway; on Kafka it costs a JoinGroup round trip, on brokers that
+hold every JoinGroup (Tansu: ``session.timeout.ms``/2) seconds per change, twice at every start-up (the
+connectors, then their tasks). It is safe because the work is new to the group: no other member of
+this generation exists to own it, a member joining meanwhile makes this worker rejoin reporting the
+work as owned (the assignor balances it from there, invariant A), and the assignor's memory is updated
+as by a real round. Not taken while a rejoin is due, a join is in flight, the generation is lost, or
+the last acknowledged heartbeat is older than half a session.
+
 Rolling restarts: a worker that stops (``leave``) or dies leaves its work unassigned for
 ``scheduled.rebalance.max.delay.ms``; a worker that joins empty during that time gets it back when the
 delay expires, and nobody else's work moves (Java behaves the same; there is no "dead by session
@@ -136,6 +150,8 @@ class KafkaGroupMembership:
         # Herder thread only:
         self._rejoin_at: float | None = None
         self._current: Assignment | None = None
+        #: Work changed while this worker led its generation alone: the next poll assigns it locally.
+        self._local_round = False
 
     @classmethod
     def from_worker_config(cls, config: wc.DistributedWorkerConfig, advertised_url: str | None,
@@ -212,6 +228,12 @@ class KafkaGroupMembership:
             fenced = self._fence_if_lost()
             if fenced is not None:
                 return fenced
+            if self._local_round:
+                self._local_round = False
+                alone = self._assign_alone(snapshot)
+                if alone is not None:
+                    return alone
+                coordinator.request_rejoin()  # the group moved on meanwhile: a real round
             now = time.monotonic()
             if self._rejoin_at is not None and now >= self._rejoin_at:
                 self._rejoin_at = None
@@ -228,8 +250,12 @@ class KafkaGroupMembership:
                 self._wakeup.wait(max(0.0, min(remaining, self._heartbeat_s)))
                 self._wakeup.clear()
 
-    def request_rebalance(self) -> None:
-        if self._coordinator is not None:
+    def request_rebalance(self, work_changed: bool = False) -> None:
+        if self._coordinator is None:
+            return
+        if work_changed and self._leads_alone():
+            self._local_round = True  # see "A sole leader assigns new work without a rebalance"
+        else:
             self._coordinator.request_rejoin()
 
     def wakeup(self) -> None:
@@ -318,6 +344,49 @@ class KafkaGroupMembership:
                     self.group_id, completed.generation, " (leader)" if leader else "", len(owned.connectors),
                     len(owned.tasks), len(wire.assigned), len(wire.revoked), wire.leader_url,
                     f"; lost work held for {wire.delay_ms} ms" if wire.delay_ms else "")
+        return self._current
+
+    def _leads_alone(self) -> bool:
+        """Whether this worker led the current generation as its only member, and still may act on it."""
+        coordinator, current = self._coordinator, self._current
+        if coordinator is None or current is None or not current.leader or self._rejoin_at is not None:
+            return False
+        if coordinator.need_rejoin() or coordinator.generation_lost or not coordinator.stable():
+            return False
+        with self._state_lock:
+            if self._completed is not None or self._join_started_at is not None:
+                return False
+            if self._last_completed_generation != current.generation:
+                return False
+            if time.monotonic() - self._confirmed_at > self._session_s / 2:
+                return False
+        return self._assignor.led_alone(coordinator.member_id, current.generation)
+
+    def _assign_alone(self, snapshot: ClusterConfigState) -> Assignment | None:
+        """Tick thread: the assignor's round over this generation with this worker as its only member
+        (no JoinGroup is in flight, so the IO thread's ``_leader_assign`` cannot run meanwhile)."""
+        if not self._leads_alone():
+            return None
+        assert self._coordinator is not None and self._current is not None
+        member, generation = self._coordinator.member_id, self._current.generation
+        with self._state_lock:
+            self._snapshot = snapshot
+            owned = self._owned
+        configured = ConnectorsAndTasks.of(snapshot.connectors(), snapshot.all_tasks())
+        released = self._released_work(configured) if self._released_work is not None else EMPTY
+        plan = self._assignor.assign(configured, {member: owned}, generation=generation,
+                                     last_completed_generation=generation, now_ms=time.monotonic() * 1000,
+                                     released=released)
+        mine = plan.members[member]
+        with self._state_lock:
+            owned = self._owned = (self._owned - mine.revoked) | mine.assigned
+        if plan.delay_ms > 0:
+            self._rejoin_at = time.monotonic() + plan.delay_ms / 1000
+        self._current = Assignment.of(generation, True, self._current.leader_url, owned.connectors, owned.tasks,
+                                      snapshot.offset)
+        logger.info("Group %s generation %d (leader, sole member): %d connector(s), %d task(s); +%d/-%d "
+                    "assigned without a rebalance", self.group_id, generation, len(owned.connectors),
+                    len(owned.tasks), len(mine.assigned), len(mine.revoked))
         return self._current
 
     def _fence_if_lost(self) -> Assignment | None:

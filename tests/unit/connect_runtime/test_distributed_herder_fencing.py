@@ -60,7 +60,7 @@ class Member(SoleMember):
         super().__init__("http://w1:8083")
         self.rebalances = 0
 
-    def request_rebalance(self) -> None:
+    def request_rebalance(self, work_changed: bool = False) -> None:
         self.rebalances += 1
 
 
@@ -159,7 +159,7 @@ class NothingHere:
     def poll(self, snapshot: Any, timeout_s: float) -> Assignment | None:
         return None
 
-    def request_rebalance(self) -> None: ...
+    def request_rebalance(self, work_changed: bool = False) -> None: ...
 
     def wakeup(self) -> None: ...
 

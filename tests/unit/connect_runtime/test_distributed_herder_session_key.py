@@ -34,7 +34,7 @@ class Follower:
     def poll(self, snapshot: ClusterConfigState, timeout_s: float) -> Assignment | None:
         return None
 
-    def request_rebalance(self) -> None:
+    def request_rebalance(self, work_changed: bool = False) -> None:
         pass
 
     def wakeup(self) -> None:

@@ -178,3 +178,88 @@ def test_from_worker_config_takes_group_timeouts_and_client_security_settings() 
     assert coordinator_config["heartbeat_interval_ms"] == 2000
     assert coordinator_config["max_poll_interval_ms"] == 30000  # kafka-python's name for rebalance.timeout.ms
     assert member._assignor.max_delay_ms == 12345
+
+
+
+class _Joined:
+    """A coordinator that has joined and heartbeats; counts rejoin requests."""
+
+    def __init__(self) -> None:
+        self.member_id = "m1"
+        self.generation_lost = False
+        self.rejoins = 0
+        self.rejoin_needed = False
+
+    def stable(self) -> bool:
+        return True
+
+    def need_rejoin(self) -> bool:
+        return self.rejoin_needed
+
+    def request_rejoin(self) -> None:
+        self.rejoins += 1
+        self.rejoin_needed = True
+
+    def poll_heartbeat(self) -> None:
+        pass
+
+    def ensure_active_group(self, timeout_s: float) -> bool:
+        return False  # a real round would take a JoinGroup: these tests only count the requests
+
+
+def _leader_of_generation_3(others: dict[str, bytes] | None = None) -> tuple[KafkaGroupMembership, _Joined]:
+    """A member that led generation 3 (alone unless ``others`` were in that round), owning nothing."""
+    member = membership()
+    coordinator = _Joined()
+    member._coordinator = coordinator  # type: ignore[assignment]
+    member._snapshot = ClusterConfigState(offset=1)
+    out = member._leader_assign("m1", 3, {"m1": metadata(1), **(others or {})})
+    member._joined(3, "m1", out["m1"])
+    completed, member._completed = member._completed, None
+    assert completed is not None and member._apply(completed) is not None
+    member._confirmed_at = time.monotonic()
+    return member, coordinator
+
+
+EVERYTHING = ConnectorsAndTasks.of(WORK, (ConnectorTaskId(c, i) for c, n in WORK.items() for i in range(n)))
+
+
+def test_a_sole_leader_assigns_new_work_in_the_same_generation_without_rejoining() -> None:
+    member, coordinator = _leader_of_generation_3()
+    member.request_rebalance(work_changed=True)
+    assignment = member.poll(snapshot(offset=9), 0.0)
+    assert assignment is not None and coordinator.rejoins == 0
+    assert (assignment.generation, assignment.leader, assignment.config_offset) == (3, True, 9)
+    assert ConnectorsAndTasks.of(assignment.connectors, assignment.tasks) == EVERYTHING
+    # The next real round sees it as owned, as if a rebalance had assigned it.
+    assert protocol.decode_metadata(member._join_metadata(False)).owned == EVERYTHING
+
+
+def test_a_leader_with_other_members_or_a_rejoin_due_rebalances_for_new_work() -> None:
+    member, coordinator = _leader_of_generation_3({"m2": metadata(1)})
+    member.request_rebalance(work_changed=True)
+    assert coordinator.rejoins == 1  # two members: the group must reassign
+
+    member, coordinator = _leader_of_generation_3()
+    coordinator.rejoin_needed = True  # a member is joining: the broker asked for a rejoin
+    member.request_rebalance(work_changed=True)
+    assert coordinator.rejoins == 1
+
+    member, coordinator = _leader_of_generation_3()
+    member._confirmed_at = time.monotonic() - 4  # no heartbeat acknowledged for over half a session
+    member.request_rebalance(work_changed=True)
+    assert coordinator.rejoins == 1
+
+
+def test_a_rebalance_for_any_other_reason_always_rejoins() -> None:
+    member, coordinator = _leader_of_generation_3()
+    member.request_rebalance()  # e.g. this leader's config write was fenced: a newer leader exists
+    assert coordinator.rejoins == 1
+
+
+def test_a_sole_leader_that_lost_its_generation_before_the_poll_runs_a_real_round() -> None:
+    member, coordinator = _leader_of_generation_3()
+    member.request_rebalance(work_changed=True)
+    coordinator.rejoin_needed = True  # the heartbeat thread learnt of a rebalance meanwhile
+    assert member.poll(snapshot(offset=9), 0.0) is None
+    assert coordinator.rejoins == 1
