@@ -106,7 +106,7 @@ def parse_java_date_format(pattern: str) -> list[Callable[[datetime], str]]:
             if end < 0:
                 raise ValueError("unterminated quote")
             text = "'" if end == i + 1 else pattern[i + 1:end]
-            out.append(lambda _d, t=text: t)
+            out.append(_literal(text))
             i = end + 1
         elif char.isascii() and char.isalpha():
             j = i
@@ -120,6 +120,10 @@ def parse_java_date_format(pattern: str) -> list[Callable[[datetime], str]]:
             out.append(field)
             i = j
         else:
-            out.append(lambda _d, t=char: t)
+            out.append(_literal(char))
             i += 1
     return out
+
+
+def _literal(text: str) -> Callable[[datetime], str]:
+    return lambda _moment: text
