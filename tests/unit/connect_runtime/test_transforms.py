@@ -148,7 +148,7 @@ def test_a_python_class_by_dotted_path_gets_its_keys_and_is_closed() -> None:
     assert instance.configs == {"type": f"{__name__}.UpperValue", "mode": "upper"}  # as Java: type, no predicate
     assert (custom.apply(rec(headers=[("shout", None)])) or pytest.fail()).value == b"V"
     assert (custom.apply(rec()) or pytest.fail()).value == b"v"
-    with pytest.raises(TransformError, match="transformation up failed on a record of topic A.orders: cannot shout"):
+    with pytest.raises(TransformError, match=r"transformation up failed on a record of topic A\.orders: cannot shout"):
         custom.apply(rec(value=b"boom", headers=[("shout", None)]))
     custom.close()
     assert instance.closed
