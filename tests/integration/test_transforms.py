@@ -127,7 +127,8 @@ def test_a_flow_configured_in_mm2_properties_transforms_what_it_copies(cluster_a
     # broader one would rename A.checkpoints.internal too.
     keys = {**drop_route_mark(a, "renamed-"), "transforms.route.regex": rf"{a}\.({topic})"}
     body = f"{a}->{b}.enabled = true\ntopics = {topic}\n{b}->{a}.emit.heartbeats.enabled = false\n"
-    body += "".join(f"{a}->{b}.{key} = {value}\n" for key, value in keys.items())
+    # A properties file takes backslash as an escape (Java's Properties.load): a regex's \ is written \\.
+    body += "".join(f"{a}->{b}.{key} = {value.replace(chr(92), chr(92) * 2)}\n" for key, value in keys.items())
     path = tmp_path / "mm2.properties"
     path.write_text(mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, body), encoding="utf-8")
     expected = [v for v in values if v is not None]
