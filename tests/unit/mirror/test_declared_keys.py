@@ -319,14 +319,17 @@ def test_transforms_set_per_flow_reach_the_connectors_and_validate(tmp_path: Pat
     config = _file(tmp_path, "A->B.transforms = dropTombstones",
                    "A->B.transforms.dropTombstones.type = org.apache.kafka.connect.transforms.Filter",
                    "A->B.transforms.dropTombstones.predicate = isTombstone", "A->B.predicates = isTombstone",
-                   "A->B.predicates.isTombstone.type = org.apache.kafka.connect.transforms.predicates.RecordIsTombstone")
+                   "A->B.predicates.isTombstone.type = "
+                   "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone")
     assert validate_flows(config) == []
     props = config.connector_base_config(mirror_maker.SourceAndTarget("A", "B"), mirror_maker.SOURCE_CONNECTOR_CLASS)
-    assert props["transforms"] == "dropTombstones" and props["predicates.isTombstone.type"].endswith("RecordIsTombstone")
+    assert props["transforms"] == "dropTombstones"
+    assert props["predicates.isTombstone.type"].endswith("RecordIsTombstone")
 
 
 @pytest.mark.parametrize(("line", "expected"), [
-    ("A->B.transforms.r.type = Nope", r"mm2.properties:6: Invalid value Nope for configuration A->B\.transforms\.r\.type: "
+    ("A->B.transforms.r.type = Nope",
+     r"mm2.properties:6: Invalid value Nope for configuration A->B\.transforms\.r\.type: "
      r"class Nope could not be found"),
     ("A->B.transforms.r.type = org.apache.kafka.connect.transforms.InsertField$Value",
      r"mm2.properties:6: .*A->B\.transforms\.r\.type.*reads fields of a structured key or value"),
