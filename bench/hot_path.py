@@ -16,7 +16,7 @@ interleaved with the current code, which is how a hot-path change is measured be
 Usage::
 
     python bench/hot_path.py [--records 300000] [--partitions 8] [--value-bytes 100] [--runs 5]
-                             [--compare-code DIR] [--profile out.prof]
+                             [--path bulk|per-record] [--transforms] [--compare-code DIR] [--profile out.prof]
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def task_config(partitions: int) -> dict[str, str]:
 
 
 def run_once(records: int, partitions: int, value_bytes: int, profile: str | None = None,
-             chunk: int = 1) -> dict[str, Any]:
+             chunk: int = 1, path: str = "bulk", transforms: bool = False) -> dict[str, Any]:
     """One run on whatever ``connect_runtime``/``mirror`` is importable (current code or --compare-code)."""
     from prometheus_client import CollectorRegistry
 
@@ -179,7 +179,17 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
 
         extra["offset_map_factory"] = lambda topic, config: OffsetMapWriter(topic, config,
                                                                             producer_factory=fake_producer)
-    task = MirrorSourceTask(consumer_factory=fake_consumer, offset_sync_factory=offset_syncs, **extra)
+    task_class = MirrorSourceTask
+    if path == "per-record":  # the path a task with transformations takes
+        task_class = type("PerRecordMirrorSourceTask", (MirrorSourceTask,), {"bulk_ready": lambda self: False})
+    task = task_class(consumer_factory=fake_consumer, offset_sync_factory=offset_syncs, **extra)
+    if transforms:  # one InsertHeader on every record (current code only: older code has no transformations)
+        from connect_runtime.api.transforms import build_chain
+
+        extra_task = {"transforms": build_chain({"transforms": "h", "transforms.h.type": "InsertHeader",
+                                                 "transforms.h.header": "via", "transforms.h.value.literal": "b"})}
+    else:
+        extra_task = {}
     store = MemoryOffsetStore()
     registry = CollectorRegistry()
     metrics = ConnectMetrics.create(registry)
@@ -188,7 +198,7 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
         task_id, task, task_config(partitions), worker_id="bench", offset_store=store,
         producer_config={"bootstrap.servers": "127.0.0.1:1"}, status_listener=RecordingStatusListener(),
         metrics=metrics.for_task(task_id.connector, 0), offset_flush_interval_ms=1_000,
-        producer_factory=fake_producer, metrics_registry=registry)
+        producer_factory=fake_producer, metrics_registry=registry, **extra_task)
     profiler = None
     if profile:  # profile the task thread, where the per-record work runs
         import cProfile
@@ -226,7 +236,8 @@ def run_child(code_dir: str | None, args: argparse.Namespace) -> dict[str, Any]:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [code_dir, env.get("PYTHONPATH")]))
         env["HOT_PATH_CODE"] = code_dir
     command = [sys.executable, __file__, "--child", "--records", str(args.records), "--partitions",
-               str(args.partitions), "--value-bytes", str(args.value_bytes), "--chunk", str(args.chunk)]
+               str(args.partitions), "--value-bytes", str(args.value_bytes), "--chunk", str(args.chunk),
+               "--path", args.path, *(["--transforms"] if args.transforms else [])]
     out = subprocess.run(command, env=env, check=True, capture_output=True, text=True,
                          cwd=code_dir or None)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -239,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--path", choices=("bulk", "per-record"), default="bulk",
+                        help="per-record: the task declines the bulk path (as with transformations set)")
+    parser.add_argument("--transforms", action="store_true",
+                        help="one InsertHeader transformation on every record (implies the per-record path)")
     parser.add_argument("--chunk", type=int, default=1,
                         help="consecutive messages of one partition (1: round-robin, the worst case for runs)")
     parser.add_argument("--compare-code", help="also run on the packages in this directory (before a change)")
@@ -249,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         code = os.environ.get("HOT_PATH_CODE")
         if code:  # the packages of DIR must win over the editable install
             sys.path.insert(0, code)
-        print(json.dumps(run_once(args.records, args.partitions, args.value_bytes, chunk=args.chunk)), flush=True)
+        print(json.dumps(run_once(args.records, args.partitions, args.value_bytes, chunk=args.chunk, path=args.path,
+                                  transforms=args.transforms)), flush=True)
         return 0
     if args.profile:
         print(json.dumps(run_once(args.records, args.partitions, args.value_bytes, args.profile, args.chunk)))

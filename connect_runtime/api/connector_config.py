@@ -75,6 +75,17 @@ def _converter(name: str, value: Any) -> None:
 _converter.__doc__ = f"{BYTE_ARRAY_CONVERTER} or unset"
 
 
+def _aliases(name: str, value: Any) -> None:
+    aliases = list(value or [])
+    duplicates = sorted({a for a in aliases if aliases.count(a) > 1})
+    if duplicates:
+        raise ConfigError(f"Invalid value {','.join(aliases)} for configuration {name}: duplicate alias "
+                          f"{', '.join(duplicates)}", name)
+
+
+_aliases.__doc__ = "comma-separated unique aliases"
+
+
 _NO_STAGES = "records copied as bytes go through no converter or transformation stage to retry"
 _EOS_ONLY = "it only applies with exactly-once source support, which this runtime does not have yet"
 
@@ -102,11 +113,16 @@ CONNECTOR_CONFIG_DEF = ConfigDef([
               "Converter for record headers; the worker's converter when unset. Headers are bytes here: "
               "only the ByteArrayConverter is accepted.", _converter, COMMON_GROUP, 7),
     ConfigKey(TRANSFORMS, Type.LIST, [], Importance.LOW,
-              "Aliases for the transformations to apply to records. Not supported yet: must be empty.",
-              not_supported_yet("single message transforms are not implemented"), "Transforms"),
+              "Aliases for the transformations to apply to records, in order; each is configured by "
+              "transforms.<alias>.type (Filter, RegexRouter, TimestampRouter, InsertHeader, DropHeaders by "
+              "their Java class names, or a Python class by its dotted path), its own transforms.<alias>.* "
+              "keys, and optionally transforms.<alias>.predicate and transforms.<alias>.negate. A source task "
+              "with transformations copies record by record (no bulk path).", _aliases, "Transforms"),
     ConfigKey(PREDICATES, Type.LIST, [], Importance.LOW,
-              "Aliases for the predicates used by transformations. Not supported yet: must be empty.",
-              not_supported_yet("transformation predicates are not implemented"), "Predicates"),
+              "Aliases for the predicates used by transformations; each is configured by "
+              "predicates.<alias>.type (TopicNameMatches, HasHeaderKey, RecordIsTombstone by their Java class "
+              "names, or a Python class by its dotted path) and its own predicates.<alias>.* keys.",
+              _aliases, "Predicates"),
     ConfigKey(CONFIG_ACTION_RELOAD, Type.STRING, "restart", Importance.LOW,
               "What to do when external configuration providers report a change. The providers here "
               "(env, file, directory and Python ones) report no changes (no TTL), as Kafka's built-in ones, "

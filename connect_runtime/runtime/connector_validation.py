@@ -25,6 +25,7 @@ from connect_runtime.api.connector_config import (
 )
 from connect_runtime.api.connector_config import CONNECTOR_CLASS as CONNECTOR_CLASS  # read by the herders
 from connect_runtime.api.errors import BadRequestError, ConnectError
+from connect_runtime.api.transforms import validate_chain
 from connect_runtime.runtime.herder import ConfigInfos
 
 
@@ -80,6 +81,9 @@ def validate(connector: Connector, config: Mapping[str, str], policy: OverridePo
             results[name].errors.extend(e for e in value.errors if e not in results[name].errors)
         else:
             results[name] = value
+    for name, messages in validate_chain(config).items():  # transforms.<alias>.*, predicates.<alias>.*
+        value = results.setdefault(name, ConfigValue(name, config.get(name)))
+        value.errors.extend(m for m in messages if m not in value.errors)
     for name, message in policy.errors(config).items():
         results.setdefault(name, ConfigValue(name, config[name])).errors.append(message)
     if str(config.get(EXACTLY_ONCE_SUPPORT, "")).strip().lower() == "required":

@@ -73,16 +73,17 @@ class SkipReporter:
         self.skipped = 0
 
     def skip(self, error: object, topic: str | None, partition: int | None, source: str,
-             key: Any = None, value: Any = None) -> None:
-        """One record the target (or the client) refused was skipped."""
+             key: Any = None, value: Any = None, what: str = "the target refused") -> None:
+        """One record the target (or the client) refused, or a transformation failed on, was skipped."""
         self.skipped += 1
         self._counter.inc()
         policy = self._policy
         if policy.log_each:
             content = f", key={key!r}, value={value!r}" if policy.include_messages else ""
-            logger.error("%s skipped a record for %s-%s (source %s) the target refused: %s%s",
-                         self._task, topic, partition, source, error, content)
+            logger.error("%s skipped a record for %s-%s (source %s) %s: %s%s",
+                         self._task, topic, partition, source, what, error, content)
         elif self.skipped == 1:
-            logger.warning("%s skipped a record for %s-%s (source %s) the target refused: %s (errors.tolerance"
+            logger.warning("%s skipped a record for %s-%s (source %s) %s: %s (errors.tolerance"
                            "=all; further skips are only counted in connect_source_task_records_skipped, set "
-                           "errors.log.enable=true to log each)", self._task, topic, partition, source, error)
+                           "errors.log.enable=true to log each)", self._task, topic, partition, source, what,
+                           error)

@@ -56,6 +56,7 @@ from connect_runtime.api.connector_config import CONNECTOR_CLASS
 from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.task import SourceTask, Task
+from connect_runtime.api.transforms import build_chain
 from connect_runtime.clients.factory import new_producer, translate
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, TargetState
@@ -209,7 +210,8 @@ class Worker:
                 offset_flush_timeout_ms=self._flush_timeout_ms, shutdown_timeout_ms=self._shutdown_timeout_ms,
                 max_outstanding_records=self._max_outstanding, producer_factory=self._producer_factory,
                 metrics_registry=self.metrics_registry, log_flow=self.log_flow,
-                error_policy=ErrorPolicy.from_config({**resolved_connector, **resolved_task}))
+                error_policy=ErrorPolicy.from_config({**resolved_connector, **resolved_task}),
+                transforms=build_chain(resolved_connector))  # Connect builds them from the connector config
         except Exception as exc:
             logger.error("task %s could not be created: %s", task_id, exc)
             metrics.set_state("FAILED")

@@ -31,12 +31,11 @@ Guarantees, and how they are kept:
   needs no lock. ``stop()``, ``transition_to()`` and ``request_commit()`` are the only calls from other
   threads; they set flags.
 
-Two paths. Per record: one :class:`SubmittedRecord` per record, which is also the delivery callback and
-only files the report; after each ``producer.poll`` the reports are acknowledged in one loop and handed
-to the task in one ``commit_records`` call. Bulk, for a task that offers
-:class:`~connect_runtime.api.bulk.BulkSourceTask` (:mod:`~connect_runtime.runtime.bulk_source_loop`):
-the task produces straight from its input in runs acknowledged as a whole. Nothing is logged per
-record; ``bench/hot_path.py`` measures both with fake clients.
+Two paths. Per record: a :class:`SubmittedRecord` per record is its delivery callback and only files the
+report; after each ``producer.poll`` the reports are acknowledged in one loop and handed to the task in
+one ``commit_records`` call; the connector's transformations run just before produce (:mod:`.transform_stage`).
+Bulk (:mod:`~connect_runtime.runtime.bulk_source_loop`), for a :class:`~connect_runtime.api.bulk.BulkSourceTask`
+without transformations: runs acknowledged as a whole. ``bench/hot_path.py`` measures both.
 """
 
 from __future__ import annotations
@@ -54,6 +53,7 @@ from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.task import SourceTask
+from connect_runtime.api.transforms import TransformationChain
 from connect_runtime.clients.factory import new_producer
 from connect_runtime.logging_context import set_context as set_log_context
 from connect_runtime.metrics import TaskMetrics
@@ -67,9 +67,10 @@ from connect_runtime.runtime.source_task_setup import (
     is_true,
     task_producer_config,
 )
-from connect_runtime.runtime.status import StatusListener, trace_of
+from connect_runtime.runtime.status import StatusListener, report_task_state, trace_of
 from connect_runtime.runtime.submitted_records import SubmittedRecords
 from connect_runtime.runtime.submitted_runs import SubmittedRuns
+from connect_runtime.runtime.transform_stage import TransformStage
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
 from connect_runtime.storage.offset_store import OffsetStore
 
@@ -106,7 +107,7 @@ class WorkerSourceTask:
                  shutdown_timeout_ms: int = 5_000,
                  max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
                  producer_factory: ProducerFactory = new_producer, log_flow: str | None = None,
-                 error_policy: ErrorPolicy | None = None) -> None:
+                 error_policy: ErrorPolicy | None = None, transforms: TransformationChain | None = None) -> None:
         if max_outstanding_records < 1:
             raise ConnectError(f"max outstanding records must be >= 1, got {max_outstanding_records}")
         self.id = task_id
@@ -139,6 +140,8 @@ class WorkerSourceTask:
         self._thread: threading.Thread | None = None
         self._producer: Producer | None = None
         self._submitted = SubmittedRecords()
+        #: The connector's transformations (per-record path only: a task with some never copies in bulk).
+        self._stage = transforms and TransformStage(transforms, task_id, self._policy, self._skips, self._submitted)
         #: The bulk path, when the task offers it (set on the task thread once the task started).
         self._bulk: BulkLoop | None = None
         # Collecting acknowledged records for the base class's no-op commit_record(s) is pure overhead.
@@ -256,7 +259,8 @@ class WorkerSourceTask:
 
     def _bulk_loop(self, task: SourceTask, producer: Producer) -> BulkLoop | None:
         """The bulk path if the task offers it and the producer acknowledges in order (idempotent)."""
-        if not isinstance(task, BulkSourceTask) or not is_true(self._producer_config["enable.idempotence"]):
+        if (not isinstance(task, BulkSourceTask) or not is_true(self._producer_config["enable.idempotence"])
+                or self._stage is not None):
             return None
         if not task.bulk_ready():
             return None
@@ -347,12 +351,19 @@ class WorkerSourceTask:
         submitted = self._submitted
         submit = submitted.submit
         produce = producer.produce
+        stage = self._stage
         cap = self._cap
         pos = self._batch_pos
         end = len(records)
         while pos < end:
-            record = records[pos]
-            sub = submit(record)
+            record = original = records[pos]
+            if stage is not None:  # produce the transformed record; track the task's own (its offset)
+                transformed = stage.apply(original)
+                if transformed is None:  # dropped or skipped: already done
+                    pos += 1
+                    continue
+                record = transformed
+            sub = submit(original)
             partition = record.partition
             headers: Any = record.headers  # confluent-kafka wants a list (or dict), or None
             if headers is not None and not isinstance(headers, list):
@@ -374,7 +385,7 @@ class WorkerSourceTask:
                 self._skips.skip(exc, record.topic, record.partition, f"{dict(record.source_partition)} "
                                  f"{record.source_offset}", record.key, record.value)
                 if record.source_offset is not None:  # a skipped record is done: commit past it
-                    submitted.ack(submitted.submit(record))
+                    submitted.ack(submitted.submit(original))
             pos += 1
             if submitted.outstanding >= cap:
                 break
@@ -459,6 +470,8 @@ class WorkerSourceTask:
             self._metrics.records_written.inc(self._unreported_writes)
             self._unreported_writes = 0
         self._metrics.outstanding_records.set(0)
+        if self._stage is not None:
+            self._stage.close()
         if self.failure is not None:
             logger.error("%s failed: %s", self.id, self.failure)
             self._report("FAILED", trace_of(self.failure))
@@ -482,16 +495,6 @@ class WorkerSourceTask:
         if self._cancelled:
             return
         try:
-            if state == "RUNNING":
-                if previous == "PAUSED":
-                    self._listener.on_task_resume(self.id)
-                else:
-                    self._listener.on_task_startup(self.id)
-            elif state == "PAUSED":
-                self._listener.on_task_pause(self.id)
-            elif state == "FAILED":
-                self._listener.on_task_failure(self.id, trace or "")
-            else:
-                self._listener.on_task_shutdown(self.id)
+            report_task_state(self._listener, self.id, state, previous, trace)
         except Exception:  # a status store hiccup must not kill the task
             logger.exception("%s could not report state %s", self.id, state)

@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import SourceTask
+from connect_runtime.api.transforms import build_chain
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.error_policy import ErrorPolicy
@@ -109,7 +110,8 @@ def run_source_task(task: SourceTask | type[SourceTask], config: Mapping[str, st
                     ) -> Iterator[RunningSourceTask]:
     """Start ``task`` (a SourceTask or its class) with ``config``, writing to ``bootstrap_servers``.
 
-    ``producer_config`` adds librdkafka producer settings. With ``wait_running_s`` the block is entered
+    ``producer_config`` adds librdkafka producer settings; ``transforms``/``predicates`` in ``config``
+    apply as the worker applies the connector's. With ``wait_running_s`` the block is entered
     only once the task reported RUNNING (AssertionError if it failed instead, with its trace).
     """
     task_id = ConnectorTaskId(connector, task_number)
@@ -124,7 +126,7 @@ def run_source_task(task: SourceTask | type[SourceTask], config: Mapping[str, st
         status_listener=listener, metrics=metrics.for_task(connector, task_number), target_state=target_state,
         offset_flush_interval_ms=offset_flush_interval_ms, shutdown_timeout_ms=shutdown_timeout_ms,
         max_outstanding_records=max_outstanding_records, metrics_registry=registry,
-        error_policy=error_policy or ErrorPolicy.from_config(config))
+        error_policy=error_policy or ErrorPolicy.from_config(config), transforms=build_chain(config))
     running = RunningSourceTask(worker_task, task_id, store, listener, registry, metrics)
     worker_task.start()
     try:

@@ -175,7 +175,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             self._offset_map = self._offset_map_factory(
                 offset_map_topic(policy, self._source), translate(cfg.offset_map_producer_config(), "producer"))
         self._done_ends = decode_done_offsets(config.get(TASK_DONE_OFFSETS))
-        # Transforms need a record object per record: the per-record path (none are supported yet).
+        # Transforms need a record object per record: the per-record path (the runtime declines bulk too).
         self._bulk = not str(config.get("transforms", "")).strip()
         self._pending = None
         self._partitions = tuple(partitions)

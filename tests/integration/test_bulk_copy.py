@@ -31,8 +31,8 @@ PATHS = ("bulk", "per-record")
 
 
 class PerRecordMirrorSourceTask(MirrorSourceTask):
-    """MirrorSourceTask declining the bulk capability, as it will when a transformation needs a record
-    object each (``transforms`` is refused at validation until transformations exist, issue 19)."""
+    """MirrorSourceTask declining the bulk capability, as it does when transformations need a record
+    object each (tests/integration/test_transforms.py)."""
 
     def bulk_ready(self) -> bool:
         return False

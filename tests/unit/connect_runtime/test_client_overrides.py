@@ -130,7 +130,7 @@ def test_tasks_max_enforce_false_runs_the_extra_tasks() -> None:
 
 
 @pytest.mark.parametrize(("key", "value"), [
-    ("transforms", "route"), ("predicates", "p"), ("key.converter", "org.apache.kafka.connect.json.JsonConverter"),
+    ("key.converter", "org.apache.kafka.connect.json.JsonConverter"),
     ("offsets.storage.topic", "mine"), ("topic.creation.groups", "g"), ("transaction.boundary", "connector"),
     ("exactly.once.support", "required"), ("producer.override.linger.ms", "5"),
 ])

@@ -102,8 +102,8 @@ CONNECTOR: dict[str, Works | Refused | Owned | str] = {
     "key.converter": Refused("org.apache.kafka.connect.json.JsonConverter"),
     "value.converter": Refused("org.apache.kafka.connect.json.JsonConverter"),
     "header.converter": Refused("org.apache.kafka.connect.storage.SimpleHeaderConverter"),
-    "transforms": Refused("route"),
-    "predicates": Refused("isFoo"),
+    "transforms": Works("connect_runtime/api/transforms/chain.py", "TRANSFORMS"),
+    "predicates": Works("connect_runtime/api/transforms/chain.py", "PREDICATES"),
     "config.action.reload": Refused("sometimes"),  # none|restart: no provider reports a change (no TTLs)
     "errors.retry.timeout": Refused("30000"),
     "errors.retry.delay.max.ms": Refused("1000"),
@@ -313,3 +313,30 @@ class CountingAdmin(TopicAdmin):
     def create_topic(self, name: str, *args: object, **kwargs: object) -> bool:
         CountingAdmin.created.append(name)
         return super().create_topic(name, *args, **kwargs)  # type: ignore[arg-type]
+
+
+def test_transforms_set_per_flow_reach_the_connectors_and_validate(tmp_path: Path) -> None:
+    """``A->B.transforms`` and its keys reach the flow's connector configs, as in Java MM2 (issue 19)."""
+    config = _file(tmp_path, "A->B.transforms = dropTombstones",
+                   "A->B.transforms.dropTombstones.type = org.apache.kafka.connect.transforms.Filter",
+                   "A->B.transforms.dropTombstones.predicate = isTombstone", "A->B.predicates = isTombstone",
+                   "A->B.predicates.isTombstone.type = "
+                   "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone")
+    assert validate_flows(config) == []
+    props = config.connector_base_config(mirror_maker.SourceAndTarget("A", "B"), mirror_maker.SOURCE_CONNECTOR_CLASS)
+    assert props["transforms"] == "dropTombstones"
+    assert props["predicates.isTombstone.type"].endswith("RecordIsTombstone")
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("A->B.transforms.r.type = Nope",
+     r"mm2.properties:6: Invalid value Nope for configuration A->B\.transforms\.r\.type: "
+     r"class Nope could not be found"),
+    ("A->B.transforms.r.type = org.apache.kafka.connect.transforms.InsertField$Value",
+     r"mm2.properties:6: .*A->B\.transforms\.r\.type.*reads fields of a structured key or value"),
+])
+def test_a_bad_transformation_fails_the_file_in_one_line(tmp_path: Path, line: str, expected: str) -> None:
+    config = _file(tmp_path, "A->B.transforms = r", line)
+    with pytest.raises(ConfigError, match=expected) as error:
+        validate_flows(config)
+    assert "\n" not in str(error.value)
