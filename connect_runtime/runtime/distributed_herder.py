@@ -54,6 +54,7 @@ from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.task_reconfiguration import TaskReconfiguration
 from connect_runtime.runtime.tick_executor import TickExecutor
+from connect_runtime.runtime.topic_tracking import TopicTracking
 from connect_runtime.runtime.worker_runtime import WorkerRuntime
 from connect_runtime.storage.config_records import RestartRequest
 from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
@@ -63,6 +64,11 @@ from connect_runtime.storage.status_store import KafkaStatusStore
 logger = logging.getLogger(__name__)
 
 _IDLE_WAIT_S = 1.0
+#: How long ``GET /health`` waits for the tick thread (Java's fixed 10 s health-check timeout).
+HEALTH_CHECK_TIMEOUT_S = 10.0
+_HEALTHY = "Worker has completed startup and is ready to handle requests."
+_STARTING = "Worker is still starting up."
+_UNHEALTHY = "Worker was unable to handle this request and may be unable to handle other requests."
 
 
 def _work_of(snapshot: ClusterConfigState) -> tuple[frozenset[str], frozenset[ConnectorTaskId]]:
@@ -81,8 +87,10 @@ class DistributedHerder(AbstractHerder):
                  group_id: str = "connect-cluster",
                  fence_producers: Callable[[list[str]], None] | None = None,
                  rest_prefix: str = "", forwarder: TaskConfigForwarder | None = None,
-                 override_policy: OverridePolicy = ALLOW_ALL) -> None:
-        super().__init__(plugins, config_store, status_store, offset_store, override_policy)
+                 override_policy: OverridePolicy = ALLOW_ALL,
+                 health_check_timeout_s: float = HEALTH_CHECK_TIMEOUT_S,
+                 topic_tracking: TopicTracking = TopicTracking(enabled=False)) -> None:
+        super().__init__(plugins, config_store, status_store, offset_store, override_policy, topic_tracking)
         self._worker_id = worker_id
         self._worker = worker
         self._membership = membership
@@ -90,6 +98,7 @@ class DistributedHerder(AbstractHerder):
         self._cluster_id = kafka_cluster_id
         self._start_timeout_s = start_timeout_s
         self._start_offset_store = start_offset_store
+        self._health_check_timeout_s = health_check_timeout_s
         self._ticks = TickExecutor(f"herder-{worker_id}", request_timeout_s, on_submit=membership.wakeup)
         self._forwarder = forwarder or TaskConfigForwarder(request_timeout_s, name=f"forward-tasks-{worker_id}")
         self._leader = LeaderConfigWriter(
@@ -160,7 +169,9 @@ class DistributedHerder(AbstractHerder):
             self.narrator.cluster_reached(self._cluster_id)
             self._snapshot = self._config_store.snapshot()
             self._group_work = _work_of(self._snapshot)
-            self._apply_assignment(self._membership.join(self._snapshot, self._start_timeout_s))
+            with self._ticks.stage("ensuring membership in the cluster"):
+                assignment = self._membership.join(self._snapshot, self._start_timeout_s)
+            self._apply_assignment(assignment)
             self._ready.set()
             logger.info("Herder %s started", self._worker_id)
             while not self._ticks.stopping:
@@ -180,15 +191,17 @@ class DistributedHerder(AbstractHerder):
 
     def _start_services(self) -> None:
         """Start in dependency order, remembering each stop so a failed start undoes only what began."""
-        if self._start_offset_store:
-            self._offset_store.start()
-            self._stops.append(self._offset_store.stop)
-        self._status_store.start(self._start_timeout_s)
-        self._stops += [self._status_store.stop, self._status_store.flush]
-        self._config_store.set_update_listener(self._inbox)
-        self._config_store.start(self._start_timeout_s)
-        self._stops.append(self._config_store.stop)
-        self._worker.start()
+        with self._ticks.stage("reading to the end of internal topics"):
+            if self._start_offset_store:
+                self._offset_store.start()
+                self._stops.append(self._offset_store.stop)
+            self._status_store.start(self._start_timeout_s)
+            self._stops += [self._status_store.stop, self._status_store.flush]
+            self._config_store.set_update_listener(self._inbox)
+            self._config_store.start(self._start_timeout_s)
+            self._stops.append(self._config_store.stop)
+        with self._ticks.stage("starting the worker"):
+            self._worker.start()
         self._stops += [self._worker.stop]
 
     def _halt(self) -> None:
@@ -234,7 +247,9 @@ class DistributedHerder(AbstractHerder):
         if work != self._group_work:
             self._group_work = work
             self._membership.request_rebalance()
-        assignment = self._membership.poll(self._snapshot, 0.0)
+        stage = self._ticks.stage
+        with stage("ensuring membership in the cluster"):
+            assignment = self._membership.poll(self._snapshot, 0.0)
         if assignment is not None:
             self._apply_assignment(assignment)
         elif config_changed:
@@ -243,9 +258,11 @@ class DistributedHerder(AbstractHerder):
             self._forget_deleted(previous)
         for request in restarts:
             self._process_restart(request)
-        if self._leader.maybe_rotate_session_key(self._snapshot):
-            self._refresh_snapshot()
-        self._reconfiguration.run_due()
+        with stage("rotating the session key"):
+            if self._leader.maybe_rotate_session_key(self._snapshot):
+                self._refresh_snapshot()
+        with stage("reconfiguring connector tasks"):
+            self._reconfiguration.run_due()
         self._ticks.run_pending()
         next_due = self._reconfiguration.seconds_to_next()
         self._ticks.idle(_IDLE_WAIT_S if next_due is None else min(_IDLE_WAIT_S, next_due))
@@ -282,7 +299,8 @@ class DistributedHerder(AbstractHerder):
     def _reconcile(self) -> None:
         """Make the worker run exactly (assignment x snapshot); revoked work stops before new starts."""
         if self._assignment is not None:
-            self._work.reconcile(self._assignment.connectors, self._assignment.tasks, self._snapshot)
+            with self._ticks.stage("starting and stopping connectors and tasks"):
+                self._work.reconcile(self._assignment.connectors, self._assignment.tasks, self._snapshot)
 
     def _refresh_snapshot(self) -> None:
         """Apply our own writes now rather than on the next tick (REST answers must reflect them)."""
@@ -318,13 +336,26 @@ class DistributedHerder(AbstractHerder):
         return self._cluster_id
 
     def health(self) -> WorkerHealth:
+        """KIP-1017: a no-op request must get through the tick thread within the health-check timeout.
+
+        Starting (503) and unhealthy (500) messages end with what the tick thread is doing (Java's
+        stage summary). While starting we answer at once rather than waiting out the timeout as Java
+        does: a probe learns the same, sooner.
+        """
         if self._failure is not None or (self._ticks.started and not self._ticks.is_alive()
                                          and not self._ticks.stopping):
-            return WorkerHealth("unhealthy", "Worker was unable to handle this request and may be unable to "
-                                             "handle other requests.")
+            return WorkerHealth("unhealthy", self._with_stage(_UNHEALTHY))
         if not self._ready.is_set():
-            return WorkerHealth("starting", "Worker is still starting up.")
-        return WorkerHealth("healthy", "Worker has completed startup and is ready to handle requests.")
+            return WorkerHealth("starting", self._with_stage(_STARTING))
+        try:
+            self._ticks.submit(lambda: None, self._health_check_timeout_s)
+        except ConnectError:
+            return WorkerHealth("unhealthy", self._with_stage(_UNHEALTHY))
+        return WorkerHealth("healthy", _HEALTHY)
+
+    def _with_stage(self, message: str) -> str:
+        stage = self._ticks.current_stage
+        return message if stage is None else f"{message} {stage.summarize()}"
 
     # ===================================================================== Herder: connectors ===
     def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,
