@@ -27,7 +27,7 @@ from connect_runtime.runtime.herder import (
     TaskStateInfo,
 )
 from connect_runtime.runtime.plugins import Plugins
-from connect_runtime.runtime.topic_tracking import RESET_DISABLED_MESSAGE, TopicTracking
+from connect_runtime.runtime.topic_tracking import RESET_DISABLED_MESSAGE, TRACKING_OFF, TopicTracking
 from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
 from connect_runtime.storage.offset_store import OffsetStore
 from connect_runtime.storage.status_store import KafkaStatusStore
@@ -38,7 +38,7 @@ class AbstractHerder(Herder):
 
     def __init__(self, plugins: Plugins, config_store: KafkaConfigStore, status_store: KafkaStatusStore,
                  offset_store: OffsetStore, override_policy: OverridePolicy = ALLOW_ALL,
-                 topic_tracking: TopicTracking = TopicTracking(enabled=False)) -> None:
+                 topic_tracking: TopicTracking = TRACKING_OFF) -> None:
         self._plugins = plugins
         #: KIP-558 (the worker's topic.tracking.* keys); off unless the assembly turns it on.
         self.topic_tracking = topic_tracking
@@ -136,9 +136,16 @@ class AbstractHerder(Herder):
             self._status_store.delete_topic(name, status.topic)
         self._status_store.flush()
 
+    # ====================================================== Herder: cluster log levels (KIP-976) ===
+    def set_cluster_logger_level(self, namespace: str, level: str) -> bool:
+        """Write ``logger-cluster-<namespace>`` to the config topic; every worker (this one included)
+        applies it when it reads it."""
+        self._config_store.put_logger_level(namespace, level)
+        return True
+
     # ======================================================================= Herder: plugins ===
     def connector_plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
-        return self._plugins.connector_plugins()
+        return self._plugins.plugins(connectors_only)
 
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
         cls = self._plugins.connector_class(plugin)

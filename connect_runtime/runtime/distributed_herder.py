@@ -54,7 +54,7 @@ from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.task_reconfiguration import TaskReconfiguration
 from connect_runtime.runtime.tick_executor import TickExecutor
-from connect_runtime.runtime.topic_tracking import TopicTracking
+from connect_runtime.runtime.topic_tracking import TRACKING_OFF, TopicTracking
 from connect_runtime.runtime.worker_runtime import WorkerRuntime
 from connect_runtime.storage.config_records import RestartRequest
 from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
@@ -89,7 +89,7 @@ class DistributedHerder(AbstractHerder):
                  rest_prefix: str = "", forwarder: TaskConfigForwarder | None = None,
                  override_policy: OverridePolicy = ALLOW_ALL,
                  health_check_timeout_s: float = HEALTH_CHECK_TIMEOUT_S,
-                 topic_tracking: TopicTracking = TopicTracking(enabled=False)) -> None:
+                 topic_tracking: TopicTracking = TRACKING_OFF) -> None:
         super().__init__(plugins, config_store, status_store, offset_store, override_policy, topic_tracking)
         self._worker_id = worker_id
         self._worker = worker

@@ -37,6 +37,10 @@ class TopicTracking:
     allow_reset: bool = True
 
 
+#: Herders built without a worker config (tests, embedding) track nothing.
+TRACKING_OFF = TopicTracking(enabled=False)
+
+
 class ActiveTopicRecorder:
     """One task's recorder of the topics it produced to (called on the task thread only)."""
 

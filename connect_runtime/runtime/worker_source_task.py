@@ -68,9 +68,9 @@ from connect_runtime.runtime.source_task_setup import (
     task_producer_config,
 )
 from connect_runtime.runtime.status import StatusListener, trace_of
-from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
 from connect_runtime.runtime.submitted_records import SubmittedRecords
 from connect_runtime.runtime.submitted_runs import SubmittedRuns
+from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
 from connect_runtime.storage.offset_store import OffsetStore
 
