@@ -42,6 +42,7 @@ from connect_runtime.runtime.abstract_herder import AbstractHerder
 from connect_runtime.runtime.config_change_inbox import ConfigChangeInbox
 from connect_runtime.runtime.connector_offsets import modify_offsets, offsets_to_alter
 from connect_runtime.runtime.deleted_statuses import forget_deleted
+from connect_runtime.runtime.health_probe import HEALTH_CHECK_TIMEOUT_S, probe_health
 from connect_runtime.runtime.herder import ConnectorOffset, ConnectorStateInfo, Created, WorkerHealth
 from connect_runtime.runtime.leader_config_writer import LeaderConfigWriter
 from connect_runtime.runtime.local_work import LocalWork
@@ -64,11 +65,6 @@ from connect_runtime.storage.status_store import KafkaStatusStore
 logger = logging.getLogger(__name__)
 
 _IDLE_WAIT_S = 1.0
-#: How long ``GET /health`` waits for the tick thread (Java's fixed 10 s health-check timeout).
-HEALTH_CHECK_TIMEOUT_S = 10.0
-_HEALTHY = "Worker has completed startup and is ready to handle requests."
-_STARTING = "Worker is still starting up."
-_UNHEALTHY = "Worker was unable to handle this request and may be unable to handle other requests."
 
 
 def _work_of(snapshot: ClusterConfigState) -> tuple[frozenset[str], frozenset[ConnectorTaskId]]:
@@ -335,27 +331,17 @@ class DistributedHerder(AbstractHerder):
     def kafka_cluster_id(self) -> str | None:
         return self._cluster_id
 
+    def failed(self) -> bool:
+        """The tick thread died (start failure or crash): the process should give up on this herder.
+
+        Unlike :meth:`health`, a tick thread that is only slow (a long rebalance or task stop) is not a
+        failure, and the answer never waits."""
+        return self._failure is not None or (self._ticks.started and not self._ticks.is_alive()
+                                             and not self._ticks.stopping)
+
     def health(self) -> WorkerHealth:
-        """KIP-1017: a no-op request must get through the tick thread within the health-check timeout.
-
-        Starting (503) and unhealthy (500) messages end with what the tick thread is doing (Java's
-        stage summary). While starting we answer at once rather than waiting out the timeout as Java
-        does: a probe learns the same, sooner.
-        """
-        if self._failure is not None or (self._ticks.started and not self._ticks.is_alive()
-                                         and not self._ticks.stopping):
-            return WorkerHealth("unhealthy", self._with_stage(_UNHEALTHY))
-        if not self._ready.is_set():
-            return WorkerHealth("starting", self._with_stage(_STARTING))
-        try:
-            self._ticks.submit(lambda: None, self._health_check_timeout_s)
-        except ConnectError:
-            return WorkerHealth("unhealthy", self._with_stage(_UNHEALTHY))
-        return WorkerHealth("healthy", _HEALTHY)
-
-    def _with_stage(self, message: str) -> str:
-        stage = self._ticks.current_stage
-        return message if stage is None else f"{message} {stage.summarize()}"
+        return probe_health(self._ticks, failed=self.failed(), ready=self._ready.is_set(),
+                            timeout_s=self._health_check_timeout_s)
 
     # ===================================================================== Herder: connectors ===
     def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,
