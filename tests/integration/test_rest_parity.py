@@ -174,7 +174,7 @@ def test_mm2_flow_health_topics_and_cluster_logger(cluster_a: Cluster, cluster_b
     props.write_text(mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, body), encoding="utf-8")
     remote = f"{a}.{topic}"
     with MirrorMakerProcess(props) as node:
-        node.wait_running(1)
+        node.wait_running(2)  # A->B, and B->A for its heartbeats (MM2 runs a herder per pair)
         health = node.request("GET", f"/{a}/{b}/health")
         assert (health.status_code, health.json()) == (200, HEALTHY)
         assert node.request("GET", "/health").status_code == 200
