@@ -162,3 +162,29 @@ def test_health_is_unhealthy_while_the_tick_thread_is_stuck() -> None:
     assert starting.status == "starting" and starting.message.startswith("Worker is still starting up.")
     ticks.request_stop()
     assert ticks.join(5)
+
+
+def test_herder_topic_endpoints_follow_the_worker_keys() -> None:
+    """Off: Connect's 403 for both; reset not allowed: 403 for the reset only; on: read from and
+    tombstoned in the status topic."""
+    from connect_runtime.api.errors import ForbiddenError
+    from connect_runtime.runtime.topic_tracking import TopicTracking
+    from tests.unit.connect_runtime.test_distributed_herder import Cluster
+
+    cluster = Cluster()
+    cluster.status_store.start()
+    herder = cluster.herder
+    ActiveTopicRecorder(ConnectorTaskId("c", 0), cluster.status_store).record({"t2", "t1"})
+    with pytest.raises(ForbiddenError, match=r"Topic tracking is disabled\."):
+        herder.connector_active_topics("c")
+    with pytest.raises(ForbiddenError, match=r"Topic tracking is disabled\."):
+        herder.reset_connector_active_topics("c")
+    herder.topic_tracking = TopicTracking(enabled=True, allow_reset=False)
+    assert list(herder.connector_active_topics("c")) == ["t1", "t2"]
+    assert list(herder.connector_active_topics("unknown")) == []
+    with pytest.raises(ForbiddenError, match=r"Topic tracking reset is disabled\."):
+        herder.reset_connector_active_topics("c")
+    herder.topic_tracking = TopicTracking()
+    herder.reset_connector_active_topics("c")
+    assert list(herder.connector_active_topics("c")) == []
+    assert [r.value for r in cluster.broker.topics["status"]][-2:] == [None, None]
