@@ -74,7 +74,10 @@ class _LateApp:
         if self.target is not None:
             await self.target(scope, receive, send)
             return
-        body = b'{"error_code":503,"message":"Worker is still starting up."}'
+        if scope.get("path") == "/health":  # KIP-1017's WorkerStatus, as the herder answers it later
+            body = b'{"status":"starting","message":"Worker is still starting up."}'
+        else:
+            body = b'{"error_code":503,"message":"Worker is still starting up."}'
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
         await send({"type": "http.response.start", "status": 503, "headers": headers})
         await send({"type": "http.response.body", "body": body})
@@ -171,7 +174,7 @@ class ConnectDistributed:
                     self.url)
 
     def failed(self) -> bool:
-        return self.herder is not None and self.herder.health().status == "unhealthy"
+        return self.herder is not None and self.herder.failed()
 
     def failure(self) -> str | None:
         """Why the worker must exit while running (its herder died), or None."""

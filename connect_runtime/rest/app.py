@@ -113,6 +113,18 @@ class _NamespaceDispatch:
         await self.app(scope, receive, send)
 
 
+class _EveryHerder:
+    """``scope=cluster`` on a server of namespaced herders (the MM2 driver): every flow's config topic
+    gets the level, so every node of every flow applies it (applying it twice is harmless)."""
+
+    def __init__(self, herders: Sequence[Herder]) -> None:
+        self._herders = herders
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> bool:
+        told = [h.set_cluster_logger_level(namespace, level) for h in self._herders]
+        return any(told)
+
+
 def _herder_routes(herder: Herder, forwarder: Forwarder, prefix: str, timeout_s: float, security: RestSecurity,
                    internal_endpoints: bool) -> list[BaseRoute]:
     routes = ConnectorResources(herder, forwarder, prefix, timeout_s, security.provider_allowlist).routes()
@@ -172,7 +184,7 @@ def create_app(herders: Mapping[tuple[str, ...], Herder] | Herder,
 
     routes: list[BaseRoute] = [route("/flows", list_flows, ["GET"], None),
                                route("/metrics", metrics, ["GET"], None)]
-    routes += LoggerResources(mapping.get(())).routes()
+    routes += LoggerResources(mapping.get(()) or _EveryHerder(list(mapping.values()))).routes()
     routes += list(extra_routes)
     root_herder = mapping.get(())
     if root_herder is not None:

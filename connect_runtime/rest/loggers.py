@@ -3,14 +3,14 @@
 Levels are reported with log4j's names (``WARN``, ``FATAL``, ``TRACE``...) so tools written for Connect
 read them; both log4j and Python names are accepted (``WARNING`` = ``WARN``, ``CRITICAL`` = ``FATAL``).
 As in Connect, setting a namespace's level also sets it on every existing descendant logger, and
-``last_modified`` (epoch ms) is only known for levels set through this API.
+``last_modified`` (epoch ms) is only known for levels set through this API. The levels themselves are
+kept by :mod:`connect_runtime.runtime.log_levels` (shared with the herders, which apply cluster-scope
+levels read from their config topics); ``scope=cluster`` asks the herder to write one there (KIP-976).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from typing import Any
 
 from starlette.responses import Response
@@ -21,36 +21,17 @@ from connect_runtime.rest.handling import route
 from connect_runtime.rest.parsing import Call, is_json_string, json_type
 from connect_runtime.rest.responses import empty_response, json_response
 from connect_runtime.runtime.herder import ClusterLoggerLevels
+from connect_runtime.runtime.log_levels import LOG_LEVELS, ROOT, LogLevels, existing_loggers, level_name, parse_level
 
 logger = logging.getLogger(__name__)
-
-ROOT = "root"
-TRACE = 5
-OFF = logging.CRITICAL + 10
-
-_BY_NAME = {"OFF": OFF, "FATAL": logging.CRITICAL, "CRITICAL": logging.CRITICAL, "ERROR": logging.ERROR,
-            "WARN": logging.WARNING, "WARNING": logging.WARNING, "INFO": logging.INFO, "DEBUG": logging.DEBUG,
-            "TRACE": TRACE, "ALL": 1}
-_BY_LEVEL = {OFF: "OFF", logging.CRITICAL: "FATAL", logging.ERROR: "ERROR", logging.WARNING: "WARN",
-             logging.INFO: "INFO", logging.DEBUG: "DEBUG", TRACE: "TRACE", 1: "ALL"}
-
-
-def level_name(level: int) -> str:
-    return _BY_LEVEL.get(level, logging.getLevelName(level))
-
-
-def _existing_loggers() -> dict[str, logging.Logger]:
-    items = list(logging.Logger.manager.loggerDict.items())
-    return {name: lg for name, lg in items if isinstance(lg, logging.Logger)}
 
 
 class LoggerResources:
     """The admin logger endpoints; ``herder`` (optional) serves ``scope=cluster`` if it can."""
 
-    def __init__(self, herder: ClusterLoggerLevels | None = None) -> None:
+    def __init__(self, herder: ClusterLoggerLevels | None = None, levels: LogLevels = LOG_LEVELS) -> None:
         self._herder = herder
-        self._lock = threading.Lock()
-        self._last_modified: dict[str, int] = {}
+        self._levels = levels
 
     def routes(self) -> list[BaseRoute]:
         return [route("/admin/loggers", self.list_loggers, ["GET"], None),
@@ -58,10 +39,10 @@ class LoggerResources:
                 route("/admin/loggers/{logger}", self.set_logger, ["PUT"], None)]
 
     def _level_json(self, name: str, lg: logging.Logger) -> dict[str, Any]:
-        return {"level": level_name(lg.getEffectiveLevel()), "last_modified": self._last_modified.get(name)}
+        return {"level": level_name(lg.getEffectiveLevel()), "last_modified": self._levels.last_modified(name)}
 
     def list_loggers(self, call: Call) -> Response:
-        out = {name: self._level_json(name, lg) for name, lg in sorted(_existing_loggers().items())
+        out = {name: self._level_json(name, lg) for name, lg in sorted(existing_loggers().items())
                if lg.level != logging.NOTSET}
         out[ROOT] = self._level_json(ROOT, logging.getLogger())
         return json_response(out)
@@ -70,7 +51,7 @@ class LoggerResources:
         name = call.param("logger")
         if name == ROOT:
             return json_response(self._level_json(ROOT, logging.getLogger()))
-        lg = _existing_loggers().get(name)
+        lg = existing_loggers().get(name)
         if lg is None:
             raise NotFoundError(f"Logger {name} not found.")
         return json_response(self._level_json(name, lg))
@@ -86,7 +67,7 @@ class LoggerResources:
             raise BadRequestError("Desired 'level' parameter was not specified in request.")
         if not is_json_string(raw_level):
             raise BadRequestError(f"'level' must be a string, got a JSON {json_type(raw_level)}")
-        level = _BY_NAME.get(str(raw_level).strip().upper())
+        level = parse_level(str(raw_level))
         if level is None:
             raise NotFoundError(f"invalid log level '{raw_level}'.")  # Connect answers 404 here
         scope = (call.query_values("scope") or ["worker"])[0].lower()
@@ -101,17 +82,4 @@ class LoggerResources:
 
     def apply(self, namespace: str, level: int) -> list[str]:
         """Set ``namespace`` and its existing descendants to ``level``; the affected names, sorted."""
-        logger.info("Setting level of namespace %s and children to %s", namespace, level_name(level))
-        now_ms = int(time.time() * 1000)
-        with self._lock:
-            loggers = _existing_loggers()
-            if namespace == ROOT:
-                targets = dict(loggers)
-                targets[ROOT] = logging.getLogger()
-            else:
-                targets = {n: lg for n, lg in loggers.items() if n.startswith(namespace + ".")}
-                targets[namespace] = logging.getLogger(namespace)
-            for name, lg in targets.items():
-                lg.setLevel(level)
-                self._last_modified[name] = now_ms
-        return sorted(targets)
+        return self._levels.apply(namespace, level)

@@ -8,12 +8,12 @@ and plugin listings need only the plugin registry.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from connect_runtime.api.client_overrides import ALLOW_ALL, OverridePolicy
 from connect_runtime.api.connector import SourceConnector
-from connect_runtime.api.errors import BadRequestError, ConnectError, NotFoundError
+from connect_runtime.api.errors import BadRequestError, ConnectError, ForbiddenError, NotFoundError
 from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime import connector_validation as validation
 from connect_runtime.runtime.herder import (
@@ -27,6 +27,7 @@ from connect_runtime.runtime.herder import (
     TaskStateInfo,
 )
 from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.topic_tracking import RESET_DISABLED_MESSAGE, TRACKING_OFF, TopicTracking
 from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
 from connect_runtime.storage.offset_store import OffsetStore
 from connect_runtime.storage.status_store import KafkaStatusStore
@@ -36,8 +37,11 @@ class AbstractHerder(Herder):
     """The store-backed half of a herder; subclasses add the state-changing half."""
 
     def __init__(self, plugins: Plugins, config_store: KafkaConfigStore, status_store: KafkaStatusStore,
-                 offset_store: OffsetStore, override_policy: OverridePolicy = ALLOW_ALL) -> None:
+                 offset_store: OffsetStore, override_policy: OverridePolicy = ALLOW_ALL,
+                 topic_tracking: TopicTracking = TRACKING_OFF) -> None:
         self._plugins = plugins
+        #: KIP-558 (the worker's topic.tracking.* keys); off unless the assembly turns it on.
+        self.topic_tracking = topic_tracking
         #: The worker's connector.client.config.override.policy, applied when a config is validated.
         self.override_policy = override_policy
         self._config_store = config_store
@@ -114,9 +118,34 @@ class AbstractHerder(Herder):
         return [ConnectorOffset(p, o) for p, o in self._offset_store.connector_offsets(name)]
 
 
+    # ================================================================ Herder: topics (KIP-558) ===
+    def connector_active_topics(self, name: str) -> Collection[str]:
+        """From the status topic, on any worker; an unknown connector has none (Java's answer)."""
+        if not self.topic_tracking.enabled:
+            return super().connector_active_topics(name)
+        return [status.topic for status in self._status_store.get_all_topics(name)]
+
+    def reset_connector_active_topics(self, name: str) -> None:
+        """Tombstone the connector's topic statuses (any worker may; Java's reset is not forwarded)."""
+        if not self.topic_tracking.enabled:
+            super().reset_connector_active_topics(name)
+            return
+        if not self.topic_tracking.allow_reset:
+            raise ForbiddenError(RESET_DISABLED_MESSAGE)
+        for status in self._status_store.get_all_topics(name):
+            self._status_store.delete_topic(name, status.topic)
+        self._status_store.flush()
+
+    # ====================================================== Herder: cluster log levels (KIP-976) ===
+    def set_cluster_logger_level(self, namespace: str, level: str) -> bool:
+        """Write ``logger-cluster-<namespace>`` to the config topic; every worker (this one included)
+        applies it when it reads it."""
+        self._config_store.put_logger_level(namespace, level)
+        return True
+
     # ======================================================================= Herder: plugins ===
     def connector_plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
-        return self._plugins.connector_plugins()
+        return self._plugins.plugins(connectors_only)
 
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
         cls = self._plugins.connector_class(plugin)

@@ -18,12 +18,14 @@ from prometheus_client import CollectorRegistry
 from connect_runtime.api.config_provider import ConfigProvider, resolve
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.metrics import ConnectMetrics, RebalanceMetrics
+from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.distributed_herder import DistributedHerder
 from connect_runtime.runtime.membership import GroupMembership
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.released_work import released_work
 from connect_runtime.runtime.status_writer import StatusWriter
+from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder, TopicTracking
 from connect_runtime.runtime.worker import Worker
 from connect_runtime.storage.config_store import KafkaConfigStore
 from connect_runtime.storage.fenced_writer import fence_producers, leader_transactional_id
@@ -113,12 +115,17 @@ def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertis
     offset_store = KafkaOffsetStore(config[wc.OFFSET_TOPIC], partitions=config[wc.OFFSET_PARTITIONS],
                                     replication_factor=config[wc.OFFSET_RF], **clients("offsets"))
     status_writer = StatusWriter(status_store, worker_id)
+    topic_tracking = TopicTracking(config[wc.TOPIC_TRACKING_ENABLE], config[wc.TOPIC_TRACKING_ALLOW_RESET])
+
+    def topic_recorder(task: ConnectorTaskId) -> ActiveTopicRecorder | None:
+        return ActiveTopicRecorder(task, status_store) if topic_tracking.enabled else None
+
     worker = Worker(worker_id, offset_store, plugins, ConnectMetrics.create(registry), status_writer,
                     config.producer_config(), offset_flush_interval_ms=config[wc.OFFSET_FLUSH_INTERVAL_MS],
                     task_shutdown_timeout_ms=config[wc.TASK_SHUTDOWN_TIMEOUT_MS],
                     config_transformer=lambda c: resolve(c, providers),
                     offset_flush_timeout_ms=config[wc.OFFSET_FLUSH_TIMEOUT_MS], metrics_registry=registry,
-                    log_flow=log_flow, override_policy=config.override_policy)
+                    log_flow=log_flow, override_policy=config.override_policy, topic_recorder=topic_recorder)
     relay = WakeupRelay()
     herder = herder_class(
         worker_id=worker_id, worker=worker, plugins=plugins, config_store=config_store,
@@ -129,6 +136,6 @@ def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertis
         request_timeout_s=config[wc.REST_REQUEST_TIMEOUT_MS] / 1000,
         task_shutdown_timeout_s=config[wc.TASK_SHUTDOWN_TIMEOUT_MS] / 1000, start_timeout_s=start_timeout_s,
         session_key_ttl_s=config[wc.INTER_WORKER_KEY_TTL_MS] / 1000, override_policy=config.override_policy,
-        **herder_kwargs)
+        topic_tracking=topic_tracking, **herder_kwargs)
     relay.target = herder
     return herder

@@ -22,6 +22,7 @@ from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap, canonical_partition_json
 from connect_runtime.runtime.error_policy import ErrorPolicy, SkipReporter
 from connect_runtime.runtime.submitted_runs import RunGap, SubmittedRuns
+from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ class BulkLoop:
         #: Records acknowledged since WorkerSourceTask last counted them.
         self.written = 0
         self._in_poll = False
+        #: KIP-558: told the target topics of acknowledged runs (None: topic tracking is off).
+        self.active_topics: ActiveTopicRecorder | None = None
 
     # -- BulkSink ------------------------------------------------------------------------------------
     def open_run(self, source_partition: SourceMap, source_offset: Mapping[str, Any], count: int,
@@ -125,6 +128,8 @@ class BulkLoop:
 
     def _acknowledged(self, acknowledged: list[BulkRun]) -> None:
         self.written += sum(run.count for run in acknowledged)
+        if self.active_topics is not None:
+            self.active_topics.record({run.queue.target[0] for run in acknowledged})
         try:
             self._task.runs_acknowledged(acknowledged)
         except Exception:  # Java logs and carries on: an acknowledgement is a notification

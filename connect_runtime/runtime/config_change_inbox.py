@@ -11,14 +11,17 @@ import threading
 from collections.abc import Callable, Sequence
 
 from connect_runtime.model import ConnectorTaskId
+from connect_runtime.runtime.log_levels import LOG_LEVELS
 from connect_runtime.storage.config_records import RestartRequest
 
 
 class ConfigChangeInbox:
     """A :class:`~connect_runtime.storage.config_store.ConfigUpdateListener` that records and wakes."""
 
-    def __init__(self, wake: Callable[[], None]) -> None:
+    def __init__(self, wake: Callable[[], None],
+                 on_logging_level: Callable[[str, str], None] = LOG_LEVELS.apply_cluster_level) -> None:
         self._wake = wake
+        self._on_logging_level = on_logging_level
         self._lock = threading.Lock()
         self._changed = True  # the first tick reads the snapshot
         self._restarts: list[RestartRequest] = []
@@ -62,3 +65,7 @@ class ConfigChangeInbox:
         # follower whose last snapshot predates the key (the leader writes its first key right after
         # joining, often after the connector configs) or a rotation never saw it, and retried forever.
         self._poke()
+
+    def on_logging_level_update(self, namespace: str, level: str) -> None:
+        # Applied at once on the log thread (cheap, and nothing the tick thread owns): Java does the same.
+        self._on_logging_level(namespace, level)

@@ -42,6 +42,7 @@ from connect_runtime.runtime.abstract_herder import AbstractHerder
 from connect_runtime.runtime.config_change_inbox import ConfigChangeInbox
 from connect_runtime.runtime.connector_offsets import modify_offsets, offsets_to_alter
 from connect_runtime.runtime.deleted_statuses import forget_deleted
+from connect_runtime.runtime.health_probe import HEALTH_CHECK_TIMEOUT_S, probe_health
 from connect_runtime.runtime.herder import ConnectorOffset, ConnectorStateInfo, Created, WorkerHealth
 from connect_runtime.runtime.leader_config_writer import LeaderConfigWriter
 from connect_runtime.runtime.local_work import LocalWork
@@ -54,6 +55,7 @@ from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.task_reconfiguration import TaskReconfiguration
 from connect_runtime.runtime.tick_executor import TickExecutor
+from connect_runtime.runtime.topic_tracking import TRACKING_OFF, TopicTracking
 from connect_runtime.runtime.worker_runtime import WorkerRuntime
 from connect_runtime.storage.config_records import RestartRequest
 from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
@@ -81,8 +83,10 @@ class DistributedHerder(AbstractHerder):
                  group_id: str = "connect-cluster",
                  fence_producers: Callable[[list[str]], None] | None = None,
                  rest_prefix: str = "", forwarder: TaskConfigForwarder | None = None,
-                 override_policy: OverridePolicy = ALLOW_ALL) -> None:
-        super().__init__(plugins, config_store, status_store, offset_store, override_policy)
+                 override_policy: OverridePolicy = ALLOW_ALL,
+                 health_check_timeout_s: float = HEALTH_CHECK_TIMEOUT_S,
+                 topic_tracking: TopicTracking = TRACKING_OFF) -> None:
+        super().__init__(plugins, config_store, status_store, offset_store, override_policy, topic_tracking)
         self._worker_id = worker_id
         self._worker = worker
         self._membership = membership
@@ -90,6 +94,7 @@ class DistributedHerder(AbstractHerder):
         self._cluster_id = kafka_cluster_id
         self._start_timeout_s = start_timeout_s
         self._start_offset_store = start_offset_store
+        self._health_check_timeout_s = health_check_timeout_s
         self._ticks = TickExecutor(f"herder-{worker_id}", request_timeout_s, on_submit=membership.wakeup)
         self._forwarder = forwarder or TaskConfigForwarder(request_timeout_s, name=f"forward-tasks-{worker_id}")
         self._leader = LeaderConfigWriter(
@@ -160,7 +165,9 @@ class DistributedHerder(AbstractHerder):
             self.narrator.cluster_reached(self._cluster_id)
             self._snapshot = self._config_store.snapshot()
             self._group_work = _work_of(self._snapshot)
-            self._apply_assignment(self._membership.join(self._snapshot, self._start_timeout_s))
+            with self._ticks.stage("ensuring membership in the cluster"):
+                assignment = self._membership.join(self._snapshot, self._start_timeout_s)
+            self._apply_assignment(assignment)
             self._ready.set()
             logger.info("Herder %s started", self._worker_id)
             while not self._ticks.stopping:
@@ -180,15 +187,17 @@ class DistributedHerder(AbstractHerder):
 
     def _start_services(self) -> None:
         """Start in dependency order, remembering each stop so a failed start undoes only what began."""
-        if self._start_offset_store:
-            self._offset_store.start()
-            self._stops.append(self._offset_store.stop)
-        self._status_store.start(self._start_timeout_s)
-        self._stops += [self._status_store.stop, self._status_store.flush]
-        self._config_store.set_update_listener(self._inbox)
-        self._config_store.start(self._start_timeout_s)
-        self._stops.append(self._config_store.stop)
-        self._worker.start()
+        with self._ticks.stage("reading to the end of internal topics"):
+            if self._start_offset_store:
+                self._offset_store.start()
+                self._stops.append(self._offset_store.stop)
+            self._status_store.start(self._start_timeout_s)
+            self._stops += [self._status_store.stop, self._status_store.flush]
+            self._config_store.set_update_listener(self._inbox)
+            self._config_store.start(self._start_timeout_s)
+            self._stops.append(self._config_store.stop)
+        with self._ticks.stage("starting the worker"):
+            self._worker.start()
         self._stops += [self._worker.stop]
 
     def _halt(self) -> None:
@@ -234,7 +243,9 @@ class DistributedHerder(AbstractHerder):
         if work != self._group_work:
             self._group_work = work
             self._membership.request_rebalance(work_changed=True)
-        assignment = self._membership.poll(self._snapshot, 0.0)
+        stage = self._ticks.stage
+        with stage("ensuring membership in the cluster"):
+            assignment = self._membership.poll(self._snapshot, 0.0)
         if assignment is not None:
             self._apply_assignment(assignment)
         elif config_changed:
@@ -243,9 +254,11 @@ class DistributedHerder(AbstractHerder):
             self._forget_deleted(previous)
         for request in restarts:
             self._process_restart(request)
-        if self._leader.maybe_rotate_session_key(self._snapshot):
-            self._refresh_snapshot()
-        self._reconfiguration.run_due()
+        with stage("rotating the session key"):
+            if self._leader.maybe_rotate_session_key(self._snapshot):
+                self._refresh_snapshot()
+        with stage("reconfiguring connector tasks"):
+            self._reconfiguration.run_due()
         self._ticks.run_pending()
         next_due = self._reconfiguration.seconds_to_next()
         self._ticks.idle(_IDLE_WAIT_S if next_due is None else min(_IDLE_WAIT_S, next_due))
@@ -282,7 +295,8 @@ class DistributedHerder(AbstractHerder):
     def _reconcile(self) -> None:
         """Make the worker run exactly (assignment x snapshot); revoked work stops before new starts."""
         if self._assignment is not None:
-            self._work.reconcile(self._assignment.connectors, self._assignment.tasks, self._snapshot)
+            with self._ticks.stage("starting and stopping connectors and tasks"):
+                self._work.reconcile(self._assignment.connectors, self._assignment.tasks, self._snapshot)
 
     def _refresh_snapshot(self) -> None:
         """Apply our own writes now rather than on the next tick (REST answers must reflect them)."""
@@ -317,14 +331,17 @@ class DistributedHerder(AbstractHerder):
     def kafka_cluster_id(self) -> str | None:
         return self._cluster_id
 
+    def failed(self) -> bool:
+        """The tick thread died (start failure or crash): the process should give up on this herder.
+
+        Unlike :meth:`health`, a tick thread that is only slow (a long rebalance or task stop) is not a
+        failure, and the answer never waits."""
+        return self._failure is not None or (self._ticks.started and not self._ticks.is_alive()
+                                             and not self._ticks.stopping)
+
     def health(self) -> WorkerHealth:
-        if self._failure is not None or (self._ticks.started and not self._ticks.is_alive()
-                                         and not self._ticks.stopping):
-            return WorkerHealth("unhealthy", "Worker was unable to handle this request and may be unable to "
-                                             "handle other requests.")
-        if not self._ready.is_set():
-            return WorkerHealth("starting", "Worker is still starting up.")
-        return WorkerHealth("healthy", "Worker has completed startup and is ready to handle requests.")
+        return probe_health(self._ticks, failed=self.failed(), ready=self._ready.is_set(),
+                            timeout_s=self._health_check_timeout_s)
 
     # ===================================================================== Herder: connectors ===
     def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,

@@ -12,6 +12,12 @@ A ``connector.class`` value is resolved, in this order:
 
 Entry points are only *listed* at construction; a connector's module is imported the first time it is
 asked for, so a plugin that fails to import (or is still being written) breaks only itself.
+
+Other plugin kinds (``GET /connector-plugins?connectorsOnly=false``) are listed from data, never from
+a hard-coded list of features: the entry-point groups of :data:`PLUGIN_GROUPS` (an entry's *name* is
+the class name users put in configs, e.g. ``org.apache.kafka.connect.transforms.Filter``; its version
+is its distribution's), what was :meth:`Plugins.register_plugin`-ed, and the one converter records go
+through here, the ByteArrayConverter (a converter and a header converter, as in Java).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import threading
 from typing import Any
 
 from connect_runtime.api.connector import Connector, SourceConnector
+from connect_runtime.api.connector_config import BYTE_ARRAY_CONVERTER
 from connect_runtime.api.errors import NotFoundError
 from connect_runtime.api.task import Task
 from connect_runtime.runtime.herder import PluginInfo
@@ -30,6 +37,9 @@ from connect_runtime.runtime.herder import PluginInfo
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "connect_runtime.connectors"
+#: PluginInfo type -> the entry-point group that declares plugins of that kind.
+PLUGIN_GROUPS = {"transformation": "connect_runtime.transformations", "predicate": "connect_runtime.predicates",
+                 "converter": "connect_runtime.converters", "header_converter": "connect_runtime.header_converters"}
 
 
 def class_path(cls: type[Any]) -> str:
@@ -45,6 +55,13 @@ class Plugins:
         self._registered: dict[str, type[Connector]] = {}
         self._loaded: dict[str, type[Connector]] = {}
         self._lock = threading.Lock()
+        self._other: dict[tuple[str, str], PluginInfo] = {}
+        for kind, kind_group in PLUGIN_GROUPS.items():
+            for ep in importlib.metadata.entry_points(group=kind_group):
+                self._other[(kind, ep.name)] = PluginInfo(ep.name, kind, _distribution_version(ep))
+        for kind in ("converter", "header_converter"):
+            self._other.setdefault((kind, BYTE_ARRAY_CONVERTER),
+                                   PluginInfo(BYTE_ARRAY_CONVERTER, kind, _distribution_version(None)))
 
     def register(self, name: str, cls: type[Connector]) -> None:
         """Make ``cls`` resolvable as ``name`` (embedding applications and tests)."""
@@ -89,6 +106,21 @@ class Plugins:
             path = class_path(cls)
             infos[path] = PluginInfo(path, _plugin_type(cls), _version_of(cls))
         return sorted(infos.values(), key=lambda info: info.class_name)
+
+    def register_plugin(self, kind: str, class_name: str, version: str | None = None) -> None:
+        """List a plugin of another kind (``transformation``, ``predicate``, ``converter``...)."""
+        with self._lock:
+            self._other[(kind, class_name)] = PluginInfo(class_name, kind, version)
+
+    def plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
+        """``GET /connector-plugins``: the connectors, then (unless ``connectors_only``) every other kind,
+        sorted by kind then class as Java sorts them."""
+        infos = self.connector_plugins()
+        if connectors_only:
+            return infos
+        with self._lock:
+            others = sorted(self._other.values(), key=lambda info: (info.type, info.class_name))
+        return infos + others
 
     def _resolve(self, name: str) -> type[Connector]:
         if not name:
@@ -144,6 +176,16 @@ def _check_connector(name: str, cls: Any) -> type[Connector]:
 
 def _plugin_type(cls: type[Connector]) -> str:
     return "source" if issubclass(cls, SourceConnector) else "unknown"
+
+
+def _distribution_version(ep: importlib.metadata.EntryPoint | None) -> str | None:
+    """The version of the package declaring ``ep`` (of this runtime for built-ins)."""
+    try:
+        if ep is not None and ep.dist is not None:
+            return str(ep.dist.version)
+        return importlib.metadata.version("pymirrormaker")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _version_of(cls: type[Connector]) -> str | None:

@@ -71,7 +71,10 @@ class StatusWriter:
         self._connector(name, State.RESTARTING)
 
     def on_connector_deletion(self, name: str) -> None:
-        """A deleted connector: DESTROYED is written as a tombstone."""
+        """A deleted connector: DESTROYED is written as a tombstone, after its KIP-558 topic statuses'
+        (Java's ``onDeletion``)."""
+        for topic in self._store.get_all_topics(name):
+            self._store.delete_topic(name, topic.topic)
         self._connector(name, State.DESTROYED)
 
     # -- tasks -------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ every method is blocking, thread-safe, and called from the herder thread unless 
            *, max_outstanding_records: int = 100_000, offset_flush_timeout_ms: int = 5000,
            producer_factory: Callable[[dict[str, str]], Producer] = confluent_kafka.Producer,
            metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None,
-           override_policy: OverridePolicy = ALLOW_ALL)
+           override_policy: OverridePolicy = ALLOW_ALL,
+           topic_recorder: Callable[[ConnectorTaskId], ActiveTopicRecorder | None] = lambda _: None)
 
     start() -> None                      # starts the offset store (as Java's Worker.start does)
     stop() -> None                       # stops connectors and tasks (tasks flush + commit), then the store
@@ -63,6 +64,7 @@ from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.error_policy import ErrorPolicy
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import StatusListener, trace_of
+from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
 from connect_runtime.runtime.worker_connector import TASK_CLASS, WorkerConnector
 from connect_runtime.runtime.worker_source_task import (
     DEFAULT_MAX_OUTSTANDING_RECORDS,
@@ -87,8 +89,11 @@ class Worker:
                  max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
                  offset_flush_timeout_ms: int = 5_000, producer_factory: ProducerFactory = new_producer,
                  metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None,
-                 override_policy: OverridePolicy = ALLOW_ALL) -> None:
+                 override_policy: OverridePolicy = ALLOW_ALL,
+                 topic_recorder: Callable[[ConnectorTaskId], ActiveTopicRecorder | None] = lambda _: None) -> None:
         self.worker_id = worker_id
+        #: KIP-558: each source task's recorder of the topics it produces to (None: tracking is off).
+        self._topic_recorder = topic_recorder
         self.override_policy = override_policy
         self.offset_store = offset_store
         self.plugins = plugins
@@ -211,7 +216,8 @@ class Worker:
                 max_outstanding_records=self._max_outstanding, producer_factory=self._producer_factory,
                 metrics_registry=self.metrics_registry, log_flow=self.log_flow,
                 error_policy=ErrorPolicy.from_config({**resolved_connector, **resolved_task}),
-                transforms=build_chain(resolved_connector))  # Connect builds them from the connector config
+                transforms=build_chain(resolved_connector),  # Connect builds them from the connector config
+                active_topics=self._topic_recorder(task_id))
         except Exception as exc:
             logger.error("task %s could not be created: %s", task_id, exc)
             metrics.set_state("FAILED")

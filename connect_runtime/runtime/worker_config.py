@@ -66,6 +66,8 @@ TASK_SHUTDOWN_TIMEOUT_MS = "task.shutdown.graceful.timeout.ms"
 WORKER_SYNC_TIMEOUT_MS = "worker.sync.timeout.ms"
 REST_REQUEST_TIMEOUT_MS = "rest.request.timeout.ms"
 INTER_WORKER_KEY_TTL_MS = "inter.worker.key.ttl.ms"
+TOPIC_TRACKING_ENABLE = "topic.tracking.enable"
+TOPIC_TRACKING_ALLOW_RESET = "topic.tracking.allow.reset"
 CONNECTOR_CLIENT_POLICY = client_overrides.POLICY
 CONNECTOR_CLIENT_ALLOWLIST = client_overrides.ALLOWLIST
 
@@ -182,6 +184,13 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
     ConfigKey(INTER_WORKER_KEY_TTL_MS, Type.INT, 3600000, Importance.LOW,
               "How long the leader uses one session key (KIP-507) for signed internal requests before "
               "writing a new one.", at_least(0), _GROUP),
+    ConfigKey(TOPIC_TRACKING_ENABLE, Type.BOOLEAN, True, Importance.LOW,
+              "Track the topics each connector produces to (KIP-558): tasks record them in the status topic "
+              "and GET /connectors/<c>/topics lists them; false answers that endpoint with 403.",
+              group=_CONNECT),
+    ConfigKey(TOPIC_TRACKING_ALLOW_RESET, Type.BOOLEAN, True, Importance.LOW,
+              "Whether PUT /connectors/<c>/topics/reset may forget a connector's active topics; false "
+              "answers it with 403.", group=_CONNECT),
 ]).merge(REST_SECURITY_CONFIG_DEF)
 
 #: Worker settings that are not client settings: kept away from the client factory (which would log

@@ -70,6 +70,7 @@ from connect_runtime.runtime.source_task_setup import (
 from connect_runtime.runtime.status import StatusListener, report_task_state, trace_of
 from connect_runtime.runtime.submitted_records import SubmittedRecords
 from connect_runtime.runtime.submitted_runs import SubmittedRuns
+from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
 from connect_runtime.runtime.transform_stage import TransformStage
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
 from connect_runtime.storage.offset_store import OffsetStore
@@ -107,7 +108,8 @@ class WorkerSourceTask:
                  shutdown_timeout_ms: int = 5_000,
                  max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
                  producer_factory: ProducerFactory = new_producer, log_flow: str | None = None,
-                 error_policy: ErrorPolicy | None = None, transforms: TransformationChain | None = None) -> None:
+                 error_policy: ErrorPolicy | None = None, transforms: TransformationChain | None = None,
+                 active_topics: ActiveTopicRecorder | None = None) -> None:
         if max_outstanding_records < 1:
             raise ConnectError(f"max outstanding records must be >= 1, got {max_outstanding_records}")
         self.id = task_id
@@ -128,6 +130,8 @@ class WorkerSourceTask:
         self._producer_factory = producer_factory
         self._metrics_registry = metrics_registry
         self._log_flow = log_flow
+        #: KIP-558: told the topics of acknowledged records (None: topic tracking is off).
+        self._active_topics = active_topics
 
         self._target = target_state
         self._state_lock = threading.Lock()
@@ -267,8 +271,10 @@ class WorkerSourceTask:
         each_record = not is_true(self._producer_config.get("enable.gapless.guarantee", "false"))
         logger.info("%s copies in bulk (acknowledged per run%s)", self.id,
                     ", a delivery report per record" if each_record else "")
-        return BulkLoop(str(self.id), task, producer, policy=self._policy, each_record=each_record,
+        loop = BulkLoop(str(self.id), task, producer, policy=self._policy, each_record=each_record,
                         skips=self._skips, produce_errors=self._metrics.produce_errors, stopping=self._stopping)
+        loop.active_topics = self._active_topics
+        return loop
 
     def _execute(self) -> None:
         producer = self._producer
@@ -424,6 +430,8 @@ class WorkerSourceTask:
                 sub, error, _ = failed[0]
                 self.failure = ConnectError(f"{self.id}: the target did not acknowledge a record for "
                                             f"{sub.record.topic}: {error.str()}")
+        if self._active_topics is not None:
+            self._active_topics.record({sub.record.topic for sub, error, _ in reports if error is None})
         if acknowledged:
             try:
                 self._task.commit_records(acknowledged)

@@ -40,6 +40,7 @@ TARGET_STATE_PREFIX = "target-state-"
 RESTART_PREFIX = "restart-connector-"
 FENCING_PREFIX = "tasks-fencing-"
 SESSION_KEY = "session-key"
+LOGGER_CLUSTER_PREFIX = "logger-cluster-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,10 @@ def fencing_key(name: str) -> bytes:
     return f"{FENCING_PREFIX}{name}".encode()
 
 
+def logger_cluster_key(namespace: str) -> bytes:
+    return f"{LOGGER_CLUSTER_PREFIX}{namespace}".encode()
+
+
 def parse_task_key(key: str) -> ConnectorTaskId | None:
     """``task-<name>-<n>`` -> the task id; connector names may contain dashes, the number may not."""
     body, sep, number = key[len(TASK_PREFIX):].rpartition("-")
@@ -138,6 +143,11 @@ def parse_restart(connector: str, value: Any) -> RestartRequest:
 
 def fencing_value(task_count: int) -> bytes:
     return dumps({"task-count": task_count})
+
+
+def logger_level_value(level: str) -> bytes:
+    """KIP-976's ``{"level": "<LEVEL>"}``."""
+    return dumps({"level": level})
 
 
 def session_key_value(session_key: SessionKey) -> bytes:

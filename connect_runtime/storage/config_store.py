@@ -40,6 +40,7 @@ from connect_runtime.storage.config_records import (
     COMMIT_PREFIX,
     CONNECTOR_PREFIX,
     FENCING_PREFIX,
+    LOGGER_CLUSTER_PREFIX,
     RESTART_PREFIX,
     SESSION_KEY,
     TARGET_STATE_PREFIX,
@@ -51,6 +52,8 @@ from connect_runtime.storage.config_records import (
     connector_key,
     fencing_key,
     fencing_value,
+    logger_cluster_key,
+    logger_level_value,
     parse_properties,
     parse_restart,
     parse_session_key,
@@ -136,6 +139,10 @@ class ConfigUpdateListener(Protocol):
     def on_session_key_update(self) -> None:
         """A new session key became visible (Java's ``onSessionKeyUpdate``): a follower must sign its
         next internal request with it, or the leader refuses it (KIP-507)."""
+        ...
+
+    def on_logging_level_update(self, namespace: str, level: str) -> None:
+        """A cluster-wide logger level (KIP-976) written after this store started: apply it here."""
         ...
 
 
@@ -311,6 +318,11 @@ class KafkaConfigStore:
     def put_session_key(self, session_key: SessionKey, timeout_s: float = 30.0) -> None:
         self._write([(SESSION_KEY.encode(), session_key_value(session_key))], timeout_s)
 
+    def put_logger_level(self, namespace: str, level: str, timeout_s: float = 30.0) -> None:
+        """KIP-976: ask every worker to set ``namespace`` to ``level``. Any worker may write it (as in Java,
+        it is not a leader write and bypasses the leader's fenced writer); each applies it on read."""
+        self._log.send_sync(logger_cluster_key(namespace), logger_level_value(level), timeout_s)
+
     # -- reading ------------------------------------------------------------------------------------
     def _consume(self, record: LogRecord) -> None:
         if record.key is None:
@@ -381,7 +393,8 @@ class KafkaConfigStore:
                 self._session_key = parse_session_key(value)
                 return listener.on_session_key_update if listener else None
             return None
-        # logger-cluster-*: not used by this runtime yet; kept by compaction for Java peers.
+        if key.startswith(LOGGER_CLUSTER_PREFIX):
+            return _logger_level_update(key[len(LOGGER_CLUSTER_PREFIX):], value, listener)
         return None
 
     def _apply_connector(self, name: str, value: Any,
@@ -418,6 +431,16 @@ class KafkaConfigStore:
             self._tasks[task] = deferred[task.task]
         self._task_counts[name] = count
         return (lambda: listener.on_task_config_update(name, updated)) if listener else None
+
+
+def _logger_level_update(namespace: str, value: Any,
+                         listener: ConfigUpdateListener | None) -> Callable[[], None] | None:
+    """``logger-cluster-<namespace>``. Only records read after start count (the listener is told only
+    then): levels set before this worker started are history, as in Java."""
+    if value is None or listener is None:
+        return None
+    level = str(value["level"])
+    return lambda: listener.on_logging_level_update(namespace, level)
 
 
 _UNPARSEABLE: Any = object()

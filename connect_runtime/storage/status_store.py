@@ -14,7 +14,8 @@ worker reporting that it now runs something uses ``put``. Reads accept every rec
 is the truth, the rule only filters what a worker adds to it.
 
 Every status is read by every worker (the topic is read in full), so ``GET .../status`` can be served
-by any worker.
+by any worker. The same holds for KIP-558 topic statuses (``status-topic-<t>:connector-<c>``, see
+:mod:`connect_runtime.storage.topic_status`), which back ``GET /connectors/<c>/topics``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from connect_runtime.model import ConnectorTaskId, State
 from connect_runtime.storage.config_records import dumps
 from connect_runtime.storage.config_store import LogFactory
 from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
+from connect_runtime.storage.topic_status import TopicStatus, parse_topic_status_key, topic_status_key
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +92,11 @@ class KafkaStatusStore:
         self._lock = threading.RLock()
         self._connectors: dict[str, Status] = {}
         self._tasks: dict[ConnectorTaskId, Status] = {}
+        #: connector -> topic -> its KIP-558 topic status.
+        self._topics: dict[str, dict[str, TopicStatus]] = {}
+        #: Topic statuses forgotten (tombstones read) so far: a task's recorder that saw it change
+        #: records its topics again (see :mod:`connect_runtime.runtime.topic_tracking`).
+        self.topic_resets = 0
         # Per key, a counter of local writes: a failed write is retried only if no newer one was made.
         self._sequence: dict[bytes, int] = {}
         # Java's partitioner (murmur2): a key must land in the partition Java workers use for it, or a
@@ -146,7 +153,25 @@ class KafkaStatusStore:
 
         self._log.send(key, status.value(), done)
 
+    def put_topic(self, status: TopicStatus) -> None:
+        """Record that a connector uses a topic (asynchronously; a failure is logged: the next task
+        start records it again)."""
+        self._log.send(status.key, status.value(), _log_topic_failure)
+
+    def delete_topic(self, connector: str, topic: str) -> None:
+        """Forget that ``connector`` used ``topic`` (a tombstone)."""
+        self._log.send(topic_status_key(topic, connector), None, _log_topic_failure)
+
     # -- reads -------------------------------------------------------------------------------------
+    def get_topic(self, connector: str, topic: str) -> TopicStatus | None:
+        with self._lock:
+            return self._topics.get(connector, {}).get(topic)
+
+    def get_all_topics(self, connector: str) -> list[TopicStatus]:
+        """The topic statuses of ``connector``, by topic name."""
+        with self._lock:
+            return sorted(self._topics.get(connector, {}).values(), key=lambda s: s.topic)
+
     def _current(self, status: Status) -> Status | None:
         if status.task is None:
             return self._connectors.get(status.connector)
@@ -179,7 +204,7 @@ class KafkaStatusStore:
         key = (record.key or b"").decode("utf-8", errors="replace")
         parsed = parse_status_key(key)
         if parsed is None:
-            # status-topic-* (topic tracking) and unknown keys: not tracked by this runtime.
+            self._consume_topic(key, record)
             return
         connector, task = parsed
         status: Status | None = None
@@ -197,6 +222,33 @@ class KafkaStatusStore:
                 table.pop(ident, None)
             else:
                 table[ident] = status
+
+    def _consume_topic(self, key: str, record: LogRecord) -> None:
+        parsed = parse_topic_status_key(key)
+        if parsed is None:
+            return  # a key of a later Connect version: not ours to interpret
+        topic, connector = parsed
+        if record.value is None:
+            with self._lock:
+                known = self._topics.get(connector, {})
+                if known.pop(topic, None) is not None:
+                    self.topic_resets += 1
+                if not known:
+                    self._topics.pop(connector, None)
+            return
+        try:
+            status = TopicStatus.parse(json.loads(record.value))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            logger.error("Ignoring malformed topic status record %s at %s[%d]@%d", key, record.topic,
+                         record.partition, record.offset)
+            return
+        with self._lock:
+            self._topics.setdefault(connector, {})[topic] = status
+
+
+def _log_topic_failure(error: Exception | None, record: LogRecord | None) -> None:
+    if error is not None:
+        logger.warning("Failed to write a topic status to the status topic: %s", error)
 
 
 def _parse_status(connector: str, task: int | None, value: Mapping[str, Any]) -> Status:

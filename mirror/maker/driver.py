@@ -196,7 +196,7 @@ class HerderSlot(Herder):
                     if first_record and herder.replicated_records() > 0:
                         herder.narrator.reached("First record replicated on %s", self.pair)
                         first_record = False
-                    if herder.health().status == "unhealthy":
+                    if herder.failed():
                         break
                 if self._stopping.is_set():
                     return

@@ -88,6 +88,8 @@ WORKER: dict[str, Works | Refused | Owned | str] = {
     "config.providers": Works("connect_runtime/api/config_provider.py", '"config.providers"'),
     "task.shutdown.graceful.timeout.ms": Works("connect_runtime/runtime/assembly.py", "wc.TASK_SHUTDOWN_TIMEOUT_MS"),
     "inter.worker.key.ttl.ms": Works("connect_runtime/runtime/assembly.py", "wc.INTER_WORKER_KEY_TTL_MS"),
+    "topic.tracking.enable": Works("connect_runtime/runtime/assembly.py", "wc.TOPIC_TRACKING_ENABLE"),
+    "topic.tracking.allow.reset": Works("connect_runtime/runtime/assembly.py", "wc.TOPIC_TRACKING_ALLOW_RESET"),
     "connector.client.config.override.policy": Works("connect_runtime/runtime/assembly.py", "config.override_policy"),
     "connector.client.config.override.allowlist": Works("connect_runtime/runtime/worker_config.py",
                                                         "self.values[CONNECTOR_CLIENT_ALLOWLIST]"),
