@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from connect_runtime.clients.factory import new_admin, new_consumer
@@ -37,6 +37,9 @@ class PartitionProbe:
     end_offset: int
     first_offset: int | None
     first_timestamp_ms: int | None
+    #: the log start offset the fetch response carried (None when the client had none): records below it
+    #: are gone (retention, DeleteRecords)
+    start_offset: int | None = None
 
 
 class ClusterIO:
@@ -121,16 +124,21 @@ class ClusterIO:
         def keep_first(msg: Message) -> None:
             first[(msg.topic() or "", msg.partition() or 0)] = msg
 
+        starts: dict[TP, int] = {}
         try:
             ends = end_offsets(self.consumer, {tp: o if o >= 0 else OFFSET_BEGINNING for tp, o in positions.items()},
                                timeout_s, on_first=keep_first, on_error=ignore_error, missing_ok=True)
+            for key in ends:  # cached: the fetch responses above carried each partition's log start
+                low, _ = self.consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
+                if low >= 0:
+                    starts[key] = low
         finally:
             self.consumer.unassign()
         result: dict[TP, PartitionProbe] = {}
         for key, end in ends.items():
             msg = first.get(key)
-            result[key] = (PartitionProbe(end, None, None) if msg is None
-                           else PartitionProbe(end, msg.offset() or 0, _timestamp(msg)))
+            result[key] = (PartitionProbe(end, None, None, starts.get(key)) if msg is None
+                           else PartitionProbe(end, msg.offset() or 0, _timestamp(msg), starts.get(key)))
         return result
 
     def _retry(self, error: KafkaError) -> None:

@@ -148,13 +148,19 @@ class PartitionLag:
     loss: str = ""
 
 
-def loss_of(source_end: int | None, replicated_offset: int | None) -> str:
+def loss_of(source_end: int | None, replicated_offset: int | None, source_start: int | None = None) -> str:
     """The loss the clusters show for one partition: a replicated offset above the source end means the
-    source topic was re-created or truncated below what was replicated (loss detection, README)."""
-    if source_end is None or replicated_offset is None or replicated_offset <= source_end:
+    source topic was re-created or truncated below what was replicated; one below the source's log start
+    means records were deleted before they were copied (loss detection, README)."""
+    if source_end is None or replicated_offset is None:
         return ""
-    return (f"source ends at {source_end}, below the replicated offset {replicated_offset}: the source topic "
-            f"was re-created or truncated")
+    if replicated_offset > source_end:
+        return (f"source ends at {source_end}, below the replicated offset {replicated_offset}: the source "
+                f"topic was re-created or truncated")
+    if source_start is not None and replicated_offset < source_start:
+        return (f"{source_start - replicated_offset} record(s) deleted at the source before they were replicated "
+                f"(offsets {replicated_offset} to {source_start - 1}: retention or DeleteRecords)")
+    return ""
 
 
 @dataclass(frozen=True)

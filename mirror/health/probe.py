@@ -395,7 +395,11 @@ class HealthProbe:
                     lag_seconds = 0.0
             result.append(PartitionLag(t, remote[t], p, source_end, known[0] if known else None,
                                        known[1] if known else "unknown", lag_records, lag_seconds,
-                                       loss_of(source_end, known[0] if known else None)))
+                                       loss_of(source_end, known[0] if known else None,
+                                               # the offset-sync estimate is a lower bound: only an exact
+                                               # Connect offset can prove records were skipped
+                                               probe.start_offset if probe is not None and known is not None
+                                               and known[1] == "connect-offsets" else None)))
         return result
 
     def _committed(self, alias: str) -> dict[str, dict[TP, int]]:

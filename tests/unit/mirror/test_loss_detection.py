@@ -129,3 +129,20 @@ def test_status_shows_a_partition_replicated_beyond_its_source_end() -> None:
     assert flow.reasons == ["1 partition(s) lost records (first t-0: source ends at 3, below the replicated "
                             "offset 20: the source topic was re-created or truncated)"]
     assert "! 1 partition(s) lost records (first t-0" in render(HealthReport(1000.0, [flow]))
+
+
+def test_status_shows_records_deleted_at_the_source_before_they_were_replicated() -> None:
+    """`mirror status`: a Connect offset below the source's log start (retention or DeleteRecords ran
+    ahead of replication) is a loss of exactly the records in between. Tansu never moves a log start
+    (tansu.md: no DeleteRecords, no retention), so the rule is checked here, on the model."""
+    from mirror.health.model import FlowHealth, PartitionLag, State, Thresholds, evaluate, loss_of
+
+    assert loss_of(50, 10, 25) == ("15 record(s) deleted at the source before they were replicated (offsets 10 "
+                                   "to 24: retention or DeleteRecords)")
+    assert loss_of(50, 25, 25) == "" and loss_of(50, 30, 25) == "" and loss_of(50, 10, None) == ""
+    flow = FlowHealth("A", "B", 1000.0, heartbeat_age_seconds=0.5, heartbeat_basis="replicated",
+                      partitions=[PartitionLag("t", "A.t", 0, 50, 10, "connect-offsets", 40, 3.0,
+                                               loss_of(50, 10, 25))])
+    flow.state, flow.reasons = evaluate(flow, Thresholds())
+    assert flow.state is State.DEGRADED
+    assert flow.reasons[-1].startswith("1 partition(s) lost records (first t-0: 15 record(s) deleted")
