@@ -130,10 +130,12 @@ class OffsetMapWriter:
         self._producer.poll(0)  # delivery reports first: failed runs come back as unsent
         with self._lock:
             retry, self._retry = self._retry, []
-        due = self._runs.due() + [item for item in retry if item[1].sent != item[1].count]
-        for tp, run in due:
-            self._send(tp, run)
-        return len(due)
+        sent = 0
+        for tp, run in self._runs.due() + retry:
+            if run.sent != run.count:  # an open run that failed is in both lists: sent once
+                self._send(tp, run)
+                sent += 1
+        return sent
 
     def _send(self, tp: TopicPartition, run: _Run) -> None:
         record = OffsetRun(tp, run.upstream, run.downstream, run.count)
