@@ -21,6 +21,7 @@ from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker_source_task import WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore
+from mirror.client.models import TopicPartition
 from mirror.client.offset_map import OffsetRun
 from mirror.source.offset_map_writer import OffsetMapWriter
 from mirror.source.task import MirrorSourceTask
@@ -125,3 +126,39 @@ def test_the_final_commit_at_stop_writes_no_offset_past_undelivered_map_runs() -
     assert replication.worker_task.join(10)
     assert replication.map_runs() == [(0, 0, 4)]
     assert replication.store.get(TASK.connector, PARTITION) is None  # re-sent (and mapped anew) after a restart
+
+
+class RefusingProducer(HeldProducer):
+    """librdkafka's queue is full: ``produce`` raises BufferError until ``full`` is cleared."""
+
+    full = True
+
+    def produce(self, *args: Any, **kwargs: Any) -> None:
+        if self.full:
+            raise BufferError("Local: Queue full")
+        super().produce(*args, **kwargs)
+
+
+def test_a_barrier_waits_for_the_map_records_in_flight_when_it_was_made_and_no_later_ones() -> None:
+    producer = HeldProducer({})
+    writer = OffsetMapWriter("map", {}, producer_factory=lambda _c: producer)
+    tp = TopicPartition("my-topic", 0)
+    writer.record_run(tp, 0, 0, 5)
+    barrier = writer.barrier()
+    writer.record_run(tp, 7, 5, 2)  # a hole upstream: a second run, sent later
+    writer.flush()
+    assert len(producer.delivery.produced) == 2
+    assert not barrier.wait(0)
+    producer.delivery.release([0])  # only the record the barrier covers
+    assert barrier.wait(0)
+
+
+def test_a_run_the_producer_would_not_take_fails_the_barrier_at_once() -> None:
+    producer = RefusingProducer({})
+    writer = OffsetMapWriter("map", {}, producer_factory=lambda _c: producer)
+    writer.record_run(TopicPartition("my-topic", 0), 0, 0, 5)
+    assert not writer.barrier().wait(0)
+    producer.full = False
+    barrier = writer.barrier()  # resent
+    producer.delivery.release()
+    assert barrier.wait(0)
