@@ -11,7 +11,13 @@ Acknowledgements come in batches: after serving the producer's delivery reports 
 record. A task that does per-record work on acknowledgement (MirrorSourceTask: metrics, offset syncs)
 overrides ``commit_records`` to do it in one loop; a task that needs neither pays nothing.
 
-Threading contract: ``start``, ``poll``, ``commit_record(s)`` and ``commit`` run on the task's own thread.
+Offsets wait for what the task wrote on the side: a task that writes records of its own about what it
+replicated (MirrorSourceTask: the exact offset map) implements :meth:`SourceTask.before_offset_commit`,
+which hands those writes to its producer and returns a :class:`DurabilityBarrier`; the runtime writes the
+offsets only once the barrier reports them delivered, so a crash never leaves stored offsets ahead of them.
+
+Threading contract: ``start``, ``poll``, ``commit_record(s)``, ``before_offset_commit`` and ``commit`` run
+on the task's own thread; a barrier's ``wait`` runs on the runtime's offset-commit thread.
 ``stop`` is called from another thread to interrupt a blocking ``poll``; it must be thread-safe and
 must not block. Resources are released in ``stop`` or at the end of the task thread.
 """
@@ -47,6 +53,17 @@ class SourceTaskContext(Protocol):
     @property
     def metrics_registry(self) -> MetricsRegistry:
         """Where the task registers its own metrics (its herder's registry, shared by its tasks)."""
+        ...
+
+
+class DurabilityBarrier(Protocol):
+    """What must be durable before the offsets taken with it are written (see ``before_offset_commit``)."""
+
+    def wait(self, timeout_s: float) -> bool:
+        """Block up to ``timeout_s`` until the writes are acknowledged; False if they failed or are late.
+
+        Runs on the offset-commit thread while the task thread carries on: it must be thread-safe.
+        """
         ...
 
 
@@ -86,6 +103,16 @@ class SourceTask(Task):
 
     def commit(self) -> None:
         """Called after the runtime committed source offsets (every ``offset.flush.interval.ms``)."""
+
+    def before_offset_commit(self) -> DurabilityBarrier | None:
+        """Called right before the runtime takes the committable offsets; None (the default): nothing to wait for.
+
+        Every record acknowledged so far was already handed to ``commit_record(s)``, so a task can start
+        writing what it derives from them and return a barrier that tells when those writes are durable.
+        The runtime writes the offsets only after ``wait`` returned True; otherwise it keeps them for the
+        next interval (``commit`` is not called then). Not part of Java's API.
+        """
+        return None
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         """Called once the target acknowledged ``record`` (metadata None: the record was dropped)."""

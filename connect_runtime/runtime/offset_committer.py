@@ -8,6 +8,12 @@ one writer thread; it checks the result at its next loop turn and only then runs
 the task thread as the API promises. One write is in flight at a time; a failed write puts its offsets
 back unless newer ones became committable meanwhile, and is retried at the next interval. The final
 commit of a stopping task waits for the write in flight and writes what is left, within its budget.
+
+Before taking the offsets the task thread asks the task for a durability barrier
+(``SourceTask.before_offset_commit``): what the task wrote on the side about the records those offsets
+cover (MM2's exact offset map). The writer waits for it before ``OffsetStore.put``; a barrier that fails
+or times out fails the commit like a failed write, so the offsets go back and are retried next interval,
+and a crash never leaves offsets stored for records whose side writes were lost.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
+from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap
+from connect_runtime.api.task import DurabilityBarrier
 from connect_runtime.metrics import TaskMetrics
 from connect_runtime.storage.offset_store import OffsetStore
 
@@ -33,17 +41,29 @@ class _Tracking(Protocol):
     def restore(self, offsets: Offsets) -> None: ...
 
 
+class _Broken:
+    """The barrier of a ``before_offset_commit`` that raised: the commit fails with its error."""
+
+    def __init__(self, error: Exception) -> None:
+        self._error = error
+
+    def wait(self, timeout_s: float) -> bool:
+        raise ConnectError(f"before_offset_commit failed: {self._error}") from self._error
+
+
 class OffsetCommitter:
     """Offset commits of one task; every method but the writer's job runs on the task thread."""
 
     def __init__(self, name: str, connector: str, store: OffsetStore, timeout_s: float, metrics: TaskMetrics,
-                 task_commit: Callable[[], None]) -> None:
+                 task_commit: Callable[[], None],
+                 before_commit: Callable[[], DurabilityBarrier | None] = lambda: None) -> None:
         self._name = name
         self._connector = connector
         self._store = store
         self._timeout_s = timeout_s
         self._metrics = metrics
         self._task_commit = task_commit
+        self._before_commit = before_commit
         self._executor: ThreadPoolExecutor | None = None
         self._in_flight: tuple[Future[float], Offsets, _Tracking] | None = None
         #: Finished commit attempts (successful or not), for callers awaiting a commit.
@@ -61,9 +81,10 @@ class OffsetCommitter:
         if not offsets:
             self._committed()
             return
+        barrier = self._barrier()  # same thread, nothing acknowledged in between
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"offsets-{self._name}")
-        future = self._executor.submit(self._write, offsets, self._timeout_s)
+        future = self._executor.submit(self._write, offsets, self._timeout_s, barrier)
         self._in_flight = (future, offsets, tracking)
 
     def poll(self) -> None:
@@ -79,9 +100,10 @@ class OffsetCommitter:
             self._finish(max(0.0, deadline - time.monotonic()))
         offsets = tracking.take_committable()
         if offsets:
+            barrier = self._barrier()
             try:
                 self._metrics.offset_commit_seconds.observe(
-                    self._write(offsets, max(0.1, deadline - time.monotonic())))
+                    self._write(offsets, max(0.1, deadline - time.monotonic()), barrier))
             except Exception as exc:
                 self._failed(offsets, tracking, exc)
                 return
@@ -92,8 +114,18 @@ class OffsetCommitter:
             self._executor.shutdown(wait=False)
             self._executor = None
 
-    def _write(self, offsets: Offsets, timeout_s: float) -> float:
+    def _barrier(self) -> DurabilityBarrier | None:
+        """The task's barrier for the offsets about to be taken; if the task raised, one that fails."""
+        try:
+            return self._before_commit()
+        except Exception as exc:
+            return _Broken(exc)
+
+    def _write(self, offsets: Offsets, timeout_s: float, barrier: DurabilityBarrier | None = None) -> float:
+        """Wait for the barrier, then write the offsets, each within ``timeout_s`` (the writer's thread)."""
         began = time.monotonic()
+        if barrier is not None and not barrier.wait(timeout_s):
+            raise ConnectError(f"what the task wrote for these records was not acknowledged within {timeout_s:.1f}s")
         self._store.put(self._connector, offsets, timeout_s=timeout_s)
         return time.monotonic() - began
 

@@ -19,10 +19,10 @@ Not thread-safe by design: every call happens on the task thread (delivery repor
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Mapping
 from typing import Any
 
-from connect_runtime.api.records import SourceMap, SourceRecord, partition_identity
+from connect_runtime.api.records import SourceMap, SourceRecord
+from connect_runtime.runtime.partition_queues import PartitionQueue, PartitionQueues
 
 #: A delivery report as the producer gave it: ``(submitted record, error or None, message)``.
 Report = tuple["SubmittedRecord", Any, Any]
@@ -48,32 +48,26 @@ class SubmittedRecord:
         self.reports.append((self, error, message))
 
 
-class _PartitionQueue:
+class _PartitionQueue(PartitionQueue):
     """Records of one source partition in submission order, and its committable offset."""
 
-    __slots__ = ("committable", "partition", "records")
+    __slots__ = ("records",)
 
     def __init__(self, partition: SourceMap) -> None:
-        self.partition = partition
+        super().__init__(partition)
         self.records: deque[SubmittedRecord] = deque()
-        #: Offset of the last record of the acknowledged prefix not yet taken by a commit.
-        self.committable: Mapping[str, Any] | None = None
+
+    def empty(self) -> bool:
+        return not self.records
 
 
-class SubmittedRecords:
+class SubmittedRecords(PartitionQueues[_PartitionQueue]):
     """All records of one task between ``submit`` and the point where they join a committable prefix."""
 
-    __slots__ = ("_by_identity", "_queues", "outstanding", "peak", "reports")
-
-    #: Bound of the identity cache: a task that builds a new partition map per record fills it quickly.
-    _IDENTITY_CACHE_MAX = 4096
+    __slots__ = ("outstanding", "peak", "reports")
 
     def __init__(self) -> None:
-        self._queues: dict[Hashable, _PartitionQueue] = {}
-        #: id(partition map) -> (the map, its queue): tasks usually reuse one map per source partition,
-        #: so most records find their queue without hashing the map's items. Holding the map keeps its id
-        #: from being reused by another object.
-        self._by_identity: dict[int, tuple[SourceMap, _PartitionQueue]] = {}
+        super().__init__()
         #: Delivery reports filed by the producer's callbacks, for :meth:`ack_reports`.
         self.reports: list[Report] = []
         #: Records submitted and not yet trimmed (in flight, or acked behind an unacked one).
@@ -93,15 +87,8 @@ class SubmittedRecords:
             self.peak = self.outstanding
         return submitted
 
-    def _queue_of(self, partition: SourceMap) -> _PartitionQueue:
-        key = partition_identity(partition)
-        queue = self._queues.get(key)
-        if queue is None:
-            queue = self._queues[key] = _PartitionQueue(partition)
-        if len(self._by_identity) >= self._IDENTITY_CACHE_MAX:
-            self._by_identity.clear()
-        self._by_identity[id(partition)] = (partition, queue)
-        return queue
+    def _new_queue(self, partition: SourceMap, target: tuple[str, int]) -> _PartitionQueue:
+        return _PartitionQueue(partition)
 
     def drop(self, submitted: SubmittedRecord) -> None:
         """Forget the most recently submitted record of its partition (the producer refused it)."""
@@ -146,36 +133,6 @@ class SubmittedRecords:
                 queue.committable = offset
         self.outstanding -= trimmed
         return failed
-
-    def take_committable(self) -> list[tuple[SourceMap, Mapping[str, Any]]]:
-        """The committable offset of every partition that advanced since the last call, and forget them.
-
-        Queues left empty are dropped so that a task cycling through many source partitions does not
-        accumulate them. A caller whose commit fails hands the result back with :meth:`restore`.
-        """
-        out: list[tuple[SourceMap, Mapping[str, Any]]] = []
-        empty: list[Hashable] = []
-        for key, queue in self._queues.items():
-            if queue.committable is not None:
-                out.append((queue.partition, queue.committable))
-                queue.committable = None
-            if not queue.records:
-                empty.append(key)
-        for key in empty:
-            del self._queues[key]
-        if empty:
-            self._by_identity.clear()
-        return out
-
-    def restore(self, offsets: list[tuple[SourceMap, Mapping[str, Any]]]) -> None:
-        """Put back offsets whose commit failed, unless a newer offset became committable meanwhile."""
-        for partition, offset in offsets:
-            key = partition_identity(partition)
-            queue = self._queues.get(key)
-            if queue is None:
-                queue = self._queues[key] = _PartitionQueue(partition)
-            if queue.committable is None:
-                queue.committable = offset
 
     def pending_partitions(self) -> int:
         """Number of source partitions with records still in flight."""

@@ -24,42 +24,41 @@ Not thread-safe by design: every call happens on the task thread.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from connect_runtime.api.bulk import EACH, FIRST, LAST, ONLY, BulkRun, RunReport
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.api.records import SourceMap, partition_identity
+from connect_runtime.api.records import SourceMap
+from connect_runtime.runtime.partition_queues import PartitionQueue, PartitionQueues
 
 
-class _RunQueue:
+class _RunQueue(PartitionQueue):
     """The open runs of one source partition in the order they were opened, and its committable offset."""
 
-    __slots__ = ("committable", "next_seq", "partition", "runs", "target")
+    __slots__ = ("next_seq", "runs", "target")
 
     def __init__(self, partition: SourceMap, target: tuple[str, int]) -> None:
-        self.partition = partition
+        super().__init__(partition)
         self.target = target
         self.runs: deque[BulkRun] = deque()
         self.next_seq = 0
-        #: Offset of the last run of the acknowledged prefix not yet taken by a commit.
-        self.committable: Mapping[str, Any] | None = None
+
+    def empty(self) -> bool:
+        return not self.runs
 
 
 class RunGap(ConnectError):
     """A run's target offsets span fewer records than it holds: some were not written."""
 
 
-class SubmittedRuns:
+class SubmittedRuns(PartitionQueues[_RunQueue]):
     """All runs of one task between ``open`` and the point where they join a committable prefix."""
 
-    __slots__ = ("_by_identity", "_queues", "outstanding", "peak", "reports")
-
-    _IDENTITY_CACHE_MAX = 4096
+    __slots__ = ("outstanding", "peak", "reports")
 
     def __init__(self) -> None:
-        self._queues: dict[Hashable, _RunQueue] = {}
-        self._by_identity: dict[int, tuple[SourceMap, _RunQueue]] = {}
+        super().__init__()
         #: Delivery reports filed by the runs' callbacks, for :meth:`ack_reports`.
         self.reports: list[RunReport] = []
         #: Records of runs opened and not yet acknowledged.
@@ -85,15 +84,8 @@ class SubmittedRuns:
             self.peak = self.outstanding
         return run
 
-    def _queue_of(self, partition: SourceMap, target: tuple[str, int]) -> _RunQueue:
-        key = partition_identity(partition)
-        queue = self._queues.get(key)
-        if queue is None:
-            queue = self._queues[key] = _RunQueue(partition, target)
-        if len(self._by_identity) >= self._IDENTITY_CACHE_MAX:
-            self._by_identity.clear()
-        self._by_identity[id(partition)] = (partition, queue)
-        return queue
+    def _new_queue(self, partition: SourceMap, target: tuple[str, int]) -> _RunQueue:
+        return _RunQueue(partition, target)
 
     def cut(self, run: BulkRun, produced: int, offset: Mapping[str, Any] | None) -> None:
         """The run ends after its first ``produced`` records (the rest were never produced).
@@ -177,29 +169,3 @@ class SubmittedRuns:
     @property
     def has_open_runs(self) -> bool:
         return self.outstanding > 0
-
-    def take_committable(self) -> list[tuple[SourceMap, Mapping[str, Any]]]:
-        """The committable offset of every partition that advanced since the last call, and forget them."""
-        out: list[tuple[SourceMap, Mapping[str, Any]]] = []
-        empty: list[Hashable] = []
-        for key, queue in self._queues.items():
-            if queue.committable is not None:
-                out.append((queue.partition, queue.committable))
-                queue.committable = None
-            if not queue.runs:
-                empty.append(key)
-        for key in empty:
-            del self._queues[key]
-        if empty:
-            self._by_identity.clear()
-        return out
-
-    def restore(self, offsets: list[tuple[SourceMap, Mapping[str, Any]]]) -> None:
-        """Put back offsets whose commit failed, unless a newer offset became committable meanwhile."""
-        for partition, offset in offsets:
-            key = partition_identity(partition)
-            queue = self._queues.get(key)
-            if queue is None:
-                queue = self._queues[key] = _RunQueue(partition, ("", -1))
-            if queue.committable is None:
-                queue.committable = offset

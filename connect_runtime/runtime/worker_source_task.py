@@ -157,7 +157,7 @@ class WorkerSourceTask:
         self._batch_pos = 0
         self._closing = False
         self._committer = OffsetCommitter(str(task_id), task_id.connector, offset_store, self._flush_timeout_s,
-                                          metrics, task.commit)
+                                          metrics, task.commit, task.before_offset_commit)
         #: First error that fails the task (set on the task thread; read by anyone).
         self.failure: BaseException | None = None
         self.state = "UNASSIGNED"

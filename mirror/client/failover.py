@@ -35,8 +35,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from confluent_kafka import (
-    OFFSET_BEGINNING,
-    Consumer,
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     KafkaError,
@@ -46,7 +44,7 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirror.client.log_reader import end_offsets, ignore_error, read_to_end
+from mirror.client.log_reader import end_offsets, ignore_error
 from mirror.client.mirror_client import (
     ADMIN_CLIENT_PREFIX,
     CONSUMER_CLIENT_PREFIX,
@@ -55,7 +53,7 @@ from mirror.client.mirror_client import (
 )
 from mirror.client.models import Checkpoint, MalformedRecordError, OffsetSync
 from mirror.client.replication_policy import policy_from_config
-from mirror.client.translation import load_offset_map
+from mirror.client.translation import load_offset_map, read_topic, reader_consumer
 from mirror.errors import MirrorError
 
 logger = logging.getLogger(__name__)
@@ -308,35 +306,12 @@ def _admin_config(config: Mapping[str, str], prefix: str) -> dict[str, str | int
     return dict(client_config(config, prefix))
 
 
-def _consumer(config: Mapping[str, str]) -> Consumer:
-    conf = dict(config)
-    conf.setdefault("group.id", "mirror-failover-reader")  # never joined: assign() only, no commits
-    conf.update({"enable.auto.commit": "false", "enable.partition.eof": "true",
-                 "auto.offset.reset": "earliest", "fetch.wait.max.ms": "50"})
-    return Consumer(conf)
+_READER_GROUP = "mirror-failover-reader"  # never joined: assign() only, no commits
 
 
 def _read_topic(config: Mapping[str, str], topic: str, timeout_s: float) -> list[Message]:
-    """Every record of ``topic`` up to its end (fetch high watermark); [] when it does not exist."""
-    consumer = _consumer(config)
-    try:
-        metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
-        if metadata is None or metadata.error is not None:
-            return []
-        records: list[Message] = []
-        reached = read_to_end(consumer, dict.fromkeys(((topic, p) for p in metadata.partitions), OFFSET_BEGINNING),
-                              records.extend, timeout_s, on_error=_raise_fatal, missing_ok=True)
-        if not reached.complete:
-            logger.warning("Timed out reading %s; using what was read", topic)
-        return records
-    finally:
-        consumer.close()
-
-
-def _raise_fatal(err: KafkaError) -> None:
-    """Only a fatal error ends a read early; librdkafka recovers from the others by itself."""
-    if err.fatal():
-        raise KafkaException(err)
+    """Every record of ``topic`` up to its end; [] when it does not exist."""
+    return read_topic(config, topic, timeout_s, _READER_GROUP)
 
 
 def _ends(config: Mapping[str, str], positions: Mapping[tuple[str, int], int],
@@ -344,7 +319,7 @@ def _ends(config: Mapping[str, str], positions: Mapping[tuple[str, int], int],
     """Each partition's end from a fetch at the given position (never ListOffsets)."""
     if not positions:
         return {}
-    consumer = _consumer({**config, "max.partition.fetch.bytes": "65536"})
+    consumer = reader_consumer({**config, "max.partition.fetch.bytes": "65536"}, _READER_GROUP)
     try:
         metadata = consumer.list_topics(timeout=timeout_s).topics
         positions = {(t, p): o for (t, p), o in positions.items()

@@ -59,18 +59,19 @@ class Translation:
         return asdict(self)
 
 
-def reader_consumer(config: Mapping[str, str]) -> Consumer:
+def reader_consumer(config: Mapping[str, str], group_id: str = "mirror-translation-reader") -> Consumer:
     """An assign-only consumer for reading internal topics to their end (joins no group, commits nothing)."""
     conf = dict(config)
-    conf.setdefault("group.id", "mirror-translation-reader")
+    conf.setdefault("group.id", group_id)
     conf.update({"enable.auto.commit": "false", "enable.partition.eof": "true", "auto.offset.reset": "earliest",
                  "fetch.wait.max.ms": "50"})
     return Consumer(conf)
 
 
-def read_topic(config: Mapping[str, str], topic: str, timeout_s: float) -> list[Any]:
+def read_topic(config: Mapping[str, str], topic: str, timeout_s: float,
+               group_id: str = "mirror-translation-reader") -> list[Any]:
     """Every record of ``topic`` up to its end (fetch high watermark); [] when it does not exist."""
-    consumer = reader_consumer(config)
+    consumer = reader_consumer(config, group_id)
     try:
         metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
         if metadata is None or metadata.error is not None:
@@ -86,6 +87,7 @@ def read_topic(config: Mapping[str, str], topic: str, timeout_s: float) -> list[
 
 
 def _raise_fatal(err: KafkaError) -> None:
+    """Only a fatal error ends a read early; librdkafka recovers from the others by itself."""
     if err.fatal():
         raise KafkaException(err)
 

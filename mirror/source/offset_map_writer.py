@@ -8,10 +8,15 @@ jump upstream or downstream (transaction markers, compaction holes, filtered rec
 opens a new one. A new writer, i.e. a new task lifetime, always starts new runs: records re-sent after
 a restart are a run of their own, which translation prefers as the newest copy.
 
-:meth:`flush` (the task's ``commit``, after every offset flush) sends each run that is new or grew since
-it was last sent, keyed by its downstream start, so compaction keeps one record per run. Sends are
-asynchronous; a failed delivery marks the run unsent and the next flush sends it again. Nothing here
-blocks the task except :meth:`close` (bounded).
+:meth:`flush` sends each run that is new or grew since it was last sent, keyed by its downstream start,
+so compaction keeps one record per run. Sends are asynchronous; a failed delivery marks the run unsent
+and the next flush sends it again. Nothing here blocks the task except :meth:`close` (bounded).
+
+Durable before the offsets: the task's ``before_offset_commit`` calls :meth:`barrier`, which flushes and
+returns a :class:`MapBarrier` over every map record then in flight; the runtime's offset-commit thread
+writes the source offsets only once it reports them all delivered. Without it a kill -9 after an offset
+write could lose the runs of records before that offset, which are never re-sent, so they would have no
+exact entry.
 
 Only acknowledged records are ever mapped, so the map never claims a downstream record that the target
 does not have.
@@ -104,6 +109,9 @@ class OffsetMapWriter:
         self._lock = threading.Lock()  # delivery callbacks may run on another thread at close
         self._retry: list[tuple[TopicPartition, _Run]] = []
         self._closed = False
+        self._sequence = 0
+        self._in_flight: set[int] = set()  # sequence numbers of map records not yet reported
+        self._barrier: MapBarrier | None = None
         self.records_sent = 0
         self.bytes_sent = 0
 
@@ -122,18 +130,28 @@ class OffsetMapWriter:
         self._producer.poll(0)  # delivery reports first: failed runs come back as unsent
         with self._lock:
             retry, self._retry = self._retry, []
-        due = self._runs.due() + [item for item in retry if item[1].sent != item[1].count]
-        for tp, run in due:
-            self._send(tp, run)
-        return len(due)
+        sent = 0
+        for tp, run in self._runs.due() + retry:
+            if run.sent != run.count:  # an open run that failed is in both lists: sent once
+                self._send(tp, run)
+                sent += 1
+        return sent
 
     def _send(self, tp: TopicPartition, run: _Run) -> None:
         record = OffsetRun(tp, run.upstream, run.downstream, run.count)
         key, value = record.key_bytes(), record.value_bytes()
         count = run.count
         run.sent = count
+        self._sequence += 1
+        sequence = self._sequence
 
         def delivered(error: KafkaError | None, _msg: Message) -> None:
+            with self._lock:
+                self._in_flight.discard(sequence)
+                barrier = self._barrier
+                if barrier is not None and sequence in barrier.waiting:
+                    barrier.waiting.discard(sequence)
+                    barrier.failed = barrier.failed or error is not None
             if error is None:
                 return
             logger.warning("Failure sending %s to %s (will resend): %s", record, self.topic, error)
@@ -143,15 +161,30 @@ class OffsetMapWriter:
                     self._retry.append((tp, run))
 
         try:
+            with self._lock:
+                self._in_flight.add(sequence)
             self._producer.produce(self.topic, key=key, value=value, partition=0, on_delivery=delivered)
         except (BufferError, Exception) as exc:  # KafkaException too: resent at the next flush
             run.sent = 0
             with self._lock:
+                self._in_flight.discard(sequence)
                 self._retry.append((tp, run))
             logger.warning("Failure sending %s to %s (will resend): %s", record, self.topic, exc)
             return
         self.records_sent += 1
         self.bytes_sent += len(key) + len(value)
+
+    def barrier(self) -> MapBarrier:
+        """Send what is due and return the barrier over every map record now in flight (task thread).
+
+        One barrier at a time (the runtime has one offset commit in flight): a new one replaces the last.
+        Runs that could not be handed to the producer fail it at once; they are resent at the next flush.
+        """
+        self.flush()
+        with self._lock:
+            barrier = MapBarrier(self._producer, self._lock, set(self._in_flight), failed=bool(self._retry))
+            self._barrier = barrier
+        return barrier
 
     def forget(self, tp: TopicPartition) -> None:
         self._runs.forget(tp)
@@ -169,3 +202,27 @@ class OffsetMapWriter:
         remaining = self._producer.flush(timeout_s)
         if remaining:
             logger.warning("%d offset map records to %s were not delivered before close", remaining, self.topic)
+
+
+class MapBarrier:
+    """The map records sent before an offset commit: durable once every one of them was acknowledged.
+
+    ``waiting`` and ``failed`` are updated by the writer's delivery callbacks under its lock; a record
+    whose report is still being served counts as not delivered, so ``wait`` errs on the safe side.
+    """
+
+    def __init__(self, producer: Producer, lock: threading.Lock, waiting: set[int], *, failed: bool) -> None:
+        self._producer = producer
+        self._lock = lock
+        self.waiting = waiting
+        self.failed = failed
+
+    def wait(self, timeout_s: float) -> bool:
+        """On the offset-commit thread: deliver the map producer's queue, up to ``timeout_s``."""
+        if not self._done() and not self.failed:
+            self._producer.flush(timeout_s)
+        return self._done()
+
+    def _done(self) -> bool:
+        with self._lock:
+            return not self.waiting and not self.failed

@@ -40,7 +40,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from connect_runtime.api.bulk import BulkRun, BulkSink, BulkSourceTask
 from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord, metadata_of
-from connect_runtime.api.task import SourceTask
+from connect_runtime.api.task import DurabilityBarrier, SourceTask
 from connect_runtime.clients.factory import new_consumer, translate
 from connect_runtime.clients.leaders import learn_leaders
 from mirror.backfill_markers.marker_log import MarkerLog
@@ -487,6 +487,10 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
                 offset_syncs.record_run(state.tp, upstream, downstream_offsets)
             if offset_map is not None:  # the exact offset map: one call per partition run
                 offset_map.record_offsets(state.tp, upstream, downstream_offsets)
+
+    def before_offset_commit(self) -> DurabilityBarrier | None:
+        """The offset map's runs of every acknowledged record are sent; the offsets wait for their delivery."""
+        return None if self._offset_map is None else self._offset_map.barrier()
 
     def commit(self) -> None:
         """After each offset flush: emit every partition's latest sync (KAFKA-15906) and the offset map's

@@ -260,14 +260,12 @@ def test_failover_drill_and_failback(cluster_a: Cluster, cluster_b: Cluster, tmp
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    "known gap (issue 14 note): map runs sent after the last offset write and lost to kill -9 leave "
-    "records that are not re-sent without an exact map entry; since the bulk path commits offsets off "
-    "the task thread the window is wider. Passes alone, failed twice in a loaded CI rehearsal. The fix is "
-    "a pre-commit hook that makes the map durable before the offsets are written."))
 def test_exact_across_kill_and_restart_of_the_driver(cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
     """The real driver, killed with SIGKILL while records flow and started again: groups committed
-    before, during and after are synced onto the target at exactly their next record."""
+    before, during and after are synced onto the target at exactly their next record. This holds because
+    source offsets are written only once the offset map's runs for them were delivered
+    (``MirrorSourceTask.before_offset_commit``): records past the stored offsets are sent again and
+    mapped anew, records before them have durable runs."""
     a, b = aliases("A", "B")
     topic = create_topic(cluster_a.bootstrap, unique("kill"), 1)
     remote = f"{a}.{topic}"
