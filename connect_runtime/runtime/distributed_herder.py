@@ -81,8 +81,9 @@ class DistributedHerder(AbstractHerder):
                  group_id: str = "connect-cluster",
                  fence_producers: Callable[[list[str]], None] | None = None,
                  rest_prefix: str = "", forwarder: TaskConfigForwarder | None = None,
-                 override_policy: OverridePolicy = ALLOW_ALL) -> None:
+                 override_policy: OverridePolicy = ALLOW_ALL, exactly_once: bool = False) -> None:
         super().__init__(plugins, config_store, status_store, offset_store, override_policy)
+        self.exactly_once = exactly_once
         self._worker_id = worker_id
         self._worker = worker
         self._membership = membership

@@ -35,8 +35,7 @@ Two paths. Per record: one :class:`SubmittedRecord` per record, which is also th
 only files the report; after each ``producer.poll`` the reports are acknowledged in one loop and handed
 to the task in one ``commit_records`` call. Bulk, for a task that offers
 :class:`~connect_runtime.api.bulk.BulkSourceTask` (:mod:`~connect_runtime.runtime.bulk_source_loop`):
-the task produces straight from its input in runs acknowledged as a whole. Nothing is logged per
-record; ``bench/hot_path.py`` measures both with fake clients.
+the task produces straight from its input in runs acknowledged as a whole. Nothing is logged per record.
 """
 
 from __future__ import annotations
@@ -414,10 +413,14 @@ class WorkerSourceTask:
                 self.failure = ConnectError(f"{self.id}: the target did not acknowledge a record for "
                                             f"{sub.record.topic}: {error.str()}")
         if acknowledged:
-            try:
-                self._task.commit_records(acknowledged)
-            except Exception:  # Java logs and carries on: commit_record is a notification
-                logger.exception("%s commit_records failed", self.id)
+            self._records_acknowledged(acknowledged)
+
+    def _records_acknowledged(self, acknowledged: list[tuple[SourceRecord, Any]]) -> None:
+        """Tell the task (an exactly-once task defers this until its transaction committed)."""
+        try:
+            self._task.commit_records(acknowledged)
+        except Exception:  # Java logs and carries on: commit_record is a notification
+            logger.exception("%s commit_records failed", self.id)
 
     def _close(self, started: bool) -> None:
         """Stop the task, flush (bounded), commit what was acknowledged, report the final state."""
