@@ -281,9 +281,40 @@ class DistributedHerder(AbstractHerder):
             forget_deleted(previous, self._snapshot, self._status_store, self._status)
 
     def _reconcile(self) -> None:
-        """Make the worker run exactly (assignment x snapshot); revoked work stops before new starts."""
-        if self._assignment is not None:
-            self._work.reconcile(self._assignment.connectors, self._assignment.tasks, self._snapshot)
+        """Make the worker run exactly (assignment x snapshot); revoked work stops before new starts.
+
+        Exactly-once (KIP-618, §10.3): the tasks of a connector whose task generation is not fenced yet (its
+        ``tasks-fencing-`` record does not hold the current task count) wait; the leader fences the ids of
+        the previous and current generation, writes the record, and that config change starts them on every
+        worker. So no task of a new generation runs while a zombie of the old one could still commit.
+        """
+        if self._assignment is None:
+            return
+        pending = self._pending_fencing()
+        self._work.reconcile(self._assignment.connectors,
+                             [t for t in self._assignment.tasks if t.connector not in pending], self._snapshot)
+        if pending and self._is_leader():  # our own old tasks stopped above: fence, then start the new ones
+            self._fence_pending(pending)
+            pending = self._pending_fencing()
+            self._work.reconcile(self._assignment.connectors,
+                                 [t for t in self._assignment.tasks if t.connector not in pending], self._snapshot)
+
+    def _pending_fencing(self) -> set[str]:
+        """Connectors whose current task generation is not fenced yet (none without exactly-once)."""
+        snap = self._snapshot
+        if not self.exactly_once:
+            return set()
+        return {c for c in snap.connectors()
+                if snap.task_count(c) and snap.task_count_records.get(c) != snap.task_count(c)}
+
+    def _fence_pending(self, connectors: set[str]) -> None:
+        for connector in sorted(connectors):
+            try:
+                self._leader.fence_zombies(self._snapshot, connector)
+            except Exception as exc:  # retried at the next reconciliation (the tasks wait meanwhile)
+                logger.error("Connector %s: fencing the previous task generation failed: %s", connector, exc)
+        self._inbox.clear_changed()
+        self._snapshot = self._config_store.snapshot()
 
     def _refresh_snapshot(self) -> None:
         """Apply our own writes now rather than on the next tick (REST answers must reflect them)."""
