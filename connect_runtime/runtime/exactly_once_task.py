@@ -112,11 +112,11 @@ class TransactionalCommitter(OffsetCommitter):
 
     def __init__(self, name: str, connector: str, store: OffsetStore, offsets: TransactionalOffsets,
                  timeout_s: float, metrics: TaskMetrics, task_commit: Callable[[], None], *,
-                 failed: Callable[[], bool], held: Callable[[], bool], serve: Callable[[], None],
+                 failure: Callable[[], BaseException | None], held: Callable[[], bool], serve: Callable[[], None],
                  release: Callable[[], None]) -> None:
         super().__init__(name, connector, store, timeout_s, metrics, task_commit)
         self._offsets = offsets
-        self._failed_now = failed
+        self._failure = failure
         self._held = held
         self._serve = serve
         self._release = release
@@ -149,7 +149,7 @@ class TransactionalCommitter(OffsetCommitter):
 
     def commit_now(self, tracking: Any, budget_s: float) -> None:
         """The final commit of a stopping task, or the abort of a failed one."""
-        if self._failed_now():
+        if self._failure() is not None:
             self.abort()
             return
         self._commit(tracking, max(0.1, budget_s))
@@ -159,7 +159,7 @@ class TransactionalCommitter(OffsetCommitter):
         if producer is None or not self.open:
             return
         self.open = False
-        failed = self._failed_now()
+        failed = self._failure() is not None
         try:
             producer.abort_transaction(self._timeout_s)
             if failed:
@@ -177,14 +177,15 @@ class TransactionalCommitter(OffsetCommitter):
         began = time.monotonic()
         deadline = began + timeout_s
         try:
-            while len(producer) and not self._failed_now():
+            while len(producer) and self._failure() is None:
                 producer.flush(max(0.05, min(1.0, deadline - time.monotonic())))
                 if time.monotonic() > deadline:
                     raise ConnectError(f"{self._name}: records of the transaction not acknowledged within "
                                        f"{timeout_s:.1f}s")
             self._serve()
-            if self._failed_now():
-                raise ConnectError(f"{self._name}: a record of the transaction failed")
+            failure = self._failure()
+            if failure is not None:
+                raise failure
             offsets = tracking.take_committable()
             for topic, partition, key, value in self._offsets.records_for(self._connector, offsets):
                 producer.produce(topic, value=value, key=key, partition=partition)
@@ -245,7 +246,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         store = self._store
         committer = TransactionalCommitter(
             str(self.id), self.id.connector, store, offsets, self._flush_timeout_s, self._metrics, self._task.commit,
-            failed=self._has_failed, held=self._holds_acknowledgements,
+            failure=self._first_failure, held=self._holds_acknowledgements,
             serve=lambda: self._serve(self._require_producer(), 0), release=self._release)
         self._committer = committer
         self._txn = committer
@@ -267,9 +268,9 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                     self.transactional_id, self._boundary)
         return producer
 
-    def _has_failed(self) -> bool:
+    def _first_failure(self) -> BaseException | None:
         bulk = self._bulk
-        return self.failure is not None or (bulk is not None and bulk.failure is not None)
+        return self.failure or (bulk.failure if bulk is not None else None)
 
     def _bulk_loop(self, task: SourceTask, producer: Producer) -> BulkLoop | None:
         if not isinstance(task, BulkSourceTask) or not task.bulk_ready():
