@@ -129,14 +129,17 @@ class TransactionalCommitter(OffsetCommitter):
     def in_flight(self) -> bool:
         return False
 
-    def begin(self, producer: Producer) -> None:
+    def begin(self, producer: Producer, cluster: str) -> None:
         """``init_transactions`` (fences older holders of the id) then the first transaction."""
         self.producer = producer
         try:
             producer.init_transactions(INIT_TIMEOUT_S)
         except KafkaException as exc:
-            raise ConnectError(f"{self._name}: cannot start a transactional producer on the target cluster "
-                               f"(exactly.once.source.support=enabled needs transactions): {exc.args[0]}") from exc
+            error = exc.args[0] if exc.args else exc
+            text = error.str() if isinstance(error, KafkaError) else str(error)
+            raise ConnectError(f"{self._name}: the target cluster {cluster} cannot run this task's transactions "
+                               f"(exactly.once.source.support=enabled needs transactions and, with ACLs, WRITE "
+                               f"and DESCRIBE on its transactional id): {text}") from exc
         producer.begin_transaction()
         self.open = True
 
@@ -261,7 +264,8 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
 
     def _open_producer(self, factory: Callable[[dict[str, str]], Producer], config: dict[str, str]) -> Producer:
         producer = factory(config)
-        self._txn.begin(producer)
+        flow = f"of flow {self._log_flow} " if self._log_flow else ""
+        self._txn.begin(producer, f"{flow}({config.get('bootstrap.servers', '?')})")
         # Read the offsets written by earlier instances: init_transactions resolved their open transaction.
         self._offsets.refresh(max(self._flush_timeout_s, 30.0))
         logger.info("%s runs exactly-once (transactional.id %s, transaction.boundary %s)", self.id,
