@@ -180,19 +180,21 @@ class TransactionalCommitter(OffsetCommitter):
         began = time.monotonic()
         deadline = began + timeout_s
         try:
-            while len(producer) and self._failure() is None:
-                producer.flush(max(0.05, min(1.0, deadline - time.monotonic())))
-                if time.monotonic() > deadline:
-                    raise ConnectError(f"{self._name}: records of the transaction not acknowledged within "
-                                       f"{timeout_s:.1f}s")
-            self._serve()
             failure = self._failure()
             if failure is not None:
                 raise failure
-            offsets = tracking.take_committable()
+            # The offsets of every record produced in this transaction, acknowledged or not: the commit
+            # makes all of them durable or none (it flushes and fails if any record failed), so there is
+            # no round trip to wait for before producing them.
+            offsets = tracking.submitted_offsets()
             for topic, partition, key, value in self._offsets.records_for(self._connector, offsets):
                 producer.produce(topic, value=value, key=key, partition=partition)
             producer.commit_transaction(max(0.1, deadline - time.monotonic()))
+            self._serve()  # the delivery reports of the committed records: every run acknowledged
+            failure = self._failure()
+            if failure is not None:
+                raise failure
+            tracking.take_committable()  # already written, in the transaction
         except BaseException as exc:
             self.abort()
             if is_fenced(exc):

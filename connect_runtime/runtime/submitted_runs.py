@@ -203,3 +203,13 @@ class SubmittedRuns:
                 queue = self._queues[key] = _RunQueue(partition, ("", -1))
             if queue.committable is None:
                 queue.committable = offset
+
+    def submitted_offsets(self) -> list[tuple[SourceMap, Mapping[str, Any]]]:
+        """Per partition, the offset of its last opened run (else its committable one); see
+        :meth:`SubmittedRecords.submitted_offsets`."""
+        out: list[tuple[SourceMap, Mapping[str, Any]]] = []
+        for queue in self._queues.values():
+            offset = queue.runs[-1].offset if queue.runs else queue.committable
+            if offset is not None:
+                out.append((queue.partition, offset))
+        return out

@@ -119,17 +119,24 @@ def test_a_refused_record_aborts_the_transaction_and_fails_the_task() -> None:
     task = NotifiedTask([[rec("a", 0), rec("a", 1)]], log)
 
     class Refusing(TxnProducer):
+        """The broker refuses the records (a newer producer holds the id); the commit then fails, as
+        librdkafka's does when a record of the transaction failed."""
+
         def flush(self, timeout: float | None = None) -> int:
             self.delivery.release(error=KafkaError(KafkaError.PRODUCER_FENCED))
             self.poll(0)
             return 0
+
+        def commit_transaction(self, timeout: float) -> None:
+            self.flush()
+            raise KafkaException(KafkaError(KafkaError.PRODUCER_FENCED))
 
     worker_task, _, _, _ = make(task, log, cls=Refusing)
     worker_task.start()
     assert worker_task.join(10)
     assert "abort" in log and "commit" not in log
     assert not any(e == ("acknowledged", 2) for e in log)
-    assert "newer producer with the same transactionalId" in str(worker_task.failure)
+    assert "fenced: a newer instance of this task" in str(worker_task.failure)
     assert worker_task.state == "FAILED"
 
 
