@@ -93,11 +93,13 @@ def test_kill_9_and_restart_with_exactly_once_lose_and_duplicate_nothing(
         assert after.aborted > 0, "the kill hit no open transaction: the test did not exercise the abort"
 
 
-def test_a_paused_worker_whose_task_moved_is_fenced_when_it_resumes(
-        cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
-    """SIGSTOP the node running the source task inside an open transaction (interval boundary, 3 s); the
-    other node takes the task over and fences its transactional id; after SIGCONT the zombie's commit
-    fails and its records never count: every record once, none lost."""
+@pytest.mark.parametrize("how", ["SIGSTOP", "SIGKILL"])
+def test_one_of_two_nodes_stopped_or_killed_inside_a_transaction(
+        cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path, how: str) -> None:
+    """SIGSTOP (or kill -9) the node running the source task inside an open transaction (interval
+    boundary, 3 s); the other node takes the task over and fences its transactional id. A stopped node
+    resumed with SIGCONT is a zombie: its commit fails and its records never count. Either way every
+    record once, none lost."""
     a, b = aliases("A", "B")
     topic = create_topic(cluster_a.bootstrap, unique("zombie"), 1)
     remote = f"{a}.{topic}"
@@ -117,24 +119,26 @@ def test_a_paused_worker_whose_task_moved_is_fenced_when_it_resumes(
         producing.start()
         time.sleep(1.0)  # not synchronisation: the stop should land inside a transaction with records in it
         assert zombie.proc is not None
-        os.kill(zombie.proc.pid, signal.SIGSTOP)
+        os.kill(zombie.proc.pid, signal.SIGSTOP if how == "SIGSTOP" else signal.SIGKILL)
         try:
             producing.join()
             wait_until(lambda: [s for s, w in survivor.task_states(a, b, "MirrorSourceConnector")]
                        == ["RUNNING"] and survivor.task_states(a, b, "MirrorSourceConnector")[0][1]
                        == survivor.url.removeprefix("http://"), 90, "the task moved to the other node")
         finally:
-            os.kill(zombie.proc.pid, signal.SIGCONT)
+            if how == "SIGSTOP":
+                os.kill(zombie.proc.pid, signal.SIGCONT)
         wait_until(lambda: len(read_transactions(cluster_b.bootstrap, remote).committed) >= total, 120,
                    f"{total} committed records on the target", interval_s=1)
-        # The resumed zombie's next produce or commit is refused (its epoch is fenced): its task fails.
-        wait_until(lambda: "MirrorSourceConnector-0 failed" in zombie.log_text(), 60,
-                   "the resumed zombie's task failed")
+        if how == "SIGSTOP":
+            # The resumed zombie's next produce or commit is refused (its epoch is fenced): its task fails.
+            wait_until(lambda: "MirrorSourceConnector-0 failed" in zombie.log_text(), 60,
+                       "the resumed zombie's task failed")
         after = read_transactions(cluster_b.bootstrap, remote)
     counts = collections.Counter(after.values())
     duplicated = {v: n for v, n in counts.items() if n > 1}
     lost = {f"v{i}".encode() for i in range(total)} - set(counts)
-    print(f"\nEOS zombie: {len(after.committed)} committed, {after.aborted} aborted in {after.aborts} "
+    print(f"\nEOS {how}: {len(after.committed)} committed, {after.aborted} aborted in {after.aborts} "
           f"transactions, {after.pending} pending")
     assert not lost, f"{len(lost)} records lost, e.g. {sorted(lost)[:5]}"
     assert not duplicated, f"{len(duplicated)} records duplicated, e.g. {list(duplicated.items())[:5]}"
