@@ -300,7 +300,7 @@ class DistributedHerder(AbstractHerder):
                                  [t for t in self._assignment.tasks if t.connector not in pending], self._snapshot)
 
     def _pending_fencing(self) -> set[str]:
-        """Connectors whose current task generation is not fenced yet (none without exactly-once)."""
+        """Connectors whose task generation is not fenced yet (none without exactly-once)."""
         snap = self._snapshot
         if not self.exactly_once:
             return set()
@@ -312,7 +312,7 @@ class DistributedHerder(AbstractHerder):
             try:
                 self._leader.fence_zombies(self._snapshot, connector)
             except Exception as exc:  # retried at the next reconciliation (the tasks wait meanwhile)
-                logger.error("Connector %s: fencing the previous task generation failed: %s", connector, exc)
+                logger.error("Connector %s: tasks wait, fencing failed (exactly-once needs transactions): %s", connector, exc)
         self._inbox.clear_changed()
         self._snapshot = self._config_store.snapshot()
 
