@@ -312,7 +312,7 @@ class DistributedHerder(AbstractHerder):
             try:
                 self._leader.fence_zombies(self._snapshot, connector)
             except Exception as exc:  # retried at the next reconciliation (the tasks wait meanwhile)
-                logger.error("Connector %s: tasks wait, fencing failed (exactly-once needs transactions): %s", connector, exc)
+                logger.error("Connector %s: tasks wait, fencing failed (EOS needs transactions): %s", connector, exc)
         self._inbox.clear_changed()
         self._snapshot = self._config_store.snapshot()
 
