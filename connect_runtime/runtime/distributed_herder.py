@@ -42,6 +42,7 @@ from connect_runtime.runtime.abstract_herder import AbstractHerder
 from connect_runtime.runtime.config_change_inbox import ConfigChangeInbox
 from connect_runtime.runtime.connector_offsets import modify_offsets, offsets_to_alter
 from connect_runtime.runtime.deleted_statuses import forget_deleted
+from connect_runtime.runtime.generation_fencing import GenerationFencing
 from connect_runtime.runtime.herder import ConnectorOffset, ConnectorStateInfo, Created, WorkerHealth
 from connect_runtime.runtime.leader_config_writer import LeaderConfigWriter
 from connect_runtime.runtime.local_work import LocalWork
@@ -97,6 +98,7 @@ class DistributedHerder(AbstractHerder):
             config_store, assignment=lambda: self._assignment, demote=self._demote,
             request_rebalance=membership.request_rebalance, claim_timeout_s=min(30.0, request_timeout_s),
             session_key_ttl_s=session_key_ttl_s, group_id=group_id, fence_producers=fence_producers)
+        self._fencing = GenerationFencing(exactly_once, self._leader)
         self._work = LocalWork(worker, status_writer, self.request_task_reconfiguration, task_shutdown_timeout_s)
         self._reconfiguration = TaskReconfiguration(
             worker=worker, config_store=config_store, leader=self._leader, forwarder=self._forwarder,
@@ -246,6 +248,8 @@ class DistributedHerder(AbstractHerder):
             self._process_restart(request)
         if self._leader.maybe_rotate_session_key(self._snapshot):
             self._refresh_snapshot()
+        if self._fencing.retry_due():
+            self._reconcile()
         self._reconfiguration.run_due()
         self._ticks.run_pending()
         next_due = self._reconfiguration.seconds_to_next()
@@ -290,31 +294,16 @@ class DistributedHerder(AbstractHerder):
         """
         if self._assignment is None:
             return
-        pending = self._pending_fencing()
+        pending = self._fencing.pending(self._snapshot)
         self._work.reconcile(self._assignment.connectors,
                              [t for t in self._assignment.tasks if t.connector not in pending], self._snapshot)
         if pending and self._is_leader():  # our own old tasks stopped above: fence, then start the new ones
-            self._fence_pending(pending)
-            pending = self._pending_fencing()
+            self._fencing.fence(self._snapshot, pending)
+            self._inbox.clear_changed()
+            self._snapshot = self._config_store.snapshot()
+            pending = self._fencing.pending(self._snapshot)
             self._work.reconcile(self._assignment.connectors,
                                  [t for t in self._assignment.tasks if t.connector not in pending], self._snapshot)
-
-    def _pending_fencing(self) -> set[str]:
-        """Connectors whose task generation is not fenced yet (none without exactly-once)."""
-        snap = self._snapshot
-        if not self.exactly_once:
-            return set()
-        return {c for c in snap.connectors()
-                if snap.task_count(c) and snap.task_count_records.get(c) != snap.task_count(c)}
-
-    def _fence_pending(self, connectors: set[str]) -> None:
-        for connector in sorted(connectors):
-            try:
-                self._leader.fence_zombies(self._snapshot, connector)
-            except Exception as exc:  # retried at the next reconciliation (the tasks wait meanwhile)
-                logger.error("Connector %s: tasks wait, fencing failed (EOS needs transactions): %s", connector, exc)
-        self._inbox.clear_changed()
-        self._snapshot = self._config_store.snapshot()
 
     def _refresh_snapshot(self) -> None:
         """Apply our own writes now rather than on the next tick (REST answers must reflect them)."""

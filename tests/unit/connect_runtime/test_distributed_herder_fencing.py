@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from connect_runtime.api.errors import NotAssignedError, NotLeaderError
+from connect_runtime.api.errors import ConnectError, NotAssignedError, NotLeaderError
 from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.assembly import WakeupRelay
 from connect_runtime.runtime.distributed_herder import DistributedHerder
@@ -176,6 +176,32 @@ def test_with_exactly_once_a_new_task_generation_starts_only_after_the_old_one_w
         wait_until(lambda: running_tasks(c) == {ConnectorTaskId("demo", 0)}, 5, "1 task")
         assert c.fenced[-1] == ["g-demo-0", "g-demo-1", "g-demo-2"], "the previous generation's ids too"
         assert started_when[-1] == c.fenced, "task 0 of the new generation started after the fencing"
+    finally:
+        c.herder.stop(10)
+
+
+def test_a_failed_fencing_keeps_the_new_tasks_waiting_and_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    from connect_runtime.runtime import generation_fencing
+
+    monkeypatch.setattr(generation_fencing, "RETRY_S", 1.0)
+    c = Cluster(exactly_once=True)
+    attempts: list[list[str]] = []
+
+    def flaky(ids: list[str]) -> None:
+        attempts.append(ids)
+        if len(attempts) == 1:
+            raise ConnectError("the cluster refused InitProducerId")
+
+    c.herder._leader._fence_producers = flaky
+    c.herder.start()
+    try:
+        assert c.herder.wait_until_ready(10)
+        c.worker.task_configs["demo"] = [{"task": "0"}]
+        c.herder.put_connector_config("demo", config(tasks=1), allow_replace=False)
+        wait_until(lambda: attempts, 5, "a first fencing attempt")
+        assert not running_tasks(c), "no task of an unfenced generation runs"
+        wait_until(lambda: running_tasks(c) == {ConnectorTaskId("demo", 0)}, 5, "the task, after the retry")
+        assert len(attempts) == 2
     finally:
         c.herder.stop(10)
 
