@@ -103,6 +103,11 @@ class SourceConnector(Connector):
         """Whether this connector can run with exactly-once delivery given ``config``; None = unknown."""
         return None
 
+    def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> bool:
+        """Whether the tasks define their own transaction boundaries (``transaction.boundary=connector``,
+        Connect's ``canDefineTransactionBoundaries``); the default, as in Connect, is that they cannot."""
+        return False
+
     def alter_offsets(
         self, config: Mapping[str, str], offsets: Mapping[str, tuple[SourceMap, Mapping[str, Any] | None]]
     ) -> bool:

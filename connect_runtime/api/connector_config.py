@@ -87,7 +87,6 @@ _aliases.__doc__ = "comma-separated unique aliases"
 
 
 _NO_STAGES = "records copied as bytes go through no converter or transformation stage to retry"
-_EOS_ONLY = "it only applies with exactly-once source support, which this runtime does not have yet"
 
 #: Connect's connector-level keys, in Java's order. Keys naming a feature the runtime does not have
 #: are refused with a validator that says so (never accepted and ignored), so a config that relies on
@@ -145,15 +144,19 @@ CONNECTOR_CONFIG_DEF = ConfigDef([
     ConfigKey(ERRORS_LOG_INCLUDE_MESSAGES, Type.BOOLEAN, False, Importance.MEDIUM,
               "Include the failing record in the error log.", group=_ERRORS),
     ConfigKey(EXACTLY_ONCE_SUPPORT, Type.STRING, "requested", Importance.MEDIUM,
-              "Whether the connector must support exactly-once semantics ('required') or not. The worker "
-              "refuses 'required' (as Connect does when exactly.once.source.support is not enabled): "
-              "exactly-once source support is not supported yet.", one_of("requested", "required"), _EOS),
+              "Permitted values are requested, required. If set to 'required', forces a preflight check "
+              "that the worker has exactly.once.source.support=enabled and that the connector supports "
+              "exactly-once with this config (MirrorSourceConnector: a read_committed source consumer).",
+              one_of("requested", "required"), _EOS),
     ConfigKey(TRANSACTION_BOUNDARY, Type.STRING, "poll", Importance.MEDIUM,
-              "Transaction boundaries for exactly-once source tasks. Only the default (poll) is accepted: "
-              f"{_EOS_ONLY}.", not_supported_yet(_EOS_ONLY, allowed=("poll",)), _EOS),
+              "Transaction boundaries of exactly-once source tasks: 'poll' commits each batch the task "
+              "polled, 'interval' every transaction.boundary.interval.ms, 'connector' where the connector "
+              "says (refused for connectors that define no boundaries, as MirrorMaker's). Ignored without "
+              "exactly.once.source.support=enabled on the worker.",
+              one_of("poll", "interval", "connector"), _EOS),
     ConfigKey(TRANSACTION_BOUNDARY_INTERVAL_MS, Type.LONG, None, Importance.LOW,
-              f"Transaction commit interval when transaction.boundary=interval. Must be unset: {_EOS_ONLY}.",
-              not_supported_yet(_EOS_ONLY), _EOS),
+              "Transaction commit interval with transaction.boundary=interval; unset: the worker's "
+              "offset.flush.interval.ms.", at_least(0), _EOS),
     ConfigKey(OFFSETS_STORAGE_TOPIC, Type.STRING, None, Importance.LOW,
               "A separate offsets topic for this connector. Not supported yet: must be unset (the worker's "
               "offsets topic is used).", not_supported_yet("a per-connector offsets topic is not implemented"),

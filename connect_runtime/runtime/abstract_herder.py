@@ -36,6 +36,9 @@ from connect_runtime.storage.status_store import KafkaStatusStore
 class AbstractHerder(Herder):
     """The store-backed half of a herder; subclasses add the state-changing half."""
 
+    #: The worker's exactly.once.source.support=enabled, applied when a config is validated.
+    exactly_once = False
+
     def __init__(self, plugins: Plugins, config_store: KafkaConfigStore, status_store: KafkaStatusStore,
                  offset_store: OffsetStore, override_policy: OverridePolicy = ALLOW_ALL,
                  topic_tracking: TopicTracking = TRACKING_OFF) -> None:
@@ -160,4 +163,4 @@ class AbstractHerder(Herder):
             connector = self._plugins.new_connector(class_name)
         except NotFoundError as exc:
             raise BadRequestError(str(exc)) from exc
-        return validation.validate(connector, config, self.override_policy)
+        return validation.validate(connector, config, self.override_policy, exactly_once=self.exactly_once)

@@ -125,7 +125,8 @@ def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertis
                     task_shutdown_timeout_ms=config[wc.TASK_SHUTDOWN_TIMEOUT_MS],
                     config_transformer=lambda c: resolve(c, providers),
                     offset_flush_timeout_ms=config[wc.OFFSET_FLUSH_TIMEOUT_MS], metrics_registry=registry,
-                    log_flow=log_flow, override_policy=config.override_policy, topic_recorder=topic_recorder)
+                    log_flow=log_flow, override_policy=config.override_policy, topic_recorder=topic_recorder,
+                    exactly_once_group=config.group_id if config.exactly_once_source_enabled else None)
     relay = WakeupRelay()
     herder = herder_class(
         worker_id=worker_id, worker=worker, plugins=plugins, config_store=config_store,
@@ -136,6 +137,7 @@ def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertis
         request_timeout_s=config[wc.REST_REQUEST_TIMEOUT_MS] / 1000,
         task_shutdown_timeout_s=config[wc.TASK_SHUTDOWN_TIMEOUT_MS] / 1000, start_timeout_s=start_timeout_s,
         session_key_ttl_s=config[wc.INTER_WORKER_KEY_TTL_MS] / 1000, override_policy=config.override_policy,
-        topic_tracking=topic_tracking, **herder_kwargs)
+        topic_tracking=topic_tracking, exactly_once=config.exactly_once_source_enabled,
+        **herder_kwargs)
     relay.target = herder
     return herder

@@ -16,12 +16,13 @@ from typing import Any
 
 from connect_runtime.api.client_overrides import ALLOW_ALL, OverridePolicy
 from connect_runtime.api.config import ConfigDef, ConfigKey, ConfigValue, Type, parse_value
-from connect_runtime.api.connector import Connector
+from connect_runtime.api.connector import Connector, ExactlyOnceSupport, SourceConnector
 from connect_runtime.api.connector_config import (
     COMMON_GROUP,
     CONNECTOR_CONFIG_DEF,
     EXACTLY_ONCE_SUPPORT,
     TASKS_MAX,
+    TRANSACTION_BOUNDARY,
 )
 from connect_runtime.api.connector_config import CONNECTOR_CLASS as CONNECTOR_CLASS  # read by the herders
 from connect_runtime.api.errors import BadRequestError, ConnectError
@@ -52,11 +53,13 @@ def _plugin_def(connector: Connector) -> ConfigDef:
         raise ConnectError(f"Connector {name} failed to describe its config: {exc}") from exc
 
 
-def validate(connector: Connector, config: Mapping[str, str], policy: OverridePolicy = ALLOW_ALL) -> ConfigInfos:
+def validate(connector: Connector, config: Mapping[str, str], policy: OverridePolicy = ALLOW_ALL, *,
+             exactly_once: bool = False) -> ConfigInfos:
     """Validate ``config`` for ``connector`` (an unstarted instance); never raises for bad values.
 
     ``policy`` is the worker's ``connector.client.config.override.policy``: each ``producer.override.*``,
     ``consumer.override.*`` or ``admin.override.*`` key it refuses is an error on that key, as in Connect.
+    ``exactly_once`` is the worker's ``exactly.once.source.support=enabled``.
     """
     base = CONNECTOR_CONFIG_DEF.validate(config)
     plugin_def = _plugin_def(connector)
@@ -86,17 +89,53 @@ def validate(connector: Connector, config: Mapping[str, str], policy: OverridePo
         value.errors.extend(m for m in messages if m not in value.errors)
     for name, message in policy.errors(config).items():
         results.setdefault(name, ConfigValue(name, config[name])).errors.append(message)
-    if str(config.get(EXACTLY_ONCE_SUPPORT, "")).strip().lower() == "required":
-        # Connect's DistributedHerder.validateSourceConnectorExactlyOnceSupport, for a worker without
-        # exactly.once.source.support=enabled: which here is every worker (see worker_config).
-        results.setdefault(EXACTLY_ONCE_SUPPORT, ConfigValue(EXACTLY_ONCE_SUPPORT, config[EXACTLY_ONCE_SUPPORT])) \
-            .errors.append("exactly.once.support=required: this worker does not have exactly-once source support "
-                    "enabled (not supported yet)")
+    if isinstance(connector, SourceConnector):
+        _exactly_once_checks(connector, config, results, exactly_once)
     for name, value in results.items():
         key = definitions.get(name) or ConfigKey(name, Type.STRING, None)
         error_count += len(value.errors)
         configs.append({"definition": config_key_info(key), "value": config_value_info(value)})
     return ConfigInfos(name=type(connector).__name__, error_count=error_count, groups=groups, configs=configs)
+
+
+def _exactly_once_checks(connector: SourceConnector, config: Mapping[str, str], results: dict[str, ConfigValue],
+                         exactly_once: bool) -> None:
+    """Connect's ``DistributedHerder.validateSourceConnectorExactlyOnceSupport`` and
+    ``validateSourceConnectorTransactionBoundary``, on keys that passed their own checks."""
+    _transaction_boundary_check(connector, config, results)
+    support = results.get(EXACTLY_ONCE_SUPPORT)
+    if support is not None and not support.errors and str(support.value or "").strip().lower() == "required":
+        if not exactly_once:  # Java adds the connector's answer too; one line says what to do first
+            support.errors.append("exactly.once.support=required: this worker does not have exactly-once source "
+                                  "support enabled (set exactly.once.source.support=enabled on the worker; for "
+                                  "MirrorMaker <target>.exactly.once.source.support=enabled)")
+            return
+        try:
+            level = connector.exactly_once_support(config)
+        except Exception as exc:
+            support.errors.append(f"An unexpected error occurred during validation: {exc}")
+        else:
+            if level is None:
+                support.errors.append("The connector does not implement the API required for preflight validation "
+                                      "of exactly-once source support; use exactly.once.support=requested")
+            elif level is not ExactlyOnceSupport.SUPPORTED and not support.errors:
+                support.errors.append("The connector does not support exactly-once semantics with the provided "
+                                      "configuration.")
+
+
+def _transaction_boundary_check(connector: SourceConnector, config: Mapping[str, str],
+                                results: dict[str, ConfigValue]) -> None:
+    boundary = results.get(TRANSACTION_BOUNDARY)
+    if boundary is not None and not boundary.errors and str(boundary.value or "").strip().lower() == "connector":
+        try:
+            supported = connector.can_define_transaction_boundaries(config)
+        except Exception as exc:
+            boundary.errors.append(f"An unexpected error occurred during validation: {exc}")
+        else:
+            if not supported:
+                boundary.errors.append("transaction.boundary=connector: the connector does not support "
+                                       "connector-defined transaction boundaries with the given configuration; "
+                                       "use poll or interval")
 
 
 def errors_message(infos: ConfigInfos) -> str:

@@ -42,6 +42,7 @@ from connect_runtime.runtime.abstract_herder import AbstractHerder
 from connect_runtime.runtime.config_change_inbox import ConfigChangeInbox
 from connect_runtime.runtime.connector_offsets import modify_offsets, offsets_to_alter
 from connect_runtime.runtime.deleted_statuses import forget_deleted
+from connect_runtime.runtime.generation_fencing import GenerationFencing
 from connect_runtime.runtime.health_probe import HEALTH_CHECK_TIMEOUT_S, probe_health
 from connect_runtime.runtime.herder import ConnectorOffset, ConnectorStateInfo, Created, WorkerHealth
 from connect_runtime.runtime.leader_config_writer import LeaderConfigWriter
@@ -85,8 +86,9 @@ class DistributedHerder(AbstractHerder):
                  rest_prefix: str = "", forwarder: TaskConfigForwarder | None = None,
                  override_policy: OverridePolicy = ALLOW_ALL,
                  health_check_timeout_s: float = HEALTH_CHECK_TIMEOUT_S,
-                 topic_tracking: TopicTracking = TRACKING_OFF) -> None:
+                 topic_tracking: TopicTracking = TRACKING_OFF, exactly_once: bool = False) -> None:
         super().__init__(plugins, config_store, status_store, offset_store, override_policy, topic_tracking)
+        self.exactly_once = exactly_once
         self._worker_id = worker_id
         self._worker = worker
         self._membership = membership
@@ -101,6 +103,7 @@ class DistributedHerder(AbstractHerder):
             config_store, assignment=lambda: self._assignment, demote=self._demote,
             request_rebalance=membership.request_rebalance, claim_timeout_s=min(30.0, request_timeout_s),
             session_key_ttl_s=session_key_ttl_s, group_id=group_id, fence_producers=fence_producers)
+        self._fencing = GenerationFencing(exactly_once, self._leader)
         self._work = LocalWork(worker, status_writer, self.request_task_reconfiguration, task_shutdown_timeout_s)
         self._reconfiguration = TaskReconfiguration(
             worker=worker, config_store=config_store, leader=self._leader, forwarder=self._forwarder,
@@ -257,6 +260,8 @@ class DistributedHerder(AbstractHerder):
         with stage("rotating the session key"):
             if self._leader.maybe_rotate_session_key(self._snapshot):
                 self._refresh_snapshot()
+        if self._fencing.retry_due():
+            self._reconcile()
         with stage("reconfiguring connector tasks"):
             self._reconfiguration.run_due()
         self._ticks.run_pending()
@@ -293,10 +298,26 @@ class DistributedHerder(AbstractHerder):
             forget_deleted(previous, self._snapshot, self._status_store, self._status)
 
     def _reconcile(self) -> None:
-        """Make the worker run exactly (assignment x snapshot); revoked work stops before new starts."""
-        if self._assignment is not None:
-            with self._ticks.stage("starting and stopping connectors and tasks"):
-                self._work.reconcile(self._assignment.connectors, self._assignment.tasks, self._snapshot)
+        """Make the worker run exactly (assignment x snapshot); revoked work stops before new starts.
+
+        Exactly-once (KIP-618, §10.3): the tasks of a connector whose task generation is not fenced yet (its
+        ``tasks-fencing-`` record does not hold the current task count) wait; the leader fences the ids of
+        the previous and current generation, writes the record, and that config change starts them on every
+        worker. So no task of a new generation runs while a zombie of the old one could still commit.
+        """
+        if self._assignment is None:
+            return
+        pending = self._fencing.pending(self._snapshot)
+        with self._ticks.stage("starting and stopping connectors and tasks"):
+            self._work.reconcile(self._assignment.connectors,
+                                 [t for t in self._assignment.tasks if t.connector not in pending], self._snapshot)
+        if pending and self._is_leader():  # our own old tasks stopped above: fence, then start the new ones
+            self._fencing.fence(self._snapshot, pending)
+            self._inbox.clear_changed()
+            self._snapshot = self._config_store.snapshot()
+            pending = self._fencing.pending(self._snapshot)
+            self._work.reconcile(self._assignment.connectors,
+                                 [t for t in self._assignment.tasks if t.connector not in pending], self._snapshot)
 
     def _refresh_snapshot(self) -> None:
         """Apply our own writes now rather than on the next tick (REST answers must reflect them)."""

@@ -19,6 +19,7 @@ Not thread-safe by design: every call happens on the task thread (delivery repor
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from typing import Any
 
 from connect_runtime.api.records import SourceMap, SourceRecord
@@ -138,3 +139,15 @@ class SubmittedRecords(PartitionQueues[_PartitionQueue]):
         """Number of source partitions with records still in flight."""
         return sum(1 for q in self._queues.values() if q.records)
 
+
+    def submitted_offsets(self) -> list[tuple[SourceMap, Mapping[str, Any]]]:
+        """Per partition, the offset of its last submitted record (else its committable one): what is
+        committable once every record in flight is acknowledged. An exactly-once task writes these into
+        the transaction that holds those records, which commits all of them or none."""
+        out: list[tuple[SourceMap, Mapping[str, Any]]] = []
+        for queue in self._queues.values():
+            offset = next((s.record.source_offset for s in reversed(queue.records)
+                           if s.record.source_offset is not None), None) or queue.committable
+            if offset is not None:
+                out.append((queue.partition, offset))
+        return out

@@ -169,3 +169,13 @@ class SubmittedRuns(PartitionQueues[_RunQueue]):
     @property
     def has_open_runs(self) -> bool:
         return self.outstanding > 0
+
+    def submitted_offsets(self) -> list[tuple[SourceMap, Mapping[str, Any]]]:
+        """Per partition, the offset of its last opened run (else its committable one); see
+        :meth:`SubmittedRecords.submitted_offsets`."""
+        out: list[tuple[SourceMap, Mapping[str, Any]]] = []
+        for queue in self._queues.values():
+            offset = queue.runs[-1].offset if queue.runs else queue.committable
+            if offset is not None:
+                out.append((queue.partition, offset))
+        return out

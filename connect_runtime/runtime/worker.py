@@ -11,7 +11,8 @@ every method is blocking, thread-safe, and called from the herder thread unless 
            producer_factory: Callable[[dict[str, str]], Producer] = confluent_kafka.Producer,
            metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None,
            override_policy: OverridePolicy = ALLOW_ALL,
-           topic_recorder: Callable[[ConnectorTaskId], ActiveTopicRecorder | None] = lambda _: None)
+           topic_recorder: Callable[[ConnectorTaskId], ActiveTopicRecorder | None] = lambda _: None,
+           exactly_once_group: str | None = None)
 
     start() -> None                      # starts the offset store (as Java's Worker.start does)
     stop() -> None                       # stops connectors and tasks (tasks flush + commit), then the store
@@ -62,6 +63,7 @@ from connect_runtime.clients.factory import new_producer, translate
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.error_policy import ErrorPolicy
+from connect_runtime.runtime.exactly_once_task import ExactlyOnceWorkerSourceTask, exactly_once_options
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import StatusListener, trace_of
 from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
@@ -90,10 +92,14 @@ class Worker:
                  offset_flush_timeout_ms: int = 5_000, producer_factory: ProducerFactory = new_producer,
                  metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None,
                  override_policy: OverridePolicy = ALLOW_ALL,
-                 topic_recorder: Callable[[ConnectorTaskId], ActiveTopicRecorder | None] = lambda _: None) -> None:
+                 topic_recorder: Callable[[ConnectorTaskId], ActiveTopicRecorder | None] = lambda _: None,
+                 exactly_once_group: str | None = None) -> None:
         self.worker_id = worker_id
         #: KIP-558: each source task's recorder of the topics it produces to (None: tracking is off).
         self._topic_recorder = topic_recorder
+        #: The group.id when exactly.once.source.support=enabled: tasks then run transactional with ids
+        #: <group.id>-<connector>-<task> (exactly_once_task); None: at least once.
+        self.exactly_once_group = exactly_once_group
         self.override_policy = override_policy
         self.offset_store = offset_store
         self.plugins = plugins
@@ -207,7 +213,8 @@ class Worker:
             resolved_task = self._resolve(task_config)
             resolved_connector = self._resolve(connector_config)
             task = self._new_task(resolved_connector, resolved_task)
-            worker_task = WorkerSourceTask(
+            eos = exactly_once_options(self.exactly_once_group, self.offset_store, task_id, resolved_connector)
+            worker_task = (ExactlyOnceWorkerSourceTask if eos else WorkerSourceTask)(
                 task_id, task, resolved_task, worker_id=self.worker_id, offset_store=self.offset_store,
                 producer_config=self.task_producer_base(task_id.connector, resolved_connector),
                 status_listener=self._listener, metrics=metrics,
@@ -217,7 +224,7 @@ class Worker:
                 metrics_registry=self.metrics_registry, log_flow=self.log_flow,
                 error_policy=ErrorPolicy.from_config({**resolved_connector, **resolved_task}),
                 transforms=build_chain(resolved_connector),  # Connect builds them from the connector config
-                active_topics=self._topic_recorder(task_id))
+                active_topics=self._topic_recorder(task_id), **eos)
         except Exception as exc:
             logger.error("task %s could not be created: %s", task_id, exc)
             metrics.set_state("FAILED")

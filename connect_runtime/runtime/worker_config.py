@@ -91,16 +91,6 @@ def _rf_valid(name: str, value: Any) -> None:
 _rf_valid.__doc__ = "positive number, or -1 to use the broker's default"
 
 
-def _exactly_once_source_support(name: str, value: Any) -> None:
-    one_of("disabled", "preparing", "enabled")(name, value)
-    if str(value).strip().lower() == "enabled":
-        raise ConfigError(f"Invalid value enabled for configuration {name}: not supported yet (transactional "
-                          "source tasks are not implemented; source tasks deliver at least once): use disabled",
-                          name)
-
-
-_exactly_once_source_support.__doc__ = "disabled, preparing"
-
 DISTRIBUTED_CONFIG_DEF = ConfigDef([
     ConfigKey(GROUP_ID, Type.STRING, importance=Importance.HIGH, validator=non_empty_string, group=_GROUP,
               doc="A unique string that identifies the Connect cluster group this worker belongs to."),
@@ -165,10 +155,12 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
               "up with the config topic; when it cannot, it retries on its next config write.",
               at_least(1), _GROUP),
     ConfigKey(EXACTLY_ONCE_SOURCE_SUPPORT, Type.STRING, "disabled", Importance.HIGH,
-              "Exactly-once source support (KIP-618). 'disabled' (at least once) and 'preparing' (the leader "
-              "already fences the previous leader's config writes, as this runtime always does) work; "
-              "'enabled' (transactional source tasks) is not supported yet and is rejected at start.",
-              _exactly_once_source_support, _CONNECT),
+              "Exactly-once source support (KIP-618). 'enabled': every source task writes its records and "
+              "their source offsets in one transaction on the target (transactional.id "
+              "<group.id>-<connector>-<task>), so a crash never duplicates; the target cluster must support "
+              "transactions. 'preparing' (the first step of a rolling upgrade: the leader fences the previous "
+              "leader's config writes, as this runtime always does) and 'disabled' deliver at least once.",
+              one_of("disabled", "preparing", "enabled"), _CONNECT),
     ConfigKey(CONNECTOR_CLIENT_POLICY, Type.STRING, client_overrides.POLICY_DEFAULT, Importance.MEDIUM,
               "Which client settings connectors may override with producer.override.*, consumer.override.* "
               "and admin.override.*: All (any), None, Principal (sasl.jaas.config, sasl.mechanism, "
@@ -244,6 +236,11 @@ class DistributedWorkerConfig:
         """``connector.client.config.override.policy`` (with its allowlist): what connectors may override."""
         return client_overrides.parse_policy(self.values[CONNECTOR_CLIENT_POLICY],
                                              self.values[CONNECTOR_CLIENT_ALLOWLIST])
+
+    @property
+    def exactly_once_source_enabled(self) -> bool:
+        """``exactly.once.source.support=enabled``: source tasks run transactional (KIP-618)."""
+        return str(self.values[EXACTLY_ONCE_SOURCE_SUPPORT]).strip().lower() == "enabled"
 
     @property
     def group_id(self) -> str:

@@ -35,7 +35,7 @@ Two paths. Per record: a :class:`SubmittedRecord` per record is its delivery cal
 report; after each ``producer.poll`` the reports are acknowledged in one loop and handed to the task in
 one ``commit_records`` call; the connector's transformations run just before produce (:mod:`.transform_stage`).
 Bulk (:mod:`~connect_runtime.runtime.bulk_source_loop`), for a :class:`~connect_runtime.api.bulk.BulkSourceTask`
-without transformations: runs acknowledged as a whole. ``bench/hot_path.py`` measures both.
+without transformations: the task produces straight from its input in runs acknowledged as a whole.
 """
 
 from __future__ import annotations
@@ -433,10 +433,14 @@ class WorkerSourceTask:
         if self._active_topics is not None:
             self._active_topics.record({sub.record.topic for sub, error, _ in reports if error is None})
         if acknowledged:
-            try:
-                self._task.commit_records(acknowledged)
-            except Exception:  # Java logs and carries on: commit_record is a notification
-                logger.exception("%s commit_records failed", self.id)
+            self._records_acknowledged(acknowledged)
+
+    def _records_acknowledged(self, acknowledged: list[tuple[SourceRecord, Any]]) -> None:
+        """Tell the task (an exactly-once task defers this until its transaction committed)."""
+        try:
+            self._task.commit_records(acknowledged)
+        except Exception:  # Java logs and carries on: commit_record is a notification
+            logger.exception("%s commit_records failed", self.id)
 
     def _close(self, started: bool) -> None:
         """Stop the task, flush (bounded), commit what was acknowledged, report the final state."""

@@ -35,6 +35,7 @@ from connect_runtime.api.records import SourceMap
 from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
 from connect_runtime.storage.memory import partition_id
 from connect_runtime.storage.offset_store import OffsetMap, OffsetStore, serialize_key, serialize_value
+from connect_runtime.storage.partitioning import java_partition
 
 logger = logging.getLogger(__name__)
 
@@ -264,6 +265,17 @@ class KafkaOffsetStore:
         except FutureTimeout as exc:
             raise RetriableError(f"offsets of {connector} not acknowledged within {timeout_s}s") from exc
         self._log.wait_until_consumed(written, max(0.1, deadline - time.monotonic()))
+
+    def records_for(self, connector: str, offsets: Sequence[tuple[SourceMap, OffsetMap | None]]
+                    ) -> list[tuple[str, int, bytes, bytes | None]]:
+        """(topic, partition, key, value) of each offset, placed as :meth:`put` places them, for a writer
+        that produces them itself: an exactly-once task writes them inside its own transaction."""
+        partitions = len(self._log.partitions)
+        with self._lock:
+            stored = self._partitions_of(connector)
+            keys = [stored.get(partition_id(p)) or serialize_key(connector, p) for p, _ in offsets]
+        return [(self.topic, java_partition(key, partitions), key, serialize_value(offset))
+                for key, (_, offset) in zip(keys, offsets, strict=True)]
 
 
 def _completer(future: Future[LogRecord]) -> Any:

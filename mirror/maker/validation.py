@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from connect_runtime.api.client_overrides import OverridePolicy
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.runtime import connector_validation
 from connect_runtime.runtime import worker_config as wc
@@ -51,8 +50,7 @@ def validate_flows(config: MirrorMakerConfig, clusters: Iterable[str] | None = N
     for pair in pairs:
         worker = _worker_config(config, pair, resolve_providers)
         for connector_class in CONNECTOR_CLASSES:
-            notices += _check_connector(config, pair, connector_class, worker.override_policy, plugins,
-                                        resolve_providers)
+            notices += _check_connector(config, pair, connector_class, worker, plugins, resolve_providers)
     return notices
 
 
@@ -67,12 +65,13 @@ def _worker_config(config: MirrorMakerConfig, pair: SourceAndTarget,
 
 
 def _check_connector(config: MirrorMakerConfig, pair: SourceAndTarget, connector_class: str,
-                     policy: OverridePolicy, plugins: Plugins, resolve_providers: bool) -> list[str]:
+                     worker: wc.DistributedWorkerConfig, plugins: Plugins, resolve_providers: bool) -> list[str]:
     props = config.connector_base_config(pair, connector_class)
     if resolve_providers:
         props = config.resolved(props)
     connector = plugins.new_connector(connector_class)
-    infos = connector_validation.validate(connector, props, policy)
+    infos = connector_validation.validate(connector, props, worker.override_policy,
+                                          exactly_once=worker.exactly_once_source_enabled)
     name = connector_simple_name(connector_class)
     notices = []
     for entry in infos.configs:

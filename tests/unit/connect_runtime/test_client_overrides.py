@@ -60,10 +60,12 @@ def test_worker_config_defaults_to_all_and_refuses_an_unknown_policy() -> None:
         DistributedWorkerConfig({**WORKER, "connector.client.config.override.policy": "Some"})
 
 
-def test_worker_config_refuses_exactly_once_source_support_enabled() -> None:
-    assert DistributedWorkerConfig({**WORKER, "exactly.once.source.support": "preparing"})
-    with pytest.raises(ConfigError, match=r"exactly\.once\.source\.support: not supported yet"):
-        DistributedWorkerConfig({**WORKER, "exactly.once.source.support": "enabled"})
+def test_worker_config_exactly_once_source_support() -> None:
+    assert not DistributedWorkerConfig({**WORKER, "exactly.once.source.support": "preparing"}) \
+        .exactly_once_source_enabled
+    assert DistributedWorkerConfig({**WORKER, "exactly.once.source.support": "Enabled"}).exactly_once_source_enabled
+    with pytest.raises(ConfigError, match=r"exactly\.once\.source\.support"):
+        DistributedWorkerConfig({**WORKER, "exactly.once.source.support": "on"})
 
 
 def test_override_keys_never_reach_the_worker_clients_as_plain_keys() -> None:

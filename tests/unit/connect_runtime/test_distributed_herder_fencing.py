@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from connect_runtime.api.errors import NotAssignedError, NotLeaderError
+from connect_runtime.api.errors import ConnectError, NotAssignedError, NotLeaderError
 from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.assembly import WakeupRelay
 from connect_runtime.runtime.distributed_herder import DistributedHerder
@@ -65,7 +65,7 @@ class Member(SoleMember):
 
 
 class Cluster:
-    def __init__(self, membership: Any = None, group: str = "g") -> None:
+    def __init__(self, membership: Any = None, group: str = "g", exactly_once: bool = False) -> None:
         self.broker = FakeBroker()
         clients: dict[str, Any] = {"producer_config": {}, "consumer_config": {}, "admin_config": {},
                                    "log_factory": self.broker.log_factory}
@@ -80,7 +80,7 @@ class Cluster:
             worker_id="w1:8083", worker=self.worker, plugins=plugins, config_store=self.config_store,
             status_store=self.status_store, offset_store=MemoryOffsetStore(), membership=self.membership,
             status_writer=StatusWriter(self.status_store, "w1:8083"), request_timeout_s=10, group_id=group,
-            fence_producers=self.fenced.append)
+            fence_producers=self.fenced.append, exactly_once=exactly_once)
 
     def fenced_store(self, group: str) -> KafkaConfigStore:
         broker = self.broker
@@ -148,6 +148,62 @@ def test_fence_zombies_fences_previous_and_current_task_ids_then_records_the_cou
     cluster.herder.fence_zombies("demo")
     assert cluster.fenced[-1] == ["g-demo-0", "g-demo-1", "g-demo-2"], "the previous generation's ids too"
     assert cluster.config_store.snapshot().task_count_records == {"demo": 1}
+
+
+def test_with_exactly_once_a_new_task_generation_starts_only_after_the_old_one_was_fenced() -> None:
+    """Changing tasks.max (3 -> 1): the leader fences the ids of both generations and records the new
+    count before task 0 of the new generation starts (reference §10.3)."""
+    c = Cluster(exactly_once=True)
+    started_when: list[list[list[str]]] = []
+    start = c.worker.start_task
+
+    def recording_start(task: ConnectorTaskId, *args: Any) -> Any:
+        started_when.append(list(c.fenced))
+        return start(task, *args)
+
+    c.worker.start_task = recording_start  # type: ignore[method-assign]
+    c.herder.start()
+    try:
+        assert c.herder.wait_until_ready(10)
+        c.worker.task_configs["demo"] = [{"task": str(i)} for i in range(3)]
+        c.herder.put_connector_config("demo", config(tasks=3), allow_replace=False)
+        wait_until(lambda: len(running_tasks(c)) == 3, 5, "3 tasks")
+        assert c.fenced == [["g-demo-0", "g-demo-1", "g-demo-2"]]  # first generation: its own ids
+        assert all(fenced for fenced in started_when), "no task started before its generation was fenced"
+        c.worker.task_configs["demo"] = [{"task": "0"}]
+        c.herder.put_connector_config("demo", config(tasks=1), allow_replace=True)
+        wait_until(lambda: c.config_store.snapshot().task_count_records == {"demo": 1}, 5, "the new count recorded")
+        wait_until(lambda: running_tasks(c) == {ConnectorTaskId("demo", 0)}, 5, "1 task")
+        assert c.fenced[-1] == ["g-demo-0", "g-demo-1", "g-demo-2"], "the previous generation's ids too"
+        assert started_when[-1] == c.fenced, "task 0 of the new generation started after the fencing"
+    finally:
+        c.herder.stop(10)
+
+
+def test_a_failed_fencing_keeps_the_new_tasks_waiting_and_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    from connect_runtime.runtime import generation_fencing
+
+    monkeypatch.setattr(generation_fencing, "RETRY_S", 1.0)
+    c = Cluster(exactly_once=True)
+    attempts: list[list[str]] = []
+
+    def flaky(ids: list[str]) -> None:
+        attempts.append(ids)
+        if len(attempts) == 1:
+            raise ConnectError("the cluster refused InitProducerId")
+
+    c.herder._leader._fence_producers = flaky
+    c.herder.start()
+    try:
+        assert c.herder.wait_until_ready(10)
+        c.worker.task_configs["demo"] = [{"task": "0"}]
+        c.herder.put_connector_config("demo", config(tasks=1), allow_replace=False)
+        wait_until(lambda: attempts, 5, "a first fencing attempt")
+        assert not running_tasks(c), "no task of an unfenced generation runs"
+        wait_until(lambda: running_tasks(c) == {ConnectorTaskId("demo", 0)}, 5, "the task, after the retry")
+        assert len(attempts) == 2
+    finally:
+        c.herder.stop(10)
 
 
 class NothingHere:

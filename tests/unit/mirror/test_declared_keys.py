@@ -84,7 +84,7 @@ WORKER: dict[str, Works | Refused | Owned | str] = {
                                   "wc.REBALANCE_TIMEOUT_MS"),
     "worker.sync.timeout.ms": Works("connect_runtime/runtime/coordination/kafka_membership.py",
                                     "wc.WORKER_SYNC_TIMEOUT_MS"),
-    "exactly.once.source.support": Refused("enabled"),
+    "exactly.once.source.support": Works("connect_runtime/runtime/assembly.py", "config.exactly_once_source_enabled"),
     "config.providers": Works("connect_runtime/api/config_provider.py", '"config.providers"'),
     "task.shutdown.graceful.timeout.ms": Works("connect_runtime/runtime/assembly.py", "wc.TASK_SHUTDOWN_TIMEOUT_MS"),
     "inter.worker.key.ttl.ms": Works("connect_runtime/runtime/assembly.py", "wc.INTER_WORKER_KEY_TTL_MS"),
@@ -112,9 +112,11 @@ CONNECTOR: dict[str, Works | Refused | Owned | str] = {
     "errors.tolerance": Works("connect_runtime/runtime/error_policy.py", "ERRORS_TOLERANCE"),
     "errors.log.enable": Works("connect_runtime/runtime/error_policy.py", "ERRORS_LOG_ENABLE"),
     "errors.log.include.messages": Works("connect_runtime/runtime/error_policy.py", "ERRORS_LOG_INCLUDE_MESSAGES"),
-    "exactly.once.support": Refused("required"),
-    "transaction.boundary": Refused("interval"),
-    "transaction.boundary.interval.ms": Refused("1000"),
+    # required: refused unless the worker has exactly.once.source.support=enabled (tests below)
+    "exactly.once.support": Works("connect_runtime/runtime/connector_validation.py", "EXACTLY_ONCE_SUPPORT"),
+    "transaction.boundary": Refused("connector"),  # poll and interval work; no MM2 connector defines boundaries
+    "transaction.boundary.interval.ms": Works("connect_runtime/runtime/exactly_once_task.py",
+                                              "TRANSACTION_BOUNDARY_INTERVAL_MS"),
     "offsets.storage.topic": Refused("my-offsets"),
     "topic.creation.groups": Refused("compacted"),
     # MM2's shared keys (mirror/config/connector_base.py)
@@ -254,10 +256,24 @@ def test_refused_connector_key_fails_the_file_naming_it(tmp_path: Path, key: str
     assert "\n" not in message
 
 
-def test_refused_worker_key_fails_the_file_naming_it(tmp_path: Path) -> None:
-    config = _file(tmp_path, "B.exactly.once.source.support = enabled")
-    with pytest.raises(ConfigError, match=r"mm2.properties:5: .*B\.exactly\.once\.source\.support.*not supported"):
-        validate_flows(config)
+def test_exactly_once_required_needs_the_worker_setting_and_read_committed(tmp_path: Path) -> None:
+    """Connect's pre-flight check (reference §10.1): one line naming the key and what is missing."""
+    with pytest.raises(ConfigError, match=r"mm2.properties:5: .*exactly\.once\.support.*does not have exactly-once"):
+        validate_flows(_file(tmp_path, "A->B.exactly.once.support = required",
+                             "A.consumer.isolation.level = read_committed"))
+    with pytest.raises(ConfigError, match=r"exactly\.once\.support.*read_committed") as error:
+        validate_flows(_file(tmp_path, "A->B.exactly.once.support = required",
+                             "B.exactly.once.source.support = enabled"))
+    assert "\n" not in str(error.value)
+    validate_flows(_file(tmp_path, "A->B.exactly.once.support = required", "B.exactly.once.source.support = enabled",
+                         "A.consumer.isolation.level = read_committed"))
+
+
+def test_exactly_once_keys_are_accepted(tmp_path: Path) -> None:
+    validate_flows(_file(tmp_path, "B.exactly.once.source.support = enabled", "A->B.transaction.boundary = interval",
+                         "A->B.transaction.boundary.interval.ms = 500"))
+    with pytest.raises(ConfigError, match=r"exactly\.once\.source\.support.*expected one of"):
+        validate_flows(_file(tmp_path, "B.exactly.once.source.support = sometimes"))
 
 
 def test_error_tolerance_keys_are_accepted(tmp_path: Path) -> None:

@@ -1,0 +1,157 @@
+"""ExactlyOnceWorkerSourceTask with a fake transactional producer: what goes into each transaction, when the
+task hears of its records, what a failure aborts. The broker side (fencing, kill -9, the offsets topic read
+back read_committed) is tested on real brokers in tests/integration/test_exactly_once.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from prometheus_client import CollectorRegistry
+
+from connect_runtime.api.records import SourceMap, SourceRecord
+from connect_runtime.metrics import ConnectMetrics
+from connect_runtime.model import ConnectorTaskId
+from connect_runtime.runtime.exactly_once_task import ExactlyOnceWorkerSourceTask, transactional_producer_config
+from connect_runtime.runtime.status import RecordingStatusListener
+from connect_runtime.storage.memory import MemoryOffsetStore
+from connect_runtime.storage.offset_store import OffsetMap, serialize_key, serialize_value
+from tests.support.fakes import FakeProducer
+from tests.support.kafka import wait_until
+from tests.unit.connect_runtime.test_worker_source_task_unit import ListTask, rec
+
+TASK = ConnectorTaskId("c", 0)
+
+
+class TxnProducer(FakeProducer):
+    """A FakeProducer that logs its transaction calls next to its records (``log``)."""
+
+    def __init__(self, config: Any, log: list[Any], init_error: KafkaError | None = None) -> None:
+        super().__init__(config)
+        self.log = log
+        self.init_error = init_error
+
+    def init_transactions(self, timeout: float) -> None:
+        if self.init_error is not None:
+            raise KafkaException(self.init_error)
+        self.log.append("init")
+
+    def begin_transaction(self) -> None:
+        self.log.append("begin")
+
+    def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int = -1,
+                **kwargs: Any) -> None:
+        self.log.append(("produce", topic, value, key))
+        super().produce(topic, value, key, partition, **kwargs)
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.flush()  # librdkafka's commit flushes first (here: the offset records)
+        self.log.append("commit")
+
+    def abort_transaction(self, timeout: float) -> None:
+        self.log.append("abort")
+
+
+class Offsets:
+    """The transactional side of the offset store, over a memory store: records for the offsets topic."""
+
+    def __init__(self) -> None:
+        self.refreshed = 0
+
+    def records_for(self, connector: str, offsets: Sequence[tuple[SourceMap, OffsetMap | None]]
+                    ) -> list[tuple[str, int, bytes, bytes | None]]:
+        return [("offsets", 0, serialize_key(connector, p), serialize_value(o)) for p, o in offsets]
+
+    def refresh(self, timeout_s: float = 30.0) -> None:
+        self.refreshed += 1
+
+
+class NotifiedTask(ListTask):
+    def __init__(self, batches: list[list[SourceRecord]], log: list[Any]) -> None:
+        super().__init__(batches)
+        self.log = log
+
+    def commit_records(self, records: Sequence[tuple[SourceRecord, Any]]) -> None:
+        self.log.append(("acknowledged", len(records)))
+
+
+def make(task: ListTask, log: list[Any], init_error: KafkaError | None = None, cls: type[TxnProducer] = TxnProducer,
+         ) -> tuple[ExactlyOnceWorkerSourceTask, list[TxnProducer], RecordingStatusListener, Offsets]:
+    producers: list[TxnProducer] = []
+
+    def factory(config: dict[str, str]) -> Any:
+        producers.append(cls(config, log, init_error))
+        return producers[-1]
+
+    listener = RecordingStatusListener()
+    offsets = Offsets()
+    worker_task = ExactlyOnceWorkerSourceTask(
+        TASK, task, {}, worker_id="w", offset_store=MemoryOffsetStore(),
+        producer_config={"bootstrap.servers": "b:9092"}, status_listener=listener,
+        metrics=ConnectMetrics.create(CollectorRegistry()).for_task("c", 0), producer_factory=factory,
+        metrics_registry=CollectorRegistry(), log_flow="A->B", transactional_id="g-c-0", offsets=offsets)
+    return worker_task, producers, listener, offsets
+
+
+def test_each_poll_batch_commits_with_its_offsets_and_the_task_hears_after_the_commit() -> None:
+    log: list[Any] = []
+    task = NotifiedTask([[rec("a", 0), rec("a", 1)], [rec("a", 2)]], log)
+    worker_task, producers, _, offsets = make(task, log)
+    worker_task.start()
+    wait_until(lambda: log.count("commit") >= 2, 10, "two transactions committed")
+    worker_task.stop()
+    assert worker_task.join(10)
+    assert producers[0].config["transactional.id"] == "g-c-0"
+    assert offsets.refreshed == 1  # the offsets were read again once init_transactions resolved old ones
+    first = log[:log.index("commit") + 2]
+    assert first[:2] == ["init", "begin"]
+    data = [e for e in first if isinstance(e, tuple) and e[0] == "produce" and e[1] == "t"]
+    written = [e for e in first if isinstance(e, tuple) and e[0] == "produce" and e[1] == "offsets"]
+    assert len(data) == 2 and written == [("produce", "offsets", b'{"seq":1}', b'["c",{"p":"a"}]')]
+    # commit_records only after the transaction holding the records committed
+    assert log.index(("acknowledged", 2)) > log.index("commit")
+    assert worker_task.committed_transactions >= 2 and worker_task.failure is None
+
+
+def test_a_refused_record_aborts_the_transaction_and_fails_the_task() -> None:
+    log: list[Any] = []
+    task = NotifiedTask([[rec("a", 0), rec("a", 1)]], log)
+
+    class Refusing(TxnProducer):
+        """The broker refuses the records (a newer producer holds the id); the commit then fails, as
+        librdkafka's does when a record of the transaction failed."""
+
+        def flush(self, timeout: float | None = None) -> int:
+            self.delivery.release(error=KafkaError(KafkaError.PRODUCER_FENCED))
+            self.poll(0)
+            return 0
+
+        def commit_transaction(self, timeout: float) -> None:
+            self.flush()
+            raise KafkaException(KafkaError(KafkaError.PRODUCER_FENCED))
+
+    worker_task, _, _, _ = make(task, log, cls=Refusing)
+    worker_task.start()
+    assert worker_task.join(10)
+    assert "abort" in log and "commit" not in log
+    assert not any(e == ("acknowledged", 2) for e in log)
+    assert "fenced: a newer instance of this task" in str(worker_task.failure)
+    assert worker_task.state == "FAILED"
+
+
+def test_a_target_without_transactions_fails_the_task_with_one_line_naming_the_cluster() -> None:
+    log: list[Any] = []
+    worker_task, _, _, _ = make(NotifiedTask([], log), log,
+                                init_error=KafkaError(KafkaError.UNSUPPORTED_VERSION, "no transactions"))
+    worker_task.start()
+    assert worker_task.join(10)
+    message = str(worker_task.failure)
+    assert "target cluster of flow A->B (b:9092)" in message and "exactly.once.source.support" in message
+    assert "\n" not in message and worker_task.state == "FAILED"
+
+
+def test_transactional_producer_config_bounds_the_delivery_timeout() -> None:
+    config = transactional_producer_config({"message.timeout.ms": "0", "acks": "1"}, "id")
+    assert config["transactional.id"] == "id" and config["acks"] == "all" and config["enable.idempotence"] == "true"
+    assert config["message.timeout.ms"] == config["transaction.timeout.ms"] == "60000"
