@@ -162,5 +162,5 @@ def test_metric_names_formats_accepts_legacy_and_new_only() -> None:
             "target.cluster.alias": "b"}
     assert MirrorSourceConfig(base).metric_names_formats == ["legacy", "new"]  # both by default
     assert MirrorSourceConfig({**base, "metric.names.formats": "new"}).metric_names_formats == ["new"]
-    with pytest.raises(ConfigError, match="metric.names.formats: expected legacy, new or legacy,new"):
+    with pytest.raises(ConfigError, match=r"metric\.names\.formats: expected legacy, new or legacy,new"):
         MirrorSourceConfig({**base, "metric.names.formats": "legacy,newest"})
