@@ -10,6 +10,7 @@ that the hot path pays one lock acquisition per ``poll()`` rather than per recor
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -22,6 +23,9 @@ from connect_runtime.model import State
 #: STOPPED and the internal DESTROYED), as label values.
 TASK_STATES = tuple(s.value for s in State if s not in (State.STOPPED, State.DESTROYED))
 
+#: Poll batches take from microseconds (a bulk step from a full fetch buffer) to the poll timeout.
+_POLL_BATCH_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                       2.5, 5.0)
 _COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
@@ -42,6 +46,9 @@ class WorkerMetrics:
         self.task_startups = Counter(
             "connect_worker_task_startup", "Task start-ups on this worker, by result (success, failure)",
             ("result",), registry=registry)
+        for result in ("success", "failure"):  # both series from the start: a dashboard graphs 0, not nothing
+            self.connector_startups.labels(result)
+            self.task_startups.labels(result)
 
     def connector_started(self, ok: bool) -> None:
         self.connector_startups.labels("success" if ok else "failure").inc()
@@ -63,6 +70,10 @@ class ConnectMetrics:
     produce_errors: Counter
     records_skipped: Counter
     task_starts: Counter
+    poll_batch_seconds: Histogram
+    record_errors: Counter
+    errors_logged: Counter
+    last_error: Gauge
     worker: WorkerMetrics
 
     @classmethod
@@ -98,6 +109,20 @@ class ConnectMetrics:
             task_starts=Counter(
                 "connect_task_starts", "Times a task was started on this worker (counts rebalance moves)",
                 labels, registry=registry),
+            poll_batch_seconds=Histogram(
+                "connect_source_task_poll_batch_seconds",
+                "Time of one poll batch that returned records: SourceTask.poll(), or one bulk step "
+                "(poll and produce) of a bulk task", labels, buckets=_POLL_BATCH_BUCKETS, registry=registry),
+            record_errors=Counter(
+                "connect_task_record_errors",
+                "Records that failed and were not tolerated (each fails the task)", labels, registry=registry),
+            errors_logged=Counter(
+                "connect_task_errors_logged", "Skipped records logged one by one (errors.log.enable=true)",
+                labels, registry=registry),
+            last_error=Gauge(
+                "connect_task_last_error_timestamp_seconds",
+                "When a record of the task last failed (Unix time; 0 before the first failure)", labels,
+                registry=registry),
             worker=WorkerMetrics(registry),
         )
 
@@ -111,10 +136,54 @@ class ConnectMetrics:
             outstanding_records=self.outstanding_records.labels(connector, t),
             offset_commit_seconds=self.offset_commit_seconds.labels(connector, t),
             offset_commit_failures=self.offset_commit_failures.labels(connector, t),
-            produce_errors=self.produce_errors.labels(connector, t),
+            produce_errors=RecordErrors(self.produce_errors.labels(connector, t),
+                                        self.records_skipped.labels(connector, t),
+                                        self.record_errors.labels(connector, t),
+                                        self.errors_logged.labels(connector, t), self.last_error.labels(connector, t)),
             records_skipped=self.records_skipped.labels(connector, t),
             task_starts=self.task_starts.labels(connector, t),
+            poll_batch_seconds=self.poll_batch_seconds.labels(connector, t),
         )
+
+
+class RecordErrors:
+    """Connect's ``task-error-metrics`` of one task, fed where records fail, are skipped or logged.
+
+    ``inc`` is the producer's refusal or the target's failure of records (Java's ``total-record-failures``,
+    and the ``last-error-timestamp``); each failure ends either skipped (``skip``: errors.tolerance=all) or
+    not tolerated, which fails the task. Which one is known only later (a failed delivery report is judged
+    after ``inc``), so the failures neither skipped nor logged as skipped are counted as Java's
+    ``total-record-errors`` when the task closes (``settle``); a task that fails closes at once.
+    """
+
+    __slots__ = ("_errors", "_failures", "_last", "_logged", "_skipped", "_unresolved")
+
+    def __init__(self, failures: Counter, skipped: Counter, errors: Counter, logged: Counter, last: Gauge) -> None:
+        self._failures = failures
+        self._skipped = skipped
+        self._errors = errors
+        self._logged = logged
+        self._last = last
+        self._unresolved = 0
+
+    def inc(self, amount: int = 1) -> None:
+        """``amount`` records failed (the counter protocol, so it stands where a Counter was passed)."""
+        self._failures.inc(amount)
+        self._last.set(time.time())
+        self._unresolved += amount
+
+    def skip(self, logged: bool) -> None:
+        """A failed record was skipped (and logged one by one, or not)."""
+        self._skipped.inc()
+        self._unresolved -= 1
+        if logged:
+            self._logged.inc()
+
+    def settle(self) -> None:
+        """At close: the failures that were never skipped were errors."""
+        if self._unresolved > 0:
+            self._errors.inc(self._unresolved)
+        self._unresolved = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +196,10 @@ class TaskMetrics:
     outstanding_records: Gauge
     offset_commit_seconds: Histogram
     offset_commit_failures: Counter
-    produce_errors: Counter
+    produce_errors: RecordErrors
     records_skipped: Counter
     task_starts: Counter
+    poll_batch_seconds: Histogram
 
     def set_state(self, state: str) -> None:
         for name, gauge in self.status.items():

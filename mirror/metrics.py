@@ -20,6 +20,13 @@ MirrorCheckpointConnector ``checkpoint-latency-ms``    ``mirror_checkpoint_laten
 MirrorCheckpointConnector ``checkpoint-latency-ms-*``  ``mirror_checkpoint_latency_seconds`` (histogram)
 =====================================================  =======================================================
 
+KIP-1280 (Kafka 4.3) moves these to ``kafka.connect:type=plugins`` with ``connector`` and ``task`` tags and
+removes the old names in 5.0: with ``metric.names.formats`` (default here ``legacy,new``) each MM2 family is
+also exported as ``kafka_connect_plugins_<name>`` (``mirror_source_`` / ``mirror_`` dropped, as the Java
+attribute names are the same under both), with ``connector`` and ``task`` labels first. Both are produced
+at scrape time from the same counts (source) or updated together per checkpoint, so the second name costs
+the per-record path nothing.
+
 Labels: ``source, target, topic, partition`` for the source metrics (MM2's tags), ``source, target, group,
 topic, partition`` for the checkpoint metrics.
 
@@ -56,6 +63,10 @@ _LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 1
 
 _SOURCE_LABELS = ("source", "target", "topic", "partition")
 _CHECKPOINT_LABELS = ("source", "target", "group", "topic", "partition")
+#: KIP-1280's names: Java's ``kafka.connect:type=plugins`` group, tagged with the connector and task first.
+NEW_PREFIX = "kafka_connect_plugins_"
+_TASK_LABELS = ("connector", "task")
+LEGACY, NEW = "legacy", "new"
 
 _lock = threading.Lock()
 
@@ -66,6 +77,8 @@ class _CheckpointFamilies:
     latency_ms: Gauge
     translations: Counter
     group_syncs: Counter
+    new_latency_s: Histogram
+    new_latency_ms: Gauge
 
 
 _checkpoint_families: weakref.WeakKeyDictionary[MetricsRegistry, _CheckpointFamilies] = (
@@ -92,11 +105,17 @@ def _checkpoint_families_of(registry: MetricsRegistry) -> _CheckpointFamilies:
                                     "Group offset syncs onto the target by outcome: written, unchanged, "
                                     "active (members on the target), clamped (moved inside the target's "
                                     "log), failed.", ("source", "target", "outcome"), registry=None),
+                new_latency_s=Histogram(f"{NEW_PREFIX}checkpoint_latency_seconds",
+                                        "mirror_checkpoint_latency_seconds under KIP-1280's name.",
+                                        (*_TASK_LABELS, *_CHECKPOINT_LABELS), buckets=_LATENCY_BUCKETS_S,
+                                        registry=None),
+                new_latency_ms=Gauge(f"{NEW_PREFIX}checkpoint_latency_ms",
+                                     "mirror_checkpoint_latency_ms under KIP-1280's name.",
+                                     (*_TASK_LABELS, *_CHECKPOINT_LABELS), registry=None),
             )
-            registry.register(families.latency_s)
-            registry.register(families.latency_ms)
-            registry.register(families.translations)
-            registry.register(families.group_syncs)
+            for family in (families.latency_s, families.latency_ms, families.translations, families.group_syncs,
+                           families.new_latency_s, families.new_latency_ms):
+                registry.register(family)
             _checkpoint_families[registry] = families
         return families
 
@@ -182,39 +201,41 @@ class _SourceCollector:
             self._tasks.discard(task)
 
     def describe(self) -> list[Metric]:
-        return self._families({})
+        return (self._families({}, "mirror_source_", list(_SOURCE_LABELS))
+                + self._families({}, NEW_PREFIX, [*_TASK_LABELS, *_SOURCE_LABELS]))
 
     def collect(self) -> list[Metric]:
         with self._lock:
             tasks = list(self._tasks)
-        merged: dict[tuple[str, ...], PartitionStats] = {}
+        legacy: dict[tuple[str, ...], PartitionStats] = {}
+        new: dict[tuple[str, ...], PartitionStats] = {}
         for task in tasks:
             for labels, stats in list(task.stats_by_labels()):
-                seen = merged.get(labels)
-                if seen is None:
-                    merged[labels] = _copy(stats)
-                else:  # the same partition in two tasks for a moment (a rebalance): one series
-                    _add(seen, stats)
-        return self._families(merged)
+                if task.legacy:
+                    _merge(legacy, labels, stats)
+                if task.new:
+                    _merge(new, (*task.task_labels, *labels), stats)
+        return (self._families(legacy, "mirror_source_", list(_SOURCE_LABELS))
+                + self._families(new, NEW_PREFIX, [*_TASK_LABELS, *_SOURCE_LABELS]))
 
     @staticmethod
-    def _families(merged: dict[tuple[str, ...], PartitionStats]) -> list[Metric]:
-        labels = list(_SOURCE_LABELS)
-        records = CounterMetricFamily("mirror_source_record_count",
+    def _families(merged: dict[tuple[str, ...], PartitionStats], prefix: str, labels: list[str]) -> list[Metric]:
+        """The six source families, named ``prefix`` + MM2's attribute name."""
+        records = CounterMetricFamily(f"{prefix}record_count",
                                       "Records replicated and acknowledged by the target (MM2 record-count).",
                                       labels=labels)
-        byte_count = CounterMetricFamily("mirror_source_byte_count",
+        byte_count = CounterMetricFamily(f"{prefix}byte_count",
                                          "Value bytes of records polled for replication (MM2 byte-count; keys "
                                          "and headers not counted).", labels=labels)
-        age_s = HistogramMetricFamily("mirror_source_record_age_seconds",
+        age_s = HistogramMetricFamily(f"{prefix}record_age_seconds",
                                       "Age of a record when polled from the source: now - record timestamp "
                                       "(MM2 record-age-ms).", labels=labels)
-        age_ms = GaugeMetricFamily("mirror_source_record_age_ms", "Last record age in ms (MM2 record-age-ms).",
+        age_ms = GaugeMetricFamily(f"{prefix}record_age_ms", "Last record age in ms (MM2 record-age-ms).",
                                    labels=labels)
-        latency_s = HistogramMetricFamily("mirror_source_replication_latency_seconds",
+        latency_s = HistogramMetricFamily(f"{prefix}replication_latency_seconds",
                                           "Time from the record timestamp to the target acknowledgement "
                                           "(MM2 replication-latency-ms).", labels=labels)
-        latency_ms = GaugeMetricFamily("mirror_source_replication_latency_ms",
+        latency_ms = GaugeMetricFamily(f"{prefix}replication_latency_ms",
                                        "Last replication latency in ms (MM2 replication-latency-ms).",
                                        labels=labels)
         for key, stats in merged.items():
@@ -226,6 +247,14 @@ class _SourceCollector:
             age_s.add_metric(values, _cumulative(stats.age_buckets), stats.age_sum_ms / 1000.0)
             latency_s.add_metric(values, _cumulative(stats.latency_buckets), stats.latency_sum_ms / 1000.0)
         return [records, byte_count, age_s, age_ms, latency_s, latency_ms]
+
+
+def _merge(merged: dict[tuple[str, ...], PartitionStats], labels: tuple[str, ...], stats: PartitionStats) -> None:
+    seen = merged.get(labels)
+    if seen is None:
+        merged[labels] = _copy(stats)
+    else:  # the same partition in two tasks for a moment (a rebalance): one series
+        _add(seen, stats)
 
 
 def _cumulative(buckets: list[int]) -> list[tuple[str, float]]:
@@ -276,9 +305,14 @@ class MirrorSourceMetrics:
     them in their own per-partition state); the registry's collector reads them when scraped.
     """
 
-    def __init__(self, registry: MetricsRegistry, source: str, target: str) -> None:
+    def __init__(self, registry: MetricsRegistry, source: str, target: str, connector: str = "MirrorSourceConnector",
+                 task: int = 0, formats: tuple[str, ...] = (LEGACY, NEW)) -> None:
         self._source = source
         self._target = target
+        self.task_labels = (connector, str(task))
+        names = {f.strip().lower() for f in formats}
+        self.legacy = LEGACY in names
+        self.new = NEW in names
         self._stats: dict[tuple[str, int], PartitionStats] = {}
         self._collector = _source_collector_of(registry)
         self._collector.add(self)
@@ -313,17 +347,28 @@ class MirrorSourceMetrics:
 class MirrorCheckpointMetrics:
     """Per-task checkpoint metrics, one series per (group, target-side topic, partition)."""
 
-    def __init__(self, registry: MetricsRegistry, source: str, target: str) -> None:
+    def __init__(self, registry: MetricsRegistry, source: str, target: str,
+                 connector: str = "MirrorCheckpointConnector", task: int = 0,
+                 formats: tuple[str, ...] = (LEGACY, NEW)) -> None:
         self._families = _checkpoint_families_of(registry)
         self._source = source
         self._target = target
+        self._task_labels = (connector, str(task))
+        names = {f.strip().lower() for f in formats}
+        self._legacy = LEGACY in names
+        self._new = NEW in names
         self._labels: set[tuple[str, str, str, str, str]] = set()
 
     def checkpoint_latency(self, group: str, topic: str, partition: int, latency_ms: int) -> None:
         key = (self._source, self._target, group, topic, str(partition))
         self._labels.add(key)
-        self._families.latency_ms.labels(*key).set(latency_ms)
-        self._families.latency_s.labels(*key).observe(max(latency_ms, 0) / 1000.0)
+        families = self._families
+        if self._legacy:
+            families.latency_ms.labels(*key).set(latency_ms)
+            families.latency_s.labels(*key).observe(max(latency_ms, 0) / 1000.0)
+        if self._new:
+            families.new_latency_ms.labels(*self._task_labels, *key).set(latency_ms)
+            families.new_latency_s.labels(*self._task_labels, *key).observe(max(latency_ms, 0) / 1000.0)
 
     def translated(self, basis: str, count: int = 1) -> None:
         """``count`` group offsets translated through ``basis`` (``offset-map`` or ``offset-sync``)."""
@@ -333,10 +378,13 @@ class MirrorCheckpointMetrics:
         self._families.group_syncs.labels(self._source, self._target, outcome).inc(count)
 
     def close(self) -> None:
+        families = self._families
         for key in self._labels:
-            for family in (self._families.latency_ms, self._families.latency_s):
+            for family, labels in ((families.latency_ms, key), (families.latency_s, key),
+                                   (families.new_latency_ms, (*self._task_labels, *key)),
+                                   (families.new_latency_s, (*self._task_labels, *key))):
                 try:
-                    family.remove(*key)
+                    family.remove(*labels)
                 except KeyError:
                     pass
         self._labels.clear()

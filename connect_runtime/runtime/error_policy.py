@@ -21,6 +21,7 @@ from connect_runtime.api.connector_config import (
     ERRORS_TOLERANCE,
 )
 from connect_runtime.api.errors import ConnectError
+from connect_runtime.metrics import RecordErrors
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class SkipReporter:
 
     __slots__ = ("_counter", "_policy", "_task", "skipped")
 
-    def __init__(self, policy: ErrorPolicy, task: str, counter: Any) -> None:
+    def __init__(self, policy: ErrorPolicy, task: str, counter: RecordErrors) -> None:
         self._policy = policy
         self._task = task
         self._counter = counter
@@ -76,8 +77,8 @@ class SkipReporter:
              key: Any = None, value: Any = None, what: str = "the target refused") -> None:
         """One record the target (or the client) refused, or a transformation failed on, was skipped."""
         self.skipped += 1
-        self._counter.inc()
         policy = self._policy
+        self._counter.skip(policy.log_each)
         if policy.log_each:
             content = f", key={key!r}, value={value!r}" if policy.include_messages else ""
             logger.error("%s skipped a record for %s-%s (source %s) %s: %s%s",

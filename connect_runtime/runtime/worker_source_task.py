@@ -120,7 +120,7 @@ class WorkerSourceTask:
         self._policy = error_policy or ErrorPolicy()
         self._producer_config = task_producer_config(producer_config, task_id,
                                                      tolerate_errors=self._policy.tolerate)
-        self._skips = SkipReporter(self._policy, str(task_id), metrics.records_skipped)
+        self._skips = SkipReporter(self._policy, str(task_id), metrics.produce_errors)
         self._listener = status_listener
         self._metrics = metrics
         self._flush_interval_s = offset_flush_interval_ms / 1000
@@ -283,6 +283,8 @@ class WorkerSourceTask:
         bulk = self._bulk
         tracking = self._tracking
         polled = self._metrics.records_polled
+        poll_batch = self._metrics.poll_batch_seconds
+        monotonic = time.monotonic
         outstanding_gauge = self._metrics.outstanding_records
         stopping = self._stopping
         committer = self._committer
@@ -298,8 +300,10 @@ class WorkerSourceTask:
                 if self.state != "RUNNING":
                     self._report("RUNNING")
                 if bulk is not None:
+                    started = monotonic()
                     produced = bulk.step()
-                    if produced:
+                    if produced:  # per step (a consumed batch), never per record
+                        poll_batch.observe(monotonic() - started)
                         polled.inc(produced)
                 else:
                     self._step(task, producer)
@@ -324,8 +328,10 @@ class WorkerSourceTask:
     def _step(self, task: SourceTask, producer: Producer) -> None:
         """One step of the per-record path: poll a batch (unless one is pending), produce, serve."""
         if not self._batch:
+            started = time.monotonic()
             records = self._poll(task)
             if records:
+                self._metrics.poll_batch_seconds.observe(time.monotonic() - started)
                 self._metrics.records_polled.inc(len(records))
                 self._batch, self._batch_pos = records, 0
         if self._batch:
@@ -484,6 +490,7 @@ class WorkerSourceTask:
         self._metrics.outstanding_records.set(0)
         if self._stage is not None:
             self._stage.close()
+        self._metrics.produce_errors.settle()
         if self.failure is not None:
             logger.error("%s failed: %s", self.id, self.failure)
             self._report("FAILED", trace_of(self.failure))

@@ -40,7 +40,7 @@ from mirror.config.forwarding_admin import (
     forwarding_admin_class,
     validate_forwarding_admin_class,
 )
-from mirror.config.settings import Choice, Flag, Integer, Text
+from mirror.config.settings import Choice, Flag, Integer, Text, TextList
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +65,8 @@ TOPIC_FILTER_CLASS = "topic.filter.class"
 TOPIC_FILTER_CLASS_DEFAULT = "org.apache.kafka.connect.mirror.DefaultTopicFilter"
 OFFSET_SYNCS_TOPIC_LOCATION = "offset-syncs.topic.location"
 OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT = "source"
+METRIC_NAMES_FORMATS = "metric.names.formats"
+METRIC_NAMES_FORMATS_DEFAULT = "legacy,new"
 
 SOURCE_CLUSTER_PREFIX = "source.cluster."
 TARGET_CLUSTER_PREFIX = "target.cluster."
@@ -103,6 +105,16 @@ def _replication_factor(name: str, value: Any) -> None:
 
 
 _replication_factor.__doc__ = "-1 or [1,...]"
+
+
+def _metric_names_formats(name: str, value: Any) -> None:
+    formats = [v.strip().lower() for v in value or []]
+    if not formats or any(f not in ("legacy", "new") for f in formats):
+        raise ConfigError(f"Invalid value {','.join(value or [])} for configuration {name}: expected legacy, new "
+                          "or legacy,new", name)
+
+
+_metric_names_formats.__doc__ = "legacy, new or legacy,new"
 
 
 def _metric_reporters(name: str, value: Any) -> None:
@@ -277,11 +289,22 @@ class MirrorConnectorConfig:
     def target_producer_config(self, role: str | None) -> dict[str, str]:
         return self.client_config("target", "producer", role)
 
+#: KIP-1280 (Kafka 4.3): which names the source and checkpoint metrics are exported under.
+METRIC_NAMES_FORMATS_KEY = ConfigKey(
+    METRIC_NAMES_FORMATS, Type.LIST, METRIC_NAMES_FORMATS_DEFAULT, Importance.LOW,
+    "The names the MM2 task metrics are exported under (KIP-1280): legacy (mirror_source_*, "
+    "mirror_checkpoint_*: Java's kafka.connect.mirror:type=MirrorSourceConnector/MirrorCheckpointConnector), new "
+    "(kafka_connect_plugins_*, with connector and task labels: Java's kafka.connect:type=plugins), or both. Java's "
+    "default is legacy; here both, so that dashboards can move to the new names before Kafka 5.0 removes the old "
+    "ones (see docs/metrics.md).", _metric_names_formats, "Mirror")
+
 
 class OffsetSyncsLocationMixin(MirrorConnectorConfig):
-    """``offset-syncs.topic.location`` handling shared by the source and checkpoint configs."""
+    """``offset-syncs.topic.location`` handling shared by the source and checkpoint configs, and the other
+    keys only those two define (``metric.names.formats``)."""
 
     offset_syncs_topic_location = Choice(OFFSET_SYNCS_TOPIC_LOCATION)
+    metric_names_formats = TextList(METRIC_NAMES_FORMATS)
 
     @property
     def offset_syncs_topic_cluster_alias(self) -> str:

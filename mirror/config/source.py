@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type, at_least, one_of, regex_list
 from mirror.config.connector_base import (
     BASE_CONNECTOR_CONFIG_DEF,
+    METRIC_NAMES_FORMATS_KEY,
     OFFSET_SYNCS_TOPIC_LOCATION_KEY,
     TOPIC_FILTER_CLASS,
     TOPIC_FILTER_CLASS_KEY,
@@ -97,6 +98,7 @@ CONFIG_DEF: ConfigDef = BASE_CONNECTOR_CONFIG_DEF.merge(ConfigDef([
     ConfigKey(OFFSET_SYNCS_TOPIC_REPLICATION_FACTOR, Type.INT, OFFSET_SYNCS_TOPIC_REPLICATION_FACTOR_DEFAULT,
               Importance.LOW, "Replication factor for the offset-syncs topic.", replication_factor, _GROUP),
     OFFSET_SYNCS_TOPIC_LOCATION_KEY,
+    METRIC_NAMES_FORMATS_KEY,
     ConfigKey(OFFSET_LAG_MAX, Type.LONG, OFFSET_LAG_MAX_DEFAULT, Importance.LOW,
               "How out-of-sync a remote partition can be before it is resynced.", at_least(0), _GROUP),
     ConfigKey(EMIT_OFFSET_SYNCS_ENABLED, Type.BOOLEAN, True, Importance.LOW,

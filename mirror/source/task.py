@@ -161,7 +161,9 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             consumer_config.setdefault(key, value)
         partitions = cfg.task_topic_partitions
         self._remote = {t: policy.format_remote_topic(self._source, t) for t, _ in partitions}
-        self._metrics = MirrorSourceMetrics(self.context.metrics_registry, self._source, self._target)
+        self._metrics = MirrorSourceMetrics(self.context.metrics_registry, self._source, self._target,
+                                            cfg.connector_name, self.context.task_id,
+                                            tuple(cfg.metric_names_formats))
         self._by_source.clear()
         self._by_map.clear()
         for topic, partition in partitions:

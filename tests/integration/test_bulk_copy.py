@@ -11,6 +11,7 @@ producer's ``message.max.bytes`` below the record's size makes librdkafka refuse
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import pytest
@@ -105,8 +106,18 @@ def test_tolerated_refusal_is_skipped_counted_and_logged_and_the_rest_copied(
         wait_until(lambda: run.records_written() >= 9, 30, "9 records written")
         run.commit_now()
         assert run.state() is State.RUNNING
-        assert run.registry.get_sample_value("connect_source_task_records_skipped_total",
-                                             {"connector": CONNECTOR, "task": "0"}) == 1
+        ids = {"connector": CONNECTOR, "task": "0"}
+        metric = run.registry.get_sample_value
+        assert metric("connect_source_task_records_skipped_total", ids) == 1
+        # Connect's task-error-metrics: one failure, skipped and logged, so not an error; when it happened
+        assert metric("connect_source_task_produce_errors_total", ids) == 1
+        assert metric("connect_task_errors_logged_total", ids) == 1
+        assert time.time() - 60 < (metric("connect_task_last_error_timestamp_seconds", ids) or 0) <= time.time()
+        # a poll batch time per batch (bulk step or poll()), never per record
+        batches = metric("connect_source_task_poll_batch_seconds_count", ids) or 0
+        assert 1 <= batches <= run.records_polled()
+        assert (metric("connect_source_task_poll_batch_seconds_sum", ids) or 0) > 0
+    assert run.registry.get_sample_value("connect_task_record_errors_total", ids) == 0
     replicated = consume_all(cluster_b.bootstrap, f"{src}.{topic}", expect=9)
     assert [r.value for r in replicated] == [b"v%d" % i for i in range(10) if i != 5]
     assert store.get(CONNECTOR, {"cluster": src, "partition": 0, "topic": topic}) == {"offset": 9}
@@ -128,6 +139,9 @@ def test_refusal_without_tolerance_fails_the_task_and_commits_nothing_past_it(
         run.wait_for_state(State.FAILED)
         trace = run.trace() or ""
         assert "refused a record" in trace and "too large" in trace.lower()
+        ids = {"connector": CONNECTOR, "task": "0"}
+        assert run.registry.get_sample_value("connect_task_record_errors_total", ids) == 1  # not tolerated
+        assert run.registry.get_sample_value("connect_source_task_records_skipped_total", ids) == 0
     committed = store.get(CONNECTOR, {"cluster": src, "partition": 0, "topic": topic})
     assert committed is None or committed["offset"] < 5
     replicated = consume_all(cluster_b.bootstrap, f"{src}.{topic}")

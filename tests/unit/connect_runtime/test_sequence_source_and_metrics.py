@@ -108,3 +108,26 @@ def test_metrics_use_their_own_registry_and_prometheus_names() -> None:
                  "connect_source_task_offset_commit_failures_total",
                  "connect_source_task_produce_errors_total", "connect_task_starts_total"):
         assert name in text
+
+
+def test_record_errors_are_failures_that_were_not_skipped() -> None:
+    """Connect's task-error-metrics: a failure ends skipped (logged or not) or as an error at close."""
+    registry = CollectorRegistry()
+    task = ConnectMetrics.create(registry).for_task("mm2", 0)
+    labels = {"connector": "mm2", "task": "0"}
+    assert registry.get_sample_value("connect_task_last_error_timestamp_seconds", labels) == 0
+    errors = task.produce_errors
+    errors.inc(3)
+    errors.skip(logged=True)
+    errors.skip(logged=False)
+    assert registry.get_sample_value("connect_task_record_errors_total", labels) == 0  # not judged yet
+    errors.settle()
+    errors.settle()  # idempotent
+    value = registry.get_sample_value
+    assert value("connect_source_task_produce_errors_total", labels) == 3  # total-record-failures
+    assert value("connect_source_task_records_skipped_total", labels) == 2
+    assert value("connect_task_errors_logged_total", labels) == 1
+    assert value("connect_task_record_errors_total", labels) == 1
+    assert (value("connect_task_last_error_timestamp_seconds", labels) or 0) > 0
+    # start-ups by result: both series exist from the start
+    assert value("connect_worker_task_startup_total", {"result": "failure"}) == 0

@@ -127,3 +127,40 @@ def test_metrics_go_to_the_registry_given_and_only_there() -> None:
                                   {"source": "c", "target": "d", "topic": "c.t", "partition": "0"}) is None
     assert sample(second, "mirror_source_record_count_total", source="c", target="d", topic="c.t", partition="0") == 1
     assert REGISTRY.get_sample_value("mirror_checkpoint_latency_ms", {"source": "a", "target": "b", **labels}) is None
+
+
+@pytest.mark.parametrize("formats", [("legacy",), ("new",), ("legacy", "new")])
+def test_kip_1280_names_follow_metric_names_formats(formats: tuple[str, ...]) -> None:
+    registry = CollectorRegistry()
+    source = MirrorSourceMetrics(registry, "a", "b", "MirrorSourceConnector", 3, formats)
+    source.record_polled("a.t", 0, 100, 20)
+    source.record_committed("a.t", 0, 30)
+    checkpoint = MirrorCheckpointMetrics(registry, "a", "b", "MirrorCheckpointConnector", 1, formats)
+    checkpoint.checkpoint_latency("g", "a.t", 0, 40)
+    legacy = {"source": "a", "target": "b", "topic": "a.t", "partition": "0"}
+    new = {"connector": "MirrorSourceConnector", "task": "3", **legacy}
+    new_checkpoint = {"connector": "MirrorCheckpointConnector", "task": "1", "group": "g", **legacy}
+    value = registry.get_sample_value
+    old_values = (value("mirror_source_record_count_total", legacy), value("mirror_source_byte_count_total", legacy),
+                  value("mirror_source_replication_latency_ms", legacy),
+                  value("mirror_checkpoint_latency_ms", {**legacy, "group": "g"}))
+    new_values = (value("kafka_connect_plugins_record_count_total", new),
+                  value("kafka_connect_plugins_byte_count_total", new),
+                  value("kafka_connect_plugins_replication_latency_ms", new),
+                  value("kafka_connect_plugins_checkpoint_latency_ms", new_checkpoint))
+    assert old_values == ((1, 100, 30, 40) if "legacy" in formats else (None, None, None, None))
+    assert new_values == ((1, 100, 30, 40) if "new" in formats else (None, None, None, None))
+    checkpoint.close()
+    assert value("kafka_connect_plugins_checkpoint_latency_ms", new_checkpoint) is None
+
+
+def test_metric_names_formats_accepts_legacy_and_new_only() -> None:
+    from connect_runtime.api.errors import ConfigError
+    from mirror.config.source import MirrorSourceConfig
+
+    base = {"name": "MirrorSourceConnector", "connector.class": "MirrorSourceConnector", "source.cluster.alias": "a",
+            "target.cluster.alias": "b"}
+    assert MirrorSourceConfig(base).metric_names_formats == ["legacy", "new"]  # both by default
+    assert MirrorSourceConfig({**base, "metric.names.formats": "new"}).metric_names_formats == ["new"]
+    with pytest.raises(ConfigError, match=r"metric\.names\.formats: expected legacy, new or legacy,new"):
+        MirrorSourceConfig({**base, "metric.names.formats": "legacy,newest"})
