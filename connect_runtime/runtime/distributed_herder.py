@@ -68,10 +68,6 @@ logger = logging.getLogger(__name__)
 _IDLE_WAIT_S = 1.0
 
 
-def _work_of(snapshot: ClusterConfigState) -> tuple[frozenset[str], frozenset[ConnectorTaskId]]:
-    return frozenset(snapshot.connectors()), frozenset(snapshot.all_tasks())
-
-
 class DistributedHerder(AbstractHerder):
     """A Connect cluster member; see the module docstring for the threading design."""
 
@@ -167,7 +163,7 @@ class DistributedHerder(AbstractHerder):
             self._start_services()
             self.narrator.cluster_reached(self._cluster_id)
             self._snapshot = self._config_store.snapshot()
-            self._group_work = _work_of(self._snapshot)
+            self._group_work = self._snapshot.work()
             with self._ticks.stage("ensuring membership in the cluster"):
                 assignment = self._membership.join(self._snapshot, self._start_timeout_s)
             self._apply_assignment(assignment)
@@ -242,7 +238,7 @@ class DistributedHerder(AbstractHerder):
         # Compared with the work the group last saw, not with the previous tick's snapshot: request
         # handlers refresh the snapshot themselves (e.g. a leader writing connector configs), and such
         # a change must still reach the group, or a Kafka group member never reassigns.
-        work = _work_of(self._snapshot)
+        work = self._snapshot.work()
         if work != self._group_work:
             self._group_work = work
             self._membership.request_rebalance(work_changed=True)
@@ -298,13 +294,8 @@ class DistributedHerder(AbstractHerder):
             forget_deleted(previous, self._snapshot, self._status_store, self._status)
 
     def _reconcile(self) -> None:
-        """Make the worker run exactly (assignment x snapshot); revoked work stops before new starts.
-
-        Exactly-once (KIP-618, §10.3): the tasks of a connector whose task generation is not fenced yet (its
-        ``tasks-fencing-`` record does not hold the current task count) wait; the leader fences the ids of
-        the previous and current generation, writes the record, and that config change starts them on every
-        worker. So no task of a new generation runs while a zombie of the old one could still commit.
-        """
+        """Make the worker run exactly (assignment x snapshot); revoked work stops before new starts; under
+        exactly-once a new task generation waits for its fencing (:mod:`.generation_fencing`)."""
         if self._assignment is None:
             return
         pending = self._fencing.pending(self._snapshot)

@@ -114,6 +114,10 @@ class ClusterConfigState:
     def all_tasks(self) -> list[ConnectorTaskId]:
         return [t for name in self.connectors() for t in self.tasks(name)]
 
+    def work(self) -> tuple[frozenset[str], frozenset[ConnectorTaskId]]:
+        """Every connector and task: what the group's members share (a change means a rebalance is due)."""
+        return frozenset(self.connectors()), frozenset(self.all_tasks())
+
     def task_config(self, task: ConnectorTaskId) -> Mapping[str, str] | None:
         return self.task_configs.get(task)
 
