@@ -175,6 +175,8 @@ def start(workdir: Path, source: str, target: str, *, topic: str, tasks: int = 1
     if launcher == "driver":
         path = workdir / f"mm2-{source_alias}.properties"
         props.update({f"B.{k}": v for k, v in (worker_extra or {}).items()})
+        if workers > 1:  # nodes forward task configs to their leader over internal REST (KIP-710), as in Java
+            props.setdefault("dedicated.mode.enable.internal.rest", "true")
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         nodes: list[Popen[bytes]] = []
         node_logs: list[Path] = []

@@ -8,42 +8,13 @@ import pytest
 from confluent_kafka import Producer
 
 from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore, OffsetStoreReader
+from connect_runtime.storage.partitioning import java_partition, murmur2
 from tests.conftest import Cluster
 from tests.support.kafka import consume_all, unique
 
 pytestmark = pytest.mark.integration
 
 MM2_PARTITION = {"cluster": "a", "partition": 0, "topic": "t"}
-
-
-def murmur2(data: bytes) -> int:
-    """Java's ``Utils.murmur2`` (signed 32-bit result), written out here to check placement."""
-    m, r = 0x5BD1E995, 24
-    length = len(data)
-    h = (0x9747B28C ^ length) & 0xFFFFFFFF
-    for i in range(length // 4):
-        k = int.from_bytes(data[i * 4:i * 4 + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    tail, rest = length & ~3, length % 4
-    if rest == 3:
-        h ^= data[tail + 2] << 16
-    if rest >= 2:
-        h ^= data[tail + 1] << 8
-    if rest >= 1:
-        h ^= data[tail]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def java_partition(key: bytes, partitions: int) -> int:
-    """``BuiltInPartitioner.partitionForKey``: toPositive(murmur2(key)) % partitions."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 def test_murmur2_matches_kafkas_own_test_vectors() -> None:
