@@ -16,10 +16,11 @@ replicated (MirrorSourceTask: the exact offset map) implements :meth:`SourceTask
 which hands those writes to its producer and returns a :class:`DurabilityBarrier`; the runtime writes the
 offsets only once the barrier reports them delivered, so a crash never leaves stored offsets ahead of them.
 
-Threading contract: ``start``, ``poll``, ``commit_record(s)``, ``before_offset_commit`` and ``commit`` run
-on the task's own thread; a barrier's ``wait`` runs on the runtime's offset-commit thread.
+Threading contract: ``start``, ``poll``, ``commit_record(s)``, ``before_offset_commit``, ``commit`` and
+``close`` run on the task's own thread; a barrier's ``wait`` runs on the runtime's offset-commit thread.
 ``stop`` is called from another thread to interrupt a blocking ``poll``; it must be thread-safe and
-must not block. Resources are released in ``stop`` or at the end of the task thread.
+must not block. The runtime still flushes and commits after ``stop``, so what that final commit needs
+is released in ``close``, which runs after it whether it succeeded or not.
 """
 
 from __future__ import annotations
@@ -113,6 +114,13 @@ class SourceTask(Task):
         next interval (``commit`` is not called then). Not part of Java's API.
         """
         return None
+
+    def close(self) -> None:
+        """Called once on the task thread after the final offset commit attempt, whether it succeeded or not.
+
+        ``commit`` is not called after a failed commit, so a task that keeps producers or metrics open for
+        its last ``commit`` releases them here too. The default does nothing. Not part of Java's API.
+        """
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         """Called once the target acknowledged ``record`` (metadata None: the record was dropped)."""

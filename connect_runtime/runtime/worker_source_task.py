@@ -31,10 +31,9 @@ Guarantees, and how they are kept:
   needs no lock. ``stop()``, ``transition_to()`` and ``request_commit()`` are the only calls from other
   threads; they set flags.
 
-Two paths. Per record: a :class:`SubmittedRecord` per record is its delivery callback and only files the
-report; after each ``producer.poll`` the reports are acknowledged in one loop and handed to the task in
-one ``commit_records`` call; the connector's transformations run just before produce (:mod:`.transform_stage`).
-Bulk (:mod:`~connect_runtime.runtime.bulk_source_loop`), for a :class:`~connect_runtime.api.bulk.BulkSourceTask`
+Two paths, each in its own module. Per record (:mod:`~connect_runtime.runtime.record_source_loop`): a
+delivery callback per record, reports acknowledged in one loop after each ``producer.poll``. Bulk
+(:mod:`~connect_runtime.runtime.bulk_source_loop`), for a :class:`~connect_runtime.api.bulk.BulkSourceTask`
 without transformations: the task produces straight from its input in runs acknowledged as a whole.
 """
 
@@ -44,14 +43,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Producer
 
 from connect_runtime.api.bulk import BulkSourceTask
-from connect_runtime.api.errors import ConnectError, RetriableError
+from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.metrics_registry import MetricsRegistry
-from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.api.transforms import TransformationChain
 from connect_runtime.clients.factory import new_producer
@@ -61,6 +58,7 @@ from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.bulk_source_loop import BulkLoop
 from connect_runtime.runtime.error_policy import ErrorPolicy, SkipReporter
 from connect_runtime.runtime.offset_committer import OffsetCommitter
+from connect_runtime.runtime.record_source_loop import Acknowledged, RecordLoop
 from connect_runtime.runtime.source_task_setup import (
     PRODUCER_DEFAULTS,
     TaskContext,
@@ -71,7 +69,6 @@ from connect_runtime.runtime.status import StatusListener, report_task_state, tr
 from connect_runtime.runtime.submitted_records import SubmittedRecords
 from connect_runtime.runtime.submitted_runs import SubmittedRuns
 from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
-from connect_runtime.runtime.transform_stage import TransformStage
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
 from connect_runtime.storage.offset_store import OffsetStore
 
@@ -82,8 +79,6 @@ ProducerFactory = Callable[[dict[str, str]], Producer]
 DEFAULT_MAX_OUTSTANDING_RECORDS = 100_000
 
 _IDLE_POLL_S = 0.05
-_EMPTY_POLL_WAIT_S = 0.005
-_RETRY_BACKOFF_S = 0.1
 
 __all__ = ["DEFAULT_MAX_OUTSTANDING_RECORDS", "PRODUCER_DEFAULTS", "WorkerSourceTask", "task_producer_config"]
 
@@ -93,8 +88,9 @@ class WorkerSourceTask:
 
     Lifecycle: ``start()`` launches the thread; ``stop()`` asks it to finish (non-blocking);
     ``join(timeout_s)`` waits. On the way out the thread stops the task, flushes the producer for at
-    most ``shutdown_timeout_ms``, commits the offsets of every acknowledged prefix and reports
-    UNASSIGNED (or FAILED with the trace, if anything failed).
+    most ``shutdown_timeout_ms``, commits the offsets of every acknowledged prefix, closes the task
+    (``SourceTask.close``, whether that commit succeeded or not) and reports UNASSIGNED (or FAILED with
+    the trace, if anything failed).
 
     ``metrics_registry`` is what the task's context offers it for its own metrics (the herder's
     registry); ``metrics`` are the runtime's own series of this task.
@@ -143,19 +139,13 @@ class WorkerSourceTask:
         self._commit_requested = False
         self._thread: threading.Thread | None = None
         self._producer: Producer | None = None
-        self._submitted = SubmittedRecords()
-        #: The connector's transformations (per-record path only: a task with some never copies in bulk).
-        self._stage = transforms and TransformStage(transforms, task_id, self._policy, self._skips, self._submitted)
+        #: The per-record path (also what tracks records before the task started).
+        self._records = RecordLoop(task_id, task, policy=self._policy, skips=self._skips, metrics=metrics,
+                                   cap=max_outstanding_records, stopping=self._stopping, transforms=transforms,
+                                   fail=self._fail, records_acknowledged=self._records_acknowledged)
+        self._records.active_topics = active_topics
         #: The bulk path, when the task offers it (set on the task thread once the task started).
         self._bulk: BulkLoop | None = None
-        # Collecting acknowledged records for the base class's no-op commit_record(s) is pure overhead.
-        self._wants_commit_records = (type(task).commit_record is not SourceTask.commit_record
-                                      or type(task).commit_records is not SourceTask.commit_records)
-        self._unreported_writes = 0
-        #: The last poll batch while part of it is still to be sent (cap reached or queue full).
-        self._batch: list[SourceRecord] | None = None
-        self._batch_pos = 0
-        self._closing = False
         self._committer = OffsetCommitter(str(task_id), task_id.connector, offset_store, self._flush_timeout_s,
                                           metrics, task.commit, task.before_offset_commit)
         #: First error that fails the task (set on the task thread; read by anyone).
@@ -223,7 +213,7 @@ class WorkerSourceTask:
     @property
     def _tracking(self) -> SubmittedRecords | SubmittedRuns:
         bulk = self._bulk
-        return self._submitted if bulk is None else bulk.runs
+        return self._records.submitted if bulk is None else bulk.runs
 
     def _paused(self) -> bool:
         return self._target is not TargetState.STARTED
@@ -264,7 +254,7 @@ class WorkerSourceTask:
     def _bulk_loop(self, task: SourceTask, producer: Producer) -> BulkLoop | None:
         """The bulk path if the task offers it and the producer acknowledges in order (idempotent)."""
         if (not isinstance(task, BulkSourceTask) or not is_true(self._producer_config["enable.idempotence"])
-                or self._stage is not None):
+                or self._records.stage is not None):
             return None
         if not task.bulk_ready():
             return None
@@ -279,8 +269,9 @@ class WorkerSourceTask:
     def _execute(self) -> None:
         producer = self._producer
         assert producer is not None
-        task = self._task
         bulk = self._bulk
+        records = self._records
+        path: BulkLoop | RecordLoop = records if bulk is None else bulk
         tracking = self._tracking
         polled = self._metrics.records_polled
         poll_batch = self._metrics.poll_batch_seconds
@@ -306,18 +297,15 @@ class WorkerSourceTask:
                         poll_batch.observe(monotonic() - started)
                         polled.inc(produced)
                 else:
-                    self._step(task, producer)
-            if bulk is not None:
-                if bulk.failure is not None and self.failure is None:
-                    self.failure = bulk.failure
-                if bulk.written:
-                    self._unreported_writes += bulk.written
-                    bulk.written = 0
+                    records.step(producer)
+            if bulk is not None and bulk.failure is not None and self.failure is None:
+                self.failure = bulk.failure
             if self.failure is not None:
                 raise self.failure
-            if self._unreported_writes:
-                self._metrics.records_written.inc(self._unreported_writes)
-                self._unreported_writes = 0
+            written = path.written
+            if written:
+                path.written = 0
+                self._metrics.records_written.inc(written)
             outstanding_gauge.set(tracking.outstanding)
             committer.poll()
             if (self._commit_requested or time.monotonic() >= next_commit) and not committer.in_flight:
@@ -325,123 +313,19 @@ class WorkerSourceTask:
                 committer.start(tracking)  # the write runs on the committer's thread
                 next_commit = time.monotonic() + self._flush_interval_s
 
-    def _step(self, task: SourceTask, producer: Producer) -> None:
-        """One step of the per-record path: poll a batch (unless one is pending), produce, serve."""
-        if not self._batch:
-            started = time.monotonic()
-            records = self._poll(task)
-            if records:
-                self._metrics.poll_batch_seconds.observe(time.monotonic() - started)
-                self._metrics.records_polled.inc(len(records))
-                self._batch, self._batch_pos = records, 0
-        if self._batch:
-            self._send(producer)
-            self._serve(producer, 0)
-        else:
-            # poll() should block while idle; this short wait keeps one that does not from spinning
-            self._serve(producer, _EMPTY_POLL_WAIT_S)
-
-    def _poll(self, task: SourceTask) -> list[SourceRecord] | None:
-        """``task.poll()``; a RetriableError is logged and the poll retried later (as in Java)."""
-        try:
-            return task.poll()
-        except RetriableError as exc:
-            logger.warning("%s poll failed, will retry: %s", self.id, exc)
-            self._stopping.wait(_RETRY_BACKOFF_S)
-            return None
-
-    def _send(self, producer: Producer) -> None:
-        """Produce the pending poll batch until it is done, the outstanding cap is reached or the
-        producer's queue is full; what is left is sent by a later loop iteration.
-
-        Returning instead of waiting here keeps commits, pause and stop serviced while the target is
-        slow. Records still in ``_batch`` when the task stops were never tracked, so their offsets
-        cannot be committed: after a restart the task polls them again.
-        """
-        records = self._batch
-        assert records is not None
-        submitted = self._submitted
-        submit = submitted.submit
-        produce = producer.produce
-        stage = self._stage
-        cap = self._cap
-        pos = self._batch_pos
-        end = len(records)
-        while pos < end:
-            record = original = records[pos]
-            if stage is not None:  # produce the transformed record; track the task's own (its offset)
-                transformed = stage.apply(original)
-                if transformed is None:  # dropped or skipped: already done
-                    pos += 1
-                    continue
-                record = transformed
-            sub = submit(original)
-            partition = record.partition
-            headers: Any = record.headers  # confluent-kafka wants a list (or dict), or None
-            if headers is not None and not isinstance(headers, list):
-                headers = list(headers)
-            try:
-                produce(record.topic, value=record.value, key=record.key,
-                        partition=-1 if partition is None else partition, on_delivery=sub,
-                        timestamp=record.timestamp or 0, headers=headers)
-            except BufferError:
-                submitted.drop(sub)
-                self._serve(producer, _IDLE_POLL_S)  # librdkafka's queue is full: serve deliveries, retry later
-                break
-            except (KafkaException, TypeError, ValueError) as exc:
-                submitted.drop(sub)
-                self._metrics.produce_errors.inc()
-                if not self._policy.tolerates(exc):
-                    raise ConnectError(f"{self.id}: producer refused a record for topic {record.topic}: "
-                                       f"{exc}") from exc
-                self._skips.skip(exc, record.topic, record.partition, f"{dict(record.source_partition)} "
-                                 f"{record.source_offset}", record.key, record.value)
-                if record.source_offset is not None:  # a skipped record is done: commit past it
-                    submitted.ack(submitted.submit(original))
-            pos += 1
-            if submitted.outstanding >= cap:
-                break
-        if pos < end:
-            self._batch_pos = pos
-        else:
-            self._batch = None
-
     def _serve(self, producer: Producer, timeout_s: float) -> None:
-        """``producer.poll``, then acknowledge what it delivered (on the task thread)."""
+        """``producer.poll``, then acknowledge what it delivered (on the task thread), on either path."""
         if self._bulk is not None:
             self._bulk.serve(timeout_s)
             return
-        producer.poll(timeout_s)
-        if self._submitted.reports:
-            self._acknowledge()
+        self._records.serve(producer, timeout_s)
 
-    def _acknowledge(self) -> None:
-        """Acknowledge the filed delivery reports and tell the task, once for all of them."""
-        submitted = self._submitted
-        reports = submitted.reports.copy()
-        submitted.reports.clear()
-        acknowledged: list[tuple[SourceRecord, Any]] | None = [] if self._wants_commit_records else None
-        failed = submitted.ack_reports(reports, acknowledged)
-        self._unreported_writes += len(reports) - len(failed)
-        if failed and not self._closing:  # reports purged at close: not acknowledged, not committed
-            self._metrics.produce_errors.inc(len(failed))
-            if all(self._policy.tolerates(e) for _, e, _ in failed):  # skipped: done, offsets committable
-                for sub, error, _message in failed:
-                    record = sub.record
-                    self._skips.skip(error.str(), record.topic, record.partition,
-                                     f"{dict(record.source_partition)} {record.source_offset}", record.key,
-                                     record.value)
-                submitted.ack_reports([(sub, None, message) for sub, _, message in failed])
-            elif self.failure is None:
-                sub, error, _ = failed[0]
-                self.failure = ConnectError(f"{self.id}: the target did not acknowledge a record for "
-                                            f"{sub.record.topic}: {error.str()}")
-        if self._active_topics is not None:
-            self._active_topics.record({sub.record.topic for sub, error, _ in reports if error is None})
-        if acknowledged:
-            self._records_acknowledged(acknowledged)
+    def _fail(self, failure: BaseException) -> None:
+        """Keep the task's first failure (the loop raises it after the current step)."""
+        if self.failure is None:
+            self.failure = failure
 
-    def _records_acknowledged(self, acknowledged: list[tuple[SourceRecord, Any]]) -> None:
+    def _records_acknowledged(self, acknowledged: Acknowledged) -> None:
         """Tell the task (an exactly-once task defers this until its transaction committed)."""
         try:
             self._task.commit_records(acknowledged)
@@ -472,24 +356,27 @@ class WorkerSourceTask:
             except Exception:  # closing must always reach the status report
                 logger.exception("%s error while flushing and committing on close", self.id)
             finally:
-                self._closing = True
+                self._records.closing = True
                 if self._bulk is not None:
                     self._bulk.closing = True
                 producer.purge()
                 self._serve(producer, 0)
                 self._producer = None
                 self._committer.close()
+        if started:
+            self._close_task()
+        written = self._records.written
+        self._records.written = 0
         if self._bulk is not None:
-            self._unreported_writes += self._bulk.written
+            written += self._bulk.written
             self._bulk.written = 0
             if self.failure is None and self._bulk.failure is not None:
                 self.failure = self._bulk.failure
-        if self._unreported_writes:
-            self._metrics.records_written.inc(self._unreported_writes)
-            self._unreported_writes = 0
+        if written:
+            self._metrics.records_written.inc(written)
         self._metrics.outstanding_records.set(0)
-        if self._stage is not None:
-            self._stage.close()
+        if self._records.stage is not None:
+            self._records.stage.close()
         self._metrics.produce_errors.settle()
         if self.failure is not None:
             logger.error("%s failed: %s", self.id, self.failure)
@@ -507,6 +394,13 @@ class WorkerSourceTask:
             self._task.stop()
         except Exception:  # stop must not break the shutdown sequence
             logger.exception("%s SourceTask.stop() failed", self.id)
+
+    def _close_task(self) -> None:
+        """``SourceTask.close``: after the final commit attempt, whatever its outcome."""
+        try:
+            self._task.close()
+        except Exception:  # closing must always reach the status report
+            logger.exception("%s SourceTask.close() failed", self.id)
 
     def _report(self, state: str, trace: str | None = None) -> None:
         previous, self.state = self.state, state
