@@ -1,9 +1,7 @@
 """MirrorSourceTask: copies its assigned source partitions, record for record (§5.7, §5.8).
 
 Start: one byte-array consumer on the source, *assigned* (no group membership) to
-``task.assigned.partitions``. A partition with a stored Connect offset ``o >= 0`` resumes at ``o + 1``;
-one without stays at the consumer's ``auto.offset.reset`` (``earliest`` unless configured), which is how
-"replicate from latest" works (KAFKA-13988).
+``task.assigned.partitions``, each partition where :mod:`mirror.source.source_consumer` says.
 
 Each record keeps key, value (also null), headers, timestamp and partition number; it goes to the remote
 topic ``formatRemoteTopic(source, topic)``. Its Connect partition is ``{cluster, partition, topic}`` (in
@@ -15,14 +13,14 @@ Once the target acknowledged a record (``commit_record``) the offset-sync writer
 
 Backfill handover (docs/backfill.md): a partition whose backfill is done starts at
 ``max(stored offset + 1, backfill end)`` (``backfill.done.offsets`` in the task config). When the connector
-passes the marker topic, the task records ``started`` (its partitions) when it starts and ``stopped``
-(with its consumer's closing positions) at the first ``commit`` after ``stop``, so a backfill knows when
-streaming let go of a partition. None of this touches the per-record path.
+passes the marker topic, the task records its lifecycle there (:mod:`mirror.source.backfill_events`).
 
 Threading: ``stop`` comes from another thread and must not block. The consumer is guarded by a lock:
 ``stop`` closes it at once if no poll is running, otherwise the running poll closes it on its way out.
 The runtime still delivers acknowledgements and calls ``commit`` after ``stop`` (its final flush), so
-the offset-sync producer is closed by the first ``commit`` after ``stop``: the last syncs are not lost.
+the offset-sync and offset-map producers, the metrics and the marker log are released by the first
+``commit`` after ``stop``: the last syncs are not lost. When that final commit fails ``commit`` is not
+called; ``close``, which the runtime calls after it either way, releases them then.
 """
 
 from __future__ import annotations
@@ -30,13 +28,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaException, Message
-from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaException, Message
 
 from connect_runtime.api.bulk import BulkRun, BulkSink, BulkSourceTask
 from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord, metadata_of
@@ -44,61 +40,34 @@ from connect_runtime.api.task import DurabilityBarrier, SourceTask
 from connect_runtime.clients.factory import new_consumer, translate
 from connect_runtime.clients.leaders import learn_leaders
 from mirror.backfill_markers.marker_log import MarkerLog
-from mirror.backfill_markers.markers import (
-    STARTED,
-    STOPPED,
-    TASK_DONE_OFFSETS,
-    TASK_MARKER_TOPIC,
-    TaskEvent,
-    decode_done_offsets,
-    streaming_start,
-)
+from mirror.backfill_markers.markers import TASK_DONE_OFFSETS, TASK_MARKER_TOPIC, decode_done_offsets
 from mirror.client.models import TopicPartition
 from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import MirrorSourceTaskConfig
-from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats, loss_counters
+from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, loss_counters
 from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset, wrap_partition
+from mirror.source.backfill_events import BackfillEvents
 from mirror.source.bulk_copy import RunTag, copy_batch
 from mirror.source.loss_detector import LossDetector
 from mirror.source.offset_map_writer import OffsetMapWriter
 from mirror.source.offset_sync_producer import OffsetSyncProducer
 from mirror.source.offset_sync_writer import OffsetSyncWriter
+from mirror.source.partition_state import SourcePartition
+from mirror.source.source_consumer import (
+    COPIER_CONSUMER_DEFAULTS,
+    MAX_POLL_RECORDS_DEFAULT,
+    copier_consumer_config,
+    initial_assignment,
+)
 
 logger = logging.getLogger(__name__)
 
-#: Java's ``max.poll.records`` default: the most records one ``poll`` returns.
-MAX_POLL_RECORDS_DEFAULT = 500
-
-#: librdkafka prefetch settings for a copier (no Java equivalent; the user's keys win). With librdkafka's
-#: defaults a partition stops being fetched for ``fetch.queue.backoff.ms`` (1 s) once
-#: ``queued.min.messages`` (100,000) are queued: a task that drains them in a few milliseconds then idles
-#: most of each second (tansu.md §10: 180-230k vs 758k records/s). The queue stays bounded in bytes by
-#: ``queued.max.messages.kbytes`` (64 MiB).
-COPIER_CONSUMER_DEFAULTS = {"queued.min.messages": "1000000", "fetch.queue.backoff.ms": "10"}
+__all__ = ["COPIER_CONSUMER_DEFAULTS", "MAX_POLL_RECORDS_DEFAULT", "MirrorSourceTask"]
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-class _SourcePartition:
-    """What the per-record loops need of one source partition, looked up once per record."""
-
-    __slots__ = ("downstream_next", "next_offset", "partition", "remote", "seen_end", "source_map", "stats", "tp")
-
-    def __init__(self, source_map: dict[str, Any], remote: str, partition: int, tp: TopicPartition,
-                 stats: PartitionStats | None) -> None:
-        self.source_map = source_map
-        self.remote = remote
-        self.partition = partition
-        self.tp = tp
-        self.stats = stats
-        #: Loss detection (:mod:`mirror.source.loss_detector`): the next upstream offset expected (-1:
-        #: not known yet), the highest source end seen, the next downstream offset of the remote partition.
-        self.next_offset = -1
-        self.seen_end = -1
-        self.downstream_next = -1
 
 
 class MirrorSourceTask(SourceTask, BulkSourceTask):
@@ -130,13 +99,9 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._label = ""
         #: Per source partition: its shared Connect partition map, remote topic and metrics, found by
         #: (topic, partition) when converting and by the map's identity when acknowledged.
-        self._by_source: dict[tuple[str, int], _SourcePartition] = {}
-        self._by_map: dict[int, _SourcePartition] = {}
-        self._done_ends: dict[tuple[str, int], int] = {}
-        self._events: MarkerLog | None = None
-        self._instance = ""
-        self._partitions: tuple[tuple[str, int], ...] = ()
-        self._closing_positions: dict[tuple[str, int], int] = {}
+        self._by_source: dict[tuple[str, int], SourcePartition] = {}
+        self._by_map: dict[int, SourcePartition] = {}
+        self._events: BackfillEvents | None = None
         self._bulk = True
         #: A consumed batch the bulk path has not produced in full yet (queue full at stop), and where.
         self._pending: tuple[list[Message], int] | None = None
@@ -151,14 +116,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._poll_timeout_s = cfg.consumer_poll_timeout_ms / 1000.0
         java_consumer = cfg.source_consumer_config()
         self._max_records = int(java_consumer.get("max.poll.records", MAX_POLL_RECORDS_DEFAULT))
-        consumer_config = translate(java_consumer, "consumer")
-        # librdkafka needs a group.id even for assign(); Java MM2 has none, so nothing is ever committed
-        # under it. Java's consumer default is read_uncommitted (aborted source data IS copied unless
-        # the user asks for read_committed, §5.7); librdkafka's default differs, so say it explicitly.
-        consumer_config.setdefault("group.id", java_consumer.get("client.id", self._label))
-        consumer_config.setdefault("isolation.level", "read_uncommitted")
-        for key, value in COPIER_CONSUMER_DEFAULTS.items():
-            consumer_config.setdefault(key, value)
+        consumer_config = copier_consumer_config(java_consumer, self._label)
         partitions = cfg.task_topic_partitions
         self._remote = {t: policy.format_remote_topic(self._source, t) for t, _ in partitions}
         self._metrics = MirrorSourceMetrics(self.context.metrics_registry, self._source, self._target,
@@ -176,14 +134,13 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         if cfg.emit_offset_map_enabled:
             self._offset_map = self._offset_map_factory(
                 offset_map_topic(policy, self._source), translate(cfg.offset_map_producer_config(), "producer"))
-        self._done_ends = decode_done_offsets(config.get(TASK_DONE_OFFSETS))
+        done_ends = decode_done_offsets(config.get(TASK_DONE_OFFSETS))
         # Transforms need a record object per record: the per-record path (the runtime declines bulk too).
         self._bulk = not str(config.get("transforms", "")).strip()
         self._pending = None
-        self._partitions = tuple(partitions)
         self._loss = LossDetector(self._label, self._source, self._target, cfg.replication_loss_policy == "fail",
                                   loss_counters(self.context.metrics_registry), self._clock_ms)
-        assignment = self._initial_assignment(partitions)
+        assignment = initial_assignment(self.context.offset_storage_reader(), self._source, partitions, done_ends)
         for tp in assignment:
             if tp.offset >= 0:
                 self._partition_state(tp.topic, tp.partition).next_offset = tp.offset
@@ -192,41 +149,16 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         consumer.assign(assignment)
         self._consumer = consumer
         if config.get(TASK_MARKER_TOPIC):
-            self._events = MarkerLog(
+            self._events = BackfillEvents(MarkerLog(
                 config[TASK_MARKER_TOPIC], translate(cfg.target_consumer_config("backfill-marker-consumer"),
                                                      "consumer"),
-                translate(cfg.target_producer_config("backfill-marker-producer"), "producer"))
-            self._instance = uuid.uuid4().hex
-            self._report_event(TaskEvent(STARTED, self._label, self._partitions))
+                translate(cfg.target_producer_config("backfill-marker-producer"), "producer")),
+                self._label, tuple(partitions))
+            self._events.started()
         resumed = sum(1 for tp in assignment if tp.offset >= 0)
         logger.info("%s replicating %d topic-partitions %s->%s (%d resuming after stored offsets): %s",
                     self._label, len(partitions), self._source, self._target, resumed,
                     ", ".join(f"{t}-{p}" for t, p in partitions))
-
-    def _initial_assignment(self, partitions: list[tuple[str, int]]) -> list[KafkaTopicPartition]:
-        wrapped = [wrap_partition(self._source, topic, partition) for topic, partition in partitions]
-        stored = self.context.offset_storage_reader().offsets(wrapped) if wrapped else []
-        offsets: dict[tuple[str, int], int] = {}
-        for partition_map, offset_map in stored:
-            value = None if offset_map is None else offset_map.get(OFFSET_KEY)
-            if isinstance(value, int) and value >= 0:
-                offsets[(str(partition_map[TOPIC_KEY]), int(partition_map[PARTITION_KEY]))] = value + 1
-        # OFFSET_INVALID: no seek, the consumer applies auto.offset.reset.
-        result = []
-        for t, p in partitions:
-            start = streaming_start(offsets.get((t, p)), self._done_ends.get((t, p)))
-            result.append(KafkaTopicPartition(t, p, OFFSET_INVALID if start is None else start))
-        return result
-
-    def _report_event(self, event: TaskEvent) -> None:
-        """Record a lifecycle event in the backfill marker topic (bounded; a failure is only logged)."""
-        if self._events is None:
-            return
-        try:
-            self._events.write_task(self._instance, event)
-            self._events.flush(10.0)
-        except Exception as exc:  # a backfill then waits for this task until its timeout
-            logger.warning("%s could not record %s in %s: %s", self._label, event.state, self._events.topic, exc)
 
     def poll(self) -> list[SourceRecord] | None:
         if not self._consumer_lock.acquire(blocking=False):
@@ -283,10 +215,10 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
                 self._close_consumer()
             self._consumer_lock.release()
 
-    def _state_of(self, topic: str, partition: int) -> _SourcePartition:
+    def _state_of(self, topic: str, partition: int) -> SourcePartition:
         return self._by_source.get((topic, partition)) or self._partition_state(topic, partition)
 
-    def _consumed_jump(self, state: _SourcePartition, first: int) -> None:
+    def _consumed_jump(self, state: SourcePartition, first: int) -> None:
         """A consumed run does not start at the expected offset: lost records, or a benign gap."""
         self._loss.consumed_jump(state, first, self._consumer)
 
@@ -296,7 +228,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         offset_syncs = self._offset_syncs
         for run in runs:
             tag: RunTag = run.tag
-            state: _SourcePartition = tag.state
+            state: SourcePartition = tag.state
             count = run.count
             last_down = run.last_downstream
             if last_down >= 0:  # the remote partition's offsets never go back unless it lost records
@@ -309,7 +241,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             self.on_run_replicated(state, run.offset[OFFSET_KEY] - count + 1, run.first_downstream,
                                    run.last_downstream, count, offset_syncs)
 
-    def on_run_replicated(self, state: _SourcePartition, upstream_first: int, downstream_first: int,
+    def on_run_replicated(self, state: SourcePartition, upstream_first: int, downstream_first: int,
                           downstream_last: int, count: int, offset_syncs: OffsetSyncProducer | None) -> None:
         """The one hook per acknowledged run of one partition: ``count`` records from source offset
         ``upstream_first`` landed from target offset ``downstream_first`` (-1: not reported).
@@ -394,13 +326,13 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
                 stats.age_buckets[bisect_left(bounds, age)] += 1
         return records
 
-    def _partition_state(self, topic: str, partition: int) -> _SourcePartition:
+    def _partition_state(self, topic: str, partition: int) -> SourcePartition:
         """The per-partition state of the hot loops, created on first use."""
         remote = self._remote.get(topic)
         if remote is None:  # not expected: only assigned partitions are consumed
             remote = self._remote[topic] = topic
         stats = self._metrics.stats(remote, partition) if self._metrics is not None else None
-        state = _SourcePartition(wrap_partition(self._source, topic, partition), remote, partition,
+        state = SourcePartition(wrap_partition(self._source, topic, partition), remote, partition,
                                  TopicPartition(topic, partition), stats)
         self._by_source[(topic, partition)] = state
         self._by_map[id(state.source_map)] = state
@@ -454,7 +386,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         now = self._clock_ms()
         bounds = LATENCY_BOUNDS_MS
         syncing = self._offset_syncs is not None or self._offset_map is not None
-        runs: dict[int, tuple[_SourcePartition, list[int], list[int]]] = {}
+        runs: dict[int, tuple[SourcePartition, list[int], list[int]]] = {}
         for record, delivered in acknowledged:
             state = by_map.get(id(record.source_partition))
             downstream = delivered.offset()
@@ -496,25 +428,31 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
 
     def commit(self) -> None:
         """After each offset flush: emit every partition's latest sync (KAFKA-15906) and the offset map's
-        new or grown runs; close both once stopped."""
-        if self._offset_map is not None:
-            if self._stopping:
-                self._offset_map.close()
-                self._offset_map = None
-            else:
-                self._offset_map.flush()
+        new or grown runs; release everything once stopped."""
+        if self._offset_map is not None and not self._stopping:
+            self._offset_map.flush()
         if self._offset_syncs is not None:
             self._offset_syncs.promote_delayed_and_send()
-            if self._stopping:
-                self._offset_syncs.close()
-                self._offset_syncs = None
-        if self._stopping and self._metrics is not None:
+        if self._stopping:
+            self.close()
+
+    def close(self) -> None:
+        """Release the producers, the metrics and the marker log (STOPPED first); each only once.
+
+        The first ``commit`` after ``stop`` does it; the runtime calls this after its final commit
+        attempt as well, so they are released even when that commit failed and ``commit`` never ran.
+        """
+        if self._offset_map is not None:
+            self._offset_map.close()  # sends what is due first
+            self._offset_map = None
+        if self._offset_syncs is not None:
+            self._offset_syncs.close()
+            self._offset_syncs = None
+        if self._metrics is not None:
             self._metrics.close()
             self._metrics = None
-        if self._stopping and self._events is not None:
-            positions = tuple(sorted(self._closing_positions.items()))
-            self._report_event(TaskEvent(STOPPED, self._label, self._partitions, positions))
-            self._events.close()
+        if self._events is not None:
+            self._events.stopped()
             self._events = None
 
     def stop(self) -> None:
@@ -531,8 +469,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         if consumer is not None:
             try:
                 if self._events is not None:  # a backfill waits until the final commit reaches these
-                    self._closing_positions = {(tp.topic, tp.partition): tp.offset
-                                               for tp in consumer.position(consumer.assignment())}
+                    self._events.note_positions(consumer)
                 consumer.close()
             except (KafkaException, RuntimeError) as exc:
                 logger.warning("%s error closing the source consumer: %s", self._label, exc)

@@ -24,6 +24,8 @@ from connect_runtime.storage.memory import MemoryOffsetStore
 from mirror.client.models import TopicPartition
 from mirror.client.offset_map import OffsetRun
 from mirror.source.offset_map_writer import OffsetMapWriter
+from mirror.source.offset_sync_producer import OffsetSyncProducer
+from mirror.source.offset_sync_writer import OffsetSyncWriter
 from mirror.source.task import MirrorSourceTask
 from tests.support.fakes import FakeConsumer, FakeProducer
 from tests.support.kafka import wait_until
@@ -41,26 +43,56 @@ class HeldProducer(FakeProducer):
         return len(self)
 
 
+class ClosingMapWriter(OffsetMapWriter):
+    """Counts its closes (the task's own producers must be released once it stopped)."""
+
+    closes = 0
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        self.closes += 1
+        super().close(timeout_s)
+
+
+class ClosingSyncProducer(OffsetSyncProducer):
+    closes = 0
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        self.closes += 1
+        super().close(timeout_s)
+
+
 class Replication:
     """MirrorSourceTask in WorkerSourceTask with fake clients; offsets in memory."""
 
-    def __init__(self, records: int, producer_config: Mapping[str, str], flush_timeout_ms: int = 200) -> None:
+    def __init__(self, records: int, producer_config: Mapping[str, str], flush_timeout_ms: int = 200,
+                 offset_syncs: bool = False, map_producer: FakeProducer | None = None) -> None:
         self.consumer = FakeConsumer({}, [[Message(topic="my-topic", partition=0, offset=o, value=b"x",
                                                    timestamp=(1, 1_000)) for o in range(records)]])
         self.producers: list[FakeProducer] = []
-        self.map_producer = HeldProducer({})
+        self.map_producer = HeldProducer({}) if map_producer is None else map_producer
         self.store = MemoryOffsetStore()
+        self.map_writers: list[ClosingMapWriter] = []
+        self.sync_producers: list[ClosingSyncProducer] = []
+
+        def map_factory(topic: str, config: Mapping[str, Any]) -> OffsetMapWriter:
+            self.map_writers.append(ClosingMapWriter(topic, config, producer_factory=lambda _c: self.map_producer))
+            return self.map_writers[-1]
+
+        def sync_factory(topic: str, config: Mapping[str, Any], writer: OffsetSyncWriter) -> OffsetSyncProducer:
+            self.sync_producers.append(ClosingSyncProducer(topic, config, writer,
+                                                           producer_factory=lambda _c: FakeProducer(_c)))
+            return self.sync_producers[-1]
 
         def producer_factory(config: Mapping[str, Any]) -> Any:
             self.producers.append(FakeProducer(config))
             return self.producers[-1]
 
-        task = MirrorSourceTask(consumer_factory=lambda _c: self.consumer,
-                                offset_map_factory=lambda topic, config: OffsetMapWriter(
-                                    topic, config, producer_factory=lambda _c: self.map_producer))
+        task = MirrorSourceTask(consumer_factory=lambda _c: self.consumer, offset_map_factory=map_factory,
+                                offset_sync_factory=sync_factory)
         config = flow_config("src", "tgt", "a:1", "b:1", overrides={
-            "task.assigned.partitions": "my-topic-0", "task.index": "0", "emit.offset-syncs.enabled": "false"})
-        registry = CollectorRegistry()
+            "task.assigned.partitions": "my-topic-0", "task.index": "0",
+            "emit.offset-syncs.enabled": str(offset_syncs).lower()})
+        self.registry = registry = CollectorRegistry()
         self.worker_task = WorkerSourceTask(
             TASK, task, config, worker_id="w", offset_store=self.store, producer_config=producer_config,
             status_listener=RecordingStatusListener(),
@@ -126,6 +158,36 @@ def test_the_final_commit_at_stop_writes_no_offset_past_undelivered_map_runs() -
     assert replication.worker_task.join(10)
     assert replication.map_runs() == [(0, 0, 4)]
     assert replication.store.get(TASK.connector, PARTITION) is None  # re-sent (and mapped anew) after a restart
+
+
+def replication_series(registry: CollectorRegistry) -> list[str]:
+    """The names of the task's per-partition replication samples (labelled with its remote topic)."""
+    return [sample.name for family in registry.collect() for sample in family.samples
+            if sample.labels.get("topic") == "src.my-topic"]
+
+
+@pytest.mark.parametrize(("producer_config", "bulk"), PATHS)
+def test_a_failed_final_commit_still_releases_the_producers_and_metrics(producer_config: dict[str, str],
+                                                                        bulk: bool) -> None:
+    replication = Replication(4, producer_config, offset_syncs=True)
+    assert replication.worker_task.bulk is bulk
+    assert replication_series(replication.registry)
+    replication.worker_task.stop()
+    assert replication.worker_task.join(10)
+    assert replication.store.get(TASK.connector, PARTITION) is None  # the final commit failed (map held)
+    assert [w.closes for w in replication.map_writers] == [1]
+    assert [p.closes for p in replication.sync_producers] == [1]
+    assert replication_series(replication.registry) == []
+
+
+def test_a_successful_final_commit_releases_the_producers_once() -> None:
+    replication = Replication(4, {}, offset_syncs=True, map_producer=FakeProducer({}))  # delivers on flush
+    replication.worker_task.stop()
+    assert replication.worker_task.join(10)
+    assert replication.store.get(TASK.connector, PARTITION) == {"offset": 3}
+    assert [w.closes for w in replication.map_writers] == [1]
+    assert [p.closes for p in replication.sync_producers] == [1]
+    assert replication_series(replication.registry) == []
 
 
 class RefusingProducer(HeldProducer):
