@@ -51,6 +51,9 @@ class FakeConsumer:
     def assign(self, partitions: Any) -> None:
         pass
 
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
+        """The task fetches leaders before assigning (connect_runtime.clients.leaders): nothing to learn here."""
+
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
         start = self._next
         if start >= len(self._messages):
