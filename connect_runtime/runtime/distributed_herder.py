@@ -496,4 +496,4 @@ class DistributedHerder(AbstractHerder):
         self._require(self._snapshot, name)
         self._leader.require_leader("modify connector offsets")
         modify_offsets(name, offsets, snapshot=self._snapshot, offset_store=self._offset_store,
-                       plugins=self._plugins)
+                       plugins=self._plugins, fence=self._fencing.fence_for_offsets)

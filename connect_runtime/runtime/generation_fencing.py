@@ -86,6 +86,14 @@ class GenerationFencing:
         self._leader.fence_zombies(snapshot, connector)
         return True
 
+    def fence_for_offsets(self, snapshot: ClusterConfigState, connector: str) -> None:
+        """KIP-875 under exactly-once, on the leader: before a STOPPED source connector's offsets change,
+        fence every task id its last generation used (a zombie could still commit offsets over the new
+        ones); a failure raises and the offsets are not written. Without exactly-once, nothing."""
+        if self.enabled:
+            logger.info("Connector %s: fencing its tasks before its offsets change (exactly-once)", connector)
+            self._leader.fence_zombies(snapshot, connector)
+
     # -- a follower ----------------------------------------------------------------------------------
     def ask_leader(self, connectors: set[str]) -> None:
         """A follower assigned tasks of these pending connectors asks the leader to fence them (one

@@ -16,6 +16,7 @@ from connect_runtime.api.errors import ConnectError, NotAssignedError, NotLeader
 from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.assembly import WakeupRelay
 from connect_runtime.runtime.distributed_herder import DistributedHerder
+from connect_runtime.runtime.herder import ConnectorOffset
 from connect_runtime.runtime.membership import Assignment, SoleMember
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.request_signing import new_session_key
@@ -360,3 +361,33 @@ def test_the_leader_serves_a_fencing_request_only_while_the_generation_is_pendin
     cluster.herder.fence_zombies("demo")  # the generation is fenced: nothing to do
     assert cluster.fenced == [["g-demo-0", "g-demo-1"]]
     assert "demo" not in cluster.config_store.snapshot().pending_fencing
+
+
+def test_with_exactly_once_offsets_change_only_after_the_tasks_were_fenced() -> None:
+    """KIP-875 under exactly-once (reference §10.3): before a stopped source connector's offsets are
+    altered or reset, the ids of its last task generation are fenced (a zombie could still commit offsets
+    over the new ones); a failed fencing writes no offset."""
+    c = Cluster(exactly_once=True)
+    c.herder.start()
+    try:
+        assert c.herder.wait_until_ready(10)
+        c.worker.task_configs["demo"] = [{"task": "0"}, {"task": "1"}]
+        c.herder.put_connector_config("demo", config(tasks=2), allow_replace=False)
+        wait_until(lambda: len(running_tasks(c)) == 2, 5, "2 tasks")
+        c.herder.stop_connector("demo")
+        fenced = len(c.fenced)
+        offsets = [ConnectorOffset({"task": 0}, {"seq": 41})]
+
+        def refuse(ids: list[str]) -> None:
+            raise ConnectError("the cluster refused InitProducerId")
+
+        c.herder._leader._fence_producers = refuse
+        with pytest.raises(ConnectError, match="refused InitProducerId"):
+            c.herder.alter_connector_offsets("demo", offsets)
+        assert c.herder.connector_offsets("demo") == [], "no offset written without the fencing"
+        c.herder._leader._fence_producers = c.fenced.append
+        c.herder.alter_connector_offsets("demo", offsets)
+        assert c.fenced[fenced:] == [["g-demo-0", "g-demo-1"]]
+        assert [(o.partition, o.offset) for o in c.herder.connector_offsets("demo")] == [({"task": 0}, {"seq": 41})]
+    finally:
+        c.herder.stop(10)
