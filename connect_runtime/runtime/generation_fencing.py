@@ -117,16 +117,20 @@ class GenerationFencing:
         key = None if self._store is None else self._store.snapshot().session_key
         if self._forwarder is None or leader_url is None or key is None:
             missing = "leader URL" if leader_url is None else "session key" if key is None else "forwarder"
-            self._answered(connector, ConnectError(f"no {missing} yet"))
+            logger.info("Connector %s: its tasks wait for a fencing; no %s yet to ask the leader, retrying in "
+                        "%.0f s", connector, missing, RETRY_S)
+            self._answered(connector, None, quiet=True)
             return
         logger.info("Connector %s: asking the leader at %s to fence the previous task generation before "
                     "starting this worker's tasks", connector, leader_url)
         self._forwarder.fence(leader_url.rstrip("/") + self._rest_prefix, connector, key,
                               lambda error: self._answered(connector, error))
 
-    def _answered(self, connector: str, error: ConnectError | None) -> None:
+    def _answered(self, connector: str, error: ConnectError | None, quiet: bool = False) -> None:
         """On the sending thread: the tasks start when the fencing record arrives; ask again if it does not."""
-        if error is None:
+        if quiet:
+            pass
+        elif error is None:
             logger.info("Connector %s: the leader fenced the previous task generation; its tasks start once "
                         "the fencing record is read", connector)
         else:
