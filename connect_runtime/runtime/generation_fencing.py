@@ -59,7 +59,11 @@ class GenerationFencing:
         """Connectors whose task generation is not fenced yet (none without exactly-once)."""
         if not self.enabled:
             return set()
-        return {c for c in snapshot.connectors() if snapshot.task_count(c) and c in snapshot.pending_fencing}
+        pending = {c for c in snapshot.connectors() if snapshot.task_count(c) and c in snapshot.pending_fencing}
+        with self._lock:  # a fenced generation: the next one may ask at once
+            for fenced in [c for c, due in self._next_ask.items() if c not in pending and due != math.inf]:
+                del self._next_ask[fenced]
+        return pending
 
     # -- the leader ----------------------------------------------------------------------------------
     def fence(self, snapshot: ClusterConfigState, connectors: set[str]) -> None:
@@ -101,8 +105,6 @@ class GenerationFencing:
         now = time.monotonic()
         with self._lock:
             self._retry_at = None
-            for gone in [c for c, due in self._next_ask.items() if c not in connectors and due != math.inf]:
-                del self._next_ask[gone]
             due_now = [c for c in sorted(connectors) if self._next_ask.get(c, 0.0) <= now]
             for c in connectors:
                 if c not in due_now and self._next_ask[c] != math.inf:

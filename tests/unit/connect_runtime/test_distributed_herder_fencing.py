@@ -7,7 +7,7 @@ initialising a transactional id fences every earlier writer of that id.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -307,11 +307,20 @@ class FencingRequests(TaskConfigForwarder):
         super().__init__(timeout_s=1.0)
         self.asked: list[tuple[str, str, bytes]] = []
         self.refuse = True
+        self.answered = 0
 
     def send_fencing(self, leader_url: str, connector: str, session_key: SessionKey) -> None:
         self.asked.append((leader_url, connector, session_key.key))
         if self.refuse:
             raise ConnectError("HTTP 503")
+
+    def fence(self, leader_url: str, connector: str, session_key: SessionKey,
+              on_done: Callable[[ConnectError | None], None]) -> None:
+        def done(error: ConnectError | None) -> None:
+            on_done(error)
+            self.answered += 1
+
+        super().fence(leader_url, connector, session_key, done)
 
 
 def test_a_follower_asks_the_leader_to_fence_and_starts_its_task_once_the_record_is_read(
@@ -339,12 +348,15 @@ def test_a_follower_asks_the_leader_to_fence_and_starts_its_task_once_the_record
         wait_until(lambda: len(requests.asked) >= 2, 10, "a request, then a retry after the refusal")
         assert requests.asked[0] == ("http://leader:8083", "demo", key.key)
         assert not running_tasks(c), "no task of an unfenced generation runs"
+        monkeypatch.setattr(generation_fencing, "RETRY_S", 30.0)  # the next generation must not wait for it
+        answered = requests.answered
+        wait_until(lambda: requests.answered > answered, 5, "a refusal answered after the change")
         requests.refuse = False
         leader.put_task_count_record("demo", 1)  # what the leader writes after fencing
         wait_until(lambda: running_tasks(c) == {ConnectorTaskId("demo", 0)}, 10, "the task, after the fencing")
         asked = len(requests.asked)
         leader.put_task_configs("demo", [{"task": "0", "v": "2"}])  # a new generation, same count: fenced again
-        wait_until(lambda: len(requests.asked) > asked, 10, "a request for the new generation")
+        wait_until(lambda: len(requests.asked) > asked, 5, "a request for the new generation, at once")
         assert requests.asked[-1][1] == "demo"
     finally:
         c.herder.stop(10)
