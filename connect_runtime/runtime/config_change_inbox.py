@@ -55,6 +55,10 @@ class ConfigChangeInbox:
     def on_connector_target_state_change(self, connector: str) -> None:
         self._poke()
 
+    def on_fencing_update(self, connector: str) -> None:
+        # Under exactly-once a follower's tasks wait for this record (generation_fencing.py).
+        self._poke()
+
     def on_restart_request(self, request: RestartRequest) -> None:
         with self._lock:
             self._restarts.append(request)

@@ -2,12 +2,14 @@
 
 Offsets may change only while the connector is STOPPED with no tasks (nothing may commit over them),
 and a source connector may refuse them (``SourceConnector.alter_offsets``) before anything is written.
+Under exactly-once a source connector's tasks are fenced first (``fence``, as Java does): a zombie task
+of the stopped connector could otherwise still commit offsets over the new ones.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from connect_runtime.api.connector import Connector, SourceConnector
@@ -63,9 +65,11 @@ def check_offsets_with_connector(connector: Connector, name: str, config: Mappin
 
 
 def modify_offsets(name: str, offsets: list[tuple[SourceMap, Mapping[str, Any] | None]] | None, *,
-                   snapshot: ClusterConfigState, offset_store: OffsetStore, plugins: Plugins) -> None:
+                   snapshot: ClusterConfigState, offset_store: OffsetStore, plugins: Plugins,
+                   fence: Callable[[ClusterConfigState, str], None] | None = None) -> None:
     """KIP-875 PATCH (``offsets``) or DELETE (None) of a STOPPED connector's offsets (the caller checked
-    the connector exists and this worker leads): checked by the connector, then written."""
+    the connector exists and this worker leads): checked by the connector, its zombies fenced (a source
+    connector, with ``fence``; a failed fencing raises and nothing is written), then written."""
     require_stopped(snapshot, name)
     config = snapshot.connector_configs[name]
     if offsets is None:
@@ -73,6 +77,8 @@ def modify_offsets(name: str, offsets: list[tuple[SourceMap, Mapping[str, Any] |
         offsets = [(p, None) for p, _ in offset_store.connector_offsets(name)]
     connector = plugins.new_connector(config.get(CONNECTOR_CLASS, ""))
     check_offsets_with_connector(connector, name, config, offsets)
+    if fence is not None and isinstance(connector, SourceConnector):
+        fence(snapshot, name)
     if offsets:
         offset_store.put(name, offsets)
     logger.info("Connector %s: %d offset(s) %s", name, len(offsets), "altered" if offsets else "reset")

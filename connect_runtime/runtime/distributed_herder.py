@@ -99,7 +99,7 @@ class DistributedHerder(AbstractHerder):
             config_store, assignment=lambda: self._assignment, demote=self._demote,
             request_rebalance=membership.request_rebalance, claim_timeout_s=min(30.0, request_timeout_s),
             session_key_ttl_s=session_key_ttl_s, group_id=group_id, fence_producers=fence_producers)
-        self._fencing = GenerationFencing(exactly_once, self._leader)
+        self._fencing = GenerationFencing(exactly_once, self._leader, config_store, self._forwarder, rest_prefix)
         self._work = LocalWork(worker, status_writer, self.request_task_reconfiguration, task_shutdown_timeout_s)
         self._reconfiguration = TaskReconfiguration(
             worker=worker, config_store=config_store, leader=self._leader, forwarder=self._forwarder,
@@ -309,6 +309,8 @@ class DistributedHerder(AbstractHerder):
             pending = self._fencing.pending(self._snapshot)
             self._work.reconcile(self._assignment.connectors,
                                  [t for t in self._assignment.tasks if t.connector not in pending], self._snapshot)
+        elif pending:  # a follower's tasks wait: it asks the leader over REST (PUT .../fence)
+            self._fencing.ask_leader(pending & {t.connector for t in self._assignment.tasks})
 
     def _refresh_snapshot(self) -> None:
         """Apply our own writes now rather than on the next tick (REST answers must reflect them)."""
@@ -475,8 +477,8 @@ class DistributedHerder(AbstractHerder):
         def run() -> None:
             self._require(self._snapshot, connector)
             self._leader.require_leader(f"fence zombies of connector {connector}")
-            self._leader.fence_zombies(self._snapshot, connector)
-            self._refresh_snapshot()
+            if self._fencing.serve(self._config_store.snapshot(), connector):
+                self._refresh_snapshot()
 
         self._ticks.submit(run)
 
@@ -494,4 +496,4 @@ class DistributedHerder(AbstractHerder):
         self._require(self._snapshot, name)
         self._leader.require_leader("modify connector offsets")
         modify_offsets(name, offsets, snapshot=self._snapshot, offset_store=self._offset_store,
-                       plugins=self._plugins)
+                       plugins=self._plugins, fence=self._fencing.fence_for_offsets)

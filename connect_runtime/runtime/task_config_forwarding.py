@@ -1,4 +1,5 @@
-"""A follower hands the task configs its connector computed to the leader (``POST .../tasks``, KIP-507).
+"""A follower's requests to the leader: task configs (``POST .../tasks``, KIP-507) and zombie fencing
+(``PUT .../fence``, KIP-618).
 
 Only the leader writes the config topic, so a follower running a connector sends the new task configs
 to the leader's internal endpoint, signed with the cluster's session key. Sends run off the tick
@@ -46,6 +47,28 @@ def forward_task_configs(client: httpx.Client, leader_url: str, connector: str, 
                            f"HTTP {response.status_code}")
 
 
+def request_fencing(client: httpx.Client, leader_url: str, connector: str, session_key: SessionKey,
+                    timeout_s: float = 30.0) -> None:
+    """A follower's ``PUT /connectors/<c>/fence`` to the leader (KIP-618), signed over its empty body.
+
+    Raises ConnectError if the leader cannot be reached or refuses (a 404: the leader serves no internal
+    endpoints, e.g. MM2 without ``dedicated.mode.enable.internal.rest``); the caller retries later.
+    """
+    headers = signature_headers(session_key.key, DEFAULT_SIGNATURE_ALGORITHM, b"")
+    url = f"{leader_url.rstrip('/')}/connectors/{quote(connector, safe='')}/fence?forward=true"
+    try:
+        response = client.put(url, content=b"", headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise ConnectError(f"Cannot ask the leader at {leader_url} to fence the previous task generation of "
+                           f"{connector}: {exc}") from exc
+    if response.status_code == 404:
+        raise ConnectError(f"The leader at {leader_url} does not serve the internal endpoints, which exactly-once "
+                           "source tasks need (in MM2 dedicated mode set dedicated.mode.enable.internal.rest = true)")
+    if response.status_code >= 400:
+        raise ConnectError(f"The leader at {leader_url} refused to fence the previous task generation of "
+                           f"{connector}: HTTP {response.status_code} {response.text[:200]}")
+
+
 class TaskConfigForwarder:
     """Sends task configs to the leader on one daemon thread through one HTTP client (one per herder).
 
@@ -75,6 +98,23 @@ class TaskConfigForwarder:
                 logger.warning("Connector %s: %s; retrying", connector, exc)
                 on_failure()
 
+        self._submit(send)
+
+    def fence(self, leader_url: str, connector: str, session_key: SessionKey,
+              on_done: Callable[[ConnectError | None], None]) -> None:
+        """Queue one fencing request (returns at once); ``on_done`` runs on the sending thread."""
+
+        def send() -> None:
+            try:
+                self.send_fencing(leader_url, connector, session_key)
+            except ConnectError as exc:
+                on_done(exc)
+            else:
+                on_done(None)
+
+        self._submit(send)
+
+    def _submit(self, send: Callable[[], None]) -> None:
         with self._lock:
             if self._closed:
                 return
@@ -88,6 +128,12 @@ class TaskConfigForwarder:
         if self._client is None:
             self._client = httpx.Client()
         forward_task_configs(self._client, leader_url, connector, configs, session_key, self._timeout_s)
+
+    def send_fencing(self, leader_url: str, connector: str, session_key: SessionKey) -> None:
+        """One signed PUT .../fence (on the calling thread); raises ConnectError on failure."""
+        if self._client is None:
+            self._client = httpx.Client()
+        request_fencing(self._client, leader_url, connector, session_key, self._timeout_s)
 
     def close(self) -> None:
         """Stop taking sends; the thread finishes the one under way, if any, then closes the client."""

@@ -83,6 +83,9 @@ class ClusterConfigState:
     task_counts: Mapping[str, int] = field(default_factory=dict)
     target_states: Mapping[str, TargetState] = field(default_factory=dict)
     task_count_records: Mapping[str, int] = field(default_factory=dict)
+    #: Connectors whose last task-config commit came after their last ``tasks-fencing-`` record (Java's
+    #: ``connectorsPendingFencing``): under exactly-once that generation may not start yet (§10.3).
+    pending_fencing: frozenset[str] = frozenset()
     inconsistent: frozenset[str] = frozenset()
     session_key: SessionKey | None = None
 
@@ -145,6 +148,10 @@ class ConfigUpdateListener(Protocol):
         next internal request with it, or the leader refuses it (KIP-507)."""
         ...
 
+    def on_fencing_update(self, connector: str) -> None:
+        """A ``tasks-fencing-<connector>`` record: a task generation waiting for its fencing may start."""
+        ...
+
     def on_logging_level_update(self, namespace: str, level: str) -> None:
         """A cluster-wide logger level (KIP-976) written after this store started: apply it here."""
         ...
@@ -181,6 +188,7 @@ class KafkaConfigStore:
         self._task_counts: dict[str, int] = {}
         self._target_states: dict[str, TargetState] = {}
         self._fencing: dict[str, int] = {}
+        self._pending_fencing: set[str] = set()
         self._deferred: dict[str, dict[int, dict[str, str]]] = {}
         self._inconsistent: set[str] = set()
         self._session_key: SessionKey | None = None
@@ -275,6 +283,7 @@ class KafkaConfigStore:
                 task_counts=dict(self._task_counts),
                 target_states=dict(self._target_states),
                 task_count_records=dict(self._fencing),
+                pending_fencing=frozenset(self._pending_fencing),
                 inconsistent=frozenset(self._inconsistent),
                 session_key=self._session_key,
             )
@@ -391,7 +400,8 @@ class KafkaConfigStore:
                 self._fencing.pop(name, None)
             else:
                 self._fencing[name] = int(value["task-count"])
-            return None
+                self._pending_fencing.discard(name)
+            return (lambda: listener.on_fencing_update(name)) if listener else None
         if key == SESSION_KEY:
             if value is not None:
                 self._session_key = parse_session_key(value)
@@ -408,6 +418,7 @@ class KafkaConfigStore:
             self._task_counts.pop(name, None)
             self._deferred.pop(name, None)
             self._inconsistent.discard(name)
+            self._pending_fencing.discard(name)
             for task in [t for t in self._tasks if t.connector == name]:
                 del self._tasks[task]
             return (lambda: listener.on_connector_config_remove(name)) if listener else None
@@ -434,6 +445,7 @@ class KafkaConfigStore:
         for task in updated:
             self._tasks[task] = deferred[task.task]
         self._task_counts[name] = count
+        self._pending_fencing.add(name)
         return (lambda: listener.on_task_config_update(name, updated)) if listener else None
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import httpx
 
-from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.rest.security import RestSecurity
 from connect_runtime.rest.server import listener_scheme
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
@@ -30,6 +30,12 @@ logger = logging.getLogger(__name__)
 NO_INTERNAL_REST_MESSAGE = (
     "This worker is not able to communicate with the leader of the cluster, which is required for "
     "dynamically-reconfiguring connectors. If running MirrorMaker 2 in dedicated mode, consider enabling "
+    f"inter-worker communication via the '{ENABLE_INTERNAL_REST}' property.")
+
+#: Java's message for a follower's exactly-once source task without inter-worker communication.
+NO_INTERNAL_REST_FENCING_MESSAGE = (
+    "This worker is not able to communicate with the leader of the cluster, which is required for "
+    "exactly-once source tasks. If running MirrorMaker 2 in dedicated mode, consider enabling "
     f"inter-worker communication via the '{ENABLE_INTERNAL_REST}' property.")
 
 
@@ -61,6 +67,11 @@ class NoInternalRestForwarder(TaskConfigForwarder):
         logger.log(logging.ERROR if first else logging.DEBUG, "Connector %s: %s", connector,
                    NO_INTERNAL_REST_MESSAGE)
         on_failure()
+
+    def fence(self, leader_url: str, connector: str, session_key: SessionKey,
+              on_done: Callable[[ConnectError | None], None]) -> None:
+        """Exactly-once tasks of a new generation on a follower wait for a fencing only the leader can do."""
+        on_done(ConnectError(NO_INTERNAL_REST_FENCING_MESSAGE))
 
 
 def task_config_forwarder(config: MirrorMakerConfig, security: RestSecurity, name: str,

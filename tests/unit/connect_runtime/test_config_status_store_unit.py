@@ -47,6 +47,9 @@ class Recorder:
     def on_session_key_update(self) -> None:
         self.events.append(("session-key", None))
 
+    def on_fencing_update(self, connector: str) -> None:
+        self.events.append(("fencing", connector))
+
 
 def test_config_store_writes_connects_exact_record_formats() -> None:
     broker = FakeBroker()
@@ -207,3 +210,26 @@ def test_no_commit_is_written_when_a_task_record_fails() -> None:
         store.put_task_configs("c", [{"gen": "2"}, {"gen": "2"}])
     assert [r.key for r in broker.topics["configs"]].count(b"commit-c") == 1
     assert store.snapshot().task_config_list("c") == [{"gen": "1"}]
+
+
+def test_a_task_generation_is_pending_fencing_from_its_commit_until_the_next_fencing_record() -> None:
+    """Java's connectorsPendingFencing: every new generation, same task count included, waits for a
+    tasks-fencing record (a follower hears of it, to start its waiting tasks)."""
+    broker = FakeBroker()
+    leader, follower, recorder = config_store(broker), config_store(broker), Recorder()
+    leader.start()
+    follower.set_update_listener(recorder)
+    follower.start()
+    leader.put_connector_config("c", {"connector.class": "X"})
+    leader.put_task_configs("c", [{"t": "0"}, {"t": "1"}])
+    assert follower.snapshot().pending_fencing == {"c"}
+    leader.put_task_count_record("c", 2)
+    assert follower.snapshot().pending_fencing == frozenset()
+    assert recorder.events[-1] == ("fencing", "c")
+    leader.put_task_configs("c", [{"t": "0", "v": "2"}, {"t": "1", "v": "2"}])
+    assert follower.snapshot().pending_fencing == {"c"}, "a new generation with the same count is pending too"
+    leader.remove_connector_config("c")
+    assert follower.snapshot().pending_fencing == frozenset()
+    replay = config_store(broker)
+    replay.start()
+    assert replay.snapshot().pending_fencing == frozenset()

@@ -7,7 +7,7 @@ initialising a transactional id fences every earlier writer of that id.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -16,9 +16,13 @@ from connect_runtime.api.errors import ConnectError, NotAssignedError, NotLeader
 from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.assembly import WakeupRelay
 from connect_runtime.runtime.distributed_herder import DistributedHerder
+from connect_runtime.runtime.herder import ConnectorOffset
 from connect_runtime.runtime.membership import Assignment, SoleMember
 from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.request_signing import new_session_key
 from connect_runtime.runtime.status_writer import StatusWriter
+from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
+from connect_runtime.storage.config_records import SessionKey
 from connect_runtime.storage.config_store import KafkaConfigStore, WritePrivilegesError
 from connect_runtime.storage.fenced_writer import FencedError
 from connect_runtime.storage.memory import MemoryOffsetStore
@@ -287,3 +291,115 @@ def test_build_herder_hands_the_membership_a_notify_that_wakes_the_herder() -> N
     herder.wakeup = lambda: woken.append(True)  # type: ignore[method-assign]
     captured[0]()
     assert woken == [True]
+
+
+class TaskZeroHere(NothingHere):
+    """A follower assigned task 0 of ``demo`` (the connector runs on the leader)."""
+
+    def join(self, snapshot: Any, timeout_s: float) -> Assignment:
+        return Assignment.of(1, False, "http://leader:8083", (), (ConnectorTaskId("demo", 0),))
+
+
+class FencingRequests(TaskConfigForwarder):
+    """The real forwarder (its thread) with the HTTP PUT replaced by a record of it; answers as told."""
+
+    def __init__(self) -> None:
+        super().__init__(timeout_s=1.0)
+        self.asked: list[tuple[str, str, bytes]] = []
+        self.refuse = True
+        self.answered = 0
+
+    def send_fencing(self, leader_url: str, connector: str, session_key: SessionKey) -> None:
+        self.asked.append((leader_url, connector, session_key.key))
+        if self.refuse:
+            raise ConnectError("HTTP 503")
+
+    def fence(self, leader_url: str, connector: str, session_key: SessionKey,
+              on_done: Callable[[ConnectError | None], None]) -> None:
+        def done(error: ConnectError | None) -> None:
+            on_done(error)
+            self.answered += 1
+
+        super().fence(leader_url, connector, session_key, done)
+
+
+def test_a_follower_asks_the_leader_to_fence_and_starts_its_task_once_the_record_is_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """KIP-618's round trip: a follower's task of an unfenced generation waits; the follower sends the
+    leader a signed PUT .../fence (retried after a failure) and starts the task when the leader's
+    tasks-fencing record arrives."""
+    from connect_runtime.runtime import generation_fencing
+
+    monkeypatch.setattr(generation_fencing, "RETRY_S", 0.5)
+    requests = FencingRequests()
+    c = Cluster(TaskZeroHere(), exactly_once=True)
+    c.herder._forwarder = requests
+    c.herder._fencing._forwarder = requests
+    leader = c.fenced_store("g")
+    leader.start()
+    leader.claim_write_privileges()
+    key = new_session_key(0)
+    leader.put_session_key(key)
+    leader.put_connector_config("demo", config(tasks=1))
+    leader.put_task_configs("demo", [{"task": "0"}])
+    c.herder.start()
+    try:
+        assert c.herder.wait_until_ready(10)
+        wait_until(lambda: len(requests.asked) >= 2, 10, "a request, then a retry after the refusal")
+        assert requests.asked[0] == ("http://leader:8083", "demo", key.key)
+        assert not running_tasks(c), "no task of an unfenced generation runs"
+        monkeypatch.setattr(generation_fencing, "RETRY_S", 30.0)  # the next generation must not wait for it
+        answered = requests.answered
+        wait_until(lambda: requests.answered > answered, 5, "a refusal answered after the change")
+        requests.refuse = False
+        leader.put_task_count_record("demo", 1)  # what the leader writes after fencing
+        wait_until(lambda: running_tasks(c) == {ConnectorTaskId("demo", 0)}, 10, "the task, after the fencing")
+        asked = len(requests.asked)
+        leader.put_task_configs("demo", [{"task": "0", "v": "2"}])  # a new generation, same count: fenced again
+        wait_until(lambda: len(requests.asked) > asked, 5, "a request for the new generation, at once")
+        assert requests.asked[-1][1] == "demo"
+    finally:
+        c.herder.stop(10)
+
+
+def test_the_leader_serves_a_fencing_request_only_while_the_generation_is_pending(cluster: Cluster) -> None:
+    """A follower's request that arrives after the leader fenced must not fence again: that would fence
+    the new generation's running tasks."""
+    cluster.worker.task_configs["demo"] = [{"task": "0"}, {"task": "1"}]
+    cluster.herder.put_connector_config("demo", config(tasks=2), allow_replace=False)
+    wait_until(lambda: len(running_tasks(cluster)) == 2, 5, "2 tasks")
+    cluster.herder.fence_zombies("demo")
+    assert cluster.fenced == [["g-demo-0", "g-demo-1"]]
+    cluster.herder.fence_zombies("demo")  # the generation is fenced: nothing to do
+    assert cluster.fenced == [["g-demo-0", "g-demo-1"]]
+    assert "demo" not in cluster.config_store.snapshot().pending_fencing
+
+
+def test_with_exactly_once_offsets_change_only_after_the_tasks_were_fenced() -> None:
+    """KIP-875 under exactly-once (reference §10.3): before a stopped source connector's offsets are
+    altered or reset, the ids of its last task generation are fenced (a zombie could still commit offsets
+    over the new ones); a failed fencing writes no offset."""
+    c = Cluster(exactly_once=True)
+    c.herder.start()
+    try:
+        assert c.herder.wait_until_ready(10)
+        c.worker.task_configs["demo"] = [{"task": "0"}, {"task": "1"}]
+        c.herder.put_connector_config("demo", config(tasks=2), allow_replace=False)
+        wait_until(lambda: len(running_tasks(c)) == 2, 5, "2 tasks")
+        c.herder.stop_connector("demo")
+        fenced = len(c.fenced)
+        offsets = [ConnectorOffset({"task": 0}, {"seq": 41})]
+
+        def refuse(ids: list[str]) -> None:
+            raise ConnectError("the cluster refused InitProducerId")
+
+        c.herder._leader._fence_producers = refuse
+        with pytest.raises(ConnectError, match="refused InitProducerId"):
+            c.herder.alter_connector_offsets("demo", offsets)
+        assert c.herder.connector_offsets("demo") == [], "no offset written without the fencing"
+        c.herder._leader._fence_producers = c.fenced.append
+        c.herder.alter_connector_offsets("demo", offsets)
+        assert c.fenced[fenced:] == [["g-demo-0", "g-demo-1"]]
+        assert [(o.partition, o.offset) for o in c.herder.connector_offsets("demo")] == [({"task": 0}, {"seq": 41})]
+    finally:
+        c.herder.stop(10)

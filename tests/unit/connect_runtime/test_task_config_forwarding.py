@@ -68,3 +68,32 @@ def test_nothing_is_sent_after_close() -> None:
     forwarder.close()
     forwarder.forward("http://leader:8083", "c", [], KEY, lambda: None)
     assert forwarder._thread is None
+
+
+def test_a_fencing_request_is_a_signed_put_with_an_empty_body_and_a_404_names_the_missing_setting() -> None:
+    requests: list[httpx.Request] = []
+    answers = iter([httpx.Response(204), httpx.Response(404)])
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        return next(answers)
+
+    forwarder = TaskConfigForwarder(5.0, client=httpx.Client(transport=httpx.MockTransport(handle)))
+    done: list[Exception | None] = []
+    answered = threading.Semaphore(0)
+
+    def on_done(error: Exception | None) -> None:
+        done.append(error)
+        answered.release()
+
+    forwarder.fence("http://leader:8083/A/B", "mm2 source", KEY, on_done)
+    forwarder.fence("http://leader:8083/A/B", "mm2 source", KEY, on_done)
+    assert answered.acquire(timeout=5.0) and answered.acquire(timeout=5.0)
+    forwarder.close()
+    first = requests[0]
+    assert first.method == "PUT" and first.content == b""
+    assert str(first.url) == "http://leader:8083/A/B/connectors/mm2%20source/fence?forward=true"
+    expected = base64.b64encode(hmac.new(KEY.key, b"", hashlib.sha256).digest()).decode()
+    assert first.headers["X-Connect-Authorization"] == expected
+    assert done[0] is None
+    assert "dedicated.mode.enable.internal.rest" in str(done[1])
