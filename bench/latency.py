@@ -14,6 +14,11 @@ what the replicator adds: arrival on B minus arrival on A of the same record (th
 partition on A is the n-th of the same partition on B). Both consumers wait at most 10 ms per fetch, so
 their fetch waits cancel on average. Goal (issue 18): replicator p99 <= 50 ms at 10% of the max rate.
 
+Whether the rate was really carried is reported, not assumed: records per second readable on A and on
+B (first to last arrival), and the load generator's own line (bench/load.py). A run is *sustained* when
+A carried >= 95% of the requested rate with a source side p99 under a second; otherwise every figure
+measures a queue in front of the replicator, and bench/run.py measures again at half the rate.
+
 Usage::
 
     python bench/latency.py [--rate 7500] [--duration 30] [--value-bytes 100]
@@ -38,6 +43,8 @@ from bench.common import EndOffsets, unique
 from bench.steady import PARTITIONS, steady_replication, stop_load
 
 DEFAULT_RATE = 7_500
+#: A source side p99 (CreateTime -> readable on A) above this means records queue before the replicator.
+SOURCE_BACKLOG_MS = 1000.0
 #: Tansu answers a fetch only when fetch.wait.max.ms ran out, even if data arrived earlier (tansu.md §5):
 #: the source consumer must wait little, as the measuring consumer on B does. On Kafka the broker
 #: answers as soon as fetch.min.bytes (1) is there, so this setting does not matter there.
@@ -106,6 +113,7 @@ def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, s
             stop_load(load)
             on_b.close()
             on_a.close()
+            load_line = steady.load_report()
     expected = expected or 0
     began_ms = min((t for t, _ in on_b.arrived.values()), default=0.0)
     latencies: list[float] = []
@@ -129,12 +137,34 @@ def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, s
             "source_p50_ms": percentile(source_side, 0.50), "source_p99_ms": percentile(source_side, 0.99),
             "added_p50_ms": percentile(added, 0.50), "added_p99_ms": percentile(added, 0.99),
             "added_max_ms": added[-1] if added else float("nan"), "paired": len(added),
+            "achieved_on_a_per_s": _rate(on_a.arrived), "achieved_on_b_per_s": _rate(on_b.arrived),
+            "load": load_line, "sustained": _sustained(rate, _rate(on_a.arrived), source_side),
             "seconds_over_100ms": sorted(s for s, worst in worst_by_second.items() if worst > 100),
             "worst_seconds": sorted(((s, round(w)) for s, w in worst_by_second.items()), key=lambda x: -x[1])[:5]}
 
 
+def _rate(arrived: dict[tuple[int, int], tuple[float, int]]) -> float:
+    """Records per second between the first and the last arrival: the rate the pipeline really carried."""
+    if len(arrived) < 2:
+        return 0.0
+    times = [t for t, _ in arrived.values()]
+    span_s = (max(times) - min(times)) / 1000
+    return len(arrived) / span_s if span_s > 0 else 0.0
+
+
+def _sustained(rate: float, achieved_on_a: float, source_side: list[float]) -> bool:
+    """Did the generator and broker A keep up: records readable on A at >= 95% of the requested rate and
+    no backlog (source side p99 under a second)? If not, the end-to-end figures measure a queue."""
+    return achieved_on_a >= 0.95 * rate and percentile(source_side, 0.99) < SOURCE_BACKLOG_MS
+
+
 def table(result: dict[str, Any]) -> str:
+    achieved = (f"requested {result['rate']:,.0f}/s; readable on A at {result['achieved_on_a_per_s']:,.0f}/s, "
+                f"on B at {result['achieved_on_b_per_s']:,.0f}/s; "
+                + ("the generator and A kept up" if result["sustained"] else
+                   "**not sustained: the generator or A fell behind, the figures measure a backlog**"))
     return "\n".join([
+        achieved, "",
         "| rate (records/s) | value | records received | measured | p50 (ms) | p99 (ms) | max (ms) |",
         "|---|---|---|---|---|---|---|",
         f"| {result['rate']:,.0f} | {result['value_bytes']} B | {result['received']:,} of {result['expected']:,} "
