@@ -22,7 +22,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from connect_runtime.clients.factory import new_consumer
 from connect_runtime.clients.log_reader import read_to_end
-from mirror.checkpoint.offset_sync_reader import read_only_consumer_config
+from mirror.checkpoint.topic_tail import read_only_consumer_config
 from mirror.client.models import Checkpoint, MalformedRecordError, OffsetAndMetadata
 from mirror.client.models import TopicPartition as MirrorTopicPartition
 from mirror.errors import MirrorError

@@ -33,7 +33,7 @@ from connect_runtime.api.errors import ConnectError
 from connect_runtime.clients.errors import kafka_error_of
 from connect_runtime.clients.factory import new_consumer
 from connect_runtime.clients.log_reader import end_offsets, ignore_error
-from mirror.checkpoint.offset_sync_reader import read_only_consumer_config
+from mirror.checkpoint.topic_tail import read_only_consumer_config
 from mirror.client.models import OffsetAndMetadata, TopicPartition
 
 logger = logging.getLogger(__name__)
