@@ -55,6 +55,16 @@ def _kafka_error(exc: KafkaException) -> KafkaError | None:
     return exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
 
 
+def _unwrap(exc: SystemError) -> KafkaException:
+    """The KafkaException behind a SystemError: when a transactional call fails, confluent-kafka may run a
+    pending delivery callback while the call's exception is already set, and CPython reports that as a
+    SystemError caused by the original exception. Anything else is re-raised as it is."""
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, KafkaException):
+        return cause
+    raise exc
+
+
 def _is_fenced(error: KafkaError | None) -> bool:
     return error is not None and error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
                                                     KafkaError.INVALID_PRODUCER_EPOCH)
@@ -93,18 +103,33 @@ class TransactionalWriter:
     def fenced(self) -> bool:
         return self._fenced
 
-    def write(self, records: Sequence[tuple[bytes, bytes | None]], timeout_s: float = 30.0) -> None:
-        """All of ``records`` in one committed transaction. Raises FencedError or ConnectError."""
+    def write(self, records: Sequence[tuple[bytes, bytes | None]], timeout_s: float = 30.0) -> int | None:
+        """All of ``records`` in one committed transaction. Raises FencedError or ConnectError.
+
+        Returns the offset of the last record (None if the broker did not report it), so the caller
+        can wait for exactly that record to be read back rather than for a whole read-to-end round.
+        """
         if self._fenced:
             raise FencedError(f"transactional id {self.transactional_id} is held by a newer writer")
-        # No delivery callbacks: commit_transaction succeeds only if every record was delivered (and
-        # confluent-kafka raises SystemError from a callback run while a fatal fenced error is pending).
+        # commit_transaction succeeds only if every record was delivered, so the delivery callback only
+        # notes offsets: it must not raise (confluent-kafka turns an exception raised in a callback run
+        # inside commit_transaction into SystemError, see _unwrap).
+        offsets: list[int] = []
+
+        def delivered(err: KafkaError | None, msg: Any) -> None:
+            if err is None:
+                offsets.append(msg.offset())
+
         producer = self._producer
         try:
-            producer.begin_transaction()
-            for key, value in records:
-                producer.produce(self.topic, value=value, key=key, partition=self._partition)
-            producer.commit_transaction(timeout_s)
+            try:
+                producer.begin_transaction()
+                for key, value in records:
+                    producer.produce(self.topic, value=value, key=key, partition=self._partition,
+                                     on_delivery=delivered)
+                producer.commit_transaction(timeout_s)
+            except SystemError as exc:
+                raise _unwrap(exc) from exc
         except KafkaException as exc:
             error = _kafka_error(exc)
             if _is_fenced(error) or (error is not None and error.fatal()):
@@ -118,6 +143,7 @@ class TransactionalWriter:
                 except KafkaException as abort_exc:
                     logger.warning("Aborting a transaction on %s failed: %s", self.topic, abort_exc)
             raise to_connect_error(exc, f"transactional write to topic {self.topic}") from exc
+        return max(offsets) if len(offsets) == len(records) else None
 
     def close(self) -> None:
         self._producer.flush(5)

@@ -73,6 +73,12 @@ class FakeLog:
     def read_to_end(self, timeout_s: float = 30.0) -> None:
         pass
 
+    def wait_until_consumed(self, offsets: Mapping[int, int], timeout_s: float = 30.0) -> None:
+        """Writes are delivered synchronously: a record written is consumed already."""
+        with self.broker.lock:
+            written = len(self.broker.topics.get(self.topic, []))
+        assert all(offset < written for offset in offsets.values()), (offsets, written)
+
 
 class FakeWorker:
     """Records what the herder asks and reports statuses the way the real Worker does."""

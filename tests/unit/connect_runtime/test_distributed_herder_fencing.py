@@ -47,11 +47,10 @@ class FakeTransactionalWriter:
     def fenced(self) -> bool:
         return self.epochs[self.transactional_id] != self.epoch
 
-    def write(self, records: Sequence[tuple[bytes, bytes | None]], timeout_s: float = 30.0) -> None:
+    def write(self, records: Sequence[tuple[bytes, bytes | None]], timeout_s: float = 30.0) -> int | None:
         if self.fenced:
             raise FencedError("fenced")
-        for key, value in records:
-            self._log.send_sync(key, value)
+        return max(self._log.send_sync(key, value).offset for key, value in records)
 
     def close(self) -> None:
         pass
