@@ -180,8 +180,22 @@ def _with_logger(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def new_producer(config: Mapping[str, Any]) -> Producer:
-    """A Producer from a librdkafka config (use :func:`producer_config` for Java properties)."""
+    """A Producer from a librdkafka config (use :func:`producer_config` for Java properties).
+
+    An idempotent or transactional producer connects to every broker at once
+    (``enable.sparse.connections=false``, unless the config says otherwise). librdkafka asks for the
+    producer id only over a connection that is up, and with sparse connections none is until a request
+    needs one: the id request then waits for a fixed 500 ms timer, and a record produced in the first
+    second was delivered ~1,000 ms after the producer was created, against ~50 ms with the connections
+    opened at once (bench: a task's first record). Such producers write to many partitions, whose
+    leaders are most of the brokers, so the connections would be opened anyway."""
+    if _idempotent(config):
+        config = {"enable.sparse.connections": "false", **dict(config)}
     return Producer(_with_logger(config))
+
+
+def _idempotent(config: Mapping[str, Any]) -> bool:
+    return bool(config.get("transactional.id")) or str(config.get("enable.idempotence", "")).lower() == "true"
 
 
 def new_consumer(config: Mapping[str, Any]) -> Consumer:

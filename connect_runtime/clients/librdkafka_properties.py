@@ -14,7 +14,7 @@ COMMON: frozenset[str] = frozenset({
     "api.version.request.timeout.ms", "background_event_cb", "bootstrap.servers", "broker.address.family",
     "broker.address.ttl", "broker.version.fallback", "builtin.features", "client.dns.lookup", "client.id",
     "client.rack", "closesocket_cb", "connect_cb", "connections.max.idle.ms", "debug",
-    "default_topic_conf", "enable.metrics.push", "enable.random.seed",
+    "default_topic_conf", "enable.metrics.push", "enable.random.seed", "enable.sparse.connections",
     "enable.sasl.oauthbearer.unsecure.jwt", "enable.ssl.certificate.verification", "enabled_events",
     "error_cb", "https.ca.location", "https.ca.pem", "interceptors", "internal.termination.signal",
     "log.connection.close", "log.queue", "log.thread.name", "log_cb", "log_level", "max.in.flight",

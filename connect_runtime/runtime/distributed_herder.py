@@ -48,6 +48,7 @@ from connect_runtime.runtime.herder import ConnectorOffset, ConnectorStateInfo, 
 from connect_runtime.runtime.leader_config_writer import LeaderConfigWriter
 from connect_runtime.runtime.local_work import LocalWork
 from connect_runtime.runtime.membership import Assignment, GroupMembership
+from connect_runtime.runtime.parallel_start import start_together
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.reconciler import target_state
 from connect_runtime.runtime.restarts import apply_restart, owner_url, restart_plan, restarting_view
@@ -185,19 +186,19 @@ class DistributedHerder(AbstractHerder):
             self._halt()
 
     def _start_services(self) -> None:
-        """Start in dependency order, remembering each stop so a failed start undoes only what began."""
+        """Start the stores and the worker, remembering each stop so a failed start undoes only what began."""
         with self._ticks.stage("reading to the end of internal topics"):
             if self._start_offset_store:
                 self._offset_store.start()
                 self._stops.append(self._offset_store.stop)
-            self._status_store.start(self._start_timeout_s)
-            self._stops += [self._status_store.stop, self._status_store.flush]
             self._config_store.set_update_listener(self._inbox)
-            self._config_store.start(self._start_timeout_s)
-            self._stops.append(self._config_store.stop)
-        with self._ticks.stage("starting the worker"):
-            self._worker.start()
-        self._stops += [self._worker.stop]
+            status, config, timeout_s = self._status_store, self._config_store, self._start_timeout_s
+            stops, failure = start_together([  # independent reads (the worker's reads the offsets topic)
+                (lambda: status.start(timeout_s), [status.stop, status.flush]),
+                (lambda: config.start(timeout_s), [config.stop]), (self._worker.start, [self._worker.stop])])
+            self._stops += stops
+            if failure is not None:
+                raise failure
 
     def _halt(self) -> None:
         """Stop what runs here, then the services (offsets are flushed by the worker's task stops)."""
