@@ -31,7 +31,6 @@ from mirror.client.mirror_client import (
     DEFAULT_TIMEOUT_S,
 )
 from mirror.client.models import OffsetAndMetadata, TopicPartition
-from mirror.maker.translation_routes import mirror_client_config as convert_client_config
 
 
 def add_parser(subparsers: Any) -> None:
@@ -98,6 +97,10 @@ def mirror_client_config(raw: dict[str, str]) -> dict[str, Any]:
     ``admin.``/``consumer.`` keys, as ``MirrorClientConfig`` builds them) go through the runtime's client
     translation and come back under the same prefix; the policy keys are kept as they are.
     """
+    # Imported here: translation_routes brings starlette and the config machinery, which `mirror
+    # <command> --help` should not pay for.
+    from mirror.maker.translation_routes import mirror_client_config as convert_client_config
+
     return convert_client_config(raw)
 
 
