@@ -27,10 +27,11 @@ from typing import Any
 
 from connect_runtime.api.errors import ConfigError
 from mirror.cli.offsets_batch import add_arguments, is_batch, run_batch
-from mirror.client.mirror_client import (
-    DEFAULT_TIMEOUT_S,
-)
 from mirror.client.models import OffsetAndMetadata, TopicPartition
+
+#: MirrorClient's ``DEFAULT_TIMEOUT_S``, repeated so that building the parser does not import MirrorClient
+#: and confluent-kafka (tests/unit/test_startup_imports.py keeps the two equal).
+DEFAULT_TIMEOUT_S = 30.0
 
 
 def add_parser(subparsers: Any) -> None:
