@@ -30,7 +30,7 @@ from mirror.cli.offsets_batch import add_arguments, is_batch, run_batch
 from mirror.client.models import OffsetAndMetadata, TopicPartition
 
 #: MirrorClient's ``DEFAULT_TIMEOUT_S``, repeated so that building the parser does not import MirrorClient
-#: and confluent-kafka (tests/unit/test_startup_imports.py keeps the two equal).
+#: and confluent-kafka (tests/unit/mirror/test_startup_imports.py keeps the two equal).
 DEFAULT_TIMEOUT_S = 30.0
 
 
