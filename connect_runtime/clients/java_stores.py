@@ -24,14 +24,17 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
-import jks
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
-from cryptography.hazmat.primitives.serialization import pkcs12
+from typing import TYPE_CHECKING
 
 from connect_runtime.api.errors import ConfigError
+
+if TYPE_CHECKING:
+    # pyjks and cryptography cost ~150 ms to import (pyasn1 tables, Cryptodome, cffi); only a process
+    # that actually reads a store pays it, so each function below imports what it uses when it runs.
+    import jks
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+    from cryptography.hazmat.primitives.serialization import pkcs12
 
 #: Store types Java accepts for ``ssl.*store.type`` that we read (JCEKS is JKS's sibling format).
 STORE_TYPES = ("JKS", "PKCS12", "PEM", "JCEKS")
@@ -138,6 +141,8 @@ def _format(data: bytes, kind: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _trust_pem(location: str, stat: tuple[int, int], kind: str, password: str | None, prefix: str) -> str:
+    from cryptography import x509
+
     data = _read(location, f"{prefix}.location")
     fmt = _format(data, kind)
     described = f"{fmt} store {location}"
@@ -184,6 +189,8 @@ def _key_material(location: str, stat: tuple[int, int], kind: str, password: str
 
 
 def _jks(data: bytes, password: str | None, described: str, password_key: str) -> jks.KeyStore:
+    import jks
+
     try:
         return jks.KeyStore.loads(data, password)
     except jks.KeystoreSignatureException:
@@ -195,6 +202,10 @@ def _jks(data: bytes, password: str | None, described: str, password_key: str) -
 
 def _jks_key(data: bytes, password: str | None, key_password: str | None, described: str, prefix: str,
              key_password_key: str) -> KeyMaterial:
+    import jks
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
     store = _jks(data, password, described, f"{prefix}.password")
     if not store.private_keys:
         raise StoreError(f"{prefix}.location: {described} holds no private key entry", f"{prefix}.location")
@@ -212,6 +223,8 @@ def _jks_key(data: bytes, password: str | None, key_password: str | None, descri
 
 def _pkcs12(data: bytes, password: str | None, described: str,
             password_key: str) -> pkcs12.PKCS12KeyAndCertificates:
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
     try:
         return pkcs12.load_pkcs12(data, password.encode() if password else None)
     except ValueError:
@@ -224,6 +237,8 @@ def _pkcs12(data: bytes, password: str | None, described: str,
 
 
 def _pem_certificates(data: bytes, key: str) -> list[x509.Certificate]:
+    from cryptography import x509
+
     if b"-----BEGIN CERTIFICATE-----" not in data:
         return []
     try:
@@ -236,6 +251,8 @@ _PEM_KEY = re.compile(rb"-----BEGIN ((?:ENCRYPTED |RSA |EC |DSA )?PRIVATE KEY)--
 
 
 def _pem_private_key(data: bytes, password: str | None, key: str, key_password_key: str) -> PrivateKeyTypes:
+    from cryptography.hazmat.primitives import serialization
+
     match = _PEM_KEY.search(data)
     if match is None:
         raise StoreError(f"{key}: no PEM private key found", key)
@@ -254,10 +271,14 @@ def _pem_private_key(data: bytes, password: str | None, key: str, key_password_k
 
 
 def _certs_pem(certs: list[x509.Certificate]) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     return "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in certs)
 
 
 def _key_pem(key: PrivateKeyTypes) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption()).decode()
 

@@ -14,14 +14,19 @@ import logging
 import ssl
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-import httpx
 from starlette.responses import Response
 
 from connect_runtime.api.errors import RequestTargetError
 from connect_runtime.rest.parsing import Call
 from connect_runtime.rest.responses import error_response
+
+if TYPE_CHECKING:
+    # Imported when the first request is forwarded: httpx drags click, rich and pygments in (~100 ms at
+    # start-up) and most workers never forward.
+    import httpx
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +58,8 @@ class Forwarder:
         # Created lazily: most workers never forward, and an unused client still holds a pool.
         with self._lock:
             if self._client is None:
+                import httpx
+
                 self._client = httpx.Client(timeout=self._timeout_s, follow_redirects=False, trust_env=False,
                                             verify=self._verify)
             return self._client
@@ -81,6 +88,8 @@ class Forwarder:
             headers["content-type"] = "application/json"
         logger.debug("Forwarding request %s %s to %s (forward=%s)", call.method, call.raw_path, url,
                      params[-1][1])
+        import httpx
+
         try:
             answer = self._http().request(call.method, url, content=call.body or None, headers=headers)
         except httpx.HTTPError as http_exc:

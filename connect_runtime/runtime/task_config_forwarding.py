@@ -15,14 +15,18 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import quote
-
-import httpx
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.logging_context import carry_context
 from connect_runtime.runtime.request_signing import DEFAULT_SIGNATURE_ALGORITHM, signature_headers
 from connect_runtime.storage.config_records import SessionKey
+
+if TYPE_CHECKING:
+    # Imported with the first send: httpx drags click, rich and pygments in (~100 ms at start-up) and a
+    # leader, or a single node, never forwards.
+    import httpx
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +40,8 @@ def forward_task_configs(client: httpx.Client, leader_url: str, connector: str, 
     body = json.dumps([dict(c) for c in configs], separators=(",", ":")).encode()
     headers = {"Content-Type": "application/json",
                **signature_headers(session_key.key, DEFAULT_SIGNATURE_ALGORITHM, body)}
+    import httpx
+
     url = f"{leader_url.rstrip('/')}/connectors/{quote(connector, safe='')}/tasks?forward=true"
     try:
         response = client.post(url, content=body, headers=headers, timeout=timeout_s)
@@ -55,6 +61,8 @@ def request_fencing(client: httpx.Client, leader_url: str, connector: str, sessi
     endpoints, e.g. MM2 without ``dedicated.mode.enable.internal.rest``); the caller retries later.
     """
     headers = signature_headers(session_key.key, DEFAULT_SIGNATURE_ALGORITHM, b"")
+    import httpx
+
     url = f"{leader_url.rstrip('/')}/connectors/{quote(connector, safe='')}/fence?forward=true"
     try:
         response = client.put(url, content=b"", headers=headers, timeout=timeout_s)
@@ -126,12 +134,16 @@ class TaskConfigForwarder:
     def send(self, leader_url: str, connector: str, configs: list[dict[str, str]], session_key: SessionKey) -> None:
         """One signed POST (on the calling thread); raises ConnectError on failure."""
         if self._client is None:
+            import httpx
+
             self._client = httpx.Client()
         forward_task_configs(self._client, leader_url, connector, configs, session_key, self._timeout_s)
 
     def send_fencing(self, leader_url: str, connector: str, session_key: SessionKey) -> None:
         """One signed PUT .../fence (on the calling thread); raises ConnectError on failure."""
         if self._client is None:
+            import httpx
+
             self._client = httpx.Client()
         request_fencing(self._client, leader_url, connector, session_key, self._timeout_s)
 

@@ -13,19 +13,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from connect_runtime.api.config import redact
-from connect_runtime.api.connector_config import CONNECTOR_CONFIG_DEF
 from mirror.cli._common import split_clusters
-from mirror.config import checkpoint as checkpoint_config
-from mirror.config import heartbeat as heartbeat_config
-from mirror.config import mirror_maker as maker_config
-from mirror.config import source as source_config
-from mirror.config.client_keys import CLIENT_SECURITY_CONFIG_DEF
-from mirror.config.connector_base import BASE_CONNECTOR_CONFIG_DEF, MIRROR_SHARED_CONFIG_DEF
-from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, connector_simple_name
-from mirror.maker.validation import validate_flows
+
+if TYPE_CHECKING:
+    from mirror.config.mirror_maker import MirrorMakerConfig
+
+# The config modules are imported in the functions that use them: they bring the clients and the
+# runtime's validation (~200 ms), which every other `mirror` command (and its --help) would pay for,
+# since `mirror` imports this module to offer `config`.
 
 
 def add_parser(subparsers: Any) -> None:
@@ -43,6 +40,10 @@ def add_parser(subparsers: Any) -> None:
 
 def describe(config: MirrorMakerConfig, clusters: list[str] | None) -> dict[str, Any]:
     """The redacted view of what the driver would build, as plain data."""
+    from connect_runtime.api.config import redact
+    from mirror.config.mirror_maker import CONNECTOR_CLASSES, connector_simple_name
+    from mirror.maker.validation import validate_flows
+
     notices = validate_flows(config, clusters, resolve_providers=False)
     pairs = config.herder_pairs(clusters)
     herders = []
@@ -73,6 +74,8 @@ def render_text(view: dict[str, Any]) -> str:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    from mirror.config.mirror_maker import MirrorMakerConfig
+
     view = describe(MirrorMakerConfig.from_file(args.config), split_clusters(args.clusters))
     out = json.dumps(view, indent=2) + "\n" if args.json else render_text(view)
     sys.stdout.write(out)
@@ -81,6 +84,14 @@ def run_show(args: argparse.Namespace) -> int:
 
 def reference_markdown() -> str:
     """The Markdown reference of every key: driver keys, then each connector's keys."""
+    from connect_runtime.api.connector_config import CONNECTOR_CONFIG_DEF
+    from mirror.config import checkpoint as checkpoint_config
+    from mirror.config import heartbeat as heartbeat_config
+    from mirror.config import mirror_maker as maker_config
+    from mirror.config import source as source_config
+    from mirror.config.client_keys import CLIENT_SECURITY_CONFIG_DEF
+    from mirror.config.connector_base import BASE_CONNECTOR_CONFIG_DEF, MIRROR_SHARED_CONFIG_DEF
+
     base = BASE_CONNECTOR_CONFIG_DEF.names()
     parts = [
         "# MirrorMaker 2 configuration reference",

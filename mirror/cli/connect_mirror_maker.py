@@ -32,7 +32,7 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import configargparse
 
@@ -44,9 +44,9 @@ from mirror.cli._common import (
     port,
     split_clusters,
 )
-from mirror.config.mirror_maker import MirrorMakerConfig
-from mirror.maker import driver
-from mirror.maker.validation import validate_flows
+
+if TYPE_CHECKING:
+    from mirror.config.mirror_maker import MirrorMakerConfig
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +87,9 @@ def load_config(path: str, clusters: list[str] | None) -> MirrorMakerConfig:
     Fully: what each herder would refuse too (worker keys, the connectors' own validation, the client
     override policy), see :mod:`mirror.maker.validation`.
     """
+    from mirror.config.mirror_maker import MirrorMakerConfig  # imported by run() first, with the driver
+    from mirror.maker.validation import validate_flows
+
     config = MirrorMakerConfig.from_file(path)
     for notice in validate_flows(config, clusters):
         logger.warning("%s", notice)
@@ -94,7 +97,16 @@ def load_config(path: str, clusters: list[str] | None) -> MirrorMakerConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Validate the configuration, then hand over to the replication driver."""
+    """Validate the configuration, then hand over to the replication driver.
+
+    The driver and the config classes (the runtime, REST server, clients: most of the start-up import
+    time) are imported here, not at module level: ``mirror <any command>`` imports this module to offer
+    ``mirror run``, and ``--help`` or a usage error should not pay for them. They are imported before
+    logging is configured, as they were at module level, so a dictConfig that disables existing loggers
+    treats their loggers as before.
+    """
+    from mirror.maker import driver
+
     configure_logging(args.log_level, args.log_config)
     clusters = split_clusters(args.clusters)
     args.clusters = clusters

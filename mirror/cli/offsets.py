@@ -27,11 +27,11 @@ from typing import Any
 
 from connect_runtime.api.errors import ConfigError
 from mirror.cli.offsets_batch import add_arguments, is_batch, run_batch
-from mirror.client.mirror_client import (
-    DEFAULT_TIMEOUT_S,
-)
 from mirror.client.models import OffsetAndMetadata, TopicPartition
-from mirror.maker.translation_routes import mirror_client_config as convert_client_config
+
+#: MirrorClient's ``DEFAULT_TIMEOUT_S``, repeated so that building the parser does not import MirrorClient
+#: and confluent-kafka (tests/unit/mirror/test_startup_imports.py keeps the two equal).
+DEFAULT_TIMEOUT_S = 30.0
 
 
 def add_parser(subparsers: Any) -> None:
@@ -98,6 +98,10 @@ def mirror_client_config(raw: dict[str, str]) -> dict[str, Any]:
     ``admin.``/``consumer.`` keys, as ``MirrorClientConfig`` builds them) go through the runtime's client
     translation and come back under the same prefix; the policy keys are kept as they are.
     """
+    # Imported here: translation_routes brings starlette and the config machinery, which `mirror
+    # <command> --help` should not pay for.
+    from mirror.maker.translation_routes import mirror_client_config as convert_client_config
+
     return convert_client_config(raw)
 
 

@@ -20,10 +20,12 @@ import argparse
 import json
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connect_runtime.api.errors import ConfigError
-from mirror.client.translation import OffsetTranslator, Translation
+
+if TYPE_CHECKING:
+    from mirror.client.translation import Translation
 
 
 def parse_position(text: str) -> tuple[str, int, int]:
@@ -94,6 +96,9 @@ def run_batch(args: argparse.Namespace, target_config: dict[str, str], source_co
     if args.apply and not (args.reverse and args.group):
         raise ConfigError("--apply with several groups or positions is only for --reverse --group "
                           "(failback); fail one group over at a time without --reverse")
+    # Imported here: it brings confluent-kafka, which `mirror <command> --help` should not pay for.
+    from mirror.client.translation import OffsetTranslator
+
     rows: list[dict[str, Any]] = []
     with OffsetTranslator(target_config, args.source, offset_syncs_config=syncs_config,
                           offset_syncs_topic=syncs_topic, timeout_s=args.timeout) as translator:

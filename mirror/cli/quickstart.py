@@ -32,7 +32,6 @@ from typing import Any, TypeVar
 
 from connect_runtime.cli.children import die_with_parent
 from connect_runtime.cli.process import ExitCode, stop_on_signals
-from mirror.cli.quickstart_live import LiveSummary, endpoints
 from mirror.errors import MirrorError
 
 logger = logging.getLogger(__name__)
@@ -303,6 +302,10 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
                                    args.timeout, driver, log, stop)
                 upstream = client.upstream_clusters()
             _summary(remote, _count(b.bootstrap_servers, remote), heartbeat, committed, translated, upstream)
+            # Imported here: quickstart_live needs httpx (~100 ms, with click and rich), which `mirror
+            # <command> --help` should not pay for.
+            from mirror.cli.quickstart_live import LiveSummary, endpoints
+
             rest_url = f"http://127.0.0.1:{rest_port}"
             where = endpoints(rest_url, properties, "A", "B", GROUP)
             if args.keep:

@@ -15,8 +15,6 @@ import logging
 import threading
 from collections.abc import Callable
 
-import httpx
-
 from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.rest.security import RestSecurity
 from connect_runtime.rest.server import listener_scheme
@@ -79,5 +77,9 @@ def task_config_forwarder(config: MirrorMakerConfig, security: RestSecurity, nam
     """How a herder's follower sends task configs to the leader (or refuses to, see the module docstring)."""
     if not config.enable_internal_rest:
         return NoInternalRestForwarder()
-    client = httpx.Client(verify=security.client_ssl) if security.client_ssl is not None else None
+    client = None
+    if security.client_ssl is not None:
+        import httpx  # here, not at start-up: it costs ~100 ms and most nodes never forward
+
+        client = httpx.Client(verify=security.client_ssl)
     return TaskConfigForwarder(timeout_s, name=name, client=client)

@@ -6,6 +6,7 @@ Each server wraps its app in a recorder so the test can see what actually arrive
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -176,3 +177,16 @@ def test_stop_is_bounded_and_idempotent() -> None:
         server.stop()
         with pytest.raises(httpx.TransportError):
             client.get(server.url + "/", timeout=2)
+
+
+def test_an_unreachable_leader_is_a_500_io_error(workers: list[Worker], http: httpx.Client) -> None:
+    # The failure path of a forward (httpx is imported there on first use, not at start-up).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    follower = workers[0]
+    follower.herder.fail("put_connector_config", NotLeaderError("not leader", target_url=f"http://127.0.0.1:{closed_port}"))
+    response = http.put(f"{follower.url}/connectors/src/config", json=source_config())
+    assert response.status_code == 500
+    assert response.json()["message"].startswith("IO Error trying to forward REST request: ")
+    assert "src" not in follower.herder.configs
