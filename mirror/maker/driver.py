@@ -401,7 +401,8 @@ class MirrorMaker:
         self.url = ""
 
     def start(self) -> None:
-        """Bind the REST server, start every herder (in the background) and the health monitor."""
+        """Bind the REST server, start every herder (in the background), the REST server and the health
+        monitor."""
         self.rest.bind()
         listener = urlsplit(self.rest.url)
         advertised_host = self.config.raw_properties().get("rest.advertised.host.name") or (
@@ -414,6 +415,10 @@ class MirrorMaker:
         self.rest.app = create_app({(p.source, p.target): slot for p, slot in self.slots.items()},
                                    registry=self.registry, extra_routes=extra_routes, security=self.security,
                                    internal_endpoints=bool(self.config.enable_internal_rest))
+        # Herders first: their start waits on the target cluster (internal topics read to their end)
+        # while this thread starts the REST server. The socket is bound, so requests queue meanwhile.
+        for slot in self.slots.values():
+            slot.start()
         self.rest.start()
         logger.info("REST server listening on %s; herders: %s", self.rest.url,
                     ", ".join(str(p) for p in self.pairs))
@@ -424,8 +429,6 @@ class MirrorMaker:
 
             self._metrics_server = prometheus_client.start_http_server(self._metrics_port, registry=self.registry)
             logger.info("Metrics served on port %d", self._metrics_port)
-        for slot in self.slots.values():
-            slot.start()
 
     def _start_health(self) -> list[Any]:
         if not self._health:
