@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=BENCH_DIR / "results.md")
     parser.add_argument("--compare-code", type=Path, metavar="DIR",
                         help="also run (b) and the hot path on the packages in DIR (before a change), interleaved")
-    parser.add_argument("--modes", default=",".join((*throughput.MODES[:2], *throughput.PERIODIC,
-                                                     *throughput.SCALING)),
+    parser.add_argument("--modes", default=",".join((*throughput.MODES[:2], *throughput.EOS_WORKER,
+                                                     *throughput.PERIODIC, *throughput.SCALING, "spark")),
                         help="throughput modes (bench/throughput.py)")
     args = parser.parse_args(argv)
     only = set(args.only.split(","))

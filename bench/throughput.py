@@ -5,14 +5,17 @@ an 8-partition topic of a fresh embedded cluster A. Then, each against a fresh e
 
 * ``pipe``: the raw pipe baseline (bench/pipe.py: one Python process, batched consume, async produce);
 * ``mm2 x1``: our replication, MirrorSourceConnector with tasks.max=1 in one worker process;
-* ``mm2 x2``: tasks.max=2 across two worker processes (skipped while the runtime cannot share tasks
-  between processes).
+* ``mm2-2``, ``mm2-TwW``: tasks.max=T across W processes (scaling);
+* ``mm2-1-eos``, ``mm2-1-eos-1s``: (b) with exactly-once source support on;
+* ``mm2-1-periodic``, ``mm2-1-periodic-1s``: (b) with the checkpoint and heartbeat connectors and every
+  periodic job, at MM2's default intervals and at 1 s;
+* ``spark``: the same backlog copied by ``mirror backfill`` on Spark (``local[2]``).
 
 Each copier runs as its own process. The clock starts when the first record is visible on B (so process
 start-up, group joins and topic creation are excluded; they are reported as "start-up") and stops when
 the exact high watermarks of the target topic add up to ``--records``. Records/s, MB/s (payload bytes,
 10^6) and the ratio to the pipe measured in the same run. CPU is the copier processes' user+system time
-while copying (the pipe: its whole life, as it reports it).
+while copying (the pipe: its whole life, as it reports it; Spark: not measured, see ``SPARK_MASTER``).
 
 Usage::
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import signal
 import statistics
@@ -83,7 +87,13 @@ LABELS = {"pipe": "(a) raw pipe", "mm2-1-base": "(b) before: --compare-code", "m
           "mm2-1-periodic-1s": "(b) + checkpoints, heartbeats, every interval 1 s",
           "mm2-2": "(c) mm2 tasks.max=2, 2 workers", "mm2-2w1": "(c) mm2 tasks.max=2, 1 process",
           "mm2-4w1": "(c) mm2 tasks.max=4, 1 process", "mm2-4w2": "(c) mm2 tasks.max=4, 2 processes",
-          "mm2-1-eos": "(b) exactly-once, transaction per poll", "mm2-1-eos-1s": "(b) exactly-once, 1 s transactions"}
+          "mm2-1-eos": "(b) exactly-once, transaction per poll", "mm2-1-eos-1s": "(b) exactly-once, 1 s transactions",
+          "spark": "(d) Spark backfill, local[2]"}
+#: ``spark``: the same backlog copied by ``mirror backfill`` (Spark, ``--master local[2]``) instead of
+#: streaming replication, timed the same way (first record on B to the last); its start-up includes the
+#: JVM's. Its CPU is not measured (shown as -): most of it is spent in Spark's JVM, which the command's
+#: Python process does not reap, so neither its /proc figures nor RUSAGE_CHILDREN include it.
+SPARK_MASTER = "local[2]"
 
 
 def tasks_and_workers(mode: str) -> tuple[int, int]:
@@ -131,84 +141,115 @@ def stop_profiler(profiler: Popen[bytes]) -> None:
         profiler.kill()
 
 
+@dataclass
+class Copier:
+    """One running copier: its processes, how to stop it and tell it is alive, and where it writes."""
+
+    processes: list[Popen[bytes]]
+    stop: Callable[[], None]
+    alive: Callable[[], bool]
+    target_topic: str
+    log_tail: Callable[[], str]
+    repl: replication.Replication | None = None
+    #: The copier's CPU seconds once stopped, when not taken from its processes while it copies.
+    final_cpu: Callable[[], float | None] = lambda: None
+
+
+def start_copier(mode: str, source: str, target: str, topic: str, records: int, workdir: Path,
+                 extra: dict[str, str] | None, code: Path | None, began: float) -> Copier:
+    if mode == "pipe":
+        target_topic = unique("pipe")
+        create_topic(target, target_topic, PARTITIONS)
+        log = workdir / f"{target_topic}.log"
+        process = python_child([str(Path(__file__).with_name("pipe.py")), source, target, topic,
+                                target_topic, str(PARTITIONS), str(records)], log)
+
+        def reported_cpu() -> float | None:  # it has exited by now: the CPU time it reported itself
+            report = log.read_text(errors="replace")
+            return float(report.rsplit("cpu_s=", 1)[1].split()[0]) if "cpu_s=" in report else None
+
+        return Copier([process], lambda: stop_child(process), lambda: process.poll() in (None, 0), target_topic,
+                      lambda: log.read_text(errors="replace")[-20000:], final_cpu=reported_cpu)
+    if mode == "spark":
+        process, target_topic = start_backfill(workdir, source, target, topic)
+        return Copier([process], lambda: stop_child(process, 120), lambda: process.poll() in (None, 0),
+                      target_topic, lambda: (workdir / "backfill.log").read_text(errors="replace")[-20000:],
+                      final_cpu=lambda: float("nan"))
+    tasks, workers = tasks_and_workers(mode)
+    alias = f"A{unique('')[1:6]}"
+    repl = replication.start(workdir, source, target, topic=topic, tasks=tasks, workers=workers,
+                             source_alias=alias, extra={**PERIODIC.get(mode, {}), **EOS_CONNECTOR.get(mode, {}),
+                                                        **(extra or {})},
+                             worker_extra=EOS_WORKER.get(mode), code=code if mode == "mm2-1-base" else None)
+    alive = partial(_two_processes_or_fail, repl, began) if workers > 1 else repl.alive
+    return Copier(repl.processes, repl.stop, alive, f"{alias}.{topic}", lambda: repl.tail(400), repl)
+
+
 def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int, workdir: Path,
              extra: dict[str, str] | None = None, profile: Path | None = None,
              code: Path | None = None) -> Result:
     """One copier run against a fresh cluster B; ``profile``: py-spy the replication while it copies."""
     result = Result(mode, value_bytes, records)
-    tasks, workers = (1, 1) if mode == "pipe" else tasks_and_workers(mode)
-    if workers > 1:
-        why = replication.multi_worker_support()
-        if why is not None:
-            result.skipped = why
-            return result
+    workers = 1 if mode in ("pipe", "spark") else tasks_and_workers(mode)[1]
+    if workers > 1 and (why := replication.multi_worker_support()) is not None:
+        result.skipped = why
+        return result
     with local_brokers(("bench-b",)) as (target,):
         began = time.monotonic()
-        if mode == "pipe":
-            target_topic = unique("pipe")
-            create_topic(target, target_topic, PARTITIONS)
-            process = python_child([str(Path(__file__).with_name("pipe.py")), source, target, topic,
-                                    target_topic, str(PARTITIONS), str(records)],
-                                   workdir / f"{target_topic}.log")
-            processes = [process]
-            stop: Callable[[], None] = lambda: stop_child(process)  # noqa: E731
-            alive: Callable[[], bool] = lambda: process.poll() in (None, 0)  # noqa: E731
-        else:
-            alias = f"A{unique('')[1:6]}"
-            repl = replication.start(workdir, source, target, topic=topic, tasks=tasks, workers=workers,
-                                     source_alias=alias, extra={**PERIODIC.get(mode, {}), **EOS_CONNECTOR.get(mode, {}),
-                                                                **(extra or {})},
-                                     worker_extra=EOS_WORKER.get(mode),
-                                     code=code if mode == "mm2-1-base" else None)
-            target_topic = f"{alias}.{topic}"
-            processes = repl.processes
-            stop = repl.stop
-            alive = repl.alive
-            if workers > 1:
-                alive = partial(_two_processes_or_fail, repl, began)
-        ends = EndOffsets(target, target_topic, PARTITIONS)
+        copier = start_copier(mode, source, target, topic, records, workdir, extra, code, began)
+        ends = EndOffsets(target, copier.target_topic, PARTITIONS)
         cpu_at_first: list[float] = []
         samples: list[tuple[float, int]] = []
         profiler: Popen[bytes] | None = None
 
         def first() -> None:
             nonlocal profiler
-            cpu_at_first.extend(cpu_seconds(p.pid) for p in processes)
-            if profile is not None and mode != "pipe":
-                profiler = start_profiler(processes[0].pid, profile)
+            cpu_at_first.extend(cpu_seconds(p.pid) for p in copier.processes)
+            if profile is not None and copier.repl is not None:
+                profiler = start_profiler(copier.processes[0].pid, profile)
 
         try:
             try:
-                done = wait_for_records(ends, records, max(120.0, records / 5000), alive=alive, on_first=first,
-                                        samples=samples)
+                done = wait_for_records(ends, records, max(120.0, records / 5000), alive=copier.alive,
+                                        on_first=first, samples=samples)
             except SystemExit as exc:  # one copier failing must not lose the other figures
                 if mode == "pipe":
                     raise
                 kept = Path(tempfile.gettempdir()) / f"bench-failed-{mode}-{value_bytes}b.log"
-                kept.write_text(repl.tail(400))
+                kept.write_text(copier.log_tail())
                 result.skipped = f"failed: {exc} (log tail: {kept})"
                 return result
-            result.cpu_s = sum(cpu_seconds(p.pid) for p in processes) - sum(cpu_at_first)
+            result.cpu_s = sum(cpu_seconds(p.pid) for p in copier.processes) - sum(cpu_at_first)
             if profiler is not None:
                 stop_profiler(profiler)
-            if mode != "pipe":
-                check_tasks(repl, workers)
+            if copier.repl is not None:
+                check_tasks(copier.repl, workers)
                 if workers > 1:
-                    result.task_start_gap_s = repl.task_start_gap_s()
-                    all_running(result, repl, samples, records)
+                    result.task_start_gap_s = copier.repl.task_start_gap_s()
+                    all_running(result, copier.repl, samples, records)
         finally:
             if profiler is not None and profiler.poll() is None:
                 profiler.kill()
             ends.close()
-            stop()
-        if mode == "pipe":  # it has exited by now: take the CPU time it reported itself
-            report = (workdir / f"{target_topic}.log").read_text(errors="replace")
-            if "cpu_s=" in report:
-                result.cpu_s = float(report.rsplit("cpu_s=", 1)[1].split()[0])
+            copier.stop()
+        final_cpu = copier.final_cpu()
+        if final_cpu is not None:
+            result.cpu_s = final_cpu
         result.seconds = done.seconds
         result.startup_s = done.first_at - began
         result.records_per_s, result.mb_per_s = fmt_rate(records, done.seconds, value_bytes)
     return result
+
+
+def start_backfill(workdir: Path, source: str, target: str, topic: str) -> tuple[Popen[bytes], str]:
+    """``mirror backfill`` of ``topic`` under a fresh source alias, and the remote topic's name."""
+    alias = f"A{unique('')[1:6]}"
+    props = replication.mm2_properties(source, target, source_alias=alias, topic=topic, tasks=1)
+    path = workdir / f"backfill-{alias}.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    process = python_child(["-m", "mirror.cli", "backfill", str(path), "--flow", f"{alias}->B",
+                            "--master", SPARK_MASTER, "--no-progress"], workdir / "backfill.log")
+    return process, f"{alias}.{topic}"
 
 
 def all_running(result: Result, repl: replication.Replication, samples: list[tuple[float, int]],
@@ -286,7 +327,7 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
     for size in sizes:
         pipe_rate = None
         for mode in ("pipe", "mm2-1-base", "mm2-1", "mm2-1-eos", "mm2-1-eos-1s", "mm2-1-periodic",
-                     "mm2-1-periodic-1s", *SCALING):
+                     "mm2-1-periodic-1s", *SCALING, "spark"):
             runs = [r for r in results if r.value_bytes == size and r.mode == mode]
             if not runs:
                 continue
@@ -314,6 +355,10 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
     return rows
 
 
+def cpu(value: float, digits: int = 1) -> str:
+    return "-" if math.isnan(value) else f"{value:.{digits}f}"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| copier | value | records | records/s | MB/s | ratio to (a) | copy time (s) | start-up (s) "
              "| copier CPU (s) | CPU us/record | once all processes ran tasks |",
@@ -334,7 +379,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             later = f"not measured: {row['copied_before_all_started']:.0%} copied before"
         lines.append(f"| {label} | {size} | {row['records']:,} | {row['records_per_s']:,.0f} "
                      f"| {row['mb_per_s']:.1f} | {ratio} | {row['seconds']:.2f} | {row['startup_s']:.1f} "
-                     f"| {row['cpu_s']:.1f} | {row['cpu_s'] / row['records'] * 1e6:.2f} | {later} |")
+                     f"| {cpu(row['cpu_s'])} | {cpu(row['cpu_s'] / row['records'] * 1e6, 2)} | {later} |")
     return "\n".join(lines)
 
 
