@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from subprocess import Popen
 from typing import Any
 
 if __package__ in (None, ""):
@@ -39,8 +40,8 @@ if __package__ in (None, ""):
 
 from confluent_kafka import Consumer, TopicPartition
 
-from bench.common import EndOffsets, unique
-from bench.steady import PARTITIONS, steady_replication, stop_load
+from bench.common import EndOffsets, create_topic, python_child, stop_child, unique
+from bench.steady import PARTITIONS, Steady, steady_replication, stop_load
 
 DEFAULT_RATE = 7_500
 #: A source side p99 (CreateTime -> readable on A) above this means records queue before the replicator.
@@ -66,6 +67,8 @@ class _Arrivals:
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         ends = EndOffsets(bootstrap, topic, PARTITIONS).exact()
+        #: partition -> the offset it starts at
+        self.start = dict(enumerate(ends))
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("bench-latency"),
                                   "enable.auto.commit": False, "fetch.wait.max.ms": 10, "fetch.min.bytes": 1})
         self.consumer.assign([TopicPartition(topic, p, ends[p]) for p in range(PARTITIONS)])
@@ -94,11 +97,27 @@ class _Arrivals:
         self.consumer.close()
 
 
+def _start_pipe(steady: Steady, start: dict[int, int]) -> tuple[Popen[bytes], _Arrivals]:
+    """The raw streaming pipe (bench/stream_pipe.py) copying the same records A -> B beside the replicator,
+    from where the measuring consumer on A starts, and a consumer on its copies."""
+    topic = unique("bench-pipe")
+    create_topic(steady.target, topic, PARTITIONS)
+    on_pipe = _Arrivals(steady.target, topic)
+    pipe = python_child([str(Path(__file__).with_name("stream_pipe.py")), steady.source, steady.target,
+                         steady.topic, topic, ",".join(str(start[p]) for p in range(PARTITIONS))],
+                        steady.workdir / "stream_pipe.log")
+    return pipe, on_pipe
+
+
 def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, str] | None = None,
-        code: Path | None = None) -> dict[str, Any]:
+        code: Path | None = None, baseline: bool = True) -> dict[str, Any]:
+    """``baseline``: also copy the same records with the raw streaming pipe (bench/stream_pipe.py) at the
+    same time, on the same brokers, and report what it adds: the replicator's figure less the floor
+    that Tansu, the client settings and the machine's load put under any client-based copier."""
     with steady_replication({**TANSU_FETCH_WAIT, **(extra or {})}, code=code) as steady:
         on_a = _Arrivals(steady.source, steady.topic)
         on_b = _Arrivals(steady.target, steady.remote_topic)
+        pipe, on_pipe = _start_pipe(steady, on_a.start) if baseline else (None, None)
         load = steady.start_load(rate, duration, value_bytes)
         expected: int | None = None
         deadline = time.monotonic() + duration + 60
@@ -109,10 +128,16 @@ def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, s
                     if load.returncode != 0:
                         raise SystemExit(f"load generator failed: {steady.load_report()}")
                     expected = int(steady.load_report().split()[1])
+            if on_pipe is not None:  # the pipe's copies of the last records, too
+                while len(on_pipe.arrived) < len(on_b.arrived) and time.monotonic() < deadline:
+                    time.sleep(0.1)
         finally:
             stop_load(load)
             on_b.close()
             on_a.close()
+            if pipe is not None and on_pipe is not None:
+                stop_child(pipe, 30)
+                on_pipe.close()
             load_line = steady.load_report()
     expected = expected or 0
     began_ms = min((t for t, _ in on_b.arrived.values()), default=0.0)
@@ -129,6 +154,8 @@ def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, s
         if key in on_a.arrived:
             added.append(arrival - on_a.arrived[key][0])
             source_side.append(on_a.arrived[key][0] - created)
+    pipe_added = sorted(arrival - on_a.arrived[key][0] for key, (arrival, _) in on_pipe.arrived.items()
+                        if key in on_a.arrived) if on_pipe is not None else []
     for values in (latencies, added, source_side):
         values.sort()
     return {"rate": rate, "duration_s": duration, "value_bytes": value_bytes, "expected": expected,
@@ -137,6 +164,8 @@ def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, s
             "source_p50_ms": percentile(source_side, 0.50), "source_p99_ms": percentile(source_side, 0.99),
             "added_p50_ms": percentile(added, 0.50), "added_p99_ms": percentile(added, 0.99),
             "added_max_ms": added[-1] if added else float("nan"), "paired": len(added),
+            "pipe_p50_ms": percentile(pipe_added, 0.50), "pipe_p99_ms": percentile(pipe_added, 0.99),
+            "pipe_max_ms": pipe_added[-1] if pipe_added else float("nan"), "pipe_paired": len(pipe_added),
             "achieved_on_a_per_s": _rate(on_a.arrived), "achieved_on_b_per_s": _rate(on_b.arrived),
             "load": load_line, "sustained": _sustained(rate, _rate(on_a.arrived), source_side),
             "seconds_over_100ms": sorted(s for s, worst in worst_by_second.items() if worst > 100),
@@ -174,6 +203,9 @@ def table(result: dict[str, Any]) -> str:
         f"| {result['source_p99_ms']:.1f} | - |",
         f"| | | {result['paired']:,} paired | **replicator: consumer on A -> consumer on B** "
         f"| {result['added_p50_ms']:.1f} | {result['added_p99_ms']:.1f} | {result['added_max_ms']:.1f} |",
+        *([f"| | | {result['pipe_paired']:,} paired | raw streaming pipe beside it, same client settings "
+           f"(bench/stream_pipe.py): consumer on A -> consumer on B | {result['pipe_p50_ms']:.1f} "
+           f"| {result['pipe_p99_ms']:.1f} | {result['pipe_max_ms']:.1f} |"] if result.get("pipe_paired") else []),
     ])
 
 
@@ -184,10 +216,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="extra mm2.properties entry (repeatable)")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="do not run the raw streaming pipe beside the replicator")
     parser.add_argument("--code", type=Path, metavar="DIR",
                         help="run the replication on the packages in DIR (e.g. an older `git archive`)")
     args = parser.parse_args(argv)
-    result = run(args.rate, args.duration, args.value_bytes, dict(s.split("=", 1) for s in args.set), args.code)
+    result = run(args.rate, args.duration, args.value_bytes, dict(s.split("=", 1) for s in args.set), args.code,
+                 baseline=not args.no_baseline)
     print(json.dumps(result))
     print()
     print(table(result))
