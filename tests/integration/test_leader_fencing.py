@@ -94,3 +94,25 @@ def test_fence_producers_fences_every_task_id_of_a_connector(cluster_a: Cluster)
         with pytest.raises(KafkaException) as caught:
             producer.commit_transaction(10)
         assert caught.value.args[0].code() in fenced_codes, caught.value.args[0].str()
+
+
+def test_a_leader_write_reports_its_last_offset_and_is_read_back_at_once(cluster_a: Cluster,
+                                                                         stores: list[KafkaConfigStore]) -> None:
+    """The config store reads a write back by waiting for the offset the writer reports (not for a
+    read-to-end round): the offsets must be the records' own, the commit marker after each transaction
+    taking one more, and the snapshot must hold the write as soon as the call returns."""
+    from connect_runtime.storage.fenced_writer import TransactionalWriter
+
+    topic = unique("leader-offsets")
+    store = fenced_store(cluster_a.bootstrap, topic, unique("g"), stores)  # creates the topic
+    store.claim_write_privileges(30)
+    writer = TransactionalWriter(topic, {"bootstrap.servers": cluster_a.bootstrap}, unique("txid"), 30)
+    try:
+        assert writer.write([(b"k1", b"v1"), (b"k2", b"v2")]) == 1  # offsets 0 and 1, then a marker (2)
+        assert writer.write([(b"k3", b"v3")]) == 3
+    finally:
+        writer.close()
+    store.put_connector_config("c", {"name": "c"}, TargetState.STARTED)
+    assert store.snapshot().connector_config("c") == {"name": "c"}  # no refresh needed
+    store.put_task_configs("c", [{"task": "0"}, {"task": "1"}])
+    assert [dict(c) for c in store.snapshot().task_config_list("c")] == [{"task": "0"}, {"task": "1"}]
