@@ -36,6 +36,11 @@ def test_hold_the_broker(cluster_a):
 '''
 
 
+def _default_stop_signals() -> None:
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL],
                          ids=lambda s: s.name)
 def test_signalled_test_run_stops_its_brokers(tmp_path: Path, signum: signal.Signals) -> None:
@@ -46,7 +51,11 @@ def test_signalled_test_run_stops_its_brokers(tmp_path: Path, signum: signal.Sig
     inner = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider", "-q",
          "--rootdir", str(tmp_path), "-c", os.devnull, str(tmp_path / "test_hold.py")],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # An ignored signal stays ignored across exec: under `nohup` (SIGHUP ignored) the inner run would
+        # ignore the SIGHUP sent below, as nohup intends, and hold for ever. Start it with the default
+        # dispositions a test run started from a shell has.
+        preexec_fn=_default_stop_signals)
     try:
         wait_until(lambda: ready.exists() or inner.poll() is not None, 60, "the inner test to hold a broker")
         assert inner.poll() is None, inner.communicate()[0]
