@@ -8,7 +8,6 @@ transactions itself, as a correct read_committed consumer on Apache Kafka would.
 
 from __future__ import annotations
 
-import collections
 import os
 import signal
 import threading
@@ -79,9 +78,7 @@ def test_kill_9_and_restart_with_exactly_once_lose_and_duplicate_nothing(
                    f"{total} committed records on the target after the restart", interval_s=1)
         after = read_transactions(cluster_b.bootstrap, remote)
         assert node.terminate() == 0
-    counts = collections.Counter(after.values())
-    duplicated = {v: n for v, n in counts.items() if n > 1}
-    lost = {f"v{i}".encode() for i in range(total)} - set(counts)
+    lost, duplicated = after.lost_and_duplicated(total)
     print(f"\nEOS kill -9: {len(before.committed)} committed before the kill; after the restart "
           f"{len(after.committed)} committed, {after.aborted} aborted in {after.aborts} transactions, "
           f"{after.commits} commits, {after.pending} pending")
@@ -135,9 +132,7 @@ def test_one_of_two_nodes_stopped_or_killed_inside_a_transaction(
             wait_until(lambda: "MirrorSourceConnector-0 failed" in zombie.log_text(), 60,
                        "the resumed zombie's task failed")
         after = read_transactions(cluster_b.bootstrap, remote)
-    counts = collections.Counter(after.values())
-    duplicated = {v: n for v, n in counts.items() if n > 1}
-    lost = {f"v{i}".encode() for i in range(total)} - set(counts)
+    lost, duplicated = after.lost_and_duplicated(total)
     print(f"\nEOS {how}: {len(after.committed)} committed, {after.aborted} aborted in {after.aborts} "
           f"transactions, {after.pending} pending")
     assert not lost, f"{len(lost)} records lost, e.g. {sorted(lost)[:5]}"

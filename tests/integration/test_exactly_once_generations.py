@@ -10,7 +10,6 @@ transactions itself. The config topic is read the same way (the leader writes it
 from __future__ import annotations
 
 import base64
-import collections
 import hashlib
 import hmac
 import json
@@ -122,9 +121,7 @@ def test_changing_tasks_max_fences_the_old_generation_before_the_new_one_starts(
         assert _states(one, flow) == ["RUNNING"], "the running task was not fenced again"
         after = read_transactions(cluster_b.bootstrap, remote)
         asked = "asking the leader" in follower.log_text()
-    counts = collections.Counter(after.values())
-    duplicated = {v: n for v, n in counts.items() if n > 1}
-    lost = {f"v{i}".encode() for i in range(total)} - set(counts)
+    lost, duplicated = after.lost_and_duplicated(total)
     print(f"\nEOS tasks.max 3 -> 1: fenced at {fenced_at.time()}, new generation started at "
           f"{[t.time().isoformat() for t in new_starts]}; {len(after.committed)} committed, {after.aborted} "
           f"aborted in {after.aborts} transactions; follower asked the leader itself: {asked}")

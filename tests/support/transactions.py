@@ -14,6 +14,7 @@ always count. This is what a correct read_committed consumer on Apache Kafka ret
 
 from __future__ import annotations
 
+import collections
 import warnings
 from dataclasses import dataclass, field
 
@@ -42,6 +43,13 @@ class TopicTransactions:
 
     def values(self) -> list[bytes]:
         return [v or b"" for _, _, _, v in self.committed]
+
+    def lost_and_duplicated(self, total: int) -> tuple[set[bytes], dict[bytes, int]]:
+        """Against values ``v0`` .. ``v{total-1}`` written once each at the source: the committed values
+        missing, and those committed more than once (with their counts)."""
+        counts = collections.Counter(self.values())
+        lost = {f"v{i}".encode() for i in range(total)} - set(counts)
+        return lost, {v: n for v, n in counts.items() if n > 1}
 
 
 def read_transactions(bootstrap: str, topic: str) -> TopicTransactions:
