@@ -181,6 +181,10 @@ class Checker:
             out.setdefault(arrival.partition, set()).add(arrival.sequence)
         return out
 
+    def positions(self) -> dict[int, int]:
+        """The consumer's next offset per partition (negative: none fetched yet), for diagnostics."""
+        return {tp.partition: tp.offset for tp in self._consumer.position(self._consumer.assignment())}
+
     def has_all(self, acked: dict[int, set[int]]) -> bool:
         seen = self.seen()
         return all(sequences <= seen.get(p, set()) for p, sequences in acked.items())

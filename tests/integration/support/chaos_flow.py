@@ -60,9 +60,27 @@ class ChaosFlow:
         wait_until(lambda: self.remote in topics(self.target), 60, f"the remote topic {self.remote}")
         self.checker = Checker(self.checker_bootstrap, self.remote, PARTITIONS).start()
         self.load = LoadGenerator(self.source, self.topic, PARTITIONS, RATE_PER_S).start()
-        wait_until(lambda: len(self.checker.seen()) == PARTITIONS if self.checker else False, 60,
-                   "records of every partition on the target")
+        checker = self.checker
+        try:
+            wait_until(lambda: len(checker.seen()) == PARTITIONS, 60, "records of every partition on the target")
+        except AssertionError as exc:
+            exc.add_note(self.diagnose_start(checker))
+            raise
         return self
+
+    def diagnose_start(self, checker: Checker) -> str:
+        """Why a partition shows nothing: the checker's positions and errors, what a fresh read of the
+        target holds per partition (the node copied it and the checker is stuck, or it was never
+        copied), and the node's log."""
+        seen = checker.seen()
+        fresh: dict[int, int] = {}
+        for record in consume_all(self.checker_bootstrap, self.remote, 30):
+            fresh[record.partition] = fresh.get(record.partition, 0) + 1
+        lines = [f"partitions without records at the checker: {sorted(set(range(PARTITIONS)) - set(seen))}",
+                 f"checker positions: {checker.positions()}; checker errors: {checker.errors[-3:]}",
+                 f"records per partition on a fresh read of the target: {dict(sorted(fresh.items()))}"]
+        lines += [f"{node.log}:\n{node.tail(40)}" for node in self.nodes]
+        return "\n".join(lines)
 
     def workers(self) -> set[str]:
         return {n.url.removeprefix("http://") for n in self.nodes if n.proc and n.proc.poll() is None}
