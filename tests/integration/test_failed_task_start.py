@@ -94,7 +94,7 @@ def test_failed_start_reports_failed_over_rest_and_restarts_without_piling_up_cl
             logged = failures()
             r = node.request("POST", restart)
             assert r.status_code == 204, r.text
-            wait_until(lambda: failures() > logged and failed_task() is not None, 60,
+            wait_until(lambda logged=logged: failures() > logged and failed_task() is not None, 60,
                        f"restart {attempt + 1} FAILED again")
         wait_until(lambda: librdkafka_clients(node.pid) <= clients, 10,
                    f"at most {clients} librdkafka clients after 3 failed restarts")
