@@ -349,3 +349,31 @@ def test_source_task_close_releases_the_rest_when_one_release_raises() -> None:
     task.close()
     # The metrics were released all the same.
     assert not [s for m in registry.collect() for s in m.samples if s.labels.get("topic") == "src.my-topic"]
+
+
+class RefusingTopicFilter:
+    """A topic filter plugin whose configure raises (it could not reach what it needs)."""
+
+    def configure(self, config: Mapping[str, str]) -> None:
+        raise RuntimeError("filter service unreachable")
+
+    def should_replicate_topic(self, topic: str) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("connector_class", [MirrorSourceConnector, MirrorCheckpointConnector])
+def test_connector_failing_in_start_opened_no_admin_client(connector_class: type[Any]) -> None:
+    """The runtime does not stop a connector whose start raised (Java's WorkerConnector neither), so the
+    connectors load their plugins before they open clients."""
+    opened: list[Mapping[str, Any]] = []
+
+    def admin_factory(config: Mapping[str, Any], timeout_s: float = 30.0) -> Any:
+        opened.append(config)
+        return object()
+
+    connector = connector_class(admin_factory=admin_factory)
+    config = flow_config("src", "tgt", "a:1", "b:1", name=connector_class.__name__,
+                         overrides={"topic.filter.class": f"{__name__}.RefusingTopicFilter"})
+    with pytest.raises(RuntimeError, match="filter service unreachable"):
+        connector.start(config)
+    assert opened == []
