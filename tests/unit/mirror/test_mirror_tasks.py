@@ -377,3 +377,36 @@ def test_connector_failing_in_start_opened_no_admin_client(connector_class: type
     with pytest.raises(RuntimeError, match="filter service unreachable"):
         connector.start(config)
     assert opened == []
+
+
+def test_checkpoint_task_failing_at_its_target_admin_holds_no_client_once_stopped_and_closed() -> None:
+    """The target admin refuses its config after the source admin was built; the runtime's stop and close
+    after that failed start leave nothing holding the source admin (a librdkafka handle)."""
+    import gc
+    import weakref
+
+    from connect_runtime.api.errors import ConnectError
+    from mirror.checkpoint.task import MirrorCheckpointTask
+
+    class Admin:
+        pass
+
+    built: list[weakref.ref[Admin]] = []
+
+    def admin_factory(config: Mapping[str, Any], timeout_s: float = 30.0) -> Admin:
+        if built:
+            raise ConnectError("Invalid value for configuration property socket.timeout.ms")
+        admin = Admin()
+        built.append(weakref.ref(admin))
+        return admin
+
+    task = MirrorCheckpointTask(admin_factory=admin_factory)
+    task.initialize(Context({}))
+    config = flow_config("src", "tgt", "a:1", "b:1", name="MirrorCheckpointConnector",
+                         overrides={"task.assigned.groups": "g1"})
+    with pytest.raises(ConnectError, match="socket.timeout.ms"):
+        task.start(config)
+    task.stop()
+    task.close()
+    gc.collect()
+    assert len(built) == 1 and built[0]() is None
