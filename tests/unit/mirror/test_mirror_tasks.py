@@ -404,7 +404,7 @@ def test_checkpoint_task_failing_at_its_target_admin_holds_no_client_once_stoppe
     task.initialize(Context({}))
     config = flow_config("src", "tgt", "a:1", "b:1", name="MirrorCheckpointConnector",
                          overrides={"task.assigned.groups": "g1"})
-    with pytest.raises(ConnectError, match="socket.timeout.ms"):
+    with pytest.raises(ConnectError, match=r"socket\.timeout\.ms"):
         task.start(config)
     task.stop()
     task.close()
