@@ -80,7 +80,12 @@ class Task(ABC):
 
     @abstractmethod
     def stop(self) -> None:
-        """Signal the task to stop; called from another thread, must not block."""
+        """Signal the task to stop; called from another thread, must not block.
+
+        Also called (on the task thread, then ``close``) when ``start`` or ``initialize`` raised, as Java
+        does (KAFKA-10792): ``stop`` and ``close`` must tolerate a partial start and release whatever
+        ``start`` opened before it failed; nothing else will.
+        """
 
 
 class SourceTask(Task):
@@ -119,7 +124,8 @@ class SourceTask(Task):
         """Called once on the task thread after the final offset commit attempt, whether it succeeded or not.
 
         ``commit`` is not called after a failed commit, so a task that keeps producers or metrics open for
-        its last ``commit`` releases them here too. The default does nothing. Not part of Java's API.
+        its last ``commit`` releases them here too. After a ``start`` that raised it follows ``stop`` (no
+        commit runs then). The default does nothing. Not part of Java's API.
         """
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:

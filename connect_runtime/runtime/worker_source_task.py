@@ -18,6 +18,10 @@ Guarantees, and how they are kept:
   user says otherwise (:mod:`~connect_runtime.runtime.source_task_setup` says why).
 * **A RetriableError from ``task.poll()`` is retried**; any other exception from ``start``/``poll``
   fails the task (FAILED with the trace), as Java does.
+* **A failed start leaks nothing.** As in Java (``AbstractWorkerSourceTask``, KAFKA-10792) a task counts
+  as started once ``initialize`` is attempted, so a ``start`` that raises half-way still gets ``stop``
+  and ``close`` (which must tolerate a partial start) and releases the clients/threads it opened; a
+  restarted task would otherwise leave them behind each time.
 * **Any delivery error fails the task** (``errors.tolerance=none``): librdkafka already retried the
   retriable ones. With ``errors.tolerance=all`` the record is skipped, counted and logged
   (:mod:`~connect_runtime.runtime.error_policy`).
@@ -235,9 +239,11 @@ class WorkerSourceTask:
                     return
             self._producer = self._producer_factory(self._producer_config)
             reader = OffsetStoreReader(self._store, self.id.connector)
+            # Like Java (KAFKA-10792): once initialize is attempted the task counts as started, so a start
+            # that raises half-way still gets stop() and close() to release what it opened.
+            started = True
             self._task.initialize(TaskContext(self.id.task, self._worker_id, reader, self._metrics_registry))
             self._task.start(self._config)
-            started = True
             self._bulk = self._bulk_loop(self._task, self._producer)
             with self._state_lock:
                 self._task_started = True
@@ -333,7 +339,12 @@ class WorkerSourceTask:
             logger.exception("%s commit_records failed", self.id)
 
     def _close(self, started: bool) -> None:
-        """Stop the task, flush (bounded), commit what was acknowledged, report the final state."""
+        """Stop the task, flush (bounded), commit what was acknowledged, report the final state.
+
+        ``started``: ``initialize``/``start`` were called, even if they raised; the task's ``stop`` and
+        ``close`` then run (they must tolerate a partial start). Offsets are committed (and so
+        ``commit`` called) only for a task whose ``start`` returned.
+        """
         if started:
             self._stop_task()
         producer = self._producer
@@ -351,7 +362,7 @@ class WorkerSourceTask:
                     logger.warning("%s: %d records not acknowledged within %.1fs of stopping; their offsets "
                                    "are not committed, so they will be sent again after a restart",
                                    self.id, remaining, self._shutdown_timeout_s)
-                if started:
+                if self._task_started:
                     self._committer.commit_now(self._tracking, self._flush_timeout_s)
             except Exception:  # closing must always reach the status report
                 logger.exception("%s error while flushing and committing on close", self.id)

@@ -100,12 +100,14 @@ class MirrorCheckpointConnector(SourceConnector):
             logger.info("%s->%s MirrorCheckpointConnector is disabled (enabled=false)", cfg.source_alias,
                         cfg.target_alias)
             return
+        # The filters (plugins that may raise) before any client: the runtime does not stop a connector
+        # whose start raised (as in Java), so nothing may be left open.
+        self._group_filter = load_group_filter(cfg.originals())
+        self._topic_filter = load_topic_filter(cfg.originals())
         timeout_s = cfg.admin_timeout_ms / 1000.0
         admin_factory = self._admin_factory or cfg.admin_class()
         self._source_admin = admin_factory(translate(cfg.source_admin_config(), "admin"), timeout_s=timeout_s)
         self._target_admin = admin_factory(translate(cfg.target_admin_config(), "admin"), timeout_s=timeout_s)
-        self._group_filter = load_group_filter(cfg.originals())
-        self._topic_filter = load_topic_filter(cfg.originals())
         self._scheduler = scheduler = Scheduler(cfg.entity_label(), timeout_s)
         scheduler.execute(self._create_internal_topics, "creating internal topics")
         scheduler.execute(self._load_initial_consumer_groups, "loading initial consumer groups")

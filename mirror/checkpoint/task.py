@@ -194,7 +194,8 @@ class MirrorCheckpointTask(SourceTask):
 
     def group_sync_status(self) -> dict[str, GroupSyncStatus]:
         """Each group's last sync outcome (``synced``, ``written``, ``active``, ``failed``) and why."""
-        return {} if self._group_sync is None else self._group_sync.status()
+        group_sync = self._group_sync
+        return {} if group_sync is None else group_sync.status()
 
     # -- checkpoints --
 
@@ -241,7 +242,8 @@ class MirrorCheckpointTask(SourceTask):
 
     def sync_group_offsets(self) -> dict[str, dict[tuple[str, int], tuple[int, str | None]]]:
         """Write checkpointed offsets into the target groups that have no members; returns what was written."""
-        return {} if self._group_sync is None else self._group_sync.run()
+        group_sync = self._group_sync  # read once: close() may drop it meanwhile
+        return {} if group_sync is None else group_sync.run()
 
     # -- lifecycle --
 
@@ -250,6 +252,15 @@ class MirrorCheckpointTask(SourceTask):
         if self._store is not None:
             self._store.stop()
         threading.Thread(target=carry_context(self._close), name="checkpoint-task-close", daemon=True).start()
+
+    def close(self) -> None:
+        """Drop the admin clients (librdkafka handles) on the task thread, once ``poll`` no longer runs.
+
+        The runtime calls this after ``stop`` also when ``start`` raised half-way (the target admin
+        refused its config, say): the FAILED task then holds no client until it is restarted.
+        """
+        self._source_admin = self._target_admin = None
+        self._group_sync = None  # holds the target admin too; a running sync job keeps its own reference
 
     def _close(self) -> None:
         if self._scheduler is not None:

@@ -92,15 +92,19 @@ class MirrorSourceConnector(SourceConnector):
             logger.info("%s->%s MirrorSourceConnector is disabled (enabled=false)", cfg.source_alias,
                         cfg.target_alias)
             return
+        # What can still fail on the config (plugins that raise) comes before any client is opened: the
+        # runtime does not stop a connector whose start raised (as in Java), so nothing may be left open.
+        policy = policy_from_config(cfg.replication_policy_config())
+        topic_filter = load_topic_filter(cfg.originals())
+        config_property_filter = load_config_property_filter(cfg.originals())
         timeout_s = cfg.admin_timeout_ms / 1000.0
         self._admin_factory = self._injected_admin_factory or cfg.admin_class()
         source_admin = self._admin_factory(translate(cfg.source_admin_config(), "admin"), timeout_s=timeout_s)
         target_admin = self._admin_factory(translate(cfg.target_admin_config(), "admin"), timeout_s=timeout_s)
         self._admins = [source_admin, target_admin]
-        policy = policy_from_config(cfg.replication_policy_config())
         self._sync = sync = TopicSync(
-            cfg.source_alias, cfg.target_alias, policy, load_topic_filter(cfg.originals()),
-            load_config_property_filter(cfg.originals()), source_admin, target_admin,
+            cfg.source_alias, cfg.target_alias, policy, topic_filter, config_property_filter, source_admin,
+            target_admin,
             replication_factor=cfg.replication_factor,
             heartbeats_replication_enabled=cfg.heartbeats_replication_enabled,
             raise_error=self._raise_error)

@@ -144,10 +144,10 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         for tp in assignment:
             if tp.offset >= 0:
                 self._partition_state(tp.topic, tp.partition).next_offset = tp.offset
-        consumer = self._consumer_factory(consumer_config)
+        # Held at once, so that the stop() the runtime calls after a failed start closes it too.
+        consumer = self._consumer = self._consumer_factory(consumer_config)
         learn_leaders(consumer, (t for t, _ in partitions))  # else the first fetch waits 500 ms
         consumer.assign(assignment)
-        self._consumer = consumer
         if config.get(TASK_MARKER_TOPIC):
             self._events = BackfillEvents(MarkerLog(
                 config[TASK_MARKER_TOPIC], translate(cfg.target_consumer_config("backfill-marker-consumer"),
@@ -440,20 +440,27 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         """Release the producers, the metrics and the marker log (STOPPED first); each only once.
 
         The first ``commit`` after ``stop`` does it; the runtime calls this after its final commit
-        attempt as well, so they are released even when that commit failed and ``commit`` never ran.
+        attempt as well, so they are released even when that commit failed and ``commit`` never ran,
+        and after a ``start`` that raised half-way (whatever it had opened is released). Each is
+        released even if releasing another raised.
         """
-        if self._offset_map is not None:
-            self._offset_map.close()  # sends what is due first
-            self._offset_map = None
-        if self._offset_syncs is not None:
-            self._offset_syncs.close()
-            self._offset_syncs = None
-        if self._metrics is not None:
-            self._metrics.close()
-            self._metrics = None
-        if self._events is not None:
-            self._events.stopped()
-            self._events = None
+        offset_map, self._offset_map = self._offset_map, None
+        offset_syncs, self._offset_syncs = self._offset_syncs, None
+        metrics, self._metrics = self._metrics, None
+        events, self._events = self._events, None
+        releases: list[tuple[str, Callable[[], None] | None]] = [
+            ("offset-map producer", offset_map.close if offset_map is not None else None),  # sends what is due
+            ("offset-sync producer", offset_syncs.close if offset_syncs is not None else None),
+            ("metrics", metrics.close if metrics is not None else None),
+            ("backfill marker log", events.stopped if events is not None else None),
+        ]
+        for what, release in releases:
+            if release is None:
+                continue
+            try:
+                release()
+            except Exception:  # the others must still be released
+                logger.exception("%s error releasing the %s", self._label, what)
 
     def stop(self) -> None:
         self._stopping = True
@@ -466,10 +473,14 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
 
     def _close_consumer(self) -> None:
         consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            try:
-                if self._events is not None:  # a backfill waits until the final commit reaches these
-                    self._events.note_positions(consumer)
-                consumer.close()
-            except (KafkaException, RuntimeError) as exc:
-                logger.warning("%s error closing the source consumer: %s", self._label, exc)
+        if consumer is None:
+            return
+        try:
+            if self._events is not None:  # a backfill waits until the final commit reaches these
+                self._events.note_positions(consumer)
+        except (KafkaException, RuntimeError) as exc:  # the consumer must be closed all the same
+            logger.warning("%s could not read the source consumer's positions: %s", self._label, exc)
+        try:
+            consumer.close()
+        except (KafkaException, RuntimeError) as exc:
+            logger.warning("%s error closing the source consumer: %s", self._label, exc)

@@ -133,3 +133,62 @@ def test_the_task_context_carries_the_metrics_registry_before_start() -> None:
     finally:
         worker_task.stop()
         assert worker_task.join(10)
+
+
+class HalfStartingTask(SourceTask):
+    """Opens a resource, then fails in ``start`` (a later step: a bad value, an unreachable cluster).
+
+    Records what the runtime calls on it afterwards; ``stop`` may raise, as a task's own bug would.
+    """
+
+    def __init__(self, stop_raises: bool = False) -> None:
+        self.opened = False
+        self.calls: list[str] = []
+        self.stop_raises = stop_raises
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self.opened = True
+        raise ValueError("bad value for some.key")
+
+    def poll(self) -> list[SourceRecord] | None:
+        self.calls.append("poll")
+        return None
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+        if self.stop_raises:
+            raise RuntimeError("stop of a half-started task")
+
+    def commit(self) -> None:
+        self.calls.append("commit")
+
+    def close(self) -> None:
+        self.calls.append("close")
+        self.opened = False
+
+
+def test_a_start_that_raises_is_stopped_and_closed_and_fails_with_the_start_error() -> None:
+    """Java counts a task as started once initialize is attempted (KAFKA-10792): what start opened is
+    released by stop/close. No offset commit (commit) runs for a task that never started."""
+    task = HalfStartingTask()
+    worker_task, _, listener = make(task, MemoryOffsetStore())
+    worker_task.start()
+    assert worker_task.join(10)
+    assert task.calls == ["stop", "close"]
+    assert not task.opened
+    event = listener.last(TASK)
+    assert event is not None and event.state is State.FAILED
+    assert "ValueError: bad value for some.key" in (event.trace or "")
+
+
+def test_a_stop_that_raises_after_a_failed_start_still_closes_and_keeps_the_start_error() -> None:
+    task = HalfStartingTask(stop_raises=True)
+    worker_task, _, listener = make(task, MemoryOffsetStore())
+    worker_task.start()
+    assert worker_task.join(10)
+    assert task.calls == ["stop", "close"]
+    event = listener.last(TASK)
+    assert event is not None and event.state is State.FAILED
+    assert "bad value for some.key" in (event.trace or "") and "stop of a half-started" not in (event.trace or "")
+    worker_task.stop()  # the worker's later stop (restart) does not stop the task a second time
+    assert task.calls == ["stop", "close"]

@@ -297,3 +297,116 @@ def test_source_validation_rejects_offset_sync_keys_without_offset_syncs() -> No
         "emit.offset-syncs.enabled"].errors
     invalid = {**base, "emit.offset-syncs.enabled": "false", "offset-syncs.topic.replication.factor": "1"}
     assert MirrorSourceConnector().validate(invalid)["emit.offset-syncs.enabled"].errors
+
+
+class AssignFailingConsumer(FakeConsumer):
+    def assign(self, partitions: list[Any]) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+        raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "assign refused"))
+
+
+def test_source_task_stopped_and_closed_after_a_failed_start_releases_what_start_opened() -> None:
+    """What the runtime does after a start that raised (stop, then close): the consumer start had already
+    built is closed, and the offset-sync producer and the partition metrics are released."""
+    from confluent_kafka import KafkaException
+
+    consumers: list[FakeConsumer] = []
+    sync_producers: list[OffsetSyncProducer] = []
+
+    def consumer_factory(config: Mapping[str, Any]) -> Any:
+        consumers.append(AssignFailingConsumer(config))
+        return consumers[-1]
+
+    def sync_factory(topic: str, config: Mapping[str, Any], writer: Any) -> OffsetSyncProducer:
+        sync_producers.append(OffsetSyncProducer(topic, config, writer, producer_factory=FakeProducer))
+        return sync_producers[-1]
+
+    registry = CollectorRegistry()
+    task = MirrorSourceTask(consumer_factory=consumer_factory, offset_sync_factory=sync_factory)
+    task.initialize(Context({}, registry))
+    config = flow_config("src", "tgt", "a:1", "b:1", overrides={"task.assigned.partitions": "my-topic-0"})
+    with pytest.raises(KafkaException, match="assign refused"):
+        task.start(config)
+    assert [s for m in registry.collect() for s in m.samples if s.labels.get("topic") == "src.my-topic"]
+    task.stop()
+    task.close()
+    assert [c.closed for c in consumers] == [True]
+    assert [p._closed for p in sync_producers] == [True]
+    assert not [s for m in registry.collect() for s in m.samples if s.labels.get("topic") == "src.my-topic"]
+
+
+def test_source_task_close_releases_the_rest_when_one_release_raises() -> None:
+    registry = CollectorRegistry()
+    task, _, _ = started_task({}, registry)
+    assert task._offset_syncs is not None
+
+    def broken(timeout_s: float = 10.0) -> None:
+        raise RuntimeError("flush failed")
+
+    task._offset_syncs.close = broken  # type: ignore[method-assign]
+    assert [s for m in registry.collect() for s in m.samples if s.labels.get("topic") == "src.my-topic"]
+    task.stop()
+    task.close()
+    # The metrics were released all the same.
+    assert not [s for m in registry.collect() for s in m.samples if s.labels.get("topic") == "src.my-topic"]
+
+
+class RefusingTopicFilter:
+    """A topic filter plugin whose configure raises (it could not reach what it needs)."""
+
+    def configure(self, config: Mapping[str, str]) -> None:
+        raise RuntimeError("filter service unreachable")
+
+    def should_replicate_topic(self, topic: str) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("connector_class", [MirrorSourceConnector, MirrorCheckpointConnector])
+def test_connector_failing_in_start_opened_no_admin_client(connector_class: type[Any]) -> None:
+    """The runtime does not stop a connector whose start raised (Java's WorkerConnector neither), so the
+    connectors load their plugins before they open clients."""
+    opened: list[Mapping[str, Any]] = []
+
+    def admin_factory(config: Mapping[str, Any], timeout_s: float = 30.0) -> Any:
+        opened.append(config)
+        return object()
+
+    connector = connector_class(admin_factory=admin_factory)
+    config = flow_config("src", "tgt", "a:1", "b:1", name=connector_class.__name__,
+                         overrides={"topic.filter.class": f"{__name__}.RefusingTopicFilter"})
+    with pytest.raises(RuntimeError, match="filter service unreachable"):
+        connector.start(config)
+    assert opened == []
+
+
+def test_checkpoint_task_failing_at_its_target_admin_holds_no_client_once_stopped_and_closed() -> None:
+    """The target admin refuses its config after the source admin was built; the runtime's stop and close
+    after that failed start leave nothing holding the source admin (a librdkafka handle)."""
+    import gc
+    import weakref
+
+    from connect_runtime.api.errors import ConnectError
+    from mirror.checkpoint.task import MirrorCheckpointTask
+
+    class Admin:
+        pass
+
+    built: list[weakref.ref[Admin]] = []
+
+    def admin_factory(config: Mapping[str, Any], timeout_s: float = 30.0) -> Admin:
+        if built:
+            raise ConnectError("Invalid value for configuration property socket.timeout.ms")
+        admin = Admin()
+        built.append(weakref.ref(admin))
+        return admin
+
+    task = MirrorCheckpointTask(admin_factory=admin_factory)
+    task.initialize(Context({}))
+    config = flow_config("src", "tgt", "a:1", "b:1", name="MirrorCheckpointConnector",
+                         overrides={"task.assigned.groups": "g1"})
+    with pytest.raises(ConnectError, match=r"socket\.timeout\.ms"):
+        task.start(config)
+    task.stop()
+    task.close()
+    gc.collect()
+    assert len(built) == 1 and built[0]() is None
