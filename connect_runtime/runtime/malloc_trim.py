@@ -20,8 +20,8 @@ runs on a timer and only when it is worth it: when ``mallinfo2`` says at least `
 (``mallinfo2`` needs glibc >= 2.33; without it that check passes) and RSS grew by ``min_growth_bytes``
 since the last trim. On a C library without ``malloc_trim`` (musl, macOS) nothing happens.
 
-Most of that free memory does not pile up in the first place with two glibc settings applied at start
-(:func:`tune_allocator`): two arenas and a fixed mmap threshold. Trimming then only has the rest to do.
+Most of that free memory does not pile up in the first place with one glibc setting applied at start
+(:func:`tune_allocator`): two arenas. Trimming then only has the rest to do.
 
 Java needs none of this: the JVM heap is sized up front. ``CONNECT_MALLOC_TRIM_INTERVAL_MS=0`` turns the
 trimmer off (any other value is the check interval), ``CONNECT_MALLOC_TUNE=0`` the settings.
@@ -52,15 +52,19 @@ DEFAULT_MIN_GROWTH_BYTES = 8 * 1024 * 1024
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 TUNE_ENV = "CONNECT_MALLOC_TUNE"
-#: glibc ``mallopt`` parameters (malloc.h).
-M_MMAP_THRESHOLD = -3
+#: glibc ``mallopt`` parameter (malloc.h).
 M_ARENA_MAX = -8
 #: Two arenas instead of glibc's 8 per core: the ~85 threads of a worker (librdkafka runs several per
 #: client) otherwise spread their short-lived buffers over up to 16 heaps, each keeping its own free
-#: memory. A fixed mmap threshold stops glibc from raising it (up to 32 MiB) after the first large free,
-#: so large fetch/produce buffers keep coming from mmap and go back to the OS when freed.
+#: memory.
+#:
+#: The mmap threshold is left to glibc on purpose. Fixing it (128 KiB was tried) keeps every fetch
+#: response and produce batch buffer a fresh ``mmap``: faulted in and zeroed page by page on use,
+#: unmapped on free. ``perf`` of a 1 KB copy put page faults, mmap/munmap and malloc at 26% of the
+#: process's samples with it and 6-11% without it, about 2 us per 1 KB record, while RSS was no lower:
+#: bench/memory.py at 20,000 x 1 KB records/s for 3 minutes, RSS max / settled 152 / 85 MiB with the
+#: fixed threshold, 116 / 85 MiB with two arenas alone, 145 / 130 MiB with neither (bench/results.md).
 DEFAULT_ARENA_MAX = 2
-DEFAULT_MMAP_THRESHOLD = 128 * 1024
 
 
 class _MallInfo2(ctypes.Structure):
@@ -191,22 +195,18 @@ class Tunable(Protocol):
 
 
 def tune_allocator(allocator: Tunable, environ: Mapping[str, str]) -> dict[str, int]:
-    """Apply :data:`DEFAULT_ARENA_MAX` and :data:`DEFAULT_MMAP_THRESHOLD`; returns what was applied.
+    """Apply :data:`DEFAULT_ARENA_MAX`; returns what was applied.
 
     Call it before the clients start their threads (arenas already created stay). A setting the user
-    made in the environment (``MALLOC_ARENA_MAX``, ``MALLOC_MMAP_THRESHOLD_``) is left alone, and
-    ``CONNECT_MALLOC_TUNE=0`` applies nothing. Measured with bench/memory.py at 5,000 records/s for
-    10 minutes (same settings through the environment): the free memory malloc kept stayed at 1.5-7 MiB
-    for 7 minutes and at 24-26 MiB after a backlog, where it had grown to 45 MiB without them; RSS
-    after the run 90 MiB instead of 104-128 MiB.
+    made in the environment (``MALLOC_ARENA_MAX``) is left alone, as are glibc's other ``MALLOC_*``
+    variables, and ``CONNECT_MALLOC_TUNE=0`` applies nothing. Measured with bench/memory.py at 20,000 x
+    1 KB records/s for 3 minutes: RSS 45 s after the load 85 MiB with two arenas, 130 MiB without.
     """
     if environ.get(TUNE_ENV, "").strip().lower() in ("0", "false", "no", "off"):
         return {}
     applied: dict[str, int] = {}
     if "MALLOC_ARENA_MAX" not in environ and allocator.set_option(M_ARENA_MAX, DEFAULT_ARENA_MAX):
         applied["arena_max"] = DEFAULT_ARENA_MAX
-    if "MALLOC_MMAP_THRESHOLD_" not in environ and allocator.set_option(M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD):
-        applied["mmap_threshold"] = DEFAULT_MMAP_THRESHOLD
     return applied
 
 

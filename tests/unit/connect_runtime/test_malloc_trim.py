@@ -19,9 +19,7 @@ import pytest
 from connect_runtime.runtime import malloc_trim
 from connect_runtime.runtime.malloc_trim import (
     DEFAULT_ARENA_MAX,
-    DEFAULT_MMAP_THRESHOLD,
     M_ARENA_MAX,
-    M_MMAP_THRESHOLD,
     GlibcAllocator,
     MallocTrimmer,
     start_process_trimmer,
@@ -200,18 +198,17 @@ class RecordingTunable:
         return self.accepted
 
 
-def test_tuning_sets_two_arenas_and_a_fixed_mmap_threshold() -> None:
+def test_tuning_sets_two_arenas_and_leaves_the_mmap_threshold_to_glibc() -> None:
     tunable = RecordingTunable()
     applied = tune_allocator(tunable, {})
-    assert tunable.calls == [(M_ARENA_MAX, DEFAULT_ARENA_MAX), (M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD)]
-    assert applied == {"arena_max": 2, "mmap_threshold": 128 * 1024}
+    assert tunable.calls == [(M_ARENA_MAX, DEFAULT_ARENA_MAX)]
+    assert applied == {"arena_max": 2}
 
 
 def test_tuning_leaves_the_users_malloc_environment_alone() -> None:
     tunable = RecordingTunable()
-    assert tune_allocator(tunable, {"MALLOC_ARENA_MAX": "4"}) == {"mmap_threshold": DEFAULT_MMAP_THRESHOLD}
-    assert tunable.calls == [(M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD)]
-    assert tune_allocator(RecordingTunable(), {"MALLOC_MMAP_THRESHOLD_": "65536"}) == {"arena_max": 2}
+    assert tune_allocator(tunable, {"MALLOC_ARENA_MAX": "4"}) == {}
+    assert tunable.calls == []
 
 
 def test_tuning_can_be_turned_off_and_reports_only_accepted_settings() -> None:
@@ -228,7 +225,7 @@ def test_the_process_is_tuned_once_even_with_trimming_off(monkeypatch: pytest.Mo
     monkeypatch.setattr(GlibcAllocator, "load", classmethod(lambda cls: tunable))
     assert start_process_trimmer({malloc_trim.INTERVAL_ENV: "0"}) is None
     assert start_process_trimmer({malloc_trim.INTERVAL_ENV: "0"}) is None
-    assert tunable.calls == [(M_ARENA_MAX, DEFAULT_ARENA_MAX), (M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD)]
+    assert tunable.calls == [(M_ARENA_MAX, DEFAULT_ARENA_MAX)]
 
 
 def test_glibc_accepts_the_settings() -> None:
@@ -238,4 +235,4 @@ def test_glibc_accepts_the_settings() -> None:
     code = ("from connect_runtime.runtime.malloc_trim import GlibcAllocator, tune_allocator; "
             "print(sorted(tune_allocator(GlibcAllocator.load(), {})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == "['arena_max', 'mmap_threshold']"
+    assert out.stdout.strip() == "['arena_max']"
