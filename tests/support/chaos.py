@@ -132,16 +132,18 @@ class Checker:
     """Reads the mirrored topic on the target from its beginning, recording every arrival.
 
     A plain consumer with an explicit assignment (no group: a group join on the test broker takes
-    seconds, and a group would commit), read uncommitted.
+    seconds, and a group would commit), read uncommitted. ``fetch_wait_max_ms`` is short by default
+    (arrivals are timed); a broker on S3 storage needs it long (tests/integration/test_chaos.py).
     """
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, fetch_wait_max_ms: int = 50) -> None:
         self.topic = topic
         self.arrivals: list[Arrival] = []
         self.errors: list[str] = []
+        self._positions: dict[int, int] = {}
         self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"chaos-checker-{topic}",
                                    "enable.auto.commit": False, "isolation.level": "read_uncommitted",
-                                   "allow.auto.create.topics": False, "fetch.wait.max.ms": 50})
+                                   "allow.auto.create.topics": False, "fetch.wait.max.ms": fetch_wait_max_ms})
         self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -166,8 +168,10 @@ class Checker:
                     partition, sequence, sent_ms = decode(msg.value() or b"")
                     assert partition == msg.partition(), f"record of partition {partition} on {msg.partition()}"
                     batch.append(Arrival(partition, sequence, sent_ms, now_ms))
+                positions = self._consumer.position(self._consumer.assignment())
                 with self._lock:
                     self.arrivals.extend(batch)
+                    self._positions = {tp.partition: tp.offset for tp in positions}
         finally:
             self._consumer.close()
 
@@ -182,8 +186,12 @@ class Checker:
         return out
 
     def positions(self) -> dict[int, int]:
-        """The consumer's next offset per partition (negative: none fetched yet), for diagnostics."""
-        return {tp.partition: tp.offset for tp in self._consumer.position(self._consumer.assignment())}
+        """The consumer's next offset per partition (negative: none fetched yet), for diagnostics.
+
+        Taken by the checker's own thread after each poll: asked from another thread, confluent-kafka
+        serialises the call behind the thread's back-to-back ``consume`` and it waited for minutes."""
+        with self._lock:
+            return dict(self._positions)
 
     def has_all(self, acked: dict[int, set[int]]) -> bool:
         seen = self.seen()

@@ -28,8 +28,9 @@ FLUSH_INTERVAL_S = 1.0
 
 class ChaosFlow:
     def __init__(self, tmp_path: Path, source: str, target: str, nodes: int = 1, tasks: int = 3,
-                 extra: str = "", target_for_checker: str | None = None) -> None:
-        """``extra``: more mm2.properties lines; ``{source}`` and ``{target}`` stand for the aliases."""
+                 extra: str = "", target_for_checker: str | None = None, checker_fetch_wait_ms: int = 50) -> None:
+        """``extra``: more mm2.properties lines; ``{source}`` and ``{target}`` stand for the aliases.
+        ``checker_fetch_wait_ms``: the :class:`Checker`'s ``fetch.wait.max.ms``."""
         self.a, self.b = aliases("A", "B")
         self.source, self.target = source, target
         self.topic = create_topic(source, unique("chaos"), PARTITIONS)
@@ -43,6 +44,7 @@ class ChaosFlow:
         self.load: LoadGenerator | None = None
         self.checker: Checker | None = None
         self.checker_bootstrap = target_for_checker or target
+        self.checker_fetch_wait_ms = checker_fetch_wait_ms
         self.lifted_ms: float | None = None
         self.started = time.monotonic()
 
@@ -58,7 +60,7 @@ class ChaosFlow:
             node.wait_running(1)
         self.wait_tasks()
         wait_until(lambda: self.remote in topics(self.target), 60, f"the remote topic {self.remote}")
-        self.checker = Checker(self.checker_bootstrap, self.remote, PARTITIONS).start()
+        self.checker = Checker(self.checker_bootstrap, self.remote, PARTITIONS, self.checker_fetch_wait_ms).start()
         self.load = LoadGenerator(self.source, self.topic, PARTITIONS, RATE_PER_S).start()
         checker = self.checker
         try:
