@@ -124,7 +124,12 @@ def end_offsets(consumer: Consumer, positions: Mapping[PartitionKey, int], timeo
     deadline = time.monotonic() + timeout_s
     try:
         while pending and (remaining := deadline - time.monotonic()) > 0:
-            for message in consumer.consume(_BATCH, min(_WAIT_S, remaining)):
+            # At most one message per unanswered partition per call: a partition is paused at its first
+            # record, and librdkafka then drops the rest of its queued fetch (a pause bumps the
+            # partition's op version) without handing it to Python. With a large batch a probe of
+            # partitions far behind their end built ~5,000 Message objects per partition to keep one
+            # (bench/results.md, 2026-11-23 21:00: 40-50k messages and 115-140 ms of CPU per probe).
+            for message in consumer.consume(len(pending), min(_WAIT_S, remaining)):
                 error = message.error()
                 if error is None:
                     key = _key(message)

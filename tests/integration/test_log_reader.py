@@ -75,3 +75,42 @@ def test_a_topic_that_does_not_exist_never_ends_and_is_not_created(cluster_a: Cl
                                  missing_ok=True)
     assert not reached.complete and reached.ends == {}
     assert topic not in topics(cluster_a.bootstrap)
+
+
+class _CountingConsumer:
+    """The real consumer, counting the messages ``consume`` hands to Python."""
+
+    def __init__(self, consumer: Consumer) -> None:
+        self._consumer = consumer
+        self.handed_over = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._consumer, name)
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        batch = self._consumer.consume(num_messages, timeout)
+        self.handed_over += len(batch)
+        return batch
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_end_offsets_hands_python_a_few_records_per_partition_not_whole_fetches(
+        cluster_a: Cluster, consumer: Consumer, reader: ModuleType) -> None:
+    # The health probe asks for the ends of partitions far behind them every 2 s while replication runs:
+    # a fetch there answers with thousands of records per partition, of which only the first is needed.
+    partitions, per_partition = 6, 3000
+    topic = create_topic(cluster_a.bootstrap, unique("log-reader-probe"), partitions=partitions)
+    producer = Producer({"bootstrap.servers": cluster_a.bootstrap, "linger.ms": 200, "batch.num.messages": 100000,
+                         "batch.size": 10_000_000, "allow.auto.create.topics": False})
+    for i in range(partitions * per_partition):
+        producer.produce(topic, value=b"x" * 100, partition=i % partitions)
+    assert producer.flush(30) == 0
+    counting = _CountingConsumer(consumer)
+    first: dict[int, int] = {}
+    ends = reader.end_offsets(counting, {(topic, p): 10 for p in range(partitions)}, 30,
+                              on_first=lambda m: first.setdefault(m.partition(), m.offset()))
+    assert ends == {(topic, p): per_partition for p in range(partitions)}
+    assert first == {p: 10 for p in range(partitions)}
+    # Each call asks for one message per partition not answered yet, and answers at least one of them: at
+    # most 6 + 5 + ... + 1. Handing whole fetches over (the code before) gave thousands.
+    assert counting.handed_over <= partitions * (partitions + 1) // 2
