@@ -299,6 +299,11 @@ def test_source_validation_rejects_offset_sync_keys_without_offset_syncs() -> No
     assert MirrorSourceConnector().validate(invalid)["emit.offset-syncs.enabled"].errors
 
 
+def topic_series(registry: CollectorRegistry) -> list[Any]:
+    """The metric samples of the replicated topic ``src.my-topic``."""
+    return [s for m in registry.collect() for s in m.samples if s.labels.get("topic") == "src.my-topic"]
+
+
 class AssignFailingConsumer(FakeConsumer):
     def assign(self, partitions: list[Any]) -> None:
         from confluent_kafka import KafkaError, KafkaException
@@ -327,12 +332,12 @@ def test_source_task_stopped_and_closed_after_a_failed_start_releases_what_start
     config = flow_config("src", "tgt", "a:1", "b:1", overrides={"task.assigned.partitions": "my-topic-0"})
     with pytest.raises(KafkaException, match="assign refused"):
         task.start(config)
-    assert [s for m in registry.collect() for s in m.samples if s.labels.get("topic") == "src.my-topic"]
+    assert topic_series(registry)
     task.stop()
     task.close()
     assert [c.closed for c in consumers] == [True]
     assert [p._closed for p in sync_producers] == [True]
-    assert not [s for m in registry.collect() for s in m.samples if s.labels.get("topic") == "src.my-topic"]
+    assert not topic_series(registry)
 
 
 def test_source_task_close_releases_the_rest_when_one_release_raises() -> None:
@@ -344,11 +349,11 @@ def test_source_task_close_releases_the_rest_when_one_release_raises() -> None:
         raise RuntimeError("flush failed")
 
     task._offset_syncs.close = broken  # type: ignore[method-assign]
-    assert [s for m in registry.collect() for s in m.samples if s.labels.get("topic") == "src.my-topic"]
+    assert topic_series(registry)
     task.stop()
     task.close()
     # The metrics were released all the same.
-    assert not [s for m in registry.collect() for s in m.samples if s.labels.get("topic") == "src.my-topic"]
+    assert not topic_series(registry)
 
 
 class RefusingTopicFilter:
