@@ -68,6 +68,8 @@ def mm2_properties(source: str, target: str, *, source_alias: str, topic: str, t
         "refresh.topics.interval.seconds": "600",
     }
     props.update(extra or {})
+    if props.get("emit.offset-syncs.enabled") == "false":  # MM2 refuses offset-syncs.* keys then (KIP-1031)
+        props = {k: v for k, v in props.items() if not k.startswith("offset-syncs.")}
     return props
 
 

@@ -80,6 +80,9 @@ PERIODIC = {"mm2-1-periodic": PERIODIC_DEFAULT, "mm2-1-periodic-1s": PERIODIC_1S
 EOS_WORKER = {"mm2-1-eos": {"exactly.once.source.support": "enabled"},
               "mm2-1-eos-1s": {"exactly.once.source.support": "enabled"}}
 EOS_CONNECTOR = {"mm2-1-eos-1s": {"transaction.boundary": "interval", "transaction.boundary.interval.ms": "1000"}}
+#: ``mm2-1-nosyncs``: (b) without offset syncs (``emit.offset-syncs.enabled=false``, KIP-1031): run next to
+#: ``mm2-1`` to see what emitting a sync every ``offset.lag.max`` records costs the copy.
+VARIANTS = {"mm2-1-nosyncs": {"emit.offset-syncs.enabled": "false"}}
 SOURCE_GROUPS = 5
 #: ``mm2-1-base``: (b) on the code given by ``--compare-code`` (before a change), run next to (b).
 LABELS = {"pipe": "(a) raw pipe", "mm2-1-base": "(b) before: --compare-code", "mm2-1": "(b) mm2 tasks.max=1",
@@ -88,7 +91,7 @@ LABELS = {"pipe": "(a) raw pipe", "mm2-1-base": "(b) before: --compare-code", "m
           "mm2-2": "(c) mm2 tasks.max=2, 2 workers", "mm2-2w1": "(c) mm2 tasks.max=2, 1 process",
           "mm2-4w1": "(c) mm2 tasks.max=4, 1 process", "mm2-4w2": "(c) mm2 tasks.max=4, 2 processes",
           "mm2-1-eos": "(b) exactly-once, transaction per poll", "mm2-1-eos-1s": "(b) exactly-once, 1 s transactions",
-          "spark": "(d) Spark backfill, local[2]"}
+          "mm2-1-nosyncs": "(b) without offset syncs", "spark": "(d) Spark backfill, local[2]"}
 #: ``spark``: the same backlog copied by ``mirror backfill`` (Spark, ``--master local[2]``) instead of
 #: streaming replication, timed the same way (first record on B to the last); its start-up includes the
 #: JVM's. Its CPU is not measured (shown as -): most of it is spent in Spark's JVM, which the command's
@@ -179,7 +182,7 @@ def start_copier(mode: str, source: str, target: str, topic: str, records: int, 
     alias = f"A{unique('')[1:6]}"
     repl = replication.start(workdir, source, target, topic=topic, tasks=tasks, workers=workers,
                              source_alias=alias, extra={**PERIODIC.get(mode, {}), **EOS_CONNECTOR.get(mode, {}),
-                                                        **(extra or {})},
+                                                        **VARIANTS.get(mode, {}), **(extra or {})},
                              worker_extra=EOS_WORKER.get(mode), code=code if mode == "mm2-1-base" else None)
     alive = partial(_two_processes_or_fail, repl, began) if workers > 1 else repl.alive
     return Copier(repl.processes, repl.stop, alive, f"{alias}.{topic}", lambda: repl.tail(400), repl)
@@ -326,7 +329,7 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
     sizes = sorted({r.value_bytes for r in results})
     for size in sizes:
         pipe_rate = None
-        for mode in ("pipe", "mm2-1-base", "mm2-1", "mm2-1-eos", "mm2-1-eos-1s", "mm2-1-periodic",
+        for mode in ("pipe", "mm2-1-base", "mm2-1", "mm2-1-nosyncs", "mm2-1-eos", "mm2-1-eos-1s", "mm2-1-periodic",
                      "mm2-1-periodic-1s", *SCALING, "spark"):
             runs = [r for r in results if r.value_bytes == size and r.mode == mode]
             if not runs:

@@ -18,7 +18,7 @@ from typing import Any
 from confluent_kafka import KafkaError, Message, Producer
 
 from connect_runtime.clients.factory import new_producer
-from mirror.client.models import OffsetSync, TopicPartition
+from mirror.client.models import MalformedRecordError, OffsetSync, TopicPartition
 from mirror.source.offset_sync_writer import MAX_OUTSTANDING_OFFSET_SYNCS, OffsetSyncWriter
 
 logger = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ class OffsetSyncProducer:
         self._producer = producer_factory(producer_config)
         self._in_flight = 0
         self._backlog = False
+        self._keys: dict[TopicPartition, bytes] = {}  # encoded once per partition: it never changes
         self._lock = threading.Lock()
         self._closed = False
 
@@ -89,19 +90,28 @@ class OffsetSyncProducer:
             self._send(sync)
 
     def _send(self, sync: OffsetSync) -> None:
-        def delivered(error: KafkaError | None, _msg: Message) -> None:
-            with self._lock:
-                self._in_flight -= 1
-            if error is not None:
-                logger.error("Failure sending offset sync %s to %s: %s", sync, self._topic, error)
-
+        tp = sync.topic_partition
+        key = self._keys.get(tp)
+        if key is None:
+            key = self._keys[tp] = sync.key_bytes()
         try:
-            self._producer.produce(self._topic, key=sync.key_bytes(), value=sync.value_bytes(), partition=0,
-                                   on_delivery=delivered)
+            # positionally (topic, value, key, partition, on_delivery): keyword arguments cost the client
+            # more than the call itself, and this runs on the task thread once per offset.lag.max records
+            self._producer.produce(self._topic, sync.value_bytes(), key, 0, self._delivered)
         except (BufferError, Exception) as exc:  # KafkaException too: a sync is best-effort, never fatal
             with self._lock:
                 self._in_flight -= 1
             logger.error("Failure sending offset sync %s to %s: %s", sync, self._topic, exc)
+
+    def _delivered(self, error: KafkaError | None, msg: Message) -> None:
+        with self._lock:
+            self._in_flight -= 1
+        if error is not None:
+            try:
+                sync: object = OffsetSync.from_record(msg.key(), msg.value())
+            except MalformedRecordError:
+                sync = "?"
+            logger.error("Failure sending offset sync %s to %s: %s", sync, self._topic, error)
 
     def flush(self, timeout_s: float = 10.0) -> None:
         self._producer.flush(timeout_s)

@@ -80,9 +80,10 @@ class OffsetSyncWriter:
         self.max_offset_lag = max_offset_lag
         self._states: dict[TopicPartition, PartitionState] = {}
         # Insertion-ordered like Java's LinkedHashMap: re-putting a key keeps its place in the queue.
-        self._pending: dict[TopicPartition, OffsetSync] = {}
-        # (upstream, downstream) only: this is replaced on almost every record, so the OffsetSync is built
-        # when the entry is promoted or read, not per record.
+        # Both hold (upstream, downstream) only: a pending sync is replaced whenever a newer one fires before
+        # a slot frees, and a delayed one on almost every record, so the (validated) OffsetSync is built only
+        # for a sync that is taken to be sent or read.
+        self._pending: dict[TopicPartition, tuple[int, int]] = {}
         self._delayed: dict[TopicPartition, tuple[int, int]] = {}
         self._lock = threading.Lock()
 
@@ -96,7 +97,7 @@ class OffsetSyncWriter:
             state = self._state_of(tp)
             if state.update(upstream, downstream):
                 self._delayed.pop(tp, None)
-                self._pending[tp] = OffsetSync(tp, upstream, downstream)
+                self._pending[tp] = (upstream, downstream)
                 state.reset()
                 return True
             self._delayed[tp] = (upstream, downstream)
@@ -131,7 +132,7 @@ class OffsetSyncWriter:
                     state.previous_upstream, state.previous_downstream = up, down
                     state.last_sync_downstream = last_sync
                     self._delayed.pop(tp, None)
-                    self._pending[tp] = OffsetSync(tp, up, down)
+                    self._pending[tp] = (up, down)
                 should_sync = False
                 on_fire()
         with self._lock:
@@ -171,7 +172,7 @@ class OffsetSyncWriter:
                 state.previous_upstream, state.previous_downstream = upstream + fire, down
                 state.last_sync_downstream = last_sync
                 self._delayed.pop(tp, None)
-                self._pending[tp] = OffsetSync(tp, upstream + fire, down)
+                self._pending[tp] = (upstream + fire, down)
             on_fire()
             fired_last = fire == count - 1
             fire = max(fire + 1, last_sync + 1 + max_lag - downstream)
@@ -197,13 +198,13 @@ class OffsetSyncWriter:
         """
         with self._lock:
             count = len(self._pending) if limit is None else max(0, min(limit, len(self._pending)))
-            taken = [self._pending.pop(tp) for tp in list(self._pending)[:count]]
-        return taken
+            taken = [(tp, self._pending.pop(tp)) for tp in list(self._pending)[:count]]
+        return [OffsetSync(tp, u, d) for tp, (u, d) in taken]
 
     def promote_delayed(self) -> None:
         """On task commit: every delayed sync becomes pending (the idle-partition flush of KAFKA-15906)."""
         with self._lock:
-            self._pending.update({tp: OffsetSync(tp, u, d) for tp, (u, d) in self._delayed.items()})
+            self._pending.update(self._delayed)
             self._delayed.clear()
 
     def forget(self, tp: TopicPartition) -> None:
@@ -218,7 +219,7 @@ class OffsetSyncWriter:
     def pending(self) -> dict[TopicPartition, OffsetSync]:
         """A snapshot of the pending syncs (for metrics and tests)."""
         with self._lock:
-            return dict(self._pending)
+            return {tp: OffsetSync(tp, u, d) for tp, (u, d) in self._pending.items()}
 
     @property
     def delayed(self) -> dict[TopicPartition, OffsetSync]:

@@ -170,3 +170,31 @@ def test_update_range_fires_every_lag_plus_one_records() -> None:
     writer.update_range(TP, 1000, 0, 450, lambda: fired.extend(s.downstream_offset for s in writer.take_pending()))
     assert fired == [0, 101, 202, 303, 404]
     assert writer.delayed[TP].as_tuple()[2:] == (1449, 449)
+
+
+# -- the producer side: what the writer decided, sent (fake producer: the broker's answers are scripted) --
+def test_a_failed_sync_delivery_frees_its_slot_and_names_the_sync(caplog: pytest.LogCaptureFixture) -> None:
+    from confluent_kafka import KafkaError
+
+    from mirror.client.models import OffsetSync
+    from mirror.source.offset_sync_producer import OffsetSyncProducer
+    from tests.support.fakes import FakeProducer
+
+    fake = FakeProducer()
+    producer = OffsetSyncProducer("mm2-offset-syncs.B.internal", {}, OffsetSyncWriter(100),
+                                  producer_factory=lambda _config: fake)
+    tp = TopicPartition("orders", 3)
+    producer.record_range(tp, 10, 0, 1)  # the first record of a partition always fires
+    producer.record_range(tp, 11, 1, 150)  # and the lag fires again at downstream 101
+    assert producer.in_flight == 2
+    sent = [(r.key, r.value, r.partition) for r in fake.delivery.produced]
+    expected = [OffsetSync(tp, 10, 0), OffsetSync(tp, 111, 101)]
+    assert sent == [(s.key_bytes(), s.value_bytes(), 0) for s in expected]
+    fake.delivery.release([0], KafkaError(KafkaError.REQUEST_TIMED_OUT))
+    fake.delivery.release([1])
+    with caplog.at_level("ERROR"):
+        fake.poll(0)
+    assert producer.in_flight == 0
+    assert [r.getMessage() for r in caplog.records] == [
+        f"Failure sending offset sync {expected[0]} to mm2-offset-syncs.B.internal: "
+        f"{KafkaError(KafkaError.REQUEST_TIMED_OUT)}"]
