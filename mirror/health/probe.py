@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaException
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message
 
 from connect_runtime.clients.factory import translate
 from mirror.client.mirror_client import is_connection_key
@@ -74,7 +74,7 @@ from mirror.health.model import (
     lag_of,
     loss_of,
 )
-from mirror.health.record_decoding import apply_checkpoint, apply_connect_offset, apply_sync, heartbeat_ts
+from mirror.health.record_decoding import apply_checkpoint, apply_connect_offset, apply_newest_syncs, heartbeat_ts
 
 logger = logging.getLogger(__name__)
 
@@ -312,6 +312,7 @@ class HealthProbe:
         state.target_positions.update(positions)
         read_at = self._clock()
         newest_new: int | None = None
+        syncs: list[Message] = []
         for msg in records:
             name = msg.topic()
             if name == replicated_hb:
@@ -329,7 +330,8 @@ class HealthProbe:
             elif name == offset_map_topic(policy, spec.source):
                 state.offset_map.add_record(msg.key(), msg.value())
             else:
-                apply_sync(msg, state.syncs)
+                syncs.append(msg)
+        apply_newest_syncs(syncs, state.syncs)
         if newest_new is not None:
             previous = state.last_heartbeat_read
             if state.primed and previous is not None and read_at - previous <= LATENCY_RESOLUTION_S:
@@ -346,8 +348,7 @@ class HealthProbe:
             positions.setdefault((topic, p), OFFSET_BEGINNING)
         records, _ = io.read(positions, self._timeout_s)
         store.update(positions)
-        for msg in records:
-            apply_sync(msg, self._state[spec.name].syncs)
+        apply_newest_syncs(records, self._state[spec.name].syncs)
 
     def _lags(self, spec: FlowSpec, state: _FlowState, source_topics: Mapping[str, int],
               target_topics: Mapping[str, int], now: float) -> list[PartitionLag]:

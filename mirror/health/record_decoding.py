@@ -36,12 +36,30 @@ def apply_checkpoint(msg: Message, store: dict[tuple[str, str, int], tuple[int, 
     )
 
 
-def apply_sync(msg: Message, store: dict[TP, tuple[int, int]]) -> None:
+def apply_sync(msg: Message, store: dict[TP, tuple[int, int]]) -> bool:
+    """Store the sync's offsets under its source partition; False if the record is not a sync."""
     try:
         sync = OffsetSync.from_record(msg.key(), msg.value())
     except MalformedRecordError:
-        return
+        return False
     store[(sync.topic_partition.topic, sync.topic_partition.partition)] = (sync.upstream_offset, sync.downstream_offset)
+    return True
+
+
+def apply_newest_syncs(messages: list[Message], store: dict[TP, tuple[int, int]]) -> None:
+    """:func:`apply_sync` for the newest readable sync of each source partition only, as applying all of
+    them in order would leave it.
+
+    The source task writes a sync every ``offset.lag.max`` records, a thousand or more a second during a
+    backlog, and the probe keeps only the newest of each partition: decoding each one cost the probe's
+    thread more than the rest of its reading. A sync's key is its source partition, so walking back from
+    the newest, a key already applied is skipped without decoding.
+    """
+    done: set[bytes | None] = set()
+    for msg in reversed(messages):
+        key = msg.key()
+        if key not in done and apply_sync(msg, store):
+            done.add(key)
 
 
 def apply_connect_offset(msg: Message, source: str, store: dict[TP, int]) -> None:
