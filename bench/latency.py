@@ -110,15 +110,18 @@ def _start_pipe(steady: Steady, start: dict[int, int]) -> tuple[Popen[bytes], _A
 
 
 def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, str] | None = None,
-        code: Path | None = None, baseline: bool = True) -> dict[str, Any]:
+        code: Path | None = None, baseline: bool = True, load_linger_ms: int | None = None) -> dict[str, Any]:
     """``baseline``: also copy the same records with the raw streaming pipe (bench/stream_pipe.py) at the
     same time, on the same brokers, and report what it adds: the replicator's figure less the floor
-    that Tansu, the client settings and the machine's load put under any client-based copier."""
+    that Tansu, the client settings and the machine's load put under any client-based copier.
+    ``load_linger_ms``: the generator's ``linger.ms`` (bench/load.py's default if None). Fewer, larger
+    batches let Tansu's A carry a higher rate (its cost follows the batches it stores); the generator's
+    wait is in the end-to-end and source-side figures, not in the replicator's."""
     with steady_replication({**TANSU_FETCH_WAIT, **(extra or {})}, code=code) as steady:
         on_a = _Arrivals(steady.source, steady.topic)
         on_b = _Arrivals(steady.target, steady.remote_topic)
         pipe, on_pipe = _start_pipe(steady, on_a.start) if baseline else (None, None)
-        load = steady.start_load(rate, duration, value_bytes)
+        load = steady.start_load(rate, duration, value_bytes, load_linger_ms)
         expected: int | None = None
         deadline = time.monotonic() + duration + 60
         try:
@@ -220,9 +223,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="do not run the raw streaming pipe beside the replicator")
     parser.add_argument("--code", type=Path, metavar="DIR",
                         help="run the replication on the packages in DIR (e.g. an older `git archive`)")
+    parser.add_argument("--load-linger-ms", type=int, metavar="MS",
+                        help="the load generator's linger.ms (bench/load.py's default: 20); 100 let A carry "
+                             "10%% of the max rate on a quiet machine")
     args = parser.parse_args(argv)
     result = run(args.rate, args.duration, args.value_bytes, dict(s.split("=", 1) for s in args.set), args.code,
-                 baseline=not args.no_baseline)
+                 baseline=not args.no_baseline, load_linger_ms=args.load_linger_ms)
     print(json.dumps(result))
     print()
     print(table(result))

@@ -35,10 +35,13 @@ class Steady:
     replication: replication.Replication
     workdir: Path
 
-    def start_load(self, rate: float, seconds: float, value_bytes: int = 100) -> Popen[bytes]:
-        """bench/load.py at ``rate`` records/s for ``seconds``, in its own process."""
+    def start_load(self, rate: float, seconds: float, value_bytes: int = 100,
+                   linger_ms: int | None = None) -> Popen[bytes]:
+        """bench/load.py at ``rate`` records/s for ``seconds``, in its own process (``linger_ms``: the
+        generator's batching, load.py's default if None)."""
         return python_child([str(Path(__file__).with_name("load.py")), self.source, self.topic, str(PARTITIONS),
-                             str(rate), str(seconds), "--value-bytes", str(value_bytes)],
+                             str(rate), str(seconds), "--value-bytes", str(value_bytes),
+                             *(["--linger-ms", str(linger_ms)] if linger_ms is not None else [])],
                             self.workdir / "load.log")
 
     def load_report(self) -> str:
