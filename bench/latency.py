@@ -48,8 +48,9 @@ from bench.steady import PARTITIONS, Steady, steady_replication, stop_load
 
 DEFAULT_RATE = 7_500
 #: The load generator's linger.ms here. Tansu's cost follows the batches it stores: with load.py's 20 ms
-#: broker A did not carry 10% of the max rate (48,784/s: 23-44k/s readable), with 100 ms it did in 8 of 8
-#: runs, the raw pipe copying beside the replicator too (bench/results.md, 2026-11-23 22:42). The wait is
+#: broker A did not carry 10% of the max rate (48,784/s: 23-44k/s readable), with 100 ms it did in 15 of 15
+#: runs without the raw pipe beside the replicator and in 1 of 3 with it (bench/results.md, 2026-11-23
+#: 22:42; the 2 misses were before this process stopped pausing for its collector). The wait is
 #: in the end-to-end and source-side figures, not in the replicator's (arrival on B less arrival on A).
 LOAD_LINGER_MS = 100
 #: A source side p99 (CreateTime -> readable on A) above this means records queue before the replicator.
