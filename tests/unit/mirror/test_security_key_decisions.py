@@ -190,9 +190,9 @@ def test_old_protocols_in_the_list_are_accepted_and_not_enabled() -> None:
     """Kafka 2.x's default list (TLSv1.2,TLSv1.1,TLSv1) works as in a current JDK: TLSv1.2 and up."""
     assert "ssl.cipher.suites" not in translate({**BASE, "ssl.enabled.protocols": "TLSv1.2,TLSv1.3,TLSv1.1"},
                                                 "producer")
-    with pytest.raises(ConfigError, match="TLSv1.1 and older are disabled"):
+    with pytest.raises(ConfigError, match=r"TLSv1\.1 and older are disabled"):
         translate({**BASE, "ssl.enabled.protocols": "TLSv1.1,TLSv1"}, "producer")
-    with pytest.raises(ConfigError, match="cannot keep a client off TLSv1.3"):
+    with pytest.raises(ConfigError, match=r"cannot keep a client off TLSv1\.3"):
         translate({**BASE, "ssl.enabled.protocols": "TLSv1.2,TLSv1.1"}, "producer")
 
 
