@@ -169,6 +169,18 @@ def refusal(key: str, value: Any) -> str | None:
     return None if decision is None or value is None else decision.refuse(value)
 
 
+#: For a TLS endpoint only Python's ssl serves (the REST listener): it enforces both version bounds.
+_PYTHON_ONLY: dict[str, Refusal] = {tls_policy.PROTOCOL: tls_policy.python_protocol_refusal,
+                                    tls_policy.ENABLED_PROTOCOLS: tls_policy.python_enabled_protocols_refusal}
+
+
+def python_refusal(key: str, value: Any) -> str | None:
+    """:func:`refusal` for a TLS endpoint served by Python's ``ssl`` alone (TLSv1.2 only is enforced there)."""
+    if value is not None and key in _PYTHON_ONLY:
+        return _PYTHON_ONLY[key](value)
+    return refusal(key, value)
+
+
 def error(name: str, value: Any, why: str) -> ConfigError:
     """The one-line error for a refused value; ``name`` is the key as the operator wrote it."""
     return ConfigError(f"Invalid value {_text(value)} for configuration {name}: {why}", name)

@@ -138,6 +138,18 @@ def enabled_protocols_refusal(value: Any) -> str | None:
     return None
 
 
+def python_protocol_refusal(value: Any) -> str | None:
+    """``ssl.protocol`` for a Python-only TLS endpoint (REST HTTPS), which can cap the version too."""
+    context = str(value or "TLSv1.3").strip().upper()
+    return None if context in _UNCAPPED_CONTEXTS or context == "TLSV1.2" else protocol_refusal(value)
+
+
+def python_enabled_protocols_refusal(value: Any) -> str | None:
+    """``ssl.enabled.protocols`` for a Python-only TLS endpoint, which can keep off TLSv1.3 too."""
+    modern = {p.upper() for p in _items(value)} & set(_MODERN)
+    return None if modern == {"TLSV1.2"} else enabled_protocols_refusal(value)
+
+
 def cipher_suites_refusal(value: Any) -> str | None:
     """Why ``ssl.cipher.suites = value`` cannot be enforced, or None (the empty list is Java's default)."""
     names = [n for n in _items(value) if n not in _SIGNALLING]
