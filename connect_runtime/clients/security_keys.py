@@ -29,10 +29,11 @@ class Decision:
 
     mapping: str
     refuse: Refusal
+    refuses: bool = True  # False: every value is mapped (errors, if any, come from the key's translation)
 
 
 def _mapped(mapping: str) -> Decision:
-    return Decision(mapping, lambda _value: None)
+    return Decision(mapping, lambda _value: None, refuses=False)
 
 
 def _text(value: Any) -> str:
@@ -207,12 +208,15 @@ def errors(config: Mapping[str, Any], prefixes: tuple[str, ...]) -> dict[str, st
     return out
 
 
-def validator(key: str) -> Callable[[str, Any], None]:
-    """A ConfigDef validator refusing what :func:`refusal` refuses for ``key``."""
+def validator(key: str) -> Callable[[str, Any], None] | None:
+    """A ConfigDef validator refusing what :func:`refusal` refuses for ``key``; None for a mapped key."""
+    if not DECISIONS[key].refuses:
+        return None
+
     def validate(name: str, value: Any) -> None:
         why = refusal(key, value)
         if why is not None:
             raise error(name, value, why)
 
-    validate.__doc__ = DECISIONS[key].mapping
+    validate.__doc__ = f"{DECISIONS[key].mapping.split(':')[0]} (docs/security-keys.md)"
     return validate
