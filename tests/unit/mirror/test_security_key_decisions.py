@@ -124,6 +124,20 @@ def test_mm2_file_with_a_refused_value_exits_2_naming_file_line_and_key(
     assert len(err) == 1 and err[0].startswith(f"error: {path}:5: ") and f"B.producer.{key}" in err[0], err
 
 
+@pytest.mark.parametrize("line", ["A->B.producer.override.ssl.enabled.protocols = TLSv1.2",
+                                  "A.ssl.protocol = TLSv1.2", "sasl.login.class = com.acme.VaultLogin"])
+def test_mm2_file_keys_are_checked_wherever_they_are_set(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         line: str) -> None:
+    """Per cluster, top level (every cluster) and as a per-flow override: one line naming the key as written."""
+    path = tmp_path / "mm2.properties"
+    path.write_text("clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n"
+                    f"A->B.enabled = true\n{line}\n")
+    assert main(["config", "show", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    key = line.split(" = ")[0]
+    assert len(err) == 1 and err[0].startswith(f"error: {path}:5: Invalid value ") and f" {key}: " in err[0], err
+
+
 def test_worker_file_keys_are_checked_with_their_prefix() -> None:
     props = {"bootstrap.servers": "b:9092", "group.id": "g", "config.storage.topic": "c",
              "offset.storage.topic": "o", "status.storage.topic": "s"}
