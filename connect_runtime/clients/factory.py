@@ -12,6 +12,9 @@ built. So every client config passes through :func:`translate`:
   keys or a token callback: :mod:`connect_runtime.clients.sasl_properties`.
 * JKS / PKCS12 / PEM trust and key stores are read and handed over as PEM in memory (``ssl.ca.pem``,
   ``ssl.certificate.pem``, ``ssl.key.pem``): :mod:`connect_runtime.clients.tls_properties`.
+* Every other Java ``ssl.*`` / ``sasl.*`` key is mapped to what librdkafka enforces (TLS versions and
+  suites: :mod:`connect_runtime.clients.tls_policy`) or, when its value asks for what no client here can
+  do, refused with a ConfigError naming it: :mod:`connect_runtime.clients.security_keys`.
 * Anything else librdkafka does not know for that client kind (serializers, ``max.poll.records``,
   worker-only keys such as ``offset.storage.topic``...) is dropped and logged ONCE per process at INFO,
   by key name only. Values are never logged: they may be secrets.
@@ -34,6 +37,7 @@ from confluent_kafka.admin import AdminClient
 
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.clients import librdkafka_properties as props_table
+from connect_runtime.clients import security_keys, tls_policy
 from connect_runtime.clients.librdkafka_logging import LIBRDKAFKA_LOG, pump_admin_logs
 from connect_runtime.clients.sasl_properties import HANDLED as SASL_HANDLED
 from connect_runtime.clients.sasl_properties import translate_sasl, uses_sasl
@@ -65,8 +69,10 @@ _ASSIGNORS = {
     "range": "range", "roundrobin": "roundrobin", "cooperative-sticky": "cooperative-sticky",
 }
 
-#: Java keys handled by the TLS / SASL translation, never passed through by name.
-_SPECIAL = SASL_HANDLED | TLS_HANDLED
+#: Java keys handled by the TLS / SASL translation or decided by security_keys (accepted only where they ask
+#: for what librdkafka does anyway), never passed through by name.
+_SPECIAL = (SASL_HANDLED | TLS_HANDLED | {tls_policy.CIPHER_SUITES}
+            | frozenset(k for k in security_keys.DECISIONS if k not in props_table.COMMON))
 
 #: Java keys whose librdkafka namesake means something else (``max.poll.records`` limits librdkafka's
 #: *share* consumer only): dropped like unknown keys.
@@ -131,6 +137,7 @@ def translate(java: Mapping[str, Any], kind: ClientKind) -> dict[str, Any]:
     out: dict[str, Any] = {k: v for k, v in java.items() if k in python_only and v is not None}
     plain = {k: _text(v) for k, v in java.items() if v is not None and k not in python_only}
     valid = _VALID[kind]
+    security_keys.check(plain)
     sasl = uses_sasl(plain)
     for key, value in plain.items():
         if key in _SPECIAL or (key.startswith("sasl.") and not sasl):
@@ -148,6 +155,9 @@ def translate(java: Mapping[str, Any], kind: ClientKind) -> dict[str, Any]:
             _drop(key)
     translate_sasl(plain, out)
     translate_tls(plain, out)
+    ciphers = tls_policy.librdkafka_ciphers(plain)
+    if ciphers and plain.get("security.protocol", "").strip().upper() in ("SSL", "SASL_SSL"):
+        out[tls_policy.CIPHER_SUITES] = ciphers
     return out
 
 

@@ -7,9 +7,10 @@ key) for the client identity. Nothing is written to disk, so a Java mm2.properti
 and no copy of a private key outlives the process. Inline PEM (``ssl.truststore.certificates``,
 ``ssl.keystore.certificate.chain``, ``ssl.keystore.key``) is taken as Kafka takes it.
 
-Java keys with a librdkafka namesake of the same meaning (``ssl.cipher.suites``,
-``ssl.endpoint.identification.algorithm`` ...) pass through by name in the factory; the Java-only tuning
-keys (``ssl.protocol``, ``ssl.keymanager.algorithm`` ...) are dropped there with one INFO line.
+``ssl.endpoint.identification.algorithm`` passes through by name in the factory; the TLS versions and
+cipher suites are :mod:`connect_runtime.clients.tls_policy`'s, and the Java-only keys
+(``ssl.provider``, ``ssl.keymanager.algorithm`` ...) are accepted only at values OpenSSL does anyway
+(:mod:`connect_runtime.clients.security_keys`).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from connect_runtime.api.errors import ConfigError
-from connect_runtime.clients import java_stores
+from connect_runtime.clients import java_stores, security_keys, tls_policy
 
 HTTPS_PREFIX = "listeners.https."
 CLIENT_AUTH = "ssl.client.auth"
@@ -136,6 +136,7 @@ def server_ssl_context(props: Mapping[str, str], store_loader: StoreLoader = pem
         raise ConfigError(f"Invalid value {mode!r} for configuration {HTTPS_PREFIX}{CLIENT_AUTH}: expected "
                           f"none, requested or required", f"{HTTPS_PREFIX}{CLIENT_AUTH}")
     context.verify_mode = _CLIENT_AUTH_MODES[mode]
+    apply_tls_keys(context, props)
     if material.ca_path:
         _load_ca(context, material.ca_path)
     elif mode != "none":
@@ -160,10 +161,28 @@ def client_ssl_context(props: Mapping[str, str], store_loader: StoreLoader = pem
         except (OSError, ssl.SSLError) as exc:
             raise ConfigError(f"cannot load the REST listener's key store {material.cert_chain_path}: {exc}",
                               f"{HTTPS_PREFIX}ssl.keystore.location") from None
+    apply_tls_keys(context, props)
     algorithm = listener_ssl_props(props).get("ssl.endpoint.identification.algorithm", "https").strip()
     if not algorithm:
         context.check_hostname = False  # Kafka's way of turning host name checks off
     return context
+
+
+def apply_tls_keys(context: ssl.SSLContext, props: Mapping[str, str]) -> None:
+    """The listener's TLS versions and cipher suites (``ssl.enabled.protocols``, ``ssl.protocol``,
+    ``ssl.cipher.suites``) on ``context``; a key whose value Python's ``ssl`` cannot enforce (a Java
+    provider...) is a ConfigError naming it (connect_runtime/clients/security_keys.py)."""
+    ssl_props = listener_ssl_props(props)
+    prefix = HTTPS_PREFIX if any(k.startswith(HTTPS_PREFIX) for k in props) else ""
+    for key, value in ssl_props.items():
+        why = security_keys.python_refusal(key, value)
+        if why is not None:
+            raise security_keys.error(prefix + key, value, why)
+    try:
+        tls_policy.configure_python_context(context, ssl_props)
+    except ValueError:
+        raise ConfigError(f"{prefix}ssl.protocol and {prefix}ssl.enabled.protocols leave no TLS version to use",
+                          f"{prefix}{tls_policy.PROTOCOL}") from None
 
 
 def _load_ca(context: ssl.SSLContext, path: str) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_runtime.api.client_overrides import ALLOW_ALL, OverridePolicy
+from connect_runtime.api.client_overrides import ALLOW_ALL, OVERRIDE_PREFIXES, OverridePolicy
 from connect_runtime.api.config import ConfigDef, ConfigKey, ConfigValue, Type, parse_value
 from connect_runtime.api.connector import Connector, ExactlyOnceSupport, SourceConnector
 from connect_runtime.api.connector_config import (
@@ -27,6 +27,7 @@ from connect_runtime.api.connector_config import (
 from connect_runtime.api.connector_config import CONNECTOR_CLASS as CONNECTOR_CLASS  # read by the herders
 from connect_runtime.api.errors import BadRequestError, ConnectError
 from connect_runtime.api.transforms import validate_chain
+from connect_runtime.clients import security_keys
 from connect_runtime.runtime.herder import ConfigInfos
 
 
@@ -88,6 +89,8 @@ def validate(connector: Connector, config: Mapping[str, str], policy: OverridePo
         value = results.setdefault(name, ConfigValue(name, config.get(name)))
         value.errors.extend(m for m in messages if m not in value.errors)
     for name, message in policy.errors(config).items():
+        results.setdefault(name, ConfigValue(name, config[name])).errors.append(message)
+    for name, message in security_keys.errors(config, OVERRIDE_PREFIXES).items():  # values no client enforces
         results.setdefault(name, ConfigValue(name, config[name])).errors.append(message)
     if isinstance(connector, SourceConnector):
         _exactly_once_checks(connector, config, results, exactly_once)

@@ -33,7 +33,7 @@ from connect_runtime.api.config import (
 )
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.rest_config import REST_SECURITY_CONFIG_DEF
-from connect_runtime.clients import factory
+from connect_runtime.clients import factory, security_keys
 from connect_runtime.clients.factory import ClientKind
 
 logger = logging.getLogger(__name__)
@@ -224,6 +224,8 @@ class DistributedWorkerConfig:
     def __init__(self, props: Mapping[str, str]) -> None:
         self.originals: dict[str, str] = dict(props)
         self.values: dict[str, Any] = DISTRIBUTED_CONFIG_DEF.parse(props)
+        for prefix in ("", "producer.", "consumer.", "admin."):  # the clients' ssl.* / sasl.* keys
+            security_keys.check(props, prefix)
         self.listeners = [Listener.parse(uri) for uri in self.values[LISTENERS]]
         if not self.listeners:
             raise ConfigError(f"Configuration {LISTENERS} must name at least one listener", LISTENERS)

@@ -2,7 +2,8 @@
 
 These keys flow from a cluster's settings into every client MM2 builds for it, so the driver, the
 connector configs and ``mirror config docs`` must agree on exactly which names they are: a name missing
-here would not reach the clients. Defaults and documentation are Kafka's.
+here would not reach the clients. Defaults and documentation are Kafka's; each key's validator refuses
+the values no client here can enforce (``connect_runtime.clients.security_keys``, docs/security-keys.md).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type, one_of
+from connect_runtime.clients import security_keys
 
 BOOTSTRAP_SERVERS = "bootstrap.servers"
 CLIENT_ID = "client.id"
@@ -75,7 +77,8 @@ CLIENT_SECURITY_CONFIG_DEF = ConfigDef(
     [ConfigKey(SECURITY_PROTOCOL, Type.STRING, SECURITY_PROTOCOL_DEFAULT, Importance.MEDIUM,
                "Protocol used to communicate with brokers.",
                one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), group="Security")]
-    + [ConfigKey(n, t, d, Importance.LOW, doc, group="Security") for n, t, d, doc in _SSL_KEYS + _SASL_KEYS]
+    + [ConfigKey(n, t, d, Importance.LOW, doc, security_keys.validator(n), group="Security")
+       for n, t, d, doc in _SSL_KEYS + _SASL_KEYS]
 )
 
 #: Kafka's ``MirrorClientConfig.CLIENT_CONFIG_DEF``: the connection keys that flow between client configs.

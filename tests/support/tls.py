@@ -230,6 +230,8 @@ class TlsBroker:
     pki: Pki
     log_dir: Path
     mutual: bool = False
+    #: (lowest, highest) TLS version stunnel accepts, e.g. ("TLSv1.2", "TLSv1.2"); None: stunnel's defaults
+    protocols: tuple[str, str] | None = None
     tls_port: int = 0
     broker_port: int = 0
     broker: subprocess.Popen[bytes] | None = None
@@ -270,6 +272,8 @@ class TlsBroker:
                  f"cert = {self.pki.server_chain_pem}", f"key = {self.pki.server_key_pem}"]
         if self.mutual:
             lines += [f"CAfile = {self.pki.ca_pem}", "verifyChain = yes", "requireCert = yes"]
+        if self.protocols is not None:
+            lines += [f"sslVersionMin = {self.protocols[0]}", f"sslVersionMax = {self.protocols[1]}"]
         conf = self.log_dir / f"stunnel-{self.name}-{self.tls_port}.conf"
         conf.write_text("\n".join(lines) + "\n")
         self.stunnel = subprocess.Popen([stunnel, str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

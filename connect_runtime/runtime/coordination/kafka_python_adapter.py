@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connect_runtime.api.errors import ConnectError
+from connect_runtime.clients import tls_policy
 from connect_runtime.clients.java_stores import KeyMaterial
 from connect_runtime.clients.sasl_properties import token_source
 from connect_runtime.clients.ssl_context import client_context
@@ -347,13 +348,16 @@ def kafka_python_config(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
     check_hostname = str(librdkafka.get("ssl.endpoint.identification.algorithm", "https")).lower() != "none"
     if not check_hostname:
         out["ssl_check_hostname"] = False
-    if any(key in librdkafka for key in ("ssl.ca.pem", "ssl.certificate.pem")):
+    if any(key in librdkafka for key in ("ssl.ca.pem", "ssl.certificate.pem", "ssl.cipher.suites")):
         # Java stores arrive as PEM text in memory (connect_runtime.clients.tls_properties)
         identity = (KeyMaterial(librdkafka["ssl.certificate.pem"], librdkafka["ssl.key.pem"])
                     if "ssl.certificate.pem" in librdkafka else None)
         verify = str(librdkafka.get("enable.ssl.certificate.verification", "true")).lower() != "false"
-        out["ssl_context"] = client_context(librdkafka.get("ssl.ca.pem"), identity, verify=verify,
-                                            check_hostname=check_hostname)
+        context = client_context(librdkafka.get("ssl.ca.pem"), identity, verify=verify, check_hostname=check_hostname)
+        if librdkafka.get("ssl.ca.location") and "ssl.ca.pem" not in librdkafka:
+            context.load_verify_locations(cafile=str(librdkafka["ssl.ca.location"]))
+        tls_policy.configure_context(context, librdkafka)  # the TLS versions and suites librdkafka keeps to
+        out["ssl_context"] = context
     tokens = token_source(librdkafka)
     if tokens is not None:
         out["sasl_oauth_token_provider"] = _token_provider(*tokens)

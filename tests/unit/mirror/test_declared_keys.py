@@ -11,7 +11,9 @@ decision here fails ``test_every_declared_key_is_decided``. Each decision is the
   ``value`` with exit 2 and one line naming the key (and REST's validation answers 400, see
   ``test_rest_validation_refuses_unsupported_keys``).
 * ``Client``: a client connection/security key, handed to every client of the cluster through the
-  client factory (``connect_runtime/clients/factory.py``), whose Java-to-librdkafka mapping has its own tests.
+  client factory (``connect_runtime/clients/factory.py``): each ``ssl.*`` / ``sasl.*`` key is mapped or its
+  value refused, key by key, in ``connect_runtime/clients/security_keys.py``, tested in
+  ``test_security_key_decisions.py``.
 * ``Owned(why)``: a key whose behaviour another part of issue 16 builds (REST safety, error tolerance);
   listed so that the table stays complete, with the owner named.
 """
