@@ -114,7 +114,7 @@ REST: frozenset[str] = _names("""
     rest.extension.classes ssl.client.auth
 """)
 
-#: Connect's ``ConnectorConfig`` and ``SourceConnectorConfig``, MM2's connector configs and filters, ``MirrorClientConfig``.
+#: Connect's ``ConnectorConfig``, ``SourceConnectorConfig``; MM2's connector configs, filters, ``MirrorClientConfig``.
 CONNECTOR: frozenset[str] = _names("""
     admin.timeout.ms bootstrap.servers checkpoints.topic.replication.factor config.action.reload
     config.properties.exclude config.property.filter.class connector.class consumer.poll.timeout.ms

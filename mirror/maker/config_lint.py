@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.clients.factory import ClientKind
 from connect_runtime.api.secrets import is_sensitive_key
 from mirror.config.mirror_maker import (
     SOURCE_CONNECTOR_CLASS,
@@ -292,7 +293,7 @@ def _idle_flow(ctx: _Context, key: str, pair: SourceAndTarget) -> _Issue | None:
                                           f"write {pair}.enabled = true to run it")
 
 
-def _client_setting(ctx: _Context, key: str, kind: kc.ClientKind, setting: str, written: str) -> _Issue | None:
+def _client_setting(ctx: _Context, key: str, kind: ClientKind, setting: str, written: str) -> _Issue | None:
     if kc.client_key(kind, setting):
         return None if kc.librdkafka_equivalent(kind, setting) else _NO_EQUIVALENT
     return _unknown(ctx, key, setting, sorted(kc.client_keys(kind)), lambda match: f"{written}{match}")
@@ -323,3 +324,21 @@ _TOP_CANDIDATES = sorted(k for k in kc.DRIVER | kc.CONNECTOR | kc.CONNECTION | k
                          if kc.applies_at_top_level(k))
 _CLUSTER_CANDIDATES = sorted(kc.CONNECTION | kc.WORKER_USED)
 _FLOW_CANDIDATES = sorted(kc.CONNECTOR)
+
+
+def check(config: MirrorMakerConfig, clusters: Iterable[str] | None, *, strict: bool,
+          resolve_providers: bool = True) -> tuple[list[Finding], list[Finding], list[str]]:
+    """:func:`lint`, then what the herders would refuse (:func:`~mirror.maker.validation.validate_flows`).
+
+    Returns (every finding, the ones that refuse the start, the validation notices). A validation error
+    raises :class:`FileRefused` naming the refused findings too, so one run shows every problem.
+    """
+    from mirror.maker.validation import validate_flows
+
+    findings = lint(config)
+    refused = refusals(findings, is_strict(config, strict))
+    try:
+        notices = validate_flows(config, clusters, resolve_providers=resolve_providers)
+    except ConfigError as exc:
+        raise FileRefused([*(str(f) for f in refused), str(exc)]) from exc
+    return findings, refused, notices
