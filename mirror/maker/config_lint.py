@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
 from connect_runtime.api.errors import ConfigError
-from connect_runtime.clients.factory import ClientKind
 from connect_runtime.api.secrets import is_sensitive_key
+from connect_runtime.clients.factory import ClientKind
 from mirror.config.mirror_maker import (
     SOURCE_CONNECTOR_CLASS,
     STRICT,
