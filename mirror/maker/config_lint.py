@@ -92,6 +92,9 @@ class _Context:
         value = self.raw.get(key, "")
         return f"{key} = {'[hidden]' if is_sensitive_key(key) else value.strip()}"
 
+    def value(self, key: str) -> str:
+        return self.shown(key).split(" = ", 1)[1]
+
     def per_target(self, setting: str, key: str) -> str:
         value = self.shown(key).split(" = ", 1)[1]
         return " and ".join(f"{t}.{setting} = {value}" for t in self.replication_targets)
@@ -160,7 +163,8 @@ def _not_applied(ctx: _Context, key: str, setting: str, where: str, fix: str, be
     severity = ERROR if lost else WARNING
     kind = "dropped-guarantee" if lost else "not-applied"
     loss = f" ({lost})" if lost else ""
-    return _Issue(severity, kind, f"{ctx.shown(key)} {where} is not applied{loss}: write {fix}: {because}")
+    place = f" {where}" if where else ""
+    return _Issue(severity, kind, f"{ctx.shown(key)}{place} is not applied{loss}: write {fix}: {because}")
 
 
 def _top_level_key(ctx: _Context, key: str) -> _Issue | None:
@@ -182,7 +186,7 @@ def _top_level_key(ctx: _Context, key: str) -> _Issue | None:
                             "MM2 passes only the connectors' declared keys from the top level")
     kinds = kc.plain_client_kinds(key)
     if kinds:
-        fix = " or ".join(f"<alias>.{k}.{key}" for k in kinds)
+        fix = " or ".join(f"<alias>.{k}.{key} = {ctx.value(key)}" for k in kinds)
         return _not_applied(ctx, key, key, "at the top level", fix,
                             "only connection and security keys are shared by every client")
     if key in kc.TOPIC:
@@ -220,7 +224,7 @@ def _cluster_key(ctx: _Context, alias: str, setting: str, key: str) -> _Issue | 
                             "connector keys are read per flow or at the top level, not per cluster")
     kinds = kc.plain_client_kinds(setting)
     if kinds:
-        fix = " or ".join(f"{alias}.{k}.{setting}" for k in kinds)
+        fix = " or ".join(f"{alias}.{k}.{setting} = {ctx.value(key)}" for k in kinds)
         return _not_applied(ctx, key, setting, "", fix,
                             f"only connection and security keys reach every client of {alias}")
     if setting in kc.TOPIC:
@@ -268,7 +272,7 @@ def _flow_key(ctx: _Context, key: str) -> _Issue | None:
                             "MM2 reads worker keys per target cluster")
     kinds = kc.plain_client_kinds(setting)
     if kinds:
-        fix = " or ".join(f"{pair}.{k}.{setting}" for k in kinds)
+        fix = " or ".join(f"{pair}.{k}.{setting} = {ctx.value(key)}" for k in kinds)
         return _not_applied(ctx, key, setting, "", fix, "client settings need a client prefix")
     if setting in kc.TOPIC:
         return _topic_key(ctx, key)
