@@ -207,3 +207,48 @@ def test_flow_settings_name_the_flow_prefix_the_top_level_and_defaults(tmp_path:
     reverse = {s.key: s for s in flow_settings(config, SourceAndTarget("B", "A"))}
     assert (reverse["enabled"].value, reverse["enabled"].source) == ("false", "MM2 default")
     assert (reverse["tasks.max"].value, reverse["tasks.max"].source) == ("4", "top level")
+
+
+# ---- the lint's model agrees with what the herders are really given ----
+
+
+WORKER_KEYS = ["offset.flush.interval.ms", "exactly.once.source.support", "scheduled.rebalance.max.delay.ms",
+               "session.timeout.ms", "group.id", "offset.storage.replication.factor",
+               "task.shutdown.graceful.timeout.ms"]
+CONNECTOR_KEYS = ["tasks.max", "topics", "sync.group.offsets.enabled", "emit.checkpoints.interval.seconds",
+                  "replication.factor", "exactly.once.support", "transaction.boundary.interval.ms"]
+VALUES = {"exactly.once.source.support": "enabled", "topics": "marker-.*", "sync.group.offsets.enabled": "true",
+          "group.id": "marker-group", "exactly.once.support": "required"}
+
+
+def _levels(setting: str) -> list[str]:
+    return [setting, f"B.{setting}", f"A.{setting}", f"A->B.{setting}"]
+
+
+@pytest.mark.parametrize("key", [k for s in WORKER_KEYS for k in _levels(s)])
+def test_a_worker_key_has_no_finding_exactly_when_the_herder_gets_it(tmp_path: Path, key: str) -> None:
+    """The herder's worker config (what DistributedWorkerConfig parses) holds the value iff lint is quiet
+    (``A.`` keys: the heartbeat-only B->A herder, whose target is A)."""
+    from connect_runtime.runtime.worker_config import DistributedWorkerConfig
+
+    setting = key.split(".", 1)[1] if key.startswith(("A.", "B.", "A->B.")) else key
+    value = VALUES.get(setting, "4242")
+    config = _config(tmp_path, f"{key} = {value}")
+    pair = SourceAndTarget("B", "A") if key.startswith("A.") else SourceAndTarget("A", "B")
+    applied = DistributedWorkerConfig(config.worker_config(pair)).originals.get(setting) == value
+    findings = [f for f in lint(config) if f.key == key]
+    assert applied == (findings == []), (applied, [str(f) for f in findings])
+
+
+@pytest.mark.parametrize("key", [k for s in CONNECTOR_KEYS for k in _levels(s)])
+def test_a_connector_key_has_no_finding_exactly_when_the_flow_gets_it(tmp_path: Path, key: str) -> None:
+    """The A->B connector configs hold the value iff lint is quiet."""
+    from mirror.config.mirror_maker import CONNECTOR_CLASSES
+
+    setting = key.split(".", 1)[1] if key.startswith(("A.", "B.")) else key.removeprefix("A->B.")
+    value = VALUES.get(setting, "4242")
+    config = _config(tmp_path, f"{key} = {value}")
+    applied = any(config.connector_base_config(SourceAndTarget("A", "B"), cls).get(setting) == value
+                  for cls in CONNECTOR_CLASSES)
+    findings = [f for f in lint(config) if f.key == key]
+    assert applied == (findings == []), (applied, [str(f) for f in findings])
