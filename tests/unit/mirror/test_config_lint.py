@@ -252,3 +252,17 @@ def test_a_connector_key_has_no_finding_exactly_when_the_flow_gets_it(tmp_path: 
                   for cls in CONNECTOR_CLASSES)
     findings = [f for f in lint(config) if f.key == key]
     assert applied == (findings == []), (applied, [str(f) for f in findings])
+
+
+@pytest.mark.parametrize("key", ["security.protocol", "A.security.protocol", "A->B.security.protocol",
+                                 "A.consumer.security.protocol", "A->B.consumer.security.protocol"])
+def test_a_security_key_has_no_finding_exactly_when_the_source_consumer_gets_it(tmp_path: Path, key: str) -> None:
+    from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS
+    from mirror.config.source import MirrorSourceConfig
+
+    config = _config(tmp_path, f"{key} = SSL")
+    props = config.connector_base_config(SourceAndTarget("A", "B"), SOURCE_CONNECTOR_CLASS)
+    applied = MirrorSourceConfig(props).source_consumer_config(None).get("security.protocol") == "SSL"
+    findings = [f for f in lint(config) if f.key == key]
+    assert applied == (findings == []), (applied, [str(f) for f in findings])
+    assert all(f.severity == ERROR for f in findings)
