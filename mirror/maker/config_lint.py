@@ -208,7 +208,7 @@ def _cluster_key(ctx: _Context, alias: str, setting: str, key: str) -> _Issue | 
         if rest.startswith("override."):
             return _not_applied(ctx, key, setting, "", ctx.per_flow(setting, key, alias),
                                 "client overrides are connector keys, read per flow")
-        return _client_setting(ctx, key, kind, rest, f"{alias}.{kind}.")
+        return _client_setting(ctx, key, kind, rest, f"{alias}.{kind}.", source_consumer=alias in ctx.sources)
     if setting in kc.WORKER:
         if alias not in ctx.targets:
             return _Issue(WARNING, "not-applied", f"{ctx.shown(key)} is not applied: no flow has {alias} as its "
@@ -257,13 +257,17 @@ def _flow_key(ctx: _Context, key: str) -> _Issue | None:
         return _not_applied(ctx, key, setting, "", fix, "MM2's clients take connection and security keys per cluster")
     kind, sub = kc.split_client(setting)
     if setting.startswith(("producer.override.", "consumer.override.", "admin.override.")) and kind is not None:
-        return _client_setting(ctx, key, kind, sub[len("override."):], f"{pair}.{kind}.override.") or \
+        return _client_setting(ctx, key, kind, sub[len("override."):], f"{pair}.{kind}.override.",
+                               source_consumer=True) or \
             _idle_flow(ctx, key, pair)
     if setting in kc.CONNECTOR or setting.startswith(kc.CONNECTOR_PREFIXES) or setting == "use.defaults.from" \
             or setting.startswith("emit.heartbeats."):
         return _idle_flow(ctx, key, pair)
     if kind is not None:
-        return _client_setting(ctx, key, kind, sub, f"{pair}.{kind}.") or _idle_flow(ctx, key, pair)
+        return _client_setting(ctx, key, kind, sub, f"{pair}.{kind}.", source_consumer=True) or \
+            _idle_flow(ctx, key, pair)
+    if setting in kc.HEALTH_THRESHOLDS:
+        return _idle_flow(ctx, key, pair)
     if kc.is_driver_key(setting):
         return _not_applied(ctx, key, setting, "", ctx.shown(key).replace(f"{pair}.", "", 1),
                             "the driver reads its own keys from the top level")
@@ -297,9 +301,10 @@ def _idle_flow(ctx: _Context, key: str, pair: SourceAndTarget) -> _Issue | None:
                                           f"write {pair}.enabled = true to run it")
 
 
-def _client_setting(ctx: _Context, key: str, kind: ClientKind, setting: str, written: str) -> _Issue | None:
+def _client_setting(ctx: _Context, key: str, kind: ClientKind, setting: str, written: str, *,
+                    source_consumer: bool) -> _Issue | None:
     if kc.client_key(kind, setting):
-        return None if kc.librdkafka_equivalent(kind, setting) else _NO_EQUIVALENT
+        return None if kc.librdkafka_equivalent(kind, setting, source_consumer=source_consumer) else _NO_EQUIVALENT
     return _unknown(ctx, key, setting, sorted(kc.client_keys(kind)), lambda match: f"{written}{match}")
 
 

@@ -24,6 +24,8 @@ from connect_runtime.runtime.worker_config import DISTRIBUTED_CONFIG_DEF
 from mirror.config import kafka_keys
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES
 from mirror.config.mirror_maker import ALL_CONNECTOR_CONFIG_NAMES, CONFIG_DEF, WORKER_PREFIXES
+from mirror.health.collector import REFRESH_INTERVAL
+from mirror.health.model import THRESHOLD_KEYS
 
 CLIENT_KINDS: tuple[ClientKind, ...] = ("consumer", "producer", "admin")
 
@@ -35,9 +37,13 @@ WORKER: frozenset[str] = frozenset(DISTRIBUTED_CONFIG_DEF.names() | kafka_keys.W
 #: Worker keys this runtime reads (the others are Java Connect keys with no effect here).
 WORKER_USED: frozenset[str] = frozenset(DISTRIBUTED_CONFIG_DEF.names())
 
-#: Keys only the driver reads, from the top level: its own, the REST server's and its security.
+#: The health thresholds (``mirror status``, /health, the status page): top level, or per flow (wins).
+HEALTH_THRESHOLDS: frozenset[str] = frozenset(THRESHOLD_KEYS)
+
+#: Keys only the driver reads, from the top level: its own, the REST server's and its security, health.
 DRIVER: frozenset[str] = frozenset(
-    (CONFIG_DEF.names() | kafka_keys.DRIVER | kafka_keys.REST | REST_SECURITY_CONFIG_DEF.names()) - CONNECTION)
+    (CONFIG_DEF.names() | kafka_keys.DRIVER | kafka_keys.REST | REST_SECURITY_CONFIG_DEF.names()
+     | HEALTH_THRESHOLDS | {REFRESH_INTERVAL}) - CONNECTION)
 DRIVER_PREFIXES = ("config.providers.", "listeners.https.")
 
 #: Connector keys: declared by the three connectors, or by Java's connector configs.
@@ -105,8 +111,16 @@ def plain_client_kinds(setting: str) -> list[ClientKind]:
     return [k for k in CLIENT_KINDS if setting not in CONNECTION and client_key(k, setting)]
 
 
-def librdkafka_equivalent(kind: ClientKind, setting: str) -> bool:
-    """False for a Java client key that the client factory drops (``max.poll.records``, interceptors...)."""
+#: Java consumer keys librdkafka lacks that MM2's source task reads itself from its consumer config:
+#: ``max.poll.records`` bounds the records one poll hands over, as in Java.
+READ_BY_SOURCE_TASK = frozenset({"max.poll.records"})
+
+
+def librdkafka_equivalent(kind: ClientKind, setting: str, *, source_consumer: bool = False) -> bool:
+    """False for a Java client key that the client factory drops (interceptors, serializers...), unless
+    it reaches MM2's source consumer, whose task reads :data:`READ_BY_SOURCE_TASK` itself."""
+    if source_consumer and kind == "consumer" and setting in READ_BY_SOURCE_TASK:
+        return True
     return setting in CONNECTION or factory.has_librdkafka_equivalent(setting, kind)
 
 

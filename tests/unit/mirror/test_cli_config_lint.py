@@ -83,13 +83,13 @@ def test_every_refusal_is_named_at_once_with_a_validation_error(tmp_path: Path, 
 
 def test_warnings_are_logged_at_start_and_the_driver_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                           driver_runs: list[str]) -> None:
-    path = write(tmp_path, GOOD + TYPO + "A.consumer.max.poll.records = 10\n")
+    path = write(tmp_path, GOOD + TYPO + "A.consumer.interceptor.classes = x.Y\n")
     assert main(["run", path, "--log-level", "WARNING"]) == 0
     err = capsys.readouterr().err
     assert driver_runs == [path]
     assert f"{path}:5: A->B.sync.group.offset.enabled = true: unknown key, not applied; did you mean " \
            f"A->B.sync.group.offsets.enabled?" in err
-    assert err.count("A.consumer.max.poll.records (line 6)") == 1
+    assert err.count("A.consumer.interceptor.classes (line 6)") == 1
     assert error_lines(err) == []
 
 
@@ -107,7 +107,7 @@ def test_strict_turns_warnings_into_exit_2(tmp_path: Path, capsys: pytest.Captur
 
 def test_strict_does_not_refuse_client_keys_librdkafka_lacks(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                              driver_runs: list[str]) -> None:
-    path = write(tmp_path, GOOD + "A.consumer.max.poll.records = 10\n")
+    path = write(tmp_path, GOOD + "B.consumer.max.poll.records = 10\n")
     assert main(["run", path, "--strict"]) == 0 and driver_runs == [path]
 
 

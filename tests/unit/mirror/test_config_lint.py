@@ -96,6 +96,14 @@ def test_other_keys_not_applied_are_warnings(tmp_path: Path, line: str, kind: st
     assert text in finding.message
 
 
+def test_health_keys_are_read_at_the_top_level_and_per_flow(tmp_path: Path) -> None:
+    """``health.*`` thresholds (mirror status, /health) are this project's keys, outside any ConfigDef."""
+    assert findings_of(tmp_path, "health.refresh.interval.ms = 1000", "health.lag.max.ms = 5000",
+                       "A->B.health.lag.max.ms = 1000", "A->B.health.groups.require.translatable = true") == []
+    finding = only(findings_of(tmp_path, "A->B.health.refresh.interval.ms = 1000"))
+    assert "write health.refresh.interval.ms = 1000" in finding.message
+
+
 def test_a_key_set_twice_names_the_line_that_wins(tmp_path: Path) -> None:
     finding = only(findings_of(tmp_path, "tasks.max = 2", "tasks.max = 4"))
     assert (finding.kind, finding.line) == ("duplicate", 5)
@@ -103,12 +111,25 @@ def test_a_key_set_twice_names_the_line_that_wins(tmp_path: Path) -> None:
 
 
 def test_java_client_keys_without_librdkafka_equivalent_are_one_warning_never_fatal(tmp_path: Path) -> None:
-    findings = findings_of(tmp_path, "A.consumer.max.poll.records = 500", "B.producer.interceptor.classes = x.Y",
+    findings = findings_of(tmp_path, "B.consumer.max.poll.records = 500", "B.producer.interceptor.classes = x.Y",
                            "A.consumer.fetch.min.bytes = 1")
     finding = only(findings)
     assert finding.kind == "no-librdkafka-equivalent" and finding.line is None
-    assert "A.consumer.max.poll.records (line 5), B.producer.interceptor.classes (line 6)" in finding.message
+    assert "B.consumer.max.poll.records (line 5), B.producer.interceptor.classes (line 6)" in finding.message
     assert refusals(findings, strict=True) == []
+
+
+@pytest.mark.parametrize("key", ["A.consumer.max.poll.records", "A->B.consumer.max.poll.records",
+                                 "A->B.consumer.override.max.poll.records"])
+def test_max_poll_records_of_the_source_consumer_is_applied_by_the_source_task(tmp_path: Path, key: str) -> None:
+    """librdkafka has no max.poll.records, but MirrorSourceTask bounds each poll with it (as Java does)."""
+    from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS
+    from mirror.config.source import MirrorSourceConfig
+
+    config = _config(tmp_path, f"{key} = 77")
+    props = config.connector_base_config(SourceAndTarget("A", "B"), SOURCE_CONNECTOR_CLASS)
+    assert MirrorSourceConfig(props).source_consumer_config(None)["max.poll.records"] == "77"
+    assert lint(config) == []
 
 
 def test_the_trailing_space_of_enabled_that_drops_a_flow_is_an_error(tmp_path: Path) -> None:
