@@ -77,6 +77,8 @@ _NO_EQUIVALENT = _Issue(WARNING, "no-librdkafka-equivalent", "")
 
 
 class _Context:
+    """What every check needs to know about the file: its aliases, its herder pairs, which replicate."""
+
     def __init__(self, config: MirrorMakerConfig) -> None:
         self.config = config
         self.raw = config.raw_properties()
@@ -93,20 +95,21 @@ class _Context:
         return f"{key} = {'[hidden]' if is_sensitive_key(key) else value.strip()}"
 
     def value(self, key: str) -> str:
+        """The value as a finding may print it (stripped; a secret hidden)."""
         return self.shown(key).split(" = ", 1)[1]
 
     def per_target(self, setting: str, key: str) -> str:
-        value = self.shown(key).split(" = ", 1)[1]
-        return " and ".join(f"{t}.{setting} = {value}" for t in self.replication_targets)
+        """``B.<setting> = <value>`` for each target cluster of a replicating flow."""
+        return " and ".join(f"{t}.{setting} = {self.value(key)}" for t in self.replication_targets)
 
     def flows_of(self, alias: str | None = None) -> list[SourceAndTarget]:
         flows = sorted(self.replicating) or sorted(self.pairs)
         return [p for p in flows if alias is None or alias in (p.source, p.target)]
 
     def per_flow(self, setting: str, key: str, alias: str | None = None) -> str:
-        value = self.shown(key).split(" = ", 1)[1]
+        """``A->B.<setting> = <value>`` for each replicating flow (of ``alias``)."""
         flows = self.flows_of(alias) or [SourceAndTarget("<source>", "<target>")]
-        return " and ".join(f"{p}.{setting} = {value}" for p in flows)
+        return " and ".join(f"{p}.{setting} = {self.value(key)}" for p in flows)
 
 
 def lint(config: MirrorMakerConfig) -> list[Finding]:
@@ -211,8 +214,8 @@ def _cluster_key(ctx: _Context, alias: str, setting: str, key: str) -> _Issue | 
         return _client_setting(ctx, key, kind, rest, f"{alias}.{kind}.", source_consumer=alias in ctx.sources)
     if setting in kc.WORKER:
         if alias not in ctx.targets:
-            return _Issue(WARNING, "not-applied", f"{ctx.shown(key)} is not applied: no flow has {alias} as its "
-                                                  f"target, and worker keys are read per target cluster")
+            return _not_applied(ctx, key, setting, "", ctx.per_target(setting, key),
+                                f"no flow has {alias} as its target, and MM2 reads worker keys per target cluster")
         if setting not in kc.WORKER_USED and not kc.plain_client_kinds(setting):
             return _Issue(WARNING, "not-applied", f"{ctx.shown(key)}: a Java Connect worker key this runtime does "
                                                   f"not use, so it has no effect; delete it (see {_DOCS})")

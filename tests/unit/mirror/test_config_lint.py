@@ -74,6 +74,13 @@ def test_a_dropped_key_that_weakens_a_guarantee_is_an_error(tmp_path: Path, line
     assert fix in finding.message
 
 
+def test_a_worker_key_for_a_cluster_that_is_no_target_names_the_target(tmp_path: Path) -> None:
+    """Flow A->B only (no heartbeat herder into A): A.exactly.once.source.support is read by no worker."""
+    finding = only(findings_of(tmp_path, "emit.heartbeats.enabled = false", "A.exactly.once.source.support = enabled"))
+    assert finding.severity == ERROR and finding.line == 6
+    assert "write B.exactly.once.source.support = enabled: no flow has A as its target" in finding.message
+
+
 @pytest.mark.parametrize(("line", "kind", "text"), [
     ("scheduled.rebalance.max.delay.ms = 1000", "not-applied", "write B.scheduled.rebalance.max.delay.ms = 1000"),
     ("group.id = mine", "not-applied", "write B.group.id = mine"),
