@@ -213,9 +213,8 @@ def _cluster_key(ctx: _Context, alias: str, setting: str, key: str) -> _Issue | 
                                 "client overrides are connector keys, read per flow")
         return _client_setting(ctx, key, kind, rest, f"{alias}.{kind}.", source_consumer=alias in ctx.sources)
     if setting in kc.WORKER:
-        if alias not in ctx.targets:
-            return _not_applied(ctx, key, setting, "", ctx.per_target(setting, key),
-                                f"no flow has {alias} as its target, and MM2 reads worker keys per target cluster")
+        # A cluster no flow targets: its worker keys wait for one (files often set the same keys for every
+        # cluster); nothing is lost now, so nothing is reported.
         if setting not in kc.WORKER_USED and not kc.plain_client_kinds(setting):
             return _Issue(WARNING, "not-applied", f"{ctx.shown(key)}: a Java Connect worker key this runtime does "
                                                   f"not use, so it has no effect; delete it (see {_DOCS})")

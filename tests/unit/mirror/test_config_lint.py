@@ -74,11 +74,10 @@ def test_a_dropped_key_that_weakens_a_guarantee_is_an_error(tmp_path: Path, line
     assert fix in finding.message
 
 
-def test_a_worker_key_for_a_cluster_that_is_no_target_names_the_target(tmp_path: Path) -> None:
-    """Flow A->B only (no heartbeat herder into A): A.exactly.once.source.support is read by no worker."""
-    finding = only(findings_of(tmp_path, "emit.heartbeats.enabled = false", "A.exactly.once.source.support = enabled"))
-    assert finding.severity == ERROR and finding.line == 6
-    assert "write B.exactly.once.source.support = enabled: no flow has A as its target" in finding.message
+def test_worker_keys_of_a_cluster_no_flow_targets_are_quiet(tmp_path: Path) -> None:
+    """A symmetric file sets worker keys for every cluster; A's apply once a flow targets A (none loses)."""
+    assert findings_of(tmp_path, "emit.heartbeats.enabled = false", "A.offset.flush.interval.ms = 1000",
+                       "B.offset.flush.interval.ms = 1000") == []
 
 
 @pytest.mark.parametrize(("line", "kind", "text"), [
