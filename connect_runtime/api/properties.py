@@ -18,11 +18,16 @@ from connect_runtime.api.errors import ConfigError
 
 @dataclass(frozen=True)
 class PropertiesFile(Mapping[str, str]):
-    """The key/value pairs of a properties file (last definition wins, as in Java) plus their lines."""
+    """The key/value pairs of a properties file (last definition wins, as in Java) plus their lines.
+
+    ``entries`` keeps every definition in file order, ``(key, line)``, the overridden ones included,
+    so that a check can account for every line (a key set twice: the earlier line has no effect).
+    """
 
     path: str
     props: dict[str, str] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
+    entries: tuple[tuple[str, int], ...] = ()
 
     def __getitem__(self, key: str) -> str:
         return self.props[key]
@@ -54,16 +59,18 @@ def parse_properties(text: str, path: str = "<string>") -> PropertiesFile:
 
     values: dict[str, str] = {}
     lines: dict[str, int] = {}
+    entries: list[tuple[str, int]] = []
     line = 1
     try:
         for element in javaproperties.parse(text):
             if isinstance(element, javaproperties.KeyValue):
                 values[element.key] = element.value
                 lines[element.key] = line
+                entries.append((element.key, line))
             line += _count_lines(element.source)
     except ValueError as exc:  # e.g. a malformed \\uXXXX escape
         raise ConfigError(f"{path}:{line}: cannot parse properties: {exc}") from exc
-    return PropertiesFile(path, values, lines)
+    return PropertiesFile(path, values, lines, tuple(entries))
 
 
 def load_properties(path: str | Path) -> PropertiesFile:

@@ -127,6 +127,19 @@ def _convert(key: str, value: str) -> tuple[str, str] | None:
     return key, value
 
 
+def has_librdkafka_equivalent(key: str, kind: ClientKind) -> bool:
+    """Whether the Java client property ``key`` reaches a ``kind`` client (as is, renamed, converted or
+    through the TLS/SASL translation) rather than being dropped by :func:`translate`: what a config check
+    tells an operator about each client key before the clients are built."""
+    if key in _SPECIAL or key in props_table.PYTHON_CLIENT or key == "partition.assignment.strategy":
+        return kind == "consumer" or key != "partition.assignment.strategy"
+    if key in _NOT_EQUIVALENT:
+        return False
+    if key == "buffer.memory":
+        return kind == "producer"
+    return _RENAMES.get(key, key) in _VALID[kind]
+
+
 def translate(java: Mapping[str, Any], kind: ClientKind) -> dict[str, Any]:
     """A librdkafka config for a ``kind`` client from one flat map of Java client properties.
 

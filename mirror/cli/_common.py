@@ -33,7 +33,8 @@ def invoke(func: Command, args: argparse.Namespace) -> int:
     try:
         return int(func(args))
     except ConfigError as exc:
-        print_error(str(exc))
+        for line in str(exc).splitlines() or [""]:  # a refused file: one line per finding
+            print_error(line)
         return ExitCode.USAGE
     except KeyboardInterrupt:
         print_error("interrupted")

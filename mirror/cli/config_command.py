@@ -1,9 +1,13 @@
 """``mirror config show|docs``: what an ``mm2.properties`` means, and the reference of every key.
 
 ``show`` prints exactly what the driver would build (herder pairs, the worker config and the three
-connector configs of each pair), so an operator can check precedence before starting anything. It
-validates as the herders will (:mod:`mirror.maker.validation`: the connectors' own validation and the
-client override policy included), so a file a herder would refuse fails here with exit 2. Secrets
+connector configs of each pair), so an operator can check precedence before starting anything: the
+file's findings first (:mod:`mirror.maker.config_lint`: every key MM2 would not apply where it is
+written), then per herder its effective settings and where each value came from
+(:mod:`mirror.maker.provenance`). It validates as the herders will (:mod:`mirror.maker.validation`: the
+connectors' own validation and the client override policy included), so a file a herder would refuse
+fails here with exit 2; a file ``connect-mirror-maker`` would refuse for its findings is printed, its
+refusals repeated on stderr, and exits 2 too. Secrets
 print as ``[hidden]`` and ``${provider:...}`` placeholders are shown unresolved, so the output is safe to
 paste into a ticket. ``docs`` renders the ConfigDefs, so the reference cannot drift from the code.
 """
@@ -33,18 +37,22 @@ def add_parser(subparsers: Any) -> None:
     show.add_argument("config", metavar="mm2.properties", help="MirrorMaker 2 configuration file")
     show.add_argument("--clusters", nargs="+", metavar="ALIAS", help="only flows into these target aliases")
     show.add_argument("--json", action="store_true", help="print JSON instead of properties-style text")
+    show.add_argument("--strict", action="store_true",
+                      help="exit 2 on any warning about the file, as connect-mirror-maker --strict would")
     show.set_defaults(func=run_show)
     docs = commands.add_parser("docs", help="print the Markdown reference of every configuration key")
     docs.set_defaults(func=run_docs)
 
 
-def describe(config: MirrorMakerConfig, clusters: list[str] | None) -> dict[str, Any]:
-    """The redacted view of what the driver would build, as plain data."""
+def describe(config: MirrorMakerConfig, clusters: list[str] | None, strict: bool = False) -> dict[str, Any]:
+    """The redacted view of what the driver would build, as plain data; ``refused`` lists the findings
+    that would refuse the start (ConfigError if a herder would refuse the file)."""
     from connect_runtime.api.config import redact
     from mirror.config.mirror_maker import CONNECTOR_CLASSES, connector_simple_name
-    from mirror.maker.validation import validate_flows
+    from mirror.maker.config_lint import check
+    from mirror.maker.provenance import flow_settings, worker_settings
 
-    notices = validate_flows(config, clusters, resolve_providers=False)
+    findings, refused, notices = check(config, clusters, strict=strict, resolve_providers=False)
     pairs = config.herder_pairs(clusters)
     herders = []
     for pair in pairs:
@@ -52,10 +60,13 @@ def describe(config: MirrorMakerConfig, clusters: list[str] | None) -> dict[str,
             config.connector_base_config(pair, cls).items()))) for cls in CONNECTOR_CLASSES}
         herders.append({
             "flow": str(pair), "source": pair.source, "target": pair.target,
+            "settings": {"worker": [s.as_dict() for s in worker_settings(config, pair)],
+                         "flow": [s.as_dict() for s in flow_settings(config, pair)]},
             "worker": redact(dict(sorted(config.worker_config(pair, resolve_providers=False).items()))),
             "connectors": connectors,
         })
-    return {"file": config.source_name, "clusters": config.clusters, "herders": herders, "notices": notices}
+    return {"file": config.source_name, "clusters": config.clusters, "herders": herders, "notices": notices,
+            "findings": [f.as_dict() for f in findings], "refused": [str(f) for f in refused]}
 
 
 def render_text(view: dict[str, Any]) -> str:
@@ -64,8 +75,13 @@ def render_text(view: dict[str, Any]) -> str:
     lines = [f"# {view['file']}: clusters {', '.join(view['clusters'])}",
              f"# herders ({len(herders)}): {', '.join(h['flow'] for h in herders)}"]
     lines += [f"# note: {notice}" for notice in view.get("notices", [])]
+    lines += [f"# {f['severity']}: {f['text']}" for f in view.get("findings", [])]
     for herder in herders:
-        lines += ["", f"## herder {herder['flow']}", "", "### worker config"]
+        lines += ["", f"## herder {herder['flow']}"]
+        for part, title in (("worker", "effective worker settings"), ("flow", "effective flow settings")):
+            lines += ["", f"### {title} (value  # where it comes from)"]
+            lines += [_setting_text(s) for s in herder["settings"][part]]
+        lines += ["", "### worker config"]
         lines += [f"{k} = {v}" for k, v in herder["worker"].items()]
         for name, connector in herder["connectors"].items():
             lines += ["", f"### connector {name}"]
@@ -73,13 +89,25 @@ def render_text(view: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _setting_text(setting: dict[str, Any]) -> str:
+    where = setting["source"] + (f" ({setting['location']})" if setting["location"] else "")
+    value = "" if setting["value"] is None else setting["value"]
+    return f"{setting['key']} = {value}  # {where}" + "".join(f"; not applied: {i}" for i in setting["ignored"])
+
+
 def run_show(args: argparse.Namespace) -> int:
+    from connect_runtime.cli.process import ExitCode
+    from mirror.cli._common import print_error
     from mirror.config.mirror_maker import MirrorMakerConfig
 
-    view = describe(MirrorMakerConfig.from_file(args.config), split_clusters(args.clusters))
+    view = describe(MirrorMakerConfig.from_file(args.config), split_clusters(args.clusters),
+                    bool(getattr(args, "strict", False)))
     out = json.dumps(view, indent=2) + "\n" if args.json else render_text(view)
     sys.stdout.write(out)
-    return 0
+    sys.stdout.flush()
+    for line in view["refused"]:
+        print_error(line)
+    return ExitCode.USAGE if view["refused"] else 0
 
 
 def reference_markdown() -> str:

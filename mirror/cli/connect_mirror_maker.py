@@ -7,7 +7,7 @@ Usage::
 
     connect-mirror-maker mm2.properties [--clusters ALIAS [ALIAS ...]]
                          [--log-level LEVEL] [--log-config FILE]
-                         [--rest-port PORT] [--metrics-port PORT]
+                         [--rest-port PORT] [--metrics-port PORT] [--strict]
 
     --clusters ALIAS ...   run only the flows whose *target* is one of these aliases (default: all)
     --log-level LEVEL      DEBUG, INFO, WARNING, ERROR or CRITICAL        env MIRROR_LOG_LEVEL
@@ -15,16 +15,19 @@ Usage::
                            default etc/logging.yaml if present, else basic logging at INFO
     --rest-port PORT       port of the REST server                        env MIRROR_REST_PORT
     --metrics-port PORT    port of the Prometheus metrics endpoint        env MIRROR_METRICS_PORT
+    --strict               refuse the file on any warning about it (as config.strict = true)
 
 Exit codes::
 
     0  stopped cleanly (e.g. after SIGTERM)
     1  failed while running
-    2  bad input: usage error, unreadable or invalid mm2.properties, no replication flow
+    2  bad input: usage error, unreadable or invalid mm2.properties, no replication flow, a key whose
+       loss weakens a guarantee written where MM2 does not read it (docs/configuration.md)
     3  failed to start (e.g. the replication driver could not start its herders)
 
 Every error is reported as one line on stderr, ``error: <file>:<line>: <message>`` when the offending
-key is in the file; there is never a Python traceback (use ``--log-level DEBUG`` to log one).
+key is in the file (a refused file: one such line per finding); there is never a Python traceback (use
+``--log-level DEBUG`` to log one). The file's warnings are logged at start, one line each.
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ def add_arguments(parser: Any) -> None:
                         help="port of the REST server")
     parser.add_argument("--metrics-port", type=port, env_var="MIRROR_METRICS_PORT", metavar="PORT",
                         help="port of the Prometheus metrics endpoint")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse the file (exit 2) on any warning about it, as config.strict = true")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -81,17 +86,24 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def load_config(path: str, clusters: list[str] | None) -> MirrorMakerConfig:
+def load_config(path: str, clusters: list[str] | None, strict: bool = False) -> MirrorMakerConfig:
     """Load and fully validate ``mm2.properties`` for the given ``--clusters`` (ConfigError if bad).
 
-    Fully: what each herder would refuse too (worker keys, the connectors' own validation, the client
-    override policy), see :mod:`mirror.maker.validation`.
+    Fully: every line is checked against the level MM2 reads it at (:mod:`mirror.maker.config_lint`:
+    its warnings are logged, its errors, or with ``strict`` its warnings, refuse the file), and what each
+    herder would refuse (worker keys, the connectors' own validation, the client override policy, see
+    :mod:`mirror.maker.validation`).
     """
     from mirror.config.mirror_maker import MirrorMakerConfig  # imported by run() first, with the driver
-    from mirror.maker.validation import validate_flows
+    from mirror.maker.config_lint import FileRefused, check
 
     config = MirrorMakerConfig.from_file(path)
-    for notice in validate_flows(config, clusters):
+    findings, refused, notices = check(config, clusters, strict=strict)
+    if refused:
+        raise FileRefused([str(f) for f in refused])
+    for finding in findings:
+        logger.warning("%s", finding)
+    for notice in notices:
         logger.warning("%s", notice)
     return config
 
@@ -110,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_config)
     clusters = split_clusters(args.clusters)
     args.clusters = clusters
-    config = load_config(args.config, clusters)
+    config = load_config(args.config, clusters, bool(getattr(args, "strict", False)))
     pairs = config.herder_pairs(clusters)
     logger.info("%s: %d herder(s): %s", args.config, len(pairs), ", ".join(str(p) for p in pairs))
     return int(driver.run(config, clusters, args))

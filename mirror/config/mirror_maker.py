@@ -6,8 +6,9 @@ and the same precedence, so an operator's existing file means exactly what it me
 quirks included (the heartbeat-only reverse herder, the untrimmed ``A->B.enabled`` check).
 
 Where Java silently ignores a mistake that would leave replication quietly broken (an undeclared alias
-in a flow key or in ``--clusters``, a cluster in use without ``bootstrap.servers``), :meth:`validate`
-reports it instead, pointing at ``file:line``.
+in ``--clusters``, a cluster in use without ``bootstrap.servers``), :meth:`validate` reports it instead,
+pointing at ``file:line``; a key written where MM2 does not read it is found by
+:mod:`mirror.maker.config_lint`.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ logger = logging.getLogger(__name__)
 # ---- driver-only keys (§1.2) ----------------------------------------------------------------------------
 
 CLUSTERS = "clusters"
+STRICT = "config.strict"
 ENABLE_INTERNAL_REST = "dedicated.mode.enable.internal.rest"
 CONFIG_PROVIDERS = "config.providers"
 LISTENERS = "listeners"
@@ -60,6 +62,9 @@ CONFIG_DEF: ConfigDef = ConfigDef([
     ConfigKey(CLUSTERS, Type.LIST, importance=Importance.HIGH, group=_DRIVER,
               doc="Comma-separated list of cluster aliases, e.g. 'clusters = primary, backup'. "
                   "Each alias then takes '<alias>.bootstrap.servers' and other '<alias>.*' settings."),
+    ConfigKey(STRICT, Type.BOOLEAN, False, Importance.LOW, group=_DRIVER,
+              doc="Whether every warning about this file (a key MM2 does not apply where it is written, an "
+                  "unknown key) refuses the start with exit 2, as the --strict flag does."),
     ConfigKey(ENABLE_INTERNAL_REST, Type.BOOLEAN, False, Importance.HIGH, group=_DRIVER,
               doc="Whether to serve the internal REST endpoints (KIP-710) so that followers can forward task "
                   "configs and zombie-fencing requests to the leader of each flow. Needed when several nodes "
@@ -184,6 +189,11 @@ class MirrorMakerConfig:
     @property
     def source_name(self) -> str:
         return self._file.path if self._file is not None else "<config>"
+
+    @property
+    def properties_file(self) -> PropertiesFile | None:
+        """The file as loaded (every definition with its line), or None for a plain mapping."""
+        return self._file
 
     @property
     def clusters(self) -> list[str]:
@@ -354,13 +364,12 @@ class MirrorMakerConfig:
                  resolve_providers: bool = True) -> list[SourceAndTarget]:
         """Check everything a run needs and return the herder pairs; the first problem is a ConfigError.
 
-        Checks, in order: flow keys name declared aliases; ``--clusters`` aliases are declared; some
+        Checks, in order: ``--clusters`` aliases are declared; some
         flow exists; every cluster of a built pair has ``bootstrap.servers``; the top-level replication
         policy loads; every connector config of every pair parses (regexes, integers, enums...).
         ``resolve_providers=False`` skips resolving ``${provider:...}`` (for ``config show``, which must
         work without the secrets at hand).
         """
-        self._check_flow_keys()
         pairs = self.herder_pairs(clusters)
         if resolve_providers:
             self._check_placeholders()
@@ -384,20 +393,6 @@ class MirrorMakerConfig:
             for connector_class in CONNECTOR_CLASSES:
                 self._check_connector(pair, connector_class, resolve_providers)
         return pairs
-
-    def _check_flow_keys(self) -> None:
-        """A ``X->Y.key`` whose X or Y is not declared is a typo that Java would silently ignore."""
-        declared = set(self._clusters)
-        for key in self._raw:
-            source, sep, rest = key.partition("->")
-            if not sep:
-                continue
-            target = next((a for a in sorted(declared, key=len, reverse=True) if rest.startswith(a + ".")),
-                          rest.split(".", 1)[0])
-            for alias in (source, target):
-                if alias not in declared:
-                    raise self._error(key, f"flow key {key!r} names cluster {alias!r}, which is not "
-                                           f"declared in clusters ({', '.join(self._clusters)})")
 
     def _check_placeholders(self) -> None:
         """Resolve every ``${...}`` where it is written, so a missing secret is reported at its line."""

@@ -54,7 +54,7 @@ def plant(tmp_path: Path, a: str, b: str, cluster_a: Cluster, cluster_b: Cluster
                     f'required\n  file="{users}";\n}};\n')
     body = f"""{a}->{b}.enabled = true
 {a}->{b}.topics = scan-.*
-{a}->{b}.ssl.keystore.password = ${{file:{secrets_file}:ks}}
+{a}->{b}.source.cluster.ssl.keystore.password = ${{file:{secrets_file}:ks}}
 config.providers = env, file
 config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider
 config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider

@@ -184,3 +184,20 @@ def test_python_client_keys_pass_through_and_bad_numbers_name_the_key() -> None:
     with pytest.raises(ConfigError) as info:
         translate({"buffer.memory": "lots"}, "producer")
     assert info.value.key == "buffer.memory"
+
+
+@pytest.mark.parametrize(("key", "kind", "expected"), [
+    ("linger.ms", "producer", True), ("max.request.size", "producer", True), ("buffer.memory", "producer", True),
+    ("buffer.memory", "consumer", False), ("fetch.max.wait.ms", "consumer", True),
+    ("partition.assignment.strategy", "consumer", True), ("sasl.jaas.config", "admin", True),
+    ("ssl.truststore.location", "consumer", True), ("max.poll.records", "consumer", False),
+    ("interceptor.classes", "producer", False), ("key.serializer", "producer", False),
+])
+def test_has_librdkafka_equivalent_agrees_with_translate(key: str, kind: factory.ClientKind, expected: bool) -> None:
+    """What config checks report as dropped is what translate drops (issue 26)."""
+    assert factory.has_librdkafka_equivalent(key, kind) is expected
+    if key.startswith(("sasl.", "ssl.")) or key == "partition.assignment.strategy":
+        return  # handled by the SASL/TLS translation or converted, not passed by name
+    value = "1000" if key != "key.serializer" else "x"
+    translated = factory.translate({key: value}, kind)
+    assert bool(set(translated) - {"logger"}) is expected

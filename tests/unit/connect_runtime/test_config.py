@@ -180,6 +180,12 @@ def test_last_definition_wins_with_its_line() -> None:
     assert props["k"] == "2" and props.line_of("k") == 2
 
 
+def test_every_definition_is_kept_in_file_order_with_its_line() -> None:
+    """What a check needs to name an overridden line (issue 26): entries keep duplicates."""
+    props = parse_properties("k = 1\n# c\nj = \\\n  x\nk = 2\n", "f")
+    assert props.entries == (("k", 1), ("j", 3), ("k", 5))
+
+
 def test_crlf_line_endings_count_once() -> None:
     assert parse_properties("a=1\r\nb=2\r\n").lines == {"a": 1, "b": 2}
 

@@ -117,7 +117,7 @@ def test_alias_in_flow_key_not_declared(tmp_path: Path, capsys: pytest.CaptureFi
     path = write(tmp_path, GOOD + "X->B.enabled = true\n")
     code, _, err = run_cli(["run", path], capsys)
     assert_one_error(code, err, rf"^error: {re.escape(path)}:5: flow key 'X->B.enabled' names cluster 'X', "
-                                r"which is not declared in clusters \(A, B\)$")
+                                r"which is not declared in clusters \(A, B\): add it to clusters or fix the alias$")
 
 
 def test_cluster_without_bootstrap_servers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -179,6 +179,7 @@ CONNECTOR: dict[str, Works | Refused | Owned | str] = {
 
 DRIVER: dict[str, Works | Refused | Owned | str] = {
     "clusters": Works("mirror/config/mirror_maker.py", "self._values[CLUSTERS]"),
+    "config.strict": Works("mirror/maker/config_lint.py", "config.get(STRICT)"),
     "dedicated.mode.enable.internal.rest": Works("mirror/maker/driver.py", "self.config.enable_internal_rest"),
     "config.providers": Works("mirror/config/mirror_maker.py", "build_providers(self._raw)"),
     "listeners": Works("mirror/maker/driver.py", '"listeners"'),
