@@ -109,7 +109,9 @@ def _override_code_errors(config: Mapping[str, str]) -> dict[str, str]:
     errors = {}
     for prefix in OVERRIDE_PREFIXES:
         for key, message in check_code_keys(overrides(config, prefix)).items():
-            errors[prefix + key] = message.replace(f"configuration {key}", f"configuration {prefix}{key}")
+            full = prefix + key
+            named = message.replace(f"configuration {key}", f"configuration {full}")
+            errors[full] = named if full in named else f"{full}: {named.removeprefix(f'{key}: ')}"
     return errors
 
 
