@@ -6,8 +6,8 @@ A config is checked against two definitions: the keys every connector has
 ``config_def()``). The result is Connect's ConfigInfos shape, which
 ``PUT /connector-plugins/{plugin}/config/validate`` returns as is and which a create/update turns into
 a 400 listing the errors. A key naming code the process's policy does not permit
-(:mod:`connect_runtime.api.plugin_allowlist`) is one of those errors, found before anything is imported. Values are returned as given (the REST layer redacts secrets); errors name
-keys, never values.
+(:mod:`connect_runtime.api.plugin_allowlist`) is one of those errors, found before anything is imported.
+Values are returned as given (the REST layer redacts secrets); errors name keys, never values.
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ def test_connector_class_resolves_registered_names_and_refuses_others(restricted
         assert plugins.connector_class(name) is SequenceSourceConnector, name
     with pytest.raises(NotFoundError, match=r"connector\.class: not a registered plugin"):
         plugins.connector_class(f"{PLUGINS}.UnlistedConnector")
-    with pytest.raises(NotFoundError, match="task.class"):
+    with pytest.raises(NotFoundError, match=r"task\.class"):
         plugins.task_class(f"{PLUGINS}.UnlistedConnector")
     assert not restricted.exists()
 
@@ -113,7 +113,7 @@ def test_transforms_and_predicates_resolve_built_ins_and_refuse_python_paths(res
 def test_mm2_classes_resolve_aliases_and_refuse_unlisted_python_paths(restricted: Path) -> None:
     assert load_policy_class("org.apache.kafka.connect.mirror.IdentityReplicationPolicy") is IdentityReplicationPolicy
     assert load_policy_class("mirror.client.replication_policy.IdentityReplicationPolicy") is IdentityReplicationPolicy
-    with pytest.raises(ValueError, match="plugin.allowlist"):
+    with pytest.raises(ValueError, match=r"plugin\.allowlist"):
         load_policy_class(f"{PLUGINS}.UnlistedPolicy")
     config = {"topic.filter.class": f"{PLUGINS}.UnlistedTopicFilter",
               "group.filter.class": "org.apache.kafka.connect.mirror.DefaultGroupFilter",
@@ -219,7 +219,8 @@ def test_a_jaas_override_without_a_protocol_override_logs_in_as_the_connectors_p
 def test_a_key_store_override_without_a_protocol_override_is_the_clients_identity(tmp_path: Path) -> None:
     worker_pem, connector_pem = self_signed(tmp_path, "worker"), self_signed(tmp_path, "connector")
     config = _task_producer_config(
-        {"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.location": str(worker_pem.certificate),
+        {"security.protocol": "SSL", "ssl.truststore.type": "PEM",
+         "ssl.truststore.location": str(worker_pem.certificate),
          "ssl.keystore.type": "PEM", "ssl.keystore.location": str(worker_pem.keystore)},
         {"tls": "1", "producer.override.ssl.keystore.type": "PEM",
          "producer.override.ssl.keystore.location": str(connector_pem.keystore)})
