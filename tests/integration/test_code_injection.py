@@ -128,6 +128,8 @@ def test_each_key_that_names_code_is_refused_naming_it(worker: WorkerProcess, tm
             errors = {c["value"]["name"] for c in validated.json()["configs"] if c["value"]["errors"]}
             assert key in errors, (how, errors)
     assert worker.rest("GET", "/connectors").json() == []
+    # A plugin named in a URL (a read, open without credentials) is resolved the same way.
+    assert worker.rest("GET", f"/connector-plugins/{PLUGINS}.UnlistedConnector/config").status_code == 404
     assert not marker.exists()
     assert not Path(os.environ["CODE_PLUGINS_IMPORT_MARK"]).exists(), "a refused class was imported"
 
