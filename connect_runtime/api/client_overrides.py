@@ -122,5 +122,20 @@ def overrides(config: Mapping[str, str], prefix: str) -> dict[str, str]:
     return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and len(k) > len(prefix)}
 
 
+#: Principal keys by the ``security.protocol`` values under which a client reads them.
+_PRINCIPAL_KEYS_READ_UNDER = (("sasl.", ("SASL_PLAINTEXT", "SASL_SSL")),
+                              ("ssl.keystore.", ("SSL", "SASL_SSL")), ("ssl.key.password", ("SSL", "SASL_SSL")))
+
+
+def unread_principal_overrides(client_overrides: Mapping[str, str], merged: Mapping[str, str]) -> list[str]:
+    """The principal keys among ``client_overrides`` (``sasl.*``, ``ssl.keystore.*``, ``ssl.key.password``)
+    that a client built from ``merged`` (the worker's settings with the overrides on top) would not read,
+    because its ``security.protocol`` does not use them: applying the rest would run the connector as
+    the worker's principal, or none, while its config names another."""
+    protocol = str(merged.get("security.protocol", "PLAINTEXT")).strip().upper()
+    return sorted(key for key in client_overrides for prefix, protocols in _PRINCIPAL_KEYS_READ_UNDER
+                  if key.startswith(prefix) and protocol not in protocols)
+
+
 def is_override_key(key: str) -> bool:
     return key.startswith(OVERRIDE_PREFIXES)

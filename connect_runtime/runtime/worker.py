@@ -56,10 +56,16 @@ from collections.abc import Callable, Iterable, Mapping
 from prometheus_client import CollectorRegistry
 
 from connect_runtime.api import plugin_allowlist
-from connect_runtime.api.client_overrides import ALLOW_ALL, PRODUCER_OVERRIDES_PREFIX, OverridePolicy, overrides
+from connect_runtime.api.client_overrides import (
+    ALLOW_ALL,
+    PRODUCER_OVERRIDES_PREFIX,
+    OverridePolicy,
+    overrides,
+    unread_principal_overrides,
+)
 from connect_runtime.api.config import redact
 from connect_runtime.api.connector_config import CONNECTOR_CLASS
-from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
+from connect_runtime.api.errors import ConfigError, ConflictError, ConnectError, NotFoundError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.task import SourceTask, Task
 from connect_runtime.api.transforms import build_chain
@@ -286,9 +292,16 @@ class Worker:
         connector_overrides = overrides(connector_config, PRODUCER_OVERRIDES_PREFIX)
         if not connector_overrides:
             return dict(self._producer_config)
-        if self._producer_properties is not None:  # Java's merge, then one translation: nothing half-applied
-            return translate({**self._producer_properties, **connector_overrides}, "producer")
-        return {**self._producer_config, **translate(connector_overrides, "producer")}
+        if self._producer_properties is None:  # only the translation is known (embedding, tests)
+            return {**self._producer_config, **translate(connector_overrides, "producer")}
+        merged = {**self._producer_properties, **connector_overrides}  # Java's merge, then one translation
+        unread = unread_principal_overrides(connector_overrides, merged)
+        if unread:
+            key = PRODUCER_OVERRIDES_PREFIX + unread[0]
+            raise ConfigError(f"Connector {connector}: {key} has no effect with security.protocol "
+                              f"{merged.get('security.protocol', 'PLAINTEXT')}: override "
+                              f"{PRODUCER_OVERRIDES_PREFIX}security.protocol too, or remove it", key)
+        return translate(merged, "producer")
 
     def _connector(self, name: str) -> WorkerConnector:
         with self._lock:

@@ -227,3 +227,23 @@ def test_a_key_store_override_without_a_protocol_override_is_the_clients_identit
     assert config["security.protocol"] == "SSL"
     assert config["ssl.certificate.pem"].strip() == connector_pem.certificate.read_text().strip()
     assert config["ssl.ca.pem"].strip() == worker_pem.certificate.read_text().strip()  # the worker's trust kept
+
+
+def test_a_principal_override_the_protocol_would_not_read_fails_the_task_naming_it() -> None:
+    """Never half-applied: on a PLAINTEXT worker a lone sasl.jaas.config override would run the task as no
+    principal at all, so the task fails naming the key instead."""
+    worker_config = DistributedWorkerConfig({"group.id": "g", "config.storage.topic": "c",
+                                             "offset.storage.topic": "o", "status.storage.topic": "s",
+                                             "bootstrap.servers": "127.0.0.1:1"})
+    listener, producers = RecordingStatusListener(), _RealProducers()
+    worker = Worker("w1", MemoryOffsetStore(), Plugins(), ConnectMetrics.create(CollectorRegistry()), listener,
+                    worker_config.producer_config(), producer_factory=producers, override_policy=parse_policy("All"),
+                    producer_properties=worker_config.client_properties("producer"))
+    connector = {"connector.class": "SequenceSourceConnector", "topic": "t",
+                 "producer.override.sasl.jaas.config": "x required;"}
+    task = ConnectorTaskId("c", 0)
+    task_class = f"{SequenceSourceTask.__module__}.SequenceSourceTask"
+    assert not worker.start_task(task, connector, {"topic": "t", "task.class": task_class}, TargetState.STARTED)
+    trace = listener.last(task).trace or ""  # type: ignore[union-attr]
+    assert "producer.override.sasl.jaas.config has no effect with security.protocol PLAINTEXT" in trace
+    assert not producers.configs
