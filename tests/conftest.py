@@ -214,3 +214,13 @@ def mtls_cluster(pki: Pki, broker_log_dir: Path) -> Iterator[TlsBroker]:
     broker = _start_tls("mtls", pki, broker_log_dir, mutual=True)
     yield broker
     broker.stop()
+
+
+@pytest.fixture(autouse=True)
+def _code_policy_restored() -> Iterator[None]:
+    """An in-process driver or worker installs its code policy for the whole process
+    (connect_runtime.api.plugin_allowlist); one a test left behind must not restrict the next test."""
+    from connect_runtime.api import plugin_allowlist
+
+    yield
+    plugin_allowlist.install(plugin_allowlist.UNRESTRICTED)

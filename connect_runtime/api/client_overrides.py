@@ -4,12 +4,15 @@ A connector config may carry ``producer.override.X``, ``consumer.override.X`` an
 client settings for that connector only, on top of the worker's. Which ``X`` a connector may set is the
 worker's decision, ``connector.client.config.override.policy``, with Connect's policies and names:
 
-* ``All`` (Connect's default since Kafka 3.0, and what Java MM2 always installs): any key;
+* ``Allowlist`` (KIP-1188, Kafka 4.2; the default here, as it will be in Kafka 5.0): only the keys listed
+  in ``connector.client.config.override.allowlist``, by default :data:`ALLOWLIST_DEFAULT`: the clients'
+  batching, fetching, timing and buffer settings, none of which names a host, a principal, a file or
+  code (Kafka's default list is empty: set the key to nothing for that);
+* ``All`` (Connect's default from Kafka 3.0 to 4.x, and what Java MM2 installs): any key, including
+  ``bootstrap.servers`` and a principal, so a REST caller could send a connector's records elsewhere;
 * ``None``: no key at all;
-* ``Principal``: only ``sasl.jaas.config``, ``sasl.mechanism`` and ``security.protocol`` (a principal
-  per connector);
-* ``Allowlist`` (KIP-1188, Kafka 4.2): only the keys listed in
-  ``connector.client.config.override.allowlist`` (empty by default: nothing).
+* ``Principal`` (deprecated by KIP-1188): only ``sasl.jaas.config``, ``sasl.mechanism`` and
+  ``security.protocol`` (a principal per connector).
 
 The policy is checked where Connect checks it: when a config is validated (REST, ``mirror config show``,
 the MM2 driver at start), and again when the worker starts the connector or a task, so a config that
@@ -27,7 +30,21 @@ from connect_runtime.api.errors import ConfigError
 
 POLICY = "connector.client.config.override.policy"
 ALLOWLIST = "connector.client.config.override.allowlist"
-POLICY_DEFAULT = "All"
+POLICY_DEFAULT = "Allowlist"
+
+#: The keys the Allowlist policy lets connectors override unless the operator sets the list: tuning only.
+ALLOWLIST_DEFAULT: tuple[str, ...] = (
+    # producer batching, durability and timing
+    "acks", "batch.size", "linger.ms", "compression.type", "buffer.memory", "max.request.size",
+    "delivery.timeout.ms", "request.timeout.ms", "retries", "retry.backoff.ms", "retry.backoff.max.ms",
+    "max.in.flight.requests.per.connection",
+    # consumer fetching
+    "fetch.min.bytes", "fetch.max.bytes", "fetch.max.wait.ms", "max.partition.fetch.bytes", "max.poll.records",
+    "isolation.level", "auto.offset.reset",
+    # connections
+    "receive.buffer.bytes", "send.buffer.bytes", "metadata.max.age.ms", "connections.max.idle.ms",
+    "reconnect.backoff.ms", "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms",
+)
 
 PRODUCER_OVERRIDES_PREFIX = "producer.override."
 CONSUMER_OVERRIDES_PREFIX = "consumer.override."
@@ -51,7 +68,7 @@ class OverridePolicy:
     """One configured policy: its Connect alias and, for ``Allowlist``, the allowed keys."""
 
     name: str = POLICY_DEFAULT
-    allowlist: frozenset[str] = frozenset()
+    allowlist: frozenset[str] = frozenset(ALLOWLIST_DEFAULT)
 
     def allows(self, key: str) -> bool:
         """Whether a connector may override client key ``key`` (the name after the prefix)."""
@@ -97,12 +114,27 @@ def validate_policy_name(name: str, value: object) -> None:
 
 validate_policy_name.__doc__ = "All, None, Principal, Allowlist"
 
-ALLOW_ALL = OverridePolicy()
+ALLOW_ALL = OverridePolicy("All")
 
 
 def overrides(config: Mapping[str, str], prefix: str) -> dict[str, str]:
     """The client keys a connector config overrides under ``prefix`` (e.g. ``producer.override.``), stripped."""
     return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and len(k) > len(prefix)}
+
+
+#: Principal keys by the ``security.protocol`` values under which a client reads them.
+_PRINCIPAL_KEYS_READ_UNDER = (("sasl.", ("SASL_PLAINTEXT", "SASL_SSL")),
+                              ("ssl.keystore.", ("SSL", "SASL_SSL")), ("ssl.key.password", ("SSL", "SASL_SSL")))
+
+
+def unread_principal_overrides(client_overrides: Mapping[str, str], merged: Mapping[str, str]) -> list[str]:
+    """The principal keys among ``client_overrides`` (``sasl.*``, ``ssl.keystore.*``, ``ssl.key.password``)
+    that a client built from ``merged`` (the worker's settings with the overrides on top) would not read,
+    because its ``security.protocol`` does not use them: applying the rest would run the connector as
+    the worker's principal, or none, while its config names another."""
+    protocol = str(merged.get("security.protocol", "PLAINTEXT")).strip().upper()
+    return sorted(key for key in client_overrides for prefix, protocols in _PRINCIPAL_KEYS_READ_UNDER
+                  if key.startswith(prefix) and protocol not in protocols)
 
 
 def is_override_key(key: str) -> bool:

@@ -37,6 +37,7 @@ import httpx
 import prometheus_client
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from connect_runtime.api import plugin_allowlist
 from connect_runtime.api.config_provider import build_providers, resolve
 from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.api.properties import PropertiesFile, load_properties
@@ -137,12 +138,18 @@ class ConnectDistributed:
         listeners = ",".join(f"{lst.scheme}://{lst.host}:{lst.port}" for lst in config.listeners)
         self.rest = RestServer(self.app, listeners, ssl_context=self.security.server_ssl)
         self.herder: DistributedHerder | None = None
+        self._previous_code_policy: plugin_allowlist.CodePolicy | None = None
         self.worker_id = ""
         self.url = ""
         self._started = False
 
     def start(self, timeout_s: float = 120.0) -> None:
         config = self.config
+        # Before any connector config is read: REST callers may name only registered plugins, the
+        # plugin.allowlist and what worker.properties names itself (connect_runtime.api.plugin_allowlist).
+        code_policy = plugin_allowlist.operator_policy(config.originals)
+        self._previous_code_policy = plugin_allowlist.install(code_policy)
+        logger.info("Plugins: %s", code_policy.describe())
         self.rest.start()
         listener = config.listeners[0]
         logger.info("REST server listening on %s://%s:%d", listener.scheme, listener.host or "0.0.0.0",
@@ -184,6 +191,8 @@ class ConnectDistributed:
         if self.herder is not None:
             self.herder.stop(self.config[wc.TASK_SHUTDOWN_TIMEOUT_MS] / 1000 + _STOP_MARGIN_S)
         self.rest.stop()
+        if self._previous_code_policy is not None:  # an embedding process gets its own policy back
+            plugin_allowlist.install(self._previous_code_policy)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,7 +17,9 @@ librdkafka has flat keys instead. The mapping, by JAAS login module:
   ``aws-msk-iam-sasl-signer-python`` library (the ``aws`` extra); ``awsProfileName``, ``awsRoleArn``,
   ``awsRoleSessionName`` and ``awsDebugCreds`` are honoured.
 * ``sasl.login.callback.handler.class`` naming a Python callable (``package.module.function`` or a class
-  with ``__call__``): that callable is the OAUTHBEARER token callback (``oauth_cb``).
+  with ``__call__``): that callable is the OAUTHBEARER token callback (``oauth_cb``), if the process's code
+  policy permits the name (``plugin.allowlist``, or named in the operator's own file: it is called with
+  ``sasl.oauthbearer.config``, a string from the same config).
 
 SASL keys are read only when ``security.protocol`` is SASL_PLAINTEXT or SASL_SSL, as Java does. Anything
 that cannot be honoured is a ConfigError naming the key; values (secrets) are never in a message.
@@ -31,6 +33,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from connect_runtime.api import plugin_allowlist
 from connect_runtime.api.errors import ConfigError
 
 JAAS = "sasl.jaas.config"
@@ -174,9 +177,27 @@ def _check_handler(key: str, value: str) -> None:
                           f"a Python token callback goes in {LOGIN_HANDLER}", key)
 
 
+def check_code_keys(java: Mapping[str, str]) -> dict[str, str]:
+    """The callback handler keys of ``java`` this process may not resolve, with the one-line reason, checked
+    without importing anything (validation runs it on a connector's ``*.override.*`` keys, so a REST
+    caller gets a 400 rather than a task that fails, or a callable that runs, at client build)."""
+    errors = {}
+    login_handler = java.get(LOGIN_HANDLER, "").strip()
+    if login_handler and login_handler not in _JAVA_HANDLERS and not plugin_allowlist.permits(login_handler):
+        errors[LOGIN_HANDLER] = plugin_allowlist.refusal(login_handler, LOGIN_HANDLER)
+    try:
+        _check_handler(CLIENT_HANDLER, java.get(CLIENT_HANDLER, "").strip())
+    except ConfigError as exc:
+        errors[CLIENT_HANDLER] = str(exc)
+    return errors
+
+
 def python_callable(name: str, key: str) -> Callable[[str], Any]:
     """The Python callable ``name`` (``pkg.module.attr`` or ``pkg.module:attr``); a class is instantiated
-    with no arguments. ConfigError naming ``key`` when it cannot be imported or is not callable."""
+    with no arguments. ConfigError naming ``key`` when the process's code policy does not permit the name
+    (:mod:`connect_runtime.api.plugin_allowlist`, checked before any import), or it cannot be imported or
+    is not callable."""
+    plugin_allowlist.check(name, key)
     module_name, _, attr = name.replace(":", ".").rpartition(".")
     try:
         target: Any = getattr(importlib.import_module(module_name), attr) if module_name else None

@@ -126,7 +126,8 @@ def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertis
                     config_transformer=lambda c: resolve(c, providers),
                     offset_flush_timeout_ms=config[wc.OFFSET_FLUSH_TIMEOUT_MS], metrics_registry=registry,
                     log_flow=log_flow, override_policy=config.override_policy, topic_recorder=topic_recorder,
-                    exactly_once_group=config.group_id if config.exactly_once_source_enabled else None)
+                    exactly_once_group=config.group_id if config.exactly_once_source_enabled else None,
+                    producer_properties=config.client_properties("producer"))
     relay = WakeupRelay()
     herder = herder_class(
         worker_id=worker_id, worker=worker, plugins=plugins, config_store=config_store,

@@ -5,8 +5,9 @@ A config is checked against two definitions: the keys every connector has
 ``name``, ``connector.class``, ``tasks.max``...) and the connector's own ``validate`` (by default its
 ``config_def()``). The result is Connect's ConfigInfos shape, which
 ``PUT /connector-plugins/{plugin}/config/validate`` returns as is and which a create/update turns into
-a 400 listing the errors. Values are returned as given (the REST layer redacts secrets); errors name
-keys, never values.
+a 400 listing the errors. A key naming code the process's policy does not permit
+(:mod:`connect_runtime.api.plugin_allowlist`) is one of those errors, found before anything is imported.
+Values are returned as given (the REST layer redacts secrets); errors name keys, never values.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_runtime.api.client_overrides import ALLOW_ALL, OVERRIDE_PREFIXES, OverridePolicy
+from connect_runtime.api.client_overrides import ALLOW_ALL, OVERRIDE_PREFIXES, OverridePolicy, overrides
 from connect_runtime.api.config import ConfigDef, ConfigKey, ConfigValue, Type, parse_value
 from connect_runtime.api.connector import Connector, ExactlyOnceSupport, SourceConnector
 from connect_runtime.api.connector_config import (
@@ -28,6 +29,7 @@ from connect_runtime.api.connector_config import CONNECTOR_CLASS as CONNECTOR_CL
 from connect_runtime.api.errors import BadRequestError, ConnectError
 from connect_runtime.api.transforms import validate_chain
 from connect_runtime.clients import security_keys
+from connect_runtime.clients.sasl_properties import check_code_keys
 from connect_runtime.runtime.herder import ConfigInfos
 
 
@@ -92,6 +94,8 @@ def validate(connector: Connector, config: Mapping[str, str], policy: OverridePo
         results.setdefault(name, ConfigValue(name, config[name])).errors.append(message)
     for name, message in security_keys.errors(config, OVERRIDE_PREFIXES).items():  # values no client enforces
         results.setdefault(name, ConfigValue(name, config[name])).errors.append(message)
+    for name, message in _override_code_errors(config).items():
+        results.setdefault(name, ConfigValue(name, config[name])).errors.append(message)
     if isinstance(connector, SourceConnector):
         _exactly_once_checks(connector, config, results, exactly_once)
     for name, value in results.items():
@@ -99,6 +103,19 @@ def validate(connector: Connector, config: Mapping[str, str], policy: OverridePo
         error_count += len(value.errors)
         configs.append({"definition": config_key_info(key), "value": config_value_info(value)})
     return ConfigInfos(name=type(connector).__name__, error_count=error_count, groups=groups, configs=configs)
+
+
+def _override_code_errors(config: Mapping[str, str]) -> dict[str, str]:
+    """Client overrides that name code this process may not run (a token callback named in
+    ``producer.override.sasl.login.callback.handler.class`` is called at client build): refused here, as a
+    400, rather than failing (or running) when the task builds its client."""
+    errors = {}
+    for prefix in OVERRIDE_PREFIXES:
+        for key, message in check_code_keys(overrides(config, prefix)).items():
+            full = prefix + key
+            named = message.replace(f"configuration {key}", f"configuration {full}")
+            errors[full] = named if full in named else f"{full}: {named.removeprefix(f'{key}: ')}"
+    return errors
 
 
 def _exactly_once_checks(connector: SourceConnector, config: Mapping[str, str], results: dict[str, ConfigValue],

@@ -6,9 +6,12 @@ A ``connector.class`` value is resolved, in this order:
 
 1. an entry-point name or a registered alias: ``MirrorSourceConnector``;
 2. the same without Connect's ``Connector`` suffix, as Java's aliases allow: ``MirrorSource``;
-3. a dotted Python path that imports: ``my_package.connectors.MyConnector``;
+3. the dotted Python path of one of those: ``mirror.source.connector.MirrorSourceConnector``;
 4. a Java class name, by its last dotted segment: ``org.apache.kafka.connect.mirror.MirrorSourceConnector``
-   (so configs written for Java MM2 work unchanged).
+   (so configs written for Java MM2 work unchanged);
+5. any other dotted Python path, imported only if the process's code policy permits it
+   (:mod:`connect_runtime.api.plugin_allowlist`: ``plugin.allowlist`` or the operator's own file),
+   checked before anything is imported.
 
 Entry points are only *listed* at construction; a connector's module is imported the first time it is
 asked for, so a plugin that fails to import (or is still being written) breaks only itself.
@@ -28,6 +31,7 @@ import logging
 import threading
 from typing import Any
 
+from connect_runtime.api import plugin_allowlist
 from connect_runtime.api.connector import Connector, SourceConnector
 from connect_runtime.api.connector_config import BYTE_ARRAY_CONVERTER
 from connect_runtime.api.errors import NotFoundError
@@ -84,7 +88,11 @@ class Plugins:
         return self.connector_class(name)()
 
     def task_class(self, path: str) -> type[Task]:
-        """A task class from its dotted path (the ``task.class`` key the worker adds to task configs)."""
+        """A task class from its dotted path (the ``task.class`` key the worker adds to task configs); one
+        the code policy does not permit is NotFoundError (the worker then asks the connector for its task
+        class, which is what it stored there)."""
+        if not plugin_allowlist.permits(path):
+            raise NotFoundError(plugin_allowlist.refusal(path, "task.class"))
         cls = _import_dotted(path.strip())
         if not (isinstance(cls, type) and issubclass(cls, Task)):
             raise NotFoundError(f"Task class {path} could not be found (not importable or not a Task)")
@@ -130,18 +138,36 @@ class Plugins:
             if found is not None:
                 return found
         if "." in name:
-            try:
-                cls = _import_dotted(name)
-            except NotFoundError:
-                cls = None
-            if cls is not None:
-                return _check_connector(name, cls)
+            found = self._by_target(name)
+            if found is not None:
+                return found
+            if plugin_allowlist.permits(name):
+                try:
+                    cls = _import_dotted(name)
+                except NotFoundError:
+                    cls = None
+                if cls is not None:
+                    return _check_connector(name, cls)
             found = self._by_alias(name.rsplit(".", 1)[1])
             if found is not None:
                 return found
+            if not plugin_allowlist.permits(name):
+                raise NotFoundError(plugin_allowlist.refusal(name, "connector.class"))
         known = ", ".join(sorted({*self._entry_points, *self._registered})) or "none"
         raise NotFoundError(f"Failed to find any class that implements Connector and which name matches "
                             f"{name}; available connectors are: {known}")
+
+    def _by_target(self, path: str) -> type[Connector] | None:
+        """The registered connector whose class is at dotted path ``path`` (no import of ``path`` itself)."""
+        wanted = plugin_allowlist.normalized(path)
+        with self._lock:
+            registered = [cls for cls in self._registered.values() if class_path(cls) == wanted]
+        if registered:
+            return registered[0]
+        for alias, ep in self._entry_points.items():
+            if plugin_allowlist.normalized(ep.value) == wanted:
+                return self._by_alias(alias)
+        return None
 
     def _by_alias(self, alias: str) -> type[Connector] | None:
         with self._lock:

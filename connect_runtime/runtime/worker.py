@@ -12,7 +12,7 @@ every method is blocking, thread-safe, and called from the herder thread unless 
            metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None,
            override_policy: OverridePolicy = ALLOW_ALL,
            topic_recorder: Callable[[ConnectorTaskId], ActiveTopicRecorder | None] = lambda _: None,
-           exactly_once_group: str | None = None)
+           exactly_once_group: str | None = None, producer_properties: Mapping[str, str] | None = None)
 
     start() -> None                      # starts the offset store (as Java's Worker.start does)
     stop() -> None                       # stops connectors and tasks (tasks flush + commit), then the store
@@ -40,7 +40,10 @@ in connector and task configs when they start, so resolved secrets live only in 
 ``producer_config`` is a librdkafka mapping (bootstrap servers, security); each task adds Connect's
 safety defaults, its connector's ``producer.override.*`` keys (when ``override_policy``, the worker's
 ``connector.client.config.override.policy``, allows them: otherwise the connector or task FAILS
-naming the key) and its own client id (``worker_source_task.task_producer_config``).
+naming the key) and its own client id (``worker_source_task.task_producer_config``). Overrides are
+merged with ``producer_properties`` (the same settings as Java properties) *before* translation, as
+Java merges them, so a principal override (``producer.override.sasl.jaas.config``, ``.ssl.keystore.*``)
+is read with the worker's ``security.protocol`` and mechanism and replaces the worker's login whole.
 """
 
 from __future__ import annotations
@@ -52,10 +55,17 @@ from collections.abc import Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry
 
-from connect_runtime.api.client_overrides import ALLOW_ALL, PRODUCER_OVERRIDES_PREFIX, OverridePolicy, overrides
+from connect_runtime.api import plugin_allowlist
+from connect_runtime.api.client_overrides import (
+    ALLOW_ALL,
+    PRODUCER_OVERRIDES_PREFIX,
+    OverridePolicy,
+    overrides,
+    unread_principal_overrides,
+)
 from connect_runtime.api.config import redact
 from connect_runtime.api.connector_config import CONNECTOR_CLASS
-from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
+from connect_runtime.api.errors import ConfigError, ConflictError, ConnectError, NotFoundError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.task import SourceTask, Task
 from connect_runtime.api.transforms import build_chain
@@ -93,7 +103,8 @@ class Worker:
                  metrics_registry: MetricsRegistry | None = None, log_flow: str | None = None,
                  override_policy: OverridePolicy = ALLOW_ALL,
                  topic_recorder: Callable[[ConnectorTaskId], ActiveTopicRecorder | None] = lambda _: None,
-                 exactly_once_group: str | None = None) -> None:
+                 exactly_once_group: str | None = None,
+                 producer_properties: Mapping[str, str] | None = None) -> None:
         self.worker_id = worker_id
         #: KIP-558: each source task's recorder of the topics it produces to (None: tracking is off).
         self._topic_recorder = topic_recorder
@@ -106,6 +117,9 @@ class Worker:
         self.metrics = metrics
         self._listener = status_listener
         self._producer_config = dict(producer_config)
+        #: The Java properties ``producer_config`` was translated from (None: only the translation is
+        #: known, and overrides are translated on their own).
+        self._producer_properties = None if producer_properties is None else dict(producer_properties)
         self._flush_interval_ms = offset_flush_interval_ms
         self._flush_timeout_ms = offset_flush_timeout_ms
         self._shutdown_timeout_ms = task_shutdown_timeout_ms
@@ -275,8 +289,19 @@ class Worker:
         ``Worker.baseProducerConfigs`` + ``connectorClientConfigOverrides``); ConfigError naming the first
         override key the worker's policy refuses."""
         self.override_policy.check(connector_config, connector)
-        return {**self._producer_config,
-                **translate(overrides(connector_config, PRODUCER_OVERRIDES_PREFIX), "producer")}
+        connector_overrides = overrides(connector_config, PRODUCER_OVERRIDES_PREFIX)
+        if not connector_overrides:
+            return dict(self._producer_config)
+        if self._producer_properties is None:  # only the translation is known (embedding, tests)
+            return {**self._producer_config, **translate(connector_overrides, "producer")}
+        merged = {**self._producer_properties, **connector_overrides}  # Java's merge, then one translation
+        unread = unread_principal_overrides(connector_overrides, merged)
+        if unread:
+            key = PRODUCER_OVERRIDES_PREFIX + unread[0]
+            raise ConfigError(f"Connector {connector}: {key} has no effect with security.protocol "
+                              f"{merged.get('security.protocol', 'PLAINTEXT')}: override "
+                              f"{PRODUCER_OVERRIDES_PREFIX}security.protocol too, or remove it", key)
+        return translate(merged, "producer")
 
     def _connector(self, name: str) -> WorkerConnector:
         with self._lock:
@@ -294,14 +319,15 @@ class Worker:
         The fallback also covers task configs written by Java Connect (``task.class`` is then a Java
         class name such as ``org.apache.kafka.connect.mirror.MirrorSourceTask``).
         """
-        class_name = task_config.get(TASK_CLASS)
+        class_name = (task_config.get(TASK_CLASS) or "").strip()
         task_class: type[Task] | None = None
-        if class_name:
+        if class_name and plugin_allowlist.permits(class_name):
             try:
                 task_class = self.plugins.task_class(class_name)
             except NotFoundError:
                 logger.info("task.class %s is not importable; using the connector's task class", class_name)
-        if task_class is None:
+        if task_class is None:  # also a task.class the code policy does not let a config name: the
+            # connector's own task class is what the worker stored there
             connector_class = self.plugins.connector_class(connector_config.get(CONNECTOR_CLASS, ""))
             task_class = connector_class().task_class()
         task = task_class()

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from connect_runtime.api import client_overrides
+from connect_runtime.api import client_overrides, plugin_allowlist
 from connect_runtime.api.client_overrides import OverridePolicy
 from connect_runtime.api.config import (
     ConfigDef,
@@ -163,12 +163,17 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
               one_of("disabled", "preparing", "enabled"), _CONNECT),
     ConfigKey(CONNECTOR_CLIENT_POLICY, Type.STRING, client_overrides.POLICY_DEFAULT, Importance.MEDIUM,
               "Which client settings connectors may override with producer.override.*, consumer.override.* "
-              "and admin.override.*: All (any), None, Principal (sasl.jaas.config, sasl.mechanism, "
-              "security.protocol) or Allowlist (the keys of connector.client.config.override.allowlist).",
+              "and admin.override.*: Allowlist (the default, KIP-1188: the keys of "
+              "connector.client.config.override.allowlist), All (any, Connect's default before; a caller "
+              "could then point a connector at another cluster or principal), None, or Principal "
+              "(sasl.jaas.config, sasl.mechanism, security.protocol).",
               client_overrides.validate_policy_name, _CONNECT),
-    ConfigKey(CONNECTOR_CLIENT_ALLOWLIST, Type.LIST, [], Importance.MEDIUM,
-              "Client settings connectors may override under the Allowlist policy (KIP-1188); empty: none.",
-              group=_CONNECT),
+    ConfigKey(CONNECTOR_CLIENT_ALLOWLIST, Type.LIST, list(client_overrides.ALLOWLIST_DEFAULT), Importance.MEDIUM,
+              "Client settings connectors may override under the Allowlist policy (KIP-1188). The default "
+              "lists tuning keys only (batching, fetching, timeouts, buffers; no host, principal, file or "
+              "class); empty: none, Kafka's default.", group=_CONNECT),
+    ConfigKey(plugin_allowlist.PLUGIN_ALLOWLIST, Type.LIST, [], Importance.HIGH,
+              plugin_allowlist.PLUGIN_ALLOWLIST_DOC, group=_CONNECT),
     ConfigKey(CONFIG_PROVIDERS, Type.LIST, [], Importance.LOW,
               "Names of config providers resolving ${provider:path:key} placeholders.", group=_CONNECT),
     ConfigKey(TASK_SHUTDOWN_TIMEOUT_MS, Type.LONG, 5000, Importance.LOW,
@@ -259,11 +264,15 @@ class DistributedWorkerConfig:
         client factory renames or drops what librdkafka does not understand. ``suffix`` is appended
         to the client id so that the worker's clients are told apart in broker logs.
         """
+        return factory.translate(self.client_properties(role, suffix), role)
+
+    def client_properties(self, role: ClientKind, suffix: str = "") -> dict[str, str]:
+        """The Java properties :meth:`client_config` translates (what a connector's overrides merge into)."""
         props = {k: v for k, v in self.originals.items()
                  if k not in _WORKER_ONLY_KEYS and not k.startswith(_WORKER_ONLY_PREFIXES)}
         props[BOOTSTRAP_SERVERS] = ",".join(self.values[BOOTSTRAP_SERVERS])
         props[CLIENT_ID] = self.client_id_prefix + (f"-{suffix}" if suffix else "")
-        return factory.translate(factory.client_properties(props, role + "."), role)
+        return factory.client_properties(props, role + ".")
 
     def producer_config(self, suffix: str = "") -> dict[str, str]:
         return self.client_config("producer", suffix)

@@ -30,7 +30,15 @@ from mirror.config.checkpoint import (
     TASK_INDEX,
     MirrorCheckpointConfig,
 )
-from mirror.filters import GroupFilter, TopicFilter, load_group_filter, load_topic_filter
+from mirror.filters import (
+    GROUP_FILTER_CLASS,
+    TOPIC_FILTER_CLASS,
+    GroupFilter,
+    TopicFilter,
+    filter_class_errors,
+    load_group_filter,
+    load_topic_filter,
+)
 from mirror.offset_maps import CONSUMER_GROUP_ID_KEY, TOPIC_KEY
 from mirror.offset_validation import validate_offsets
 from mirror.scheduler import Scheduler
@@ -167,8 +175,11 @@ class MirrorCheckpointConnector(SourceConnector):
         self._source_admin = self._target_admin = None
 
     def validate(self, config: Mapping[str, str]) -> dict[str, ConfigValue]:
-        """ConfigDef checks; an enabled connector also needs checkpoints and offset syncs on (§6.1)."""
+        """ConfigDef checks and the filter classes; an enabled connector also needs checkpoints and offset
+        syncs on (§6.1)."""
         result = super().validate(config)
+        for key, message in filter_class_errors(config, (GROUP_FILTER_CLASS, TOPIC_FILTER_CLASS)).items():
+            result.setdefault(key, ConfigValue(key, config.get(key))).errors.append(message)
         if str(config.get("enabled", "")).strip().lower() != "false":
             if str(config.get(EMIT_CHECKPOINTS_ENABLED, "")).strip().lower() == "false":
                 result[EMIT_CHECKPOINTS_ENABLED].errors.append(

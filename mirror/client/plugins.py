@@ -4,11 +4,19 @@ MM2 configs name classes by their Java names (``org.apache.kafka.connect.mirror.
 A Python port must accept those names so that an existing ``mm2.properties`` keeps working, and must
 also accept Python dotted paths for user-written plugins. Both forms resolve here, in one place, so the
 replication policy and the three filters behave the same way.
+
+Inside a server (``connect-distributed``, the MM2 driver) a dotted path is imported only if the runtime's
+code policy permits it (:mod:`connect_runtime.api.plugin_allowlist`: registered names, ``plugin.allowlist``
+and what the operator's own file names), checked before the import: a REST caller must not name code.
+This package may not import the runtime (it stands alone), so it asks that module only when it is
+loaded, which it is wherever a policy was installed; standalone, the caller's config is its own and any
+path loads.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
@@ -30,6 +38,10 @@ def load_class(name: str, base: type[Any], aliases: Mapping[str, type[T]], what:
         raise ValueError(f"{what} class name is empty")
     if cleaned in aliases:
         return aliases[cleaned]
+    by_path = {f"{cls.__module__}.{cls.__qualname__}": cls for cls in aliases.values()}
+    if cleaned.replace(":", ".") in by_path:
+        return by_path[cleaned.replace(":", ".")]
+    _check_code_policy(cleaned, what)
     if ":" in cleaned:
         module_name, _, attr = cleaned.partition(":")
     else:
@@ -56,3 +68,11 @@ def load_class(name: str, base: type[Any], aliases: Mapping[str, type[T]], what:
             f"{what} class {cleaned!r} is not a subclass of {base.__module__}.{base.__qualname__}"
         )
     return cast("type[T]", obj)
+
+
+def _check_code_policy(name: str, what: str) -> None:
+    """ValueError if the runtime's code policy (when the runtime is loaded) does not permit ``name``."""
+    policy = sys.modules.get("connect_runtime.api.plugin_allowlist")
+    if policy is not None and not policy.permits(name):
+        raise ValueError(f"{what} class {name!r} is not a registered plugin, and the operator has not allowed "
+                         f"this Python name (add it to plugin.allowlist in the worker or mm2.properties file)")

@@ -23,6 +23,7 @@ from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type
 from connect_runtime.api.config_provider import ConfigProvider, build_providers, resolve
 from connect_runtime.api.connector_config import CONNECTOR_CLASS, NAME
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.plugin_allowlist import PLUGIN_ALLOWLIST, PLUGIN_ALLOWLIST_DOC
 from connect_runtime.api.properties import PropertiesFile, load_properties
 from connect_runtime.api.rest_config import REST_SECURITY_CONFIG_DEF
 from connect_runtime.api.secrets import is_sensitive_key, remember_secrets
@@ -36,6 +37,7 @@ from mirror.config.connector_base import (
     TARGET_CLUSTER_ALIAS,
     validate_replication_policy_class,
 )
+from mirror.config.operator_overrides import with_operator_overrides
 from mirror.config.secret_references import MM2_PROVIDER, MirrorPropertiesProvider, secret_reference
 from mirror.config.settings import Flag
 
@@ -89,6 +91,7 @@ CONFIG_DEF: ConfigDef = ConfigDef([
               doc="Methods allowed by CORS on the internal REST server."),
     ConfigKey(RESPONSE_HTTP_HEADERS_CONFIG, Type.STRING, "", Importance.LOW, group=_DRIVER,
               doc="Rules for REST API HTTP response headers."),
+    ConfigKey(PLUGIN_ALLOWLIST, Type.LIST, [], Importance.HIGH, group=_DRIVER, doc=PLUGIN_ALLOWLIST_DOC),
 ]).merge(CLIENT_SECURITY_CONFIG_DEF).merge(REST_SECURITY_CONFIG_DEF)
 
 # ---- connector classes, as Java MM2 writes them into connector.class -----------------------------------
@@ -312,7 +315,7 @@ class MirrorMakerConfig:
         props.setdefault("config.storage.topic", f"mm2-configs.{src}.internal")
         for converter in ("key.converter", "value.converter", "header.converter"):
             props.setdefault(converter, BYTE_ARRAY_CONVERTER)
-        return props
+        return with_operator_overrides(props, (self.connector_base_config(pair, c) for c in CONNECTOR_CLASSES))
 
     def connector_base_config(self, pair: SourceAndTarget, connector_class_name: str) -> dict[str, str]:
         """(c) The config the leader submits for one connector of ``pair`` (not provider-resolved)."""

@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry
 
+from connect_runtime.api import plugin_allowlist
 from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
 from connect_runtime.cli.process import ExitCode, run_until_stopped
 from connect_runtime.clients.admin import TopicAdmin
@@ -73,7 +74,7 @@ from mirror.config.mirror_maker import (
 )
 from mirror.health.collector import start_health_monitor
 from mirror.health.ui_routes import ui_routes
-from mirror.maker.rest_wiring import rest_security, task_config_forwarder
+from mirror.maker.rest_wiring import install_code_policy, rest_security, task_config_forwarder
 from mirror.maker.translation_routes import translation_routes
 
 logger = logging.getLogger(__name__)
@@ -393,6 +394,7 @@ class MirrorMaker:
         self._metrics_port = metrics_port
         self._metrics_server: Any = None
         self._health = health
+        self._previous_code_policy: plugin_allowlist.CodePolicy | None = None
         self._monitor: Any = None
         self.slots: dict[SourceAndTarget, HerderSlot] = {}
         #: Set first thing in stop(): what a herder being built checks, so SIGTERM is not held up by it.
@@ -403,6 +405,7 @@ class MirrorMaker:
     def start(self) -> None:
         """Bind the REST server, start every herder (in the background), the REST server and the health
         monitor."""
+        self._previous_code_policy = install_code_policy(self.config)
         self.rest.bind()
         listener = urlsplit(self.rest.url)
         advertised_host = self.config.raw_properties().get("rest.advertised.host.name") or (
@@ -474,6 +477,8 @@ class MirrorMaker:
             server, _thread = self._metrics_server
             server.shutdown()
         self.rest.stop()
+        if self._previous_code_policy is not None:
+            plugin_allowlist.install(self._previous_code_policy)
 
 
 def run(config: MirrorMakerConfig, clusters: list[str] | None, options: argparse.Namespace) -> ExitCode:

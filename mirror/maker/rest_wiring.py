@@ -15,6 +15,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from connect_runtime.api import plugin_allowlist
 from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.rest.security import RestSecurity
 from connect_runtime.rest.server import listener_scheme
@@ -35,6 +36,15 @@ NO_INTERNAL_REST_FENCING_MESSAGE = (
     "This worker is not able to communicate with the leader of the cluster, which is required for "
     "exactly-once source tasks. If running MirrorMaker 2 in dedicated mode, consider enabling "
     f"inter-worker communication via the '{ENABLE_INTERNAL_REST}' property.")
+
+
+def install_code_policy(config: MirrorMakerConfig) -> plugin_allowlist.CodePolicy:
+    """Before any herder reads a connector config: configs submitted through REST may name only registered
+    plugins, ``plugin.allowlist`` and the classes mm2.properties names itself (which keeps its full
+    power); returns the previous policy, for :meth:`MirrorMaker.stop` to put back."""
+    policy = plugin_allowlist.operator_policy(config.raw_properties())
+    logger.info("Plugins: %s", policy.describe())
+    return plugin_allowlist.install(policy)
 
 
 def rest_security(config: MirrorMakerConfig, listeners: str) -> RestSecurity:

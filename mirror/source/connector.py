@@ -39,7 +39,13 @@ from mirror.config.source import (
     MirrorSourceConfig,
     encode_topic_partition,
 )
-from mirror.filters import load_config_property_filter, load_topic_filter
+from mirror.filters import (
+    CONFIG_PROPERTY_FILTER_CLASS,
+    TOPIC_FILTER_CLASS,
+    filter_class_errors,
+    load_config_property_filter,
+    load_topic_filter,
+)
 from mirror.offset_maps import SOURCE_CLUSTER_KEY, TOPIC_KEY
 from mirror.offset_validation import validate_offsets
 from mirror.scheduler import Scheduler
@@ -214,8 +220,10 @@ class MirrorSourceConnector(SourceConnector):
         self._markers = None
 
     def validate(self, config: Mapping[str, str]) -> dict[str, ConfigValue]:
-        """ConfigDef checks plus MM2's two cross-key rules (§5.1)."""
+        """ConfigDef checks, the filter classes, plus MM2's two cross-key rules (§5.1)."""
         result = super().validate(config)
+        for key, message in filter_class_errors(config, (TOPIC_FILTER_CLASS, CONFIG_PROPERTY_FILTER_CLASS)).items():
+            result.setdefault(key, ConfigValue(key, config.get(key))).errors.append(message)
         try:
             cfg = MirrorSourceConfig(config)
         except ValueError:

@@ -2,9 +2,11 @@
 
 Resolved in this order: a built-in by Java's class name (``org.apache.kafka.connect.transforms.Filter``,
 ``...transforms.predicates.RecordIsTombstone``) or by its simple name (``Filter``), as Connect's plugin
-aliases allow; then a Python class by its dotted path, which must have the shape of
-:class:`~connect_runtime.api.transforms.base.Transformation` (or ``Predicate``). Java's transformations
-that read fields of a structured key or value are refused with that reason, not as unknown classes.
+aliases allow, or by its Python path; then a Python class by its dotted path, which must have the shape of
+:class:`~connect_runtime.api.transforms.base.Transformation` (or ``Predicate``), imported only if the
+process's code policy permits that name (:mod:`connect_runtime.api.plugin_allowlist`; checked before the
+import). Java's transformations that read fields of a structured key or value are refused with that
+reason, not as unknown classes.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from connect_runtime.api import plugin_allowlist
 from connect_runtime.api.transforms.builtin import (
     DropHeaders,
     Filter,
@@ -55,7 +58,13 @@ def resolve(kind: str, name: str) -> type[Any]:
     if simple in _STRUCTURED and (simple == name.split("$", 1)[0] or name.startswith(JAVA_TRANSFORMS)):
         raise ValueError(f"{name} reads fields of a structured key or value, and records are copied here as "
                          f"bytes: not supported ({_available(kind)})")
+    by_path = {f"{cls.__module__}.{cls.__qualname__}": cls for cls in builtins.values()}
+    if plugin_allowlist.normalized(name) in by_path:
+        return by_path[plugin_allowlist.normalized(name)]
     if "." in name and not name.startswith("org.apache.kafka."):
+        if not plugin_allowlist.permits(name):
+            raise ValueError(f"not a registered {kind}, and the operator has not allowed this Python name (add it "
+                             f"to {plugin_allowlist.PLUGIN_ALLOWLIST} in the worker or mm2.properties file)")
         cls = _import(name, kind)
         if isinstance(cls, type) and all(callable(getattr(cls, m, None)) for m in methods):
             return cls
@@ -69,6 +78,7 @@ def _available(kind: str) -> str:
 
 
 def _import(path: str, kind: str) -> Any:
+    """Import ``path``, which the code policy has permitted."""
     module_name, _, attr = path.rpartition(".")
     try:
         return getattr(importlib.import_module(module_name), attr)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from connect_runtime.api.client_overrides import OverridePolicy, parse_policy
+from connect_runtime.api.client_overrides import ALLOWLIST_DEFAULT, OverridePolicy, parse_policy
 from connect_runtime.api.errors import BadRequestError, ConfigError
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State, TargetState
@@ -51,8 +51,18 @@ def test_each_policy_allows_what_connect_allows() -> None:
                        "Allowlist": ["compression.type"]}
 
 
-def test_worker_config_defaults_to_all_and_refuses_an_unknown_policy() -> None:
-    assert DistributedWorkerConfig(WORKER).override_policy == OverridePolicy("All")
+def test_worker_config_defaults_to_the_tuning_allowlist_and_refuses_an_unknown_policy() -> None:
+    """KIP-1188's Allowlist by default (issue 27), with tuning keys only: no host, principal, file or class."""
+    default = DistributedWorkerConfig(WORKER).override_policy
+    assert default == OverridePolicy("Allowlist", frozenset(ALLOWLIST_DEFAULT))
+    assert default.allows("linger.ms") and default.allows("fetch.min.bytes")
+    for key in ("bootstrap.servers", "security.protocol", "sasl.jaas.config", "sasl.login.callback.handler.class",
+                "ssl.keystore.location", "client.id", "transactional.id", "interceptor.classes"):
+        assert not default.allows(key), key
+    assert DistributedWorkerConfig({**WORKER, "connector.client.config.override.allowlist": ""}).override_policy \
+        == OverridePolicy("Allowlist", frozenset())  # Kafka's own default: nothing
+    assert DistributedWorkerConfig({**WORKER, "connector.client.config.override.policy": "All"}).override_policy \
+        .allows("bootstrap.servers")  # the old default, back on request
     config = DistributedWorkerConfig({**WORKER, "connector.client.config.override.policy": "Allowlist",
                                       "connector.client.config.override.allowlist": "linger.ms, acks"})
     assert config.override_policy == OverridePolicy("Allowlist", frozenset({"linger.ms", "acks"}))

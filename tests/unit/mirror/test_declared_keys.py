@@ -95,6 +95,7 @@ WORKER: dict[str, Works | Refused | Owned | str] = {
     "connector.client.config.override.policy": Works("connect_runtime/runtime/assembly.py", "config.override_policy"),
     "connector.client.config.override.allowlist": Works("connect_runtime/runtime/worker_config.py",
                                                         "self.values[CONNECTOR_CLIENT_ALLOWLIST]"),
+    "plugin.allowlist": Works("connect_runtime/api/plugin_allowlist.py", "props.get(PLUGIN_ALLOWLIST"),
 }
 
 CONNECTOR: dict[str, Works | Refused | Owned | str] = {
@@ -187,6 +188,7 @@ DRIVER: dict[str, Works | Refused | Owned | str] = {
     "rest.advertised.port": REST,
     "rest.advertised.listener": REST,
     "response.http.headers.config": Works("connect_runtime/rest/security.py", "RESPONSE_HTTP_HEADERS_CONFIG"),
+    "plugin.allowlist": Works("mirror/maker/rest_wiring.py", "operator_policy(config.raw_properties())"),
 }
 
 SECURITY = CLIENT_SECURITY_CONFIG_DEF.names()
