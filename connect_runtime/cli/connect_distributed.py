@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from connect_runtime.api.config_provider import build_providers, resolve
 from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.api.properties import PropertiesFile, load_properties
+from connect_runtime.api.secrets import SECRETS_KEYS, apply_secret_keys
 from connect_runtime.cli.process import ExitCode, parse_args, print_error, run_until_stopped
 from connect_runtime.logging_setup import configure_logging, log_level
 from connect_runtime.rest.app import create_app
@@ -101,6 +102,10 @@ def load_worker_config(path: str) -> tuple[wc.DistributedWorkerConfig, dict[str,
     Raises ConfigError whose message starts with ``<file>:<line>:`` when the key is in the file.
     """
     props = load_properties(path)
+    try:
+        apply_secret_keys(props)  # before the resolved secrets are remembered
+    except ValueError as exc:
+        raise ConfigError(f"{_where(props, SECRETS_KEYS)}: {exc}", SECRETS_KEYS) from exc
     try:
         providers = build_providers(props)
         resolved = resolve(props, providers)

@@ -24,7 +24,7 @@ from connect_runtime.api.connector_config import CONNECTOR_CLASS, NAME
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import PropertiesFile, load_properties
 from connect_runtime.api.rest_config import REST_SECURITY_CONFIG_DEF
-from connect_runtime.api.secrets import is_sensitive_key, remember_secrets
+from connect_runtime.api.secrets import SECRETS_KEYS, apply_secret_keys, is_sensitive_key, remember_secrets
 from mirror.config import checkpoint as checkpoint_config
 from mirror.config import heartbeat as heartbeat_config
 from mirror.config import source as source_config
@@ -172,6 +172,10 @@ class MirrorMakerConfig:
         if MM2_PROVIDER in self._providers:
             raise self._error(CONFIG_PROVIDERS, f"the config provider name {MM2_PROVIDER!r} is reserved (it "
                                                 f"resolves the secret references in the configs topic)")
+        try:
+            apply_secret_keys(self._raw)  # before anything is remembered or masked
+        except ValueError as exc:
+            raise self._error(SECRETS_KEYS, str(exc)) from exc
         remember_secrets(self._raw)  # literal secrets: scrubbed from logs and traces from now on
 
     @classmethod
