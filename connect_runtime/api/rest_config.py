@@ -22,7 +22,7 @@ REST_INTERNAL_REQUEST_MAX_BYTES = "rest.internal.request.max.bytes"
 #: 1 MiB: a connector config is a few KiB; nothing a caller sends to the public API comes near.
 DEFAULT_REQUEST_MAX_BYTES = 1 << 20
 #: 128 MiB: the signed task configs of a 100,000-partition MirrorSourceConnector flow are ~25 MiB with
-#: 200-character topic names (tests/unit/connect_runtime/rest/test_request_guards.py sends them).
+#: 249-character (maximum length) topic names (tests/unit/connect_runtime/rest/test_request_guards.py sends them).
 DEFAULT_INTERNAL_REQUEST_MAX_BYTES = 128 << 20
 HTTPS_PREFIX = "listeners.https."
 

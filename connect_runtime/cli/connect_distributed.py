@@ -118,7 +118,7 @@ def load_rest_security(path: str, config: wc.DistributedWorkerConfig) -> RestSec
     """Who may change what through REST, the HTTPS listener's TLS and CORS (``rest.*``, ``listeners.https.*``,
     ``access.control.*``); ConfigError naming ``<file>:<line>`` like :func:`load_worker_config`."""
     try:
-        return RestSecurity.from_props(config.originals, https=config.listeners[0].scheme == "https")
+        return RestSecurity.from_props(config.originals, https=any(lst.scheme == "https" for lst in config.listeners))
     except ConfigError as exc:
         raise ConfigError(f"{_where(load_properties(path), exc.key)}: {exc}", exc.key) from exc
 
@@ -136,7 +136,7 @@ class ConnectDistributed:
         self.membership = membership
         self.providers = providers
         self.security = security if security is not None else RestSecurity.from_props(
-            config.originals, https=config.listeners[0].scheme == "https")
+            config.originals, https=any(lst.scheme == "https" for lst in config.listeners))
         self.registry = prometheus_client.CollectorRegistry()
         self.app = _LateApp()
         listeners = ",".join(f"{lst.scheme}://{lst.host}:{lst.port}" for lst in config.listeners)
