@@ -17,7 +17,6 @@ this test needs: what matters is where their values travel.
 from __future__ import annotations
 
 import base64
-import html
 import json
 import socket
 import ssl
@@ -25,19 +24,19 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, quote_plus, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer
 from starlette.routing import Route
 
-from connect_runtime.clients.log_reader import read_to_end
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.basic_auth import BASIC_AUTH_EXTENSION
 from tests.conftest import Cluster
+from tests.integration.support.leak_scan import SPECIAL, properties_escaped, read_whole_topic
+from tests.integration.support.leak_scan import scan as leak_scan
 from tests.integration.support.mm2_process import ROOT, MirrorMakerProcess, aliases, mm2_properties
-from tests.support.kafka import consume_all, create_topic, produce, topics, unique, wait_until
+from tests.support.kafka import consume_all, create_topic, produce, topics, wait_until
 from tests.support.rest_certs import self_signed
 from tests.unit.connect_runtime.rest.fake_herder import FakeHerder
 from tests.unit.connect_runtime.rest.test_security import SUCCESS, mounted_apps
@@ -46,8 +45,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 USER = "operator"
 #: Each secret carries ``"\\$%+/=`` (JSON, URL and HTML escape them) and a unique tag: the scan looks for
-#: every escaped form and for the tag alone, so a secret that leaks in any encoding is found.
-SPECIAL = '"\\$%+/='
+#: every escaped form and for the tag alone (tests/integration/support/leak_scan.py).
 SECRETS = {
     "literal sasl.jaas.config password": "LIT$%+/=jaas-7f3a9c",  # JAAS quoting: no quote or backslash
     "literal top-level ssl.key.password": f"LIT{SPECIAL}sslkey-91c2e4",
@@ -56,11 +54,6 @@ SECRETS = {
     "listener key password": f"LIS{SPECIAL}listener-4e1f3a",
     "basic auth password": f"BASIC{SPECIAL}pw-8a2d55",
 }
-
-
-def properties_escaped(value: str) -> str:
-    """``value`` as a Java properties file needs it written (a backslash doubled)."""
-    return value.replace("\\", "\\\\")
 
 
 def plant(tmp_path: Path, a: str, b: str, cluster_a: Cluster, cluster_b: Cluster) -> tuple[Path, Any]:
@@ -112,39 +105,8 @@ def auth_header() -> dict[str, str]:
     return {"Authorization": f"Basic {token}"}
 
 
-def leak_forms(secret: str) -> set[str]:
-    """The forms a secret can leak in: as is, JSON-, URL-, HTML- and properties-escaped, and its tag."""
-    return {secret, json.dumps(secret)[1:-1], quote(secret, safe=""), quote_plus(secret), html.escape(secret),
-            properties_escaped(secret), *secret.rsplit("-", 1)[1:]}
-
-
 def scan(where: str, text: str) -> list[str]:
-    planted = {**SECRETS, "basic auth header": auth_header()["Authorization"].split()[1]}
-    return [f"{what} in {where}" for what, secret in planted.items()
-            if any(form in text for form in leak_forms(secret))]
-
-
-def read_whole_topic(bootstrap: str, topic: str) -> str:
-    """Every record of ``topic`` (keys, values, headers) as text; fails unless every partition was read
-    to its end: a scan of part of a topic proves nothing."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("scan"), "enable.auto.commit": False,
-                         "enable.partition.eof": True, "isolation.level": "read_uncommitted"})
-    texts: list[str] = []
-
-    def collect(records: list[Any]) -> None:
-        for record in records:
-            headers = "".join(f"{k}={(v or b'').decode('utf-8', 'replace')}" for k, v in record.headers() or ())
-            texts.append((record.key() or b"").decode("utf-8", "replace") + headers
-                         + (record.value() or b"").decode("utf-8", "replace"))
-
-    try:
-        partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
-        assert partitions, f"{topic} has no partitions"
-        reached = read_to_end(consumer, {(topic, p): OFFSET_BEGINNING for p in partitions}, collect, 60)
-        assert reached.complete, f"{topic} was not read to its end: {reached}"
-    finally:
-        consumer.close()
-    return "\n".join(texts)
+    return leak_scan(where, text, {**SECRETS, "basic auth header": auth_header()["Authorization"].split()[1]})
 
 
 def _headers_only(url: str, path: str, declared: int, headers: dict[str, str]) -> bytes:
