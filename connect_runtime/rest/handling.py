@@ -30,11 +30,7 @@ from connect_runtime.api.errors import (
 )
 from connect_runtime.rest.forwarding import PUBLIC_FORWARD_HEADERS, Forwarder
 from connect_runtime.rest.parsing import Call
-from connect_runtime.rest.request_limits import (
-    UNSUPPORTED_MEDIA_TYPE_MESSAGE,
-    BodyTooLargeError,
-    unsupported_media_type,
-)
+from connect_runtime.rest.request_limits import BodyTooLargeError
 from connect_runtime.rest.responses import error_response
 
 logger = logging.getLogger(__name__)
@@ -92,12 +88,10 @@ def route(path: str, handler: Handler, methods: Sequence[str], forwarder: Forwar
     """
 
     async def endpoint(request: Request) -> Response:
-        if unsupported_media_type(request.scope):  # before reading: a cross-site form post ends here
-            return error_response(415, UNSUPPORTED_MEDIA_TYPE_MESSAGE)
         try:
             body = await request.body()
         except BodyTooLargeError:
-            raise  # BodyLimit answers 413
+            raise  # BodyGuard answers 413
         except Exception as exc:  # client went away mid-body, ...
             return error_response(400, f"Could not read request body: {exc}")
         call = Call.build(request.method, raw_path(request.scope), request.path_params,

@@ -3,8 +3,9 @@
 * **Content type.** Connect's resources consume ``application/json`` only, and Jersey answers 415 to
   anything else. That matters beyond parity: a web page may send a ``text/plain``, form or untyped body
   cross-site without a CORS preflight, so a JSON endpoint that accepts such a body can be driven from any
-  browser that reaches the listener. :func:`unsupported_media_type` is checked before the body is read.
-* **Size.** :class:`BodyLimit` guards every route, before routing: a ``Content-Length`` above the limit is
+  browser that reaches the listener. Every REST resource here takes JSON, so :class:`BodyGuard` answers
+  415 to any body not declared ``application/json``, before routing and before the body is read.
+* **Size.** :class:`BodyGuard` guards every route, before routing: a ``Content-Length`` above the limit is
   refused with 413 at once, and a chunked body is counted while it is read and refused the moment it goes
   over, so no request is buffered whole first. The internal (KIP-507 signed) endpoints get their own,
   larger limit: they carry every task config of a connector.
@@ -27,7 +28,7 @@ UNSUPPORTED_MEDIA_TYPE_MESSAGE = "HTTP 415 Unsupported Media Type"
 
 
 class BodyTooLargeError(ConnectError):
-    """Raised from ``receive`` once a body goes over its limit; :class:`BodyLimit` answers 413."""
+    """Raised from ``receive`` once a body goes over its limit; :class:`BodyGuard` answers 413."""
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -54,9 +55,10 @@ def unsupported_media_type(scope: Scope) -> bool:
     return declared != JSON_MEDIA_TYPE
 
 
-class BodyLimit:
-    """ASGI middleware: 413 for a body over ``public_max_bytes`` (``internal_max_bytes`` on the signed
-    internal endpoints), decided from ``Content-Length`` before reading, else while reading."""
+class BodyGuard:
+    """ASGI middleware: 415 for a body that is not JSON; 413 for a body over ``public_max_bytes``
+    (``internal_max_bytes`` on the signed internal endpoints), decided from ``Content-Length`` before
+    reading, else while reading."""
 
     def __init__(self, app: ASGIApp, public_max_bytes: int, internal_max_bytes: int,
                  is_internal: Callable[[Scope], bool]) -> None:
@@ -71,6 +73,11 @@ class BodyLimit:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if unsupported_media_type(scope):  # before reading: a cross-site form post ends here
+            response = error_response(415, UNSUPPORTED_MEDIA_TYPE_MESSAGE)
+            response.headers["Connection"] = "close"  # the body is not read
+            await response(scope, receive, send)
             return
         limit = self._limit(scope)
         declared = (_header(scope, b"content-length") or "").strip()

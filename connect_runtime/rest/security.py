@@ -34,7 +34,7 @@ from connect_runtime.api import rest_config as rc
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.rest.basic_auth import BASIC_AUTH_EXTENSION, BasicAuthenticator, jaas_file_location
 from connect_runtime.rest.handling import raw_path
-from connect_runtime.rest.request_limits import BodyLimit
+from connect_runtime.rest.request_limits import BodyGuard
 from connect_runtime.rest.response_headers import (
     RESPONSE_HTTP_HEADERS_CONFIG,
     HeaderAction,
@@ -151,7 +151,7 @@ class RestSecurity:
             out.append(Middleware(CORSMiddleware, allow_origins=list(self.cors_origins),
                                   allow_methods=list(self.cors_methods), allow_headers=list(_CORS_HEADERS)))
         out.append(Middleware(MutationGuard, security=self))
-        out.append(Middleware(BodyLimit, public_max_bytes=self.request_max_bytes,
+        out.append(Middleware(BodyGuard, public_max_bytes=self.request_max_bytes,
                               internal_max_bytes=self.internal_request_max_bytes, is_internal=_is_internal_scope))
         return out
 

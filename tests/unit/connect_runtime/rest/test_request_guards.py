@@ -16,6 +16,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.security import RestSecurity
@@ -159,3 +162,24 @@ def test_the_task_configs_of_a_100k_partition_flow_pass_the_internal_limit(
     assert response.status_code == 204, response.text
     assert herder.task_config_writes == [("src", configs)]
     assert 16 * MiB < len(body) < 128 * MiB // 2, len(body)  # the default keeps a 2x margin
+
+
+def test_routes_added_beside_the_connect_api_are_guarded_too() -> None:
+    """The guard sits before routing: an extra route (the driver's /mirror/offsets/translate, the UI's)
+    gets the same 415 and 413 as the Connect resources, whatever it does with its body."""
+    async def echo(request: Request) -> Response:
+        return Response(await request.body(), media_type="application/json")
+
+    security = RestSecurity.from_props(TRUSTED, https=False)
+    app = create_app(FakeHerder(), extra_routes=[Route("/extra", echo, methods=["POST"])], security=security)
+    server = RestServer(app, "http://127.0.0.1:0").start()
+    try:
+        with httpx.Client(timeout=30, trust_env=False) as http:
+            assert http.post(server.url + "/extra", content=b'{"a": 1}',
+                             headers={"content-type": "text/plain"}).status_code == 415
+            assert http.post(server.url + "/extra", content=b" " * (2 * MiB),
+                             headers={"content-type": "application/json"}).status_code == 413
+            echoed = http.post(server.url + "/extra", json={"a": 1})
+            assert (echoed.status_code, echoed.json()) == (200, {"a": 1})
+    finally:
+        server.stop()
