@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from connect_runtime.api.errors import ConfigError
-from connect_runtime.api.secrets import SecretScrubbingFilter
+from connect_runtime.api.secrets import SecretScrubbingFilter, scrub_every_log_record
 from connect_runtime.logging_context import ContextFilter
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(flow)s %(connector_task)s] %(name)s: %(message)s"
@@ -72,7 +72,9 @@ def configure_logging(level: str | None, config_path: str | None, default_config
 
 def scrub_secrets_in_handlers() -> None:
     """Put the secret scrubber on every handler configured so far, whatever the logging config says:
-    no known secret value reaches a log line (:mod:`connect_runtime.api.secrets`)."""
+    no known secret value reaches a log line (:mod:`connect_runtime.api.secrets`). Records are also
+    scrubbed as they are created, which covers handlers added after this call."""
+    scrub_every_log_record()
     loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
                                       if isinstance(lg, logging.Logger))]
     for lg in loggers:

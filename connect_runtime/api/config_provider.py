@@ -56,14 +56,63 @@ class EnvVarConfigProvider(ConfigProvider):
                 if k in os.environ and (not self._allow or self._allow.fullmatch(k))}
 
 
+class AllowedPaths:
+    """Kafka's ``allowed.paths`` (KIP-993) for the file and directory providers, resolved canonically.
+
+    ``config.providers.<name>.param.allowed.paths`` is a comma-separated list of absolute paths; a path a
+    placeholder names is resolved (``..`` and symbolic links followed, as the OS would open it) and must
+    lie under one of them, else the lookup is refused with a ConfigError. Without the key every path is
+    allowed, as in Kafka; connector configs submitted through REST cannot use a provider the operator has
+    not put in ``rest.config.providers.allowlist`` anyway.
+    """
+
+    KEY = "allowed.paths"
+
+    def __init__(self, provider: str) -> None:
+        self._provider = provider
+        self._roots: tuple[Path, ...] | None = None
+
+    def configure(self, config: Mapping[str, str]) -> None:
+        raw = config.get(self.KEY)
+        if raw is None:
+            self._roots = None
+            return
+        roots = []
+        for entry in (e.strip() for e in str(raw).split(",")):
+            if not entry:
+                continue
+            if not os.path.isabs(entry):
+                raise ConfigError(f"config provider {self._provider!r}: {self.KEY} entry {entry!r} is not an "
+                                  f"absolute path")
+            roots.append(Path(os.path.realpath(entry)))
+        self._roots = tuple(roots)
+
+    def resolve(self, path: str) -> Path:
+        """``path`` made canonical; ConfigError when it lies outside every allowed path."""
+        canonical = Path(os.path.realpath(path))
+        if self._roots is not None and not any(canonical == root or root in canonical.parents
+                                               for root in self._roots):
+            allowed = ", ".join(str(r) for r in self._roots) or "none"
+            raise ConfigError(f"config provider {self._provider!r} may not read {path!r}: it is outside its "
+                              f"{self.KEY} ({allowed})")
+        return canonical
+
+
 class FileConfigProvider(ConfigProvider):
     """``${file:/path/to/file.properties:key}``: a key of a Java properties file."""
+
+    def __init__(self) -> None:
+        self._allowed = AllowedPaths("file")
+
+    def configure(self, config: Mapping[str, str]) -> None:
+        self._allowed.configure(config)
 
     def get(self, path: str, keys: set[str]) -> dict[str, str]:
         import javaproperties  # local: keeps the api package free of third-party imports at import time
 
+        file = self._allowed.resolve(path)
         try:
-            with Path(path).open(encoding="utf-8") as fh:
+            with file.open(encoding="utf-8") as fh:
                 values: dict[str, str] = javaproperties.load(fh)
         except OSError as exc:
             raise ConfigError(f"config provider 'file' cannot read {path}: {exc.strerror}") from exc
@@ -71,12 +120,28 @@ class FileConfigProvider(ConfigProvider):
 
 
 class DirectoryConfigProvider(ConfigProvider):
-    """``${directory:/path/to/dir:file}``: the content of a file in a directory (Kubernetes secrets)."""
+    """``${directory:/path/to/dir:file}``: the content of a file in a directory (Kubernetes secrets).
+
+    A key is a file name in that directory, nothing else: a key holding a path separator, ``..`` or an
+    absolute path is refused, and the file must resolve (links followed) inside the directory, as Kafka's
+    provider only ever lists the directory's own regular files.
+    """
+
+    def __init__(self) -> None:
+        self._allowed = AllowedPaths("directory")
+
+    def configure(self, config: Mapping[str, str]) -> None:
+        self._allowed.configure(config)
 
     def get(self, path: str, keys: set[str]) -> dict[str, str]:
+        directory = self._allowed.resolve(path)
         out = {}
         for key in keys:
-            file = Path(path) / key
+            if not key or key in (".", "..") or "/" in key or "\\" in key or os.path.isabs(key):
+                raise ConfigError(f"config provider 'directory': key {key!r} is not a file name in {path!r}")
+            file = Path(os.path.realpath(directory / key))
+            if file.parent != directory:
+                raise ConfigError(f"config provider 'directory': {key!r} in {path!r} resolves outside it")
             if file.is_file():
                 out[key] = file.read_text(encoding="utf-8")
         return out

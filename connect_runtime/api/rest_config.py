@@ -7,7 +7,8 @@ may not import the REST package) declare, parse and document the same keys. What
 
 from __future__ import annotations
 
-from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type, one_of
+from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type, at_least, one_of
+from connect_runtime.api.secrets import SECRETS_KEYS
 
 REST_EXTENSION_CLASSES = "rest.extension.classes"
 REST_BASIC_AUTH_JAAS_CONFIG = "rest.basic.auth.jaas.config"
@@ -15,6 +16,14 @@ REST_MUTATIONS_ALLOW_UNAUTHENTICATED = "rest.mutations.allow.unauthenticated"
 REST_CONFIG_PROVIDERS_ALLOWLIST = "rest.config.providers.allowlist"
 ACCESS_CONTROL_ALLOW_ORIGIN = "access.control.allow.origin"
 ACCESS_CONTROL_ALLOW_METHODS = "access.control.allow.methods"
+REST_READS_ALLOW_UNAUTHENTICATED = "rest.reads.allow.unauthenticated"
+REST_REQUEST_MAX_BYTES = "rest.request.max.bytes"
+REST_INTERNAL_REQUEST_MAX_BYTES = "rest.internal.request.max.bytes"
+#: 1 MiB: a connector config is a few KiB; nothing a caller sends to the public API comes near.
+DEFAULT_REQUEST_MAX_BYTES = 1 << 20
+#: 128 MiB: the signed task configs of a 100,000-partition MirrorSourceConnector flow are ~25 MiB with
+#: 249-character (maximum length) topic names (tests/unit/connect_runtime/rest/test_request_guards.py sends them).
+DEFAULT_INTERNAL_REQUEST_MAX_BYTES = 128 << 20
 HTTPS_PREFIX = "listeners.https."
 
 _GROUP = "REST security"
@@ -45,6 +54,26 @@ REST_SECURITY_CONFIG_DEF = ConfigDef([
               "REST may use in ${provider:...} placeholders. Empty by default, so a REST caller cannot make "
               "the worker read files or environment variables (CVE-2024-31141). Configs the MM2 driver "
               "writes from mm2.properties are not restricted.", group=_GROUP),
+    ConfigKey(REST_READS_ALLOW_UNAUTHENTICATED, Type.BOOLEAN, False, Importance.MEDIUM,
+              "With basic authentication configured, whether reads (GET, HEAD, OPTIONS: statuses, configs "
+              "with secrets masked, /metrics, /ui) stay open to callers without credentials. Off by default: "
+              "as with Kafka's BasicAuthSecurityRestExtension every request needs credentials, except GET "
+              "/health (for probes) and the internal endpoints between workers, which carry a session-key "
+              "signature instead. Without basic authentication reads are open either way.", group=_GROUP),
+    ConfigKey(REST_REQUEST_MAX_BYTES, Type.LONG, DEFAULT_REQUEST_MAX_BYTES, Importance.LOW,
+              "Largest request body the public REST API reads (bytes); a larger one is refused with 413 "
+              "as soon as its Content-Length or the bytes read so far exceed it, before it is buffered.",
+              at_least(1024), _GROUP),
+    ConfigKey(REST_INTERNAL_REQUEST_MAX_BYTES, Type.LONG, DEFAULT_INTERNAL_REQUEST_MAX_BYTES, Importance.LOW,
+              "Largest body of the internal (KIP-507 signed) task-config and fencing requests between "
+              "workers (bytes). The default holds the task configs of a 100,000-partition flow.",
+              at_least(1024), _GROUP),
+    ConfigKey(SECRETS_KEYS, Type.LIST, [], Importance.MEDIUM,
+              "Regular expressions (searched in the key name, case-insensitive) of further configuration "
+              "keys whose values are secrets, under any prefix: masked in REST answers, statuses and "
+              "'mirror config show', scrubbed from logs. Added to the built-in rule (Kafka's PASSWORD keys "
+              "and names holding password, pwd, secret, credential, token, private key...). Example: "
+              "secrets.keys=\\.pin$,my\\.custom\\.", group="Secrets"),
     ConfigKey(ACCESS_CONTROL_ALLOW_ORIGIN, Type.STRING, "", Importance.LOW,
               "CORS: origins allowed to call the REST API from a browser ('*' or a comma-separated list). "
               "Empty: no CORS headers.", group=_GROUP),

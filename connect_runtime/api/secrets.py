@@ -19,10 +19,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 HIDDEN = "[hidden]"
+#: The operator's extra secret key patterns (declared with the REST security keys, applied here).
+SECRETS_KEYS = "secrets.keys"
 
 #: Exact names of Kafka's PASSWORD-typed client keys (the name rule below covers them too; listed so
 #: the intent is explicit and a test can hold each one).
@@ -32,7 +34,7 @@ KAFKA_PASSWORD_KEYS = frozenset({
     "sasl.oauthbearer.client.credentials.client.secret", "sasl.oauthbearer.assertion.private.key.passphrase",
     "basic.auth.user.info", "trust.store.password", "key.store.password",
 })
-_SECRET_NAME = re.compile(r"(password|passphrase|secret|jaas|credential|token|api\.key|private\.key|"
+_SECRET_NAME = re.compile(r"(password|passphrase|passwd|pwd|secret|jaas|credential|token|api\.key|private\.key|"
                           r"keystore\.key|certificate\.chain|truststore\.certificates|user\.info)", re.I)
 #: Keys that name where a secret is, not the secret.
 _LOCATOR = re.compile(r"\.(location|file|url|path|type|algorithm|class|ms|seconds|enable|enabled)$", re.I)
@@ -41,10 +43,38 @@ _PLACEHOLDER_ONLY = re.compile(r"^(\$\{[^}]*\})+$")
 MIN_SCRUB_LENGTH = 4
 
 
+#: The operator's ``secrets.keys`` patterns (process-wide, set once from the worker or mm2 file).
+_operator_patterns: tuple[re.Pattern[str], ...] = ()
+
+
+def configure_secret_keys(patterns: Sequence[str]) -> None:
+    """Add the operator's ``secrets.keys`` regular expressions (searched in key names, any case) to the
+    built-in rule; ValueError naming the pattern that does not compile. Replaces earlier ones."""
+    global _operator_patterns
+    compiled = []
+    for pattern in patterns:
+        if not pattern.strip():
+            continue
+        try:
+            compiled.append(re.compile(pattern.strip(), re.I))
+        except re.error as exc:
+            raise ValueError(f"secrets.keys: {pattern!r} is not a regular expression ({exc})") from None
+    _operator_patterns = tuple(compiled)
+
+
+def apply_secret_keys(props: Mapping[str, Any]) -> None:
+    """:func:`configure_secret_keys` from a worker or mm2 file's ``secrets.keys`` (comma-separated);
+    ValueError naming the bad pattern. Call it before the file's secrets are remembered."""
+    raw = props.get(SECRETS_KEYS)
+    configure_secret_keys(str(raw).split(",") if raw else ())
+
+
 def is_sensitive_key(name: str) -> bool:
     """Whether a config key holds a secret that must never be printed, logged, returned or stored."""
     if any(name == k or name.endswith("." + k) for k in KAFKA_PASSWORD_KEYS):
         return True
+    if any(p.search(name) for p in _operator_patterns):
+        return True  # the operator's word wins over the locator rule
     return bool(_SECRET_NAME.search(name)) and not _LOCATOR.search(name)
 
 
@@ -142,3 +172,32 @@ class SecretScrubbingFilter(logging.Filter):
         if record.exc_text:
             record.exc_text = scrub(record.exc_text)
         return True
+
+
+_record_factory_installed = threading.Lock()
+_installed_factory: Callable[..., logging.LogRecord] | None = None
+
+
+def scrub_every_log_record() -> None:
+    """Scrub secrets from every log record as it is created, whatever handler later emits it.
+
+    A handler filter only covers the handlers present when it is put on; a record factory also covers
+    handlers added after start-up (a library's, an embedding application's, a test's ``caplog``).
+    Idempotent: the factory is wrapped once.
+    """
+    global _installed_factory
+    with _record_factory_installed:
+        current = logging.getLogRecordFactory()
+        if current is _installed_factory:
+            return
+        scrubber = SecretScrubbingFilter()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = current(*args, **kwargs)
+            scrubber.filter(record)
+            if record.stack_info:
+                record.stack_info = scrub(record.stack_info)
+            return record
+
+        logging.setLogRecordFactory(factory)
+        _installed_factory = factory

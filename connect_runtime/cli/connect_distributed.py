@@ -41,6 +41,7 @@ from connect_runtime.api import plugin_allowlist
 from connect_runtime.api.config_provider import build_providers, resolve
 from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.api.properties import PropertiesFile, load_properties
+from connect_runtime.api.secrets import SECRETS_KEYS, apply_secret_keys
 from connect_runtime.cli.process import ExitCode, parse_args, print_error, run_until_stopped
 from connect_runtime.logging_setup import configure_logging, log_level
 from connect_runtime.rest.app import create_app
@@ -103,6 +104,10 @@ def load_worker_config(path: str) -> tuple[wc.DistributedWorkerConfig, dict[str,
     """
     props = load_properties(path)
     try:
+        apply_secret_keys(props)  # before the resolved secrets are remembered
+    except ValueError as exc:
+        raise ConfigError(f"{_where(props, SECRETS_KEYS)}: {exc}", SECRETS_KEYS) from exc
+    try:
         providers = build_providers(props)
         resolved = resolve(props, providers)
         return wc.DistributedWorkerConfig(resolved), dict(providers)
@@ -114,7 +119,7 @@ def load_rest_security(path: str, config: wc.DistributedWorkerConfig) -> RestSec
     """Who may change what through REST, the HTTPS listener's TLS and CORS (``rest.*``, ``listeners.https.*``,
     ``access.control.*``); ConfigError naming ``<file>:<line>`` like :func:`load_worker_config`."""
     try:
-        return RestSecurity.from_props(config.originals, https=config.listeners[0].scheme == "https")
+        return RestSecurity.from_props(config.originals, https=any(lst.scheme == "https" for lst in config.listeners))
     except ConfigError as exc:
         raise ConfigError(f"{_where(load_properties(path), exc.key)}: {exc}", exc.key) from exc
 
@@ -132,7 +137,7 @@ class ConnectDistributed:
         self.membership = membership
         self.providers = providers
         self.security = security if security is not None else RestSecurity.from_props(
-            config.originals, https=config.listeners[0].scheme == "https")
+            config.originals, https=any(lst.scheme == "https" for lst in config.listeners))
         self.registry = prometheus_client.CollectorRegistry()
         self.app = _LateApp()
         listeners = ",".join(f"{lst.scheme}://{lst.host}:{lst.port}" for lst in config.listeners)

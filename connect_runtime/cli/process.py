@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Protocol
 
+from connect_runtime.api.secrets import scrub
 from connect_runtime.runtime.malloc_trim import start_process_trimmer
 
 logger = logging.getLogger(__name__)
@@ -66,8 +67,9 @@ class Service(Protocol):
 
 
 def print_error(message: str) -> None:
-    """The one-line error format of every command: ``error: <message>`` on stderr."""
-    print(f"error: {message}", file=sys.stderr, flush=True)
+    """The one-line error format of every command: ``error: <message>`` on stderr, known secrets scrubbed
+    (an exception's text can quote a config value)."""
+    print(f"error: {scrub(message)}", file=sys.stderr, flush=True)
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:

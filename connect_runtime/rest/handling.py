@@ -30,6 +30,7 @@ from connect_runtime.api.errors import (
 )
 from connect_runtime.rest.forwarding import PUBLIC_FORWARD_HEADERS, Forwarder
 from connect_runtime.rest.parsing import Call
+from connect_runtime.rest.request_limits import BodyTooLargeError
 from connect_runtime.rest.responses import error_response
 
 logger = logging.getLogger(__name__)
@@ -89,7 +90,9 @@ def route(path: str, handler: Handler, methods: Sequence[str], forwarder: Forwar
     async def endpoint(request: Request) -> Response:
         try:
             body = await request.body()
-        except Exception as exc:  # client went away mid-body, body too large, ...
+        except BodyTooLargeError:
+            raise  # BodyGuard answers 413
+        except Exception as exc:  # client went away mid-body, ...
             return error_response(400, f"Could not read request body: {exc}")
         call = Call.build(request.method, raw_path(request.scope), request.path_params,
                           request.scope.get("query_string", b""), body, request.headers)

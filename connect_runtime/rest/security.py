@@ -1,17 +1,20 @@
-"""Who may change what through the REST API: reads open, state changes authenticated (or refused).
+"""Who may read and change what through the REST API, applied to the whole app before any route is
+matched, so an endpoint added later cannot escape it.
 
-Operators read a worker on its listener (statuses, configs with secrets masked, ``/metrics``, ``/ui``,
-health); anything else changes state. The rule is by HTTP method, applied to the whole app before any
-route is matched, so an endpoint added later cannot escape it: every request that is not ``GET``,
-``HEAD`` or ``OPTIONS`` needs valid basic credentials (:mod:`connect_runtime.rest.basic_auth`), or the
-operator's explicit ``rest.mutations.allow.unauthenticated=true``. The only exception are the internal
-endpoints between workers (``POST .../connectors/<c>/tasks``, ``PUT .../connectors/<c>/fence``), which
-carry the session-key signature instead and are checked by their handlers (Kafka's
-``JaasBasicAuthFilter`` exempts them the same way). Followers forward the caller's ``Authorization``
-header to the leader (:mod:`connect_runtime.rest.forwarding`), which checks it again.
+* Without basic authentication, reads (``GET``, ``HEAD``, ``OPTIONS``: statuses, configs with secrets
+  masked, ``/metrics``, ``/ui``, health) are open, and every other request changes state: it is refused
+  (403) unless the operator sets ``rest.mutations.allow.unauthenticated=true`` (trusted networks only).
+* With basic authentication (:mod:`connect_runtime.rest.basic_auth`), every request needs valid
+  credentials, as with Kafka's ``BasicAuthSecurityRestExtension``, except ``GET /health`` (liveness probes
+  carry none); ``rest.reads.allow.unauthenticated=true`` opens reads again.
+* The internal endpoints between workers (``POST .../connectors/<c>/tasks``, ``PUT .../connectors/<c>/fence``)
+  carry the session-key signature instead and are checked by their handlers (Kafka's ``JaasBasicAuthFilter``
+  exempts them the same way). Followers forward the caller's ``Authorization`` header to the leader
+  (:mod:`connect_runtime.rest.forwarding`), which checks it again.
 
 Refusals use Connect's error body: 401 with ``WWW-Authenticate: Basic`` when credentials are missing
-or wrong, 403 when state changes are disabled altogether (no credentials could help).
+or wrong, 403 when state changes are disabled altogether (no credentials could help). Bodies are then
+limited in size and type (:mod:`connect_runtime.rest.request_limits`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from connect_runtime.api import rest_config as rc
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.rest.basic_auth import BASIC_AUTH_EXTENSION, BasicAuthenticator, jaas_file_location
 from connect_runtime.rest.handling import raw_path
+from connect_runtime.rest.request_limits import BodyGuard
 from connect_runtime.rest.response_headers import (
     RESPONSE_HTTP_HEADERS_CONFIG,
     HeaderAction,
@@ -45,6 +49,11 @@ logger = logging.getLogger(__name__)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 REALM = "Kafka Connect"
 UNAUTHORIZED_MESSAGE = "Authentication required: state-changing requests need HTTP basic credentials"
+READ_UNAUTHORIZED_MESSAGE = ("Authentication required: with basic authentication configured every request "
+                             f"but GET /health needs credentials (reads can be opened with "
+                             f"{rc.REST_READS_ALLOW_UNAUTHENTICATED}=true)")
+#: The one public path open without credentials under basic auth: liveness probes carry none.
+HEALTH_PATH = "/health"
 BAD_CREDENTIALS_MESSAGE = "User cannot access the resource."  # Kafka's JaasBasicAuthFilter's words
 DISABLED_MESSAGE = (f"State-changing REST requests are disabled: configure basic authentication "
                     f"({rc.REST_EXTENSION_CLASSES}={BASIC_AUTH_EXTENSION}) or, on a trusted network only, "
@@ -60,6 +69,10 @@ _INTERNAL = (("POST", re.compile(r"(^|/)connectors/[^/]+/tasks/?$")),
 def is_internal_request(method: str, path: str) -> bool:
     """Whether ``method path`` is a signed worker-to-worker request (exempt from basic auth)."""
     return any(method == m and pattern.search(path) for m, pattern in _INTERNAL)
+
+
+def _is_internal_scope(scope: Scope) -> bool:
+    return is_internal_request(str(scope.get("method", "GET")).upper(), raw_path(scope))
 
 
 @dataclass(frozen=True)
@@ -79,6 +92,11 @@ class RestSecurity:
     client_ssl: ssl.SSLContext | None = field(default=None, repr=False)
     #: ``response.http.headers.config``: headers added to every response.
     response_headers: tuple[HeaderAction, ...] = ()
+    #: With basic auth: whether reads need no credentials (``rest.reads.allow.unauthenticated``).
+    allow_unauthenticated_reads: bool = False
+    #: Body limits (``rest.request.max.bytes``, ``rest.internal.request.max.bytes``).
+    request_max_bytes: int = rc.DEFAULT_REQUEST_MAX_BYTES
+    internal_request_max_bytes: int = rc.DEFAULT_INTERNAL_REQUEST_MAX_BYTES
 
     @classmethod
     def from_props(cls, props: Mapping[str, str], *, https: bool,
@@ -109,18 +127,23 @@ class RestSecurity:
                    allow_unauthenticated_mutations=values[rc.REST_MUTATIONS_ALLOW_UNAUTHENTICATED],
                    provider_allowlist=frozenset(values[rc.REST_CONFIG_PROVIDERS_ALLOWLIST]),
                    cors_origins=origins, cors_methods=methods, server_ssl=server, client_ssl=client,
-                   response_headers=parse_header_config(props.get(RESPONSE_HTTP_HEADERS_CONFIG)))
+                   response_headers=parse_header_config(props.get(RESPONSE_HTTP_HEADERS_CONFIG)),
+                   allow_unauthenticated_reads=values[rc.REST_READS_ALLOW_UNAUTHENTICATED],
+                   request_max_bytes=values[rc.REST_REQUEST_MAX_BYTES],
+                   internal_request_max_bytes=values[rc.REST_INTERNAL_REQUEST_MAX_BYTES])
 
     def describe(self) -> str:
         """One line for the start-up log: how state changes are guarded."""
         if self.authenticator is not None:
-            return f"state changes need basic auth ({self.authenticator.credentials_file})"
+            what = "state changes" if self.allow_unauthenticated_reads else "every request but GET /health"
+            return f"{what} need basic auth ({self.authenticator.credentials_file})"
         if self.allow_unauthenticated_mutations:
             return "state changes open to any caller (rest.mutations.allow.unauthenticated=true)"
         return "state changes disabled (no basic auth configured)"
 
     def middleware(self) -> list[Middleware]:
-        """Response headers (outermost: every answer gets them), CORS (so preflights are answered), the guard."""
+        """Response headers (outermost: every answer gets them), CORS (so preflights are answered), the
+        guard, then the body limit (an unauthenticated caller is refused before any byte is read)."""
         out = []
         if self.response_headers:
             out.append(Middleware(ResponseHeaders, actions=self.response_headers))
@@ -128,6 +151,8 @@ class RestSecurity:
             out.append(Middleware(CORSMiddleware, allow_origins=list(self.cors_origins),
                                   allow_methods=list(self.cors_methods), allow_headers=list(_CORS_HEADERS)))
         out.append(Middleware(MutationGuard, security=self))
+        out.append(Middleware(BodyGuard, public_max_bytes=self.request_max_bytes,
+                              internal_max_bytes=self.internal_request_max_bytes, is_internal=_is_internal_scope))
         return out
 
 
@@ -146,10 +171,13 @@ class MutationGuard:
         await response(scope, receive, send)
 
     def _allowed(self, scope: Scope) -> bool:
-        method = str(scope.get("method", "GET")).upper()
-        if method in SAFE_METHODS or is_internal_request(method, raw_path(scope)):
+        method, path = str(scope.get("method", "GET")).upper(), raw_path(scope)
+        if is_internal_request(method, path):
             return True
         security = self.security
+        if method in SAFE_METHODS and (security.authenticator is None or security.allow_unauthenticated_reads
+                                       or (method in ("GET", "HEAD") and path == HEALTH_PATH)):
+            return True
         if security.authenticator is not None:
             return security.authenticator.authenticate(_header(scope, b"authorization")) is not None
         return security.allow_unauthenticated_mutations
@@ -161,7 +189,8 @@ class MutationGuard:
             return error_response(403, DISABLED_MESSAGE)
         given = _header(scope, b"authorization") is not None
         logger.info("Refused %s %s: %s", method, path, "bad credentials" if given else "no credentials")
-        response = error_response(401, BAD_CREDENTIALS_MESSAGE if given else UNAUTHORIZED_MESSAGE)
+        missing = READ_UNAUTHORIZED_MESSAGE if str(method).upper() in SAFE_METHODS else UNAUTHORIZED_MESSAGE
+        response = error_response(401, BAD_CREDENTIALS_MESSAGE if given else missing)
         response.headers["WWW-Authenticate"] = f'Basic realm="{REALM}", charset="UTF-8"'
         return response
 

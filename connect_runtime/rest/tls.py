@@ -14,10 +14,11 @@ stripped) to :class:`PemMaterial`. :func:`pem_store_loader` handles ``ssl.keysto
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from connect_runtime.api.errors import ConfigError
@@ -53,23 +54,41 @@ def listener_ssl_props(props: Mapping[str, str]) -> dict[str, str]:
 
 #: memfds backing the in-memory PEM "files" (kept open: an SSL context may be rebuilt from the path).
 _MEMORY_FILES: list[int] = []
+#: Temporary files written where memfd is missing, each deleted once the context that reads it is built.
+_DISK_FILES: list[str] = []
 
 
 def _private_file(content: str, suffix: str) -> str:
     """``content`` as a file only this process can read: in memory (``memfd_create``) where Linux offers
-    it, so no decrypted key ever reaches a disk, else a new 0600 temporary file; its path."""
+    it, so no decrypted key ever reaches a disk, else a new 0600 temporary file that
+    :func:`_scratch_files` deletes as soon as the SSL context has read it (on every path); its path."""
     if hasattr(os, "memfd_create"):
         fd = os.memfd_create(f"rest-tls{suffix}", 0)
         os.write(fd, content.encode("utf-8"))
         _MEMORY_FILES.append(fd)
         return f"/proc/self/fd/{fd}"
     fd, path = tempfile.mkstemp(prefix="rest-tls-", suffix=suffix)
+    _DISK_FILES.append(path)
     try:
         os.fchmod(fd, 0o600)
         os.write(fd, content.encode("utf-8"))
     finally:
         os.close(fd)
     return path
+
+
+@contextlib.contextmanager
+def _scratch_files() -> Iterator[None]:
+    """Delete every temporary key or trust file written inside the block, however the block ends: an
+    ``ssl.SSLContext`` keeps what it loaded in memory, so no copy of key material stays on disk."""
+    first = len(_DISK_FILES)
+    try:
+        yield
+    finally:
+        for path in _DISK_FILES[first:]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        del _DISK_FILES[first:]
 
 
 def _java_store(ssl_props: Mapping[str, str], kind: str) -> str | tuple[str, str] | None:
@@ -119,6 +138,11 @@ def _pem_ca(ssl_props: Mapping[str, str]) -> str | None:
 
 def server_ssl_context(props: Mapping[str, str], store_loader: StoreLoader = pem_store_loader) -> ssl.SSLContext:
     """The server-side context of an HTTPS listener; ConfigError naming the key when it cannot be built."""
+    with _scratch_files():
+        return _server_ssl_context(props, store_loader)
+
+
+def _server_ssl_context(props: Mapping[str, str], store_loader: StoreLoader) -> ssl.SSLContext:
     ssl_props = listener_ssl_props(props)
     material = store_loader(ssl_props)
     if not material.cert_chain_path:
@@ -151,6 +175,11 @@ def client_ssl_context(props: Mapping[str, str], store_loader: StoreLoader = pem
     It trusts the listener trust store (or the system's when none is set) and presents the listener's
     own certificate, so forwarding works when the listeners require client certificates.
     """
+    with _scratch_files():
+        return _client_ssl_context(props, store_loader)
+
+
+def _client_ssl_context(props: Mapping[str, str], store_loader: StoreLoader) -> ssl.SSLContext:
     material = store_loader(listener_ssl_props(props))
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     if material.ca_path:

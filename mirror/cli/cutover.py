@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.cli.process import print_error
 
 
 def add_parser(subparsers: Any) -> None:
@@ -67,6 +68,6 @@ def run(args: argparse.Namespace) -> int:
                          offset_syncs_config=source_config if on_source else None, offset_syncs_topic=syncs_topic)
     sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n" if args.json else report.render())
     if getattr(args, "require_drained", False) and not report.drained:
-        print(f"error: the lag did not drain within {args.max_wait:g}s: nothing written", file=sys.stderr)
+        print_error(f"the lag did not drain within {args.max_wait:g}s: nothing written")
         return 1
     return 1 if any(g.error for g in report.groups) else 0

@@ -26,6 +26,7 @@ import sys
 from typing import Any
 
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.cli.process import print_error
 from mirror.cli.offsets_batch import add_arguments, is_batch, run_batch
 from mirror.client.models import OffsetAndMetadata, TopicPartition
 
@@ -167,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         written = apply_failover(plan, timeout_s=args.timeout)
     except GroupActiveError as exc:
-        print(f"error: refused: {exc}", file=sys.stderr)
+        print_error(f"refused: {exc}")
         return 1
     print(f"applied: committed {len(written)} offset(s) for group {group} on {args.target}", file=sys.stderr)
     return 0

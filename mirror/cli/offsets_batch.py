@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.cli.process import print_error
 
 if TYPE_CHECKING:
     from mirror.client.translation import Translation
@@ -126,7 +127,7 @@ def run_batch(args: argparse.Namespace, target_config: dict[str, str], source_co
         try:
             commit_if_inactive(source_config, group, offsets, args.timeout)
         except GroupActiveError as exc:
-            print(f"error: refused on {args.source}: {exc}", file=sys.stderr)
+            print_error(f"refused on {args.source}: {exc}")
             status = 1
             continue
         print(f"applied: committed {len(offsets)} offset(s) for group {group} on {args.source}", file=sys.stderr)

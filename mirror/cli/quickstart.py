@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from connect_runtime.cli.children import die_with_parent
-from connect_runtime.cli.process import ExitCode, stop_on_signals
+from connect_runtime.cli.process import ExitCode, print_error, stop_on_signals
 from mirror.errors import MirrorError
 
 logger = logging.getLogger(__name__)
@@ -318,7 +318,7 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
             else:
                 _say("\nWhile it ran, it served (run with --keep to leave it running):\n" + "\n".join(where))
         except RuntimeError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print_error(str(exc))
             return ExitCode.FAILURE
         finally:
             if driver.poll() is None and stop.is_set():

@@ -26,7 +26,7 @@ from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.plugin_allowlist import PLUGIN_ALLOWLIST, PLUGIN_ALLOWLIST_DOC
 from connect_runtime.api.properties import PropertiesFile, load_properties
 from connect_runtime.api.rest_config import REST_SECURITY_CONFIG_DEF
-from connect_runtime.api.secrets import is_sensitive_key, remember_secrets
+from connect_runtime.api.secrets import SECRETS_KEYS, apply_secret_keys, is_sensitive_key, remember_secrets
 from mirror.config import checkpoint as checkpoint_config
 from mirror.config import heartbeat as heartbeat_config
 from mirror.config import source as source_config
@@ -168,6 +168,13 @@ class MirrorMakerConfig:
         self._file: PropertiesFile | None = props if isinstance(props, PropertiesFile) else None
         self._raw: dict[str, str] = dict(props)
         try:
+            apply_secret_keys(self._raw)  # before anything is remembered or masked
+        except ValueError as exc:
+            raise self._error(SECRETS_KEYS, str(exc)) from exc
+        # Literal secrets: scrubbed from logs, traces and error lines from now on (an invalid value
+        # quoted by a ConfigError below included).
+        remember_secrets(self._raw)
+        try:
             self._values: dict[str, Any] = CONFIG_DEF.parse(self._raw)
         except ConfigError as exc:
             raise self._error(exc.key, self._missing_clusters_message() if exc.key == CLUSTERS and
@@ -180,7 +187,6 @@ class MirrorMakerConfig:
         if MM2_PROVIDER in self._providers:
             raise self._error(CONFIG_PROVIDERS, f"the config provider name {MM2_PROVIDER!r} is reserved (it "
                                                 f"resolves the secret references in the configs topic)")
-        remember_secrets(self._raw)  # literal secrets: scrubbed from logs and traces from now on
 
     @classmethod
     def from_file(cls, path: str) -> MirrorMakerConfig:

@@ -74,12 +74,11 @@ from mirror.config.mirror_maker import (
 )
 from mirror.health.collector import start_health_monitor
 from mirror.health.ui_routes import ui_routes
-from mirror.maker.rest_wiring import install_code_policy, rest_security, task_config_forwarder
+from mirror.maker.rest_wiring import install_code_policy, rest_listeners, rest_security, task_config_forwarder
 from mirror.maker.translation_routes import translation_routes
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_LISTENERS = "http://:8083"
 _BACKOFF_INITIAL_S = 1.0
 _BACKOFF_MAX_S = 60.0
 _READY_TIMEOUT_S = 120.0
@@ -342,15 +341,6 @@ class HerderSlot(Herder):
         return super().verification_algorithms() if herder is None else herder.verification_algorithms()
 
 
-def _listeners(config: MirrorMakerConfig, rest_port: int | None) -> str:
-    """The REST listener: mm2.properties ``listeners`` (first entry), port overridden by --rest-port."""
-    raw = str(config.raw_properties().get("listeners", DEFAULT_LISTENERS)).split(",")[0].strip()
-    parts = urlsplit(raw)
-    host = parts.hostname or ""
-    port = rest_port if rest_port is not None else (parts.port if parts.port is not None else 8083)
-    return f"{parts.scheme or 'http'}://{host}:{port}"
-
-
 def _target_cluster_id(worker_config: wc.DistributedWorkerConfig, pair: SourceAndTarget,
                        stopping: threading.Event | None = None) -> str | None:
     """The target cluster's id; ConnectError if the cluster cannot be reached within a few seconds.
@@ -388,7 +378,7 @@ class MirrorMaker:
         self._herder_metrics = LabelledRegistries()
         self.registry.register(self._herder_metrics)
         self.plugins = Plugins()
-        listeners = _listeners(config, rest_port)
+        listeners, self._loopback_by_default = rest_listeners(config, rest_port)
         self.security = rest_security(config, listeners)
         self.rest = RestServer(None, listeners, ssl_context=self.security.server_ssl)
         self._metrics_port = metrics_port
@@ -408,8 +398,10 @@ class MirrorMaker:
         self._previous_code_policy = install_code_policy(self.config)
         self.rest.bind()
         listener = urlsplit(self.rest.url)
+        # A node on loopback by default still needs an id no other node shares: its host name.
+        bound_to_any = listener.hostname in (None, "", "0.0.0.0") or self._loopback_by_default
         advertised_host = self.config.raw_properties().get("rest.advertised.host.name") or (
-            listener.hostname if listener.hostname not in (None, "", "0.0.0.0") else socket.getfqdn())
+            socket.getfqdn() if bound_to_any else listener.hostname)
         self.worker_id = f"{advertised_host}:{self.rest.port}"
         self.url = f"{self.rest.scheme}://{self.worker_id}"
         for pair in self.pairs:

@@ -1,5 +1,7 @@
 """The driver's REST server: its security, and how its herders reach the leader (KIP-710).
 
+* Listeners: every ``listeners`` entry is served; without the key the node binds to loopback unless
+  internal REST is on (:func:`rest_listeners`).
 * Security (who may change what, HTTPS, CORS) comes from mm2.properties through
   :meth:`RestSecurity.from_props`, the same keys ``connect-distributed`` reads.
 * ``dedicated.mode.enable.internal.rest`` is honoured as Java MM2 honours it: without it the internal
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from connect_runtime.api import plugin_allowlist
 from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.rest.security import RestSecurity
-from connect_runtime.rest.server import listener_scheme
+from connect_runtime.rest.server import DEFAULT_LISTENERS, ListenerAddress, has_https_listener, parse_listeners
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.storage.config_records import SessionKey
 from mirror.config.mirror_maker import ENABLE_INTERNAL_REST, MirrorMakerConfig
@@ -47,10 +49,33 @@ def install_code_policy(config: MirrorMakerConfig) -> plugin_allowlist.CodePolic
     return plugin_allowlist.install(policy)
 
 
+def rest_listeners(config: MirrorMakerConfig, rest_port: int | None) -> tuple[str, bool]:
+    """The REST listeners: every mm2.properties ``listeners`` entry, the first one's port overridden by
+    --rest-port; and whether the node binds to loopback only because nothing asked for more.
+
+    Without ``listeners`` the node serves its API (statuses, /metrics, /ui) on loopback only, unless
+    ``dedicated.mode.enable.internal.rest`` is on (other nodes must reach it then): Java's dedicated MM2
+    opens no port at all without internal REST, so nothing is exposed that an operator did not ask for.
+    """
+    raw = str(config.raw_properties().get("listeners") or "").strip()
+    loopback_by_default = not raw and not config.enable_internal_rest
+    if not raw:
+        raw = "http://127.0.0.1:8083" if loopback_by_default else DEFAULT_LISTENERS
+    try:
+        addresses = parse_listeners(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{config.location('listeners')}: {exc}", "listeners") from exc
+    first = addresses[0]
+    if rest_port is not None:
+        addresses[0] = ListenerAddress(first.scheme, first.host, rest_port)
+    entries = (f"{a.scheme}://{f'[{a.host}]' if ':' in a.host else a.host}:{a.port}" for a in addresses)
+    return ",".join(entries), loopback_by_default
+
+
 def rest_security(config: MirrorMakerConfig, listeners: str) -> RestSecurity:
     """The REST security of this node; ConfigError naming ``mm2.properties:<line>``."""
     try:
-        return RestSecurity.from_props(config.raw_properties(), https=listener_scheme(listeners) == "https")
+        return RestSecurity.from_props(config.raw_properties(), https=has_https_listener(listeners))
     except ConfigError as exc:
         raise ConfigError(f"{config.location(exc.key)}: {exc}", exc.key) from exc
 

@@ -37,6 +37,8 @@ from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster
+from tests.integration.support.leak_scan import SPECIAL, properties_escaped, read_whole_topic
+from tests.integration.support.leak_scan import scan as leak_scan
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases, mm2_properties
 from tests.support.kafka import (
     Consumed,
@@ -391,3 +393,48 @@ def test_backfill_hands_over_to_a_running_connect_mirror_maker(cluster_a: Cluste
         assert mine == {f"{topic}-{p}" for p in range(8)}
         # anything else is a heartbeats topic (always replicated) that other tests left on the shared broker
         assert all(tp.rsplit("-", 1)[0].endswith("heartbeats") for tp in assigned - mine), assigned
+
+
+@pytest.mark.slow
+def test_backfill_leaks_no_secret(cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
+    """Issue 27, item 7: secrets planted in mm2.properties (literal, ``${file:...}``, ``${env:...}``, each
+    holding ``"\\$%+/=``) appear nowhere a Spark backfill writes: the command's output with Spark's own
+    logs (``--verbose``), the marker, offset-syncs and offsets topics, each read to its end."""
+    src, tgt = unique("bfs"), unique("bft")
+    topic = create_topic(cluster_a.bootstrap, unique("leak"), partitions=2)
+    seed(cluster_a, topic, 2_000, 2)
+    planted = {"literal sasl.jaas.config password": "BF$%+/=jaas-3d9b71",  # JAAS quoting: no quote or backslash
+               "literal ssl.key.password": f"BF{SPECIAL}key-c04e28",
+               "file-provided truststore password": f"BF{SPECIAL}file-6a1f53",
+               "env-provided keystore password": f"BF{SPECIAL}env-e2b847"}
+    secrets_file = tmp_path / "secrets.properties"
+    secrets_file.write_text(f"ts = {properties_escaped(planted['file-provided truststore password'])}\n")
+    path = write_mm2(tmp_path, src, tgt, cluster_a, cluster_b, topic)
+    path.write_text(path.read_text() + f"""config.providers = env, file
+config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider
+config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider
+{src}.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username="bf" \\
+password="{planted['literal sasl.jaas.config password']}";
+ssl.key.password = {properties_escaped(planted['literal ssl.key.password'])}
+{tgt}.ssl.truststore.password = ${{file:{secrets_file}:ts}}
+{src}.ssl.keystore.password = ${{env:BACKFILL_SCAN_SECRET}}
+""")
+    env = {**os.environ, "BACKFILL_SCAN_SECRET": planted["env-provided keystore password"]}
+    run = subprocess.run([sys.executable, "-m", "mirror.cli", "backfill", str(path), "--flow", f"{src}->{tgt}",
+                          "--master", "local[2]", "--no-progress", "--verbose"],
+                         capture_output=True, text=True, timeout=600, env=env, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert copied_from_output(run.stdout) == 2_000
+    assert assert_same(cluster_a, cluster_b, topic, f"{src}.{topic}") == 2_000
+    found = leak_scan("the backfill's output", run.stdout + run.stderr, planted)
+    assert "log4j" in run.stderr  # --verbose: Spark's own log lines were there to scan
+    written = {cluster_b.bootstrap: [marker_topic(src), f"mm2-offsets.{src}.internal"],
+               cluster_a.bootstrap: [f"mm2-offset-syncs.{tgt}.internal"]}
+    scanned = 0
+    for bootstrap, names in written.items():
+        for name in names:
+            if name in topics(bootstrap):
+                found += leak_scan(name, read_whole_topic(bootstrap, name), planted)
+                scanned += 1
+    assert scanned >= 2, written  # the marker topic and at least one of the others exist
+    assert found == []

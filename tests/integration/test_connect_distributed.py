@@ -379,9 +379,11 @@ def test_signed_task_configs_from_a_follower_are_applied(worker_factory: Any, cl
                "task.class": "connect_runtime.testing.sequence_source.SequenceSourceTask"}]
     body = json.dumps(posted).encode()
     path = f"/connectors/{CONNECTOR}/tasks"
-    assert worker.rest("POST", path, content=body).status_code == 400  # unsigned
+    json_type = {"Content-Type": "application/json"}
+    assert worker.rest("POST", path, content=body, headers=json_type).status_code == 400  # unsigned
+    assert worker.rest("POST", path, content=body).status_code == 415  # not declared JSON (issue 27)
     forged = {"X-Connect-Authorization": base64.b64encode(b"x" * 32).decode(),
-              "X-Connect-Request-Signature-Algorithm": "HmacSHA256"}
+              "X-Connect-Request-Signature-Algorithm": "HmacSHA256", **json_type}
     assert worker.rest("POST", path, content=body, headers=forged).status_code == 403
     signature = base64.b64encode(hmac.new(key, body, hashlib.sha256).digest()).decode()
     signed = {"X-Connect-Authorization": signature, "X-Connect-Request-Signature-Algorithm": "HmacSHA256",

@@ -183,7 +183,7 @@ DRIVER: dict[str, Works | Refused | Owned | str] = {
     "config.strict": Works("mirror/maker/config_lint.py", "config.get(STRICT)"),
     "dedicated.mode.enable.internal.rest": Works("mirror/maker/driver.py", "self.config.enable_internal_rest"),
     "config.providers": Works("mirror/config/mirror_maker.py", "build_providers(self._raw)"),
-    "listeners": Works("mirror/maker/driver.py", '"listeners"'),
+    "listeners": Works("mirror/maker/rest_wiring.py", '"listeners"'),
     "rest.advertised.host.name": Works("mirror/maker/driver.py", '"rest.advertised.host.name"'),
     "rest.advertised.port": REST,
     "rest.advertised.listener": REST,
@@ -211,6 +211,11 @@ REST_SECURITY: dict[str, Works | Refused | Owned | str] = {
     "rest.config.providers.allowlist": Works("connect_runtime/rest/security.py", "rc.REST_CONFIG_PROVIDERS_ALLOWLIST"),
     "access.control.allow.origin": Works("connect_runtime/rest/security.py", "rc.ACCESS_CONTROL_ALLOW_ORIGIN"),
     "access.control.allow.methods": Works("connect_runtime/rest/security.py", "rc.ACCESS_CONTROL_ALLOW_METHODS"),
+    "rest.reads.allow.unauthenticated": Works("connect_runtime/rest/security.py",
+                                              "rc.REST_READS_ALLOW_UNAUTHENTICATED"),
+    "rest.request.max.bytes": Works("connect_runtime/rest/security.py", "rc.REST_REQUEST_MAX_BYTES"),
+    "rest.internal.request.max.bytes": Works("connect_runtime/rest/security.py", "rc.REST_INTERNAL_REQUEST_MAX_BYTES"),
+    "secrets.keys": Works("connect_runtime/api/secrets.py", "props.get(SECRETS_KEYS)"),
 }
 #: ``listeners.https.ssl.*``: read by the listener's TLS set-up under its prefix.
 HTTPS_LISTENER = Works("connect_runtime/rest/tls.py", "k.startswith(HTTPS_PREFIX)")

@@ -95,7 +95,7 @@ def rest() -> Iterator[tuple[HerderSlot, TestClient]]:
 def test_rest_serves_a_slot_before_its_herder_runs(rest: tuple[HerderSlot, TestClient]) -> None:
     _slot, client = rest
     body = b"[]"
-    headers = signature_headers(b"any key", DEFAULT_SIGNATURE_ALGORITHM, body)
+    headers = {**signature_headers(b"any key", DEFAULT_SIGNATURE_ALGORITHM, body), "content-type": "application/json"}
     response = client.post("/A/B/connectors/MirrorSourceConnector/tasks", content=body, headers=headers)
     assert (response.status_code, response.json()["error_code"]) == (503, 503)
     response = client.get("/A/B/connectors")
@@ -110,7 +110,8 @@ def test_rest_reaches_the_running_herder_through_the_slot(rest: tuple[HerderSlot
     herder.session_key.return_value = b"session key"
     herder.verification_algorithms.return_value = (DEFAULT_SIGNATURE_ALGORITHM,)
     body = b'[{"k":"v"}]'
-    headers = signature_headers(b"session key", DEFAULT_SIGNATURE_ALGORITHM, body)
+    headers = {**signature_headers(b"session key", DEFAULT_SIGNATURE_ALGORITHM, body),
+               "content-type": "application/json"}
     response = client.post("/A/B/connectors/MirrorSourceConnector/tasks", content=body, headers=headers)
     assert response.status_code == 204
     herder.put_task_configs.assert_called_once_with("MirrorSourceConnector", [{"k": "v"}])

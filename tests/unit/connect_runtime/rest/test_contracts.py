@@ -56,10 +56,11 @@ def test_internal_endpoints_accept_the_herders_own_verification_algorithms() -> 
     assert herder.key is not None
     body = json.dumps([{"k": "v"}]).encode()
     with TestClient(create_app({("A", "B"): herder})) as client:
+        json_type = {"content-type": "application/json"}
         accepted = client.post("/A/B/connectors/src/tasks", content=body,
-                               headers=signature_headers(herder.key, "HmacSHA512", body))
+                               headers={**signature_headers(herder.key, "HmacSHA512", body), **json_type})
         refused = client.post("/A/B/connectors/src/tasks", content=body,
-                              headers=signature_headers(herder.key, "HmacSHA256", body))
+                              headers={**signature_headers(herder.key, "HmacSHA256", body), **json_type})
     assert accepted.status_code == 204
     assert refused.status_code == 400
     assert "configured to use: ['HmacSHA512']" in refused.json()["message"]

@@ -62,7 +62,8 @@ def test_create_existing_connector_is_409(client: TestClient) -> None:
 
 def test_config_values_are_coerced_like_jackson(client: TestClient, herder: FakeHerder) -> None:
     response = client.put("/connectors/src/config",
-                          content=b'{"connector.class": "X", "tasks.max": 3, "ratio": 1e3, "flag": true}')
+                          content=b'{"connector.class": "X", "tasks.max": 3, "ratio": 1e3, "flag": true}',
+                          headers={"content-type": "application/json"})
     assert response.status_code == 201
     assert herder.configs["src"] == {"connector.class": "X", "tasks.max": "3", "ratio": "1e3", "flag": "true",
                                      "name": "src"}

@@ -55,8 +55,9 @@ def test_signed_fence_request(mm2: TestClient, flow_herder: FakeHerder) -> None:
 def _bad_signature_cases(herder: FakeHerder) -> list[tuple[dict[str, str], int, str]]:
     good = signed(herder, BODY)
     return [
-        ({}, 400, "missing required signature"),
-        ({SIGNATURE_HEADER: good[SIGNATURE_HEADER]}, 400, "missing required signature"),
+        ({"content-type": "application/json"}, 400, "missing required signature"),
+        ({SIGNATURE_HEADER: good[SIGNATURE_HEADER], "content-type": "application/json"}, 400,
+         "missing required signature"),
         ({**good, SIGNATURE_ALGORITHM_HEADER: "HmacSHA999"}, 400, "HmacSHA999"),
         (signed(herder, BODY, "HmacSHA512"), 400, "does not support the 'HmacSHA512' key signing algorithm"),
         ({**good, SIGNATURE_HEADER: "%%%not-base64"}, 400, "base64"),

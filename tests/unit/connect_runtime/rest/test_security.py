@@ -180,18 +180,39 @@ def test_every_state_change_needs_credentials(https_worker: tuple[FakeHerder, Se
         assert allowed.status_code == status, (method, path, allowed.text)
 
 
-def test_reads_stay_open_and_internal_endpoints_use_their_signature(
+def test_reads_need_credentials_but_health_and_internal_endpoints_do_not(
         https_worker: tuple[FakeHerder, Served, httpx.Client]) -> None:
+    """Issue 27: with basic auth configured, reads were open; Kafka's extension authenticates them all."""
     herder, served, http = https_worker
     reset(herder)
-    for path in ("/", "/health", "/connectors", "/connectors/src", "/connectors/src/config",
+    for path in ("/", "/connectors", "/connectors/src", "/connectors/src/config",
                  "/connectors/src/status", "/connectors/src/tasks", "/connectors/src/offsets", "/metrics",
                  "/admin/loggers", "/connector-plugins"):
-        assert http.get(served.url + path).status_code == 200, path
+        refused = http.get(served.url + path)
+        assert refused.status_code == 401, path
+        assert refused.headers["www-authenticate"].startswith("Basic realm=")
+        assert "rest.reads.allow.unauthenticated" in refused.json()["message"]
+        assert http.get(served.url + path, headers=basic(USER, "wrong")).status_code == 401, path
+        assert http.get(served.url + path, headers=basic(USER, PASSWORD)).status_code == 200, path
+    assert http.get(served.url + "/health").status_code == 200
     # Not a 401: the internal endpoints are exempt from basic auth and refuse an unsigned body themselves.
     unsigned = http.post(served.url + "/connectors/src/tasks", json=[])
     assert unsigned.status_code == 400 and "signature" in unsigned.json()["message"].lower()
     assert http.put(served.url + "/connectors/src/fence").status_code == 400
+
+
+def test_reads_can_be_opened_again_under_basic_auth(tmp_path: Path, pem: PemFiles) -> None:
+    security = RestSecurity.from_props(secured_props(tmp_path, pem, **{"rest.reads.allow.unauthenticated": "true"}),
+                                       https=True)
+    herder = FakeHerder()
+    served = Served(create_app(herder, security=security), security)
+    try:
+        with httpx.Client(verify=trusting(pem), timeout=30, trust_env=False) as http:
+            reset(herder)
+            assert http.get(served.url + "/connectors/src/status").status_code == 200
+            assert http.put(served.url + "/connectors/src/pause").status_code == 401
+    finally:
+        served.server.stop()
 
 
 def test_default_is_refusal_and_opt_in_opens(tmp_path: Path) -> None:
