@@ -12,6 +12,7 @@ that every partition flows again within 60 s of each fault. Run with ``-s`` to s
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,8 +23,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import Cluster
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases, mm2_properties
+from tests.integration.support.replication import status, write_properties
 from tests.support.chaos import Arrival, Checker, LoadGenerator, analyse
-from tests.support.kafka import create_topic, topics, unique, wait_until
+from tests.support.kafka import create_topic, produce, topics, unique, wait_until
 
 #: Loss-asserting: never retried (tests/conftest.py retries other integration tests once).
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.flaky(reruns=0)]
@@ -269,3 +271,30 @@ def test_kill_9_of_the_node_holding_the_connectors_moves_them(two_nodes: TwoNode
     flow.finish("kill -9 of the node holding the connectors, no internal REST")
     assert max(stalls.values()) <= RECOVERY_LIMIT_S, stalls
     assert survivor.terminate() == 0, survivor.tail()
+
+
+def test_mirror_status_reports_a_connector_stalled_on_a_node(cluster_a: Cluster, cluster_b: Cluster,
+                                                             tmp_path: Path) -> None:
+    """A node that cannot hand a connector's task configs to the leader writes the connector's status RUNNING
+    with the reason as its trace (connect_runtime/runtime/stalled_handoffs.py, unit-tested in
+    tests/unit/mirror/test_stalled_follower.py); ``mirror status`` reads the flow's status topic and says so
+    until the connector's next status."""
+    a, b = aliases("A", "B")
+    props = write_properties(tmp_path / "mm2.properties", a, b, cluster_a.bootstrap, cluster_b.bootstrap,
+                             unique("stalled"))
+    status_topic = create_topic(cluster_b.bootstrap, f"mm2-status.{a}.internal", 5)
+    reason = "its task-configs cannot reach the leader: This worker is not able to communicate with the leader"
+    key = b"status-connector-MirrorSourceConnector"
+
+    def connector_status(trace: str | None) -> bytes:
+        return json.dumps({"state": "RUNNING", "trace": trace, "worker_id": "n1:8083", "generation": 4}).encode()
+
+    produce(cluster_b.bootstrap, status_topic, [(key, connector_status(reason))])
+    _, report = status(props, b, "--latency-window", "0")
+    [flow] = report["flows"]
+    expected = f"connector MirrorSourceConnector on n1:8083: {reason}"
+    assert flow["stalled"] == [expected]
+    assert f"stalled: {expected}" in flow["reasons"]
+    produce(cluster_b.bootstrap, status_topic, [(key, connector_status(None))])
+    _, report = status(props, b, "--latency-window", "0")
+    assert report["flows"][0]["stalled"] == []
