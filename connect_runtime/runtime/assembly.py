@@ -24,6 +24,7 @@ from connect_runtime.runtime.distributed_herder import DistributedHerder
 from connect_runtime.runtime.membership import GroupMembership
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.released_work import released_work
+from connect_runtime.runtime.stalled_handoffs import StalledHandoffs
 from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder, TopicTracking
 from connect_runtime.runtime.worker import Worker
@@ -60,14 +61,17 @@ class WakeupRelay:
 
 
 def kafka_membership(config: wc.DistributedWorkerConfig, advertised_url: str, status_store: KafkaStatusStore,
-                     notify: Callable[[], None], registry: CollectorRegistry) -> GroupMembership:
+                     notify: Callable[[], None], registry: CollectorRegistry, *,
+                     internal_rest: bool = True) -> GroupMembership:
     """Membership through Kafka's group coordinator for ``group.id`` (several workers share the work);
-    the leader tells a clean departure from a crash by the statuses (see :mod:`released_work`)."""
+    the leader tells a clean departure from a crash by the statuses (see :mod:`released_work`).
+    ``internal_rest=False``: this worker cannot reach the leader over internal REST, so the group keeps
+    every connector on its leader (MM2 without ``dedicated.mode.enable.internal.rest``)."""
     from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
 
     return KafkaGroupMembership.from_worker_config(
         config, advertised_url, notify=notify, released_work=functools.partial(released_work, status_store),
-        metrics=RebalanceMetrics(registry))
+        metrics=RebalanceMetrics(registry), internal_rest=internal_rest)
 
 
 def sole_membership(_config: wc.DistributedWorkerConfig, advertised_url: str, status_store: KafkaStatusStore,
@@ -139,6 +143,6 @@ def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertis
         task_shutdown_timeout_s=config[wc.TASK_SHUTDOWN_TIMEOUT_MS] / 1000, start_timeout_s=start_timeout_s,
         session_key_ttl_s=config[wc.INTER_WORKER_KEY_TTL_MS] / 1000, override_policy=config.override_policy,
         topic_tracking=topic_tracking, exactly_once=config.exactly_once_source_enabled,
-        **herder_kwargs)
+        stalls=StalledHandoffs(registry, status_writer.on_connector_stalled), **herder_kwargs)
     relay.target = herder
     return herder

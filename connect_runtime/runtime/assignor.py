@@ -39,6 +39,14 @@ Invariants (the coordinator and the herder keep the other half; see ``kafka_memb
   work is treated as new and assigned at once.
 * **E. Deterministic.** Members and items are visited in sorted order; the same inputs and memory
   give the same plan.
+* **F. Connectors on the leader when a follower cannot reach it.** A follower that runs a connector
+  hands the connector's task configs (and its exactly-once fencing requests) to the leader over
+  internal REST; a member without it (MM2 without ``dedicated.mode.enable.internal.rest``) cannot. When
+  the coordinator passes ``connectors_on`` (the leader's member id: some member said it cannot reach
+  the leader), every connector goes to that member and only the tasks are balanced; a connector held
+  by another member is revoked (and, invariant A, assigned to the leader in the next round). Lost
+  connectors are never held back then: they belong to the leader at once. Connectors therefore move
+  with leadership, and the leader writes their task configs itself.
 """
 
 from __future__ import annotations
@@ -166,7 +174,7 @@ class IncrementalCooperativeAssignor:
 
     def assign(self, configured: ConnectorsAndTasks, owned: Mapping[str, ConnectorsAndTasks], *,
                generation: int, last_completed_generation: int | None, now_ms: float,
-               released: ConnectorsAndTasks = EMPTY) -> AssignmentPlan:
+               released: ConnectorsAndTasks = EMPTY, connectors_on: str | None = None) -> AssignmentPlan:
         """Compute the plan for ``generation``.
 
         ``owned`` maps every member id of the new generation to what it reports it runs.
@@ -174,6 +182,7 @@ class IncrementalCooperativeAssignor:
         it is not the one this assignor computed last, the memory is stale and is dropped (Java does
         the same) so missing work is treated as new. ``released`` is the work whose last status says
         its owner stopped it cleanly (invariant D); other lost work counts as crashed.
+        ``connectors_on``: the member every connector must run on (invariant F), None to balance them.
         """
         if not owned:
             return AssignmentPlan({})
@@ -191,19 +200,31 @@ class IncrementalCooperativeAssignor:
             # resynchronise on what the members actually report.
             previous = active
 
+        pinned = connectors_on if connectors_on in owned else None
         revoke = self._revoke_deleted_and_duplicated(configured, owned)
+        if pinned is not None:
+            for member in members:
+                if member != pinned and owned[member].connectors:
+                    revoke[member] = revoke[member] | ConnectorsAndTasks(owned[member].connectors)
         current = {m: owned[m] - revoke[m] for m in members}
         lost = (previous & configured) - active
         new = configured - previous - active
+        if pinned is not None:  # a lost connector is the leader's at once (invariant F)
+            new = new | ConnectorsAndTasks(lost.connectors)
+            lost = ConnectorsAndTasks(tasks=lost.tasks)
         held, delay_ms = self._handle_lost(lost, released, owned, now_ms)
         new = new | (lost - held)
 
         if delay_ms == 0:
-            for member, extra in self._balance_revocations(configured, current).items():
+            for member, extra in self._balance_revocations(configured, current, pinned is None).items():
                 revoke[member] = revoke[member] | extra
                 current[member] = current[member] - extra
 
-        assigned = self._assign_least_loaded(new, current)
+        if pinned is None:
+            assigned = self._assign_least_loaded(new, current)
+        else:
+            assigned = self._assign_least_loaded(ConnectorsAndTasks(tasks=new.tasks), current)
+            assigned[pinned] = assigned[pinned] | ConnectorsAndTasks(new.connectors)
         final = {m: current[m] | assigned[m] for m in members}
         revoked_all = union(revoke.values())
         memory.previous = union(final.values()) | held
@@ -273,10 +294,11 @@ class IncrementalCooperativeAssignor:
         return sorted(m for m, work in owned.items() if not work and m not in self._memory.hold_members)
 
     @staticmethod
-    def _balance_revocations(configured: ConnectorsAndTasks,
-                             current: Mapping[str, ConnectorsAndTasks]) -> dict[str, ConnectorsAndTasks]:
-        """Invariants B and C: revoke only each worker's excess above its target."""
-        connectors = _excess(len(configured.connectors), {m: c.connectors for m, c in current.items()})
+    def _balance_revocations(configured: ConnectorsAndTasks, current: Mapping[str, ConnectorsAndTasks],
+                             balance_connectors: bool = True) -> dict[str, ConnectorsAndTasks]:
+        """Invariants B and C: revoke only each worker's excess above its target (tasks only under F)."""
+        connectors = (_excess(len(configured.connectors), {m: c.connectors for m, c in current.items()})
+                      if balance_connectors else {})
         tasks = _excess(len(configured.tasks), {m: c.tasks for m, c in current.items()})
         return {m: ConnectorsAndTasks(frozenset(connectors.get(m, ())), frozenset(tasks.get(m, ())))
                 for m in set(connectors) | set(tasks)}

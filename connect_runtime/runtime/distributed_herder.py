@@ -52,6 +52,7 @@ from connect_runtime.runtime.parallel_start import start_together
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.reconciler import target_state
 from connect_runtime.runtime.restarts import apply_restart, owner_url, restart_plan, restarting_view
+from connect_runtime.runtime.stalled_handoffs import StalledHandoffs
 from connect_runtime.runtime.startup_narrator import StartupNarrator
 from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
@@ -83,7 +84,8 @@ class DistributedHerder(AbstractHerder):
                  rest_prefix: str = "", forwarder: TaskConfigForwarder | None = None,
                  override_policy: OverridePolicy = ALLOW_ALL,
                  health_check_timeout_s: float = HEALTH_CHECK_TIMEOUT_S,
-                 topic_tracking: TopicTracking = TRACKING_OFF, exactly_once: bool = False) -> None:
+                 topic_tracking: TopicTracking = TRACKING_OFF, exactly_once: bool = False,
+                 stalls: StalledHandoffs | None = None) -> None:
         super().__init__(plugins, config_store, status_store, offset_store, override_policy, topic_tracking)
         self.exactly_once = exactly_once
         self._worker_id = worker_id
@@ -100,13 +102,15 @@ class DistributedHerder(AbstractHerder):
             config_store, assignment=lambda: self._assignment, demote=self._demote,
             request_rebalance=membership.request_rebalance, claim_timeout_s=min(30.0, request_timeout_s),
             session_key_ttl_s=session_key_ttl_s, group_id=group_id, fence_producers=fence_producers)
-        self._fencing = GenerationFencing(exactly_once, self._leader, config_store, self._forwarder, rest_prefix)
+        self.stalls = stalls or StalledHandoffs(on_change=status_writer.on_connector_stalled)  # /health, status
+        self._fencing = GenerationFencing(exactly_once, self._leader, config_store, self._forwarder, rest_prefix,
+                                          self.stalls)
         self._work = LocalWork(worker, status_writer, self.request_task_reconfiguration, task_shutdown_timeout_s)
         self._reconfiguration = TaskReconfiguration(
             worker=worker, config_store=config_store, leader=self._leader, forwarder=self._forwarder,
             schedule=self._work.reconfigurations, snapshot=lambda: self._snapshot,
             runs_connector=self._work.runs_connector, refresh=self._refresh_snapshot, wake=self._wake_tick_thread,
-            rest_prefix=rest_prefix)
+            rest_prefix=rest_prefix, stalls=self.stalls)
 
         #: What the config store told us (on its log thread), taken by the tick thread.
         self._inbox = ConfigChangeInbox(self._wake_tick_thread)
@@ -355,8 +359,10 @@ class DistributedHerder(AbstractHerder):
                                              and not self._ticks.stopping)
 
     def health(self) -> WorkerHealth:
+        a = self._assignment  # stalls of connectors of which something still runs here
+        here = set() if a is None else a.connectors | {t.connector for t in a.tasks}
         return probe_health(self._ticks, failed=self.failed(), ready=self._ready.is_set(),
-                            timeout_s=self._health_check_timeout_s)
+                            timeout_s=self._health_check_timeout_s, stalled=self.stalls.problems(here.__contains__))
 
     # ===================================================================== Herder: connectors ===
     def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,

@@ -13,6 +13,9 @@ Two paths lead there, as in Java:
   ``PUT /connectors/<c>/fence`` (KIP-618's round trip, sent off the tick thread by the
   :class:`~connect_runtime.runtime.task_config_forwarding.TaskConfigForwarder`), so its tasks never
   depend on the leader having noticed: e.g. a leader whose own fencing failed, or one just elected.
+  A follower that cannot reach the leader (MM2 without internal REST) does not ask: it waits for the
+  first path, which the leader retries until it succeeds; a request that fails is a stall
+  (:mod:`connect_runtime.runtime.stalled_handoffs`) until the generation is fenced.
 
 The leader serves a request (:meth:`GenerationFencing.serve`) only while the generation is pending: a
 request that arrives after the fencing (the other path won) must not fence again, or it would fence the
@@ -29,6 +32,7 @@ import time
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.runtime.leader_config_writer import LeaderConfigWriter
+from connect_runtime.runtime.stalled_handoffs import FENCING, StalledHandoffs
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
 
@@ -44,8 +48,10 @@ class GenerationFencing:
     ``_retry_at`` under the lock."""
 
     def __init__(self, enabled: bool, leader: LeaderConfigWriter, config_store: KafkaConfigStore | None = None,
-                 forwarder: TaskConfigForwarder | None = None, rest_prefix: str = "") -> None:
+                 forwarder: TaskConfigForwarder | None = None, rest_prefix: str = "",
+                 stalls: StalledHandoffs | None = None) -> None:
         self.enabled = enabled
+        self._stalls = stalls or StalledHandoffs()
         self._leader = leader
         self._store = config_store
         self._forwarder = forwarder
@@ -61,8 +67,11 @@ class GenerationFencing:
             return set()
         pending = {c for c in snapshot.connectors() if snapshot.task_count(c) and c in snapshot.pending_fencing}
         with self._lock:  # a fenced generation: the next one may ask at once
-            for fenced in [c for c, due in self._next_ask.items() if c not in pending and due != math.inf]:
-                del self._next_ask[fenced]
+            fenced = [c for c, due in self._next_ask.items() if c not in pending and due != math.inf]
+            for connector in fenced:
+                del self._next_ask[connector]
+        for connector in fenced:
+            self._stalls.cleared(connector)
         return pending
 
     # -- the leader ----------------------------------------------------------------------------------
@@ -117,6 +126,11 @@ class GenerationFencing:
     def _ask(self, connector: str) -> None:
         leader_url = self._leader.leader_url()
         key = None if self._store is None else self._store.snapshot().session_key
+        if self._forwarder is not None and not self._forwarder.reaches_leader:
+            logger.debug("Connector %s: its tasks wait for the leader to fence the previous task generation "
+                         "(no internal REST to ask it; the leader fences on its own)", connector)
+            self._answered(connector, None, quiet=True)
+            return
         if self._forwarder is None or leader_url is None or key is None:
             missing = "leader URL" if leader_url is None else "session key" if key is None else "forwarder"
             logger.info("Connector %s: its tasks wait for a fencing; no %s yet to ask the leader, retrying in "
@@ -137,6 +151,7 @@ class GenerationFencing:
                         "the fencing record is read", connector)
         else:
             logger.error("Connector %s: its tasks wait: %s; retrying in %.0f s", connector, error, RETRY_S)
+            self._stalls.failed(connector, FENCING, str(error))
         with self._lock:
             self._next_ask[connector] = time.monotonic() + RETRY_S
         self._retry_later()

@@ -60,6 +60,11 @@ class StatusWriter:
     def on_connector_stop(self, name: str) -> None:
         self._connector(name, State.STOPPED)
 
+    def on_connector_stalled(self, name: str, reason: str | None) -> None:
+        """The connector runs here but what it must hand to the leader does not reach it (``reason`` as
+        the status trace; None: no longer, see :mod:`connect_runtime.runtime.stalled_handoffs`)."""
+        self._connector(name, State.RUNNING, reason)
+
     def on_connector_failure(self, name: str, trace: str) -> None:
         logger.error("Connector %s failed", name)
         self._connector(name, State.FAILED, trace, safe=True)

@@ -94,9 +94,14 @@ class TaskConfigForwarder:
         self._thread: threading.Thread | None = None
         self._closed = False
 
+    #: Whether a follower can reach the leader at all (False: MM2 without internal REST, whose leader
+    #: fences exactly-once generations on its own, see :mod:`.generation_fencing`).
+    reaches_leader = True
+
     def forward(self, leader_url: str, connector: str, configs: list[dict[str, str]], session_key: SessionKey,
-                on_failure: Callable[[], None]) -> None:
-        """Queue one send (returns at once); ``on_failure`` runs on the sending thread if it fails."""
+                on_failure: Callable[[], None], on_outcome: Callable[[str | None], None] | None = None) -> None:
+        """Queue one send (returns at once); ``on_failure`` runs on the sending thread if it fails, after
+        ``on_outcome`` (None on success, else why it failed)."""
 
         def send() -> None:
             try:
@@ -104,7 +109,12 @@ class TaskConfigForwarder:
                 logger.info("Connector %s: sent %d task config(s) to the leader", connector, len(configs))
             except ConnectError as exc:
                 logger.warning("Connector %s: %s; retrying", connector, exc)
+                if on_outcome is not None:
+                    on_outcome(str(exc))
                 on_failure()
+            else:
+                if on_outcome is not None:
+                    on_outcome(None)
 
         self._submit(send)
 

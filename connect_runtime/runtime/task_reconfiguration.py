@@ -19,6 +19,7 @@ from connect_runtime.runtime import connector_validation as validation
 from connect_runtime.runtime.leader_config_writer import LeaderConfigWriter
 from connect_runtime.runtime.reconciler import target_state
 from connect_runtime.runtime.reconfiguration_schedule import ReconfigurationSchedule
+from connect_runtime.runtime.stalled_handoffs import TASK_CONFIGS, StalledHandoffs
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.worker_runtime import WorkerRuntime
 from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
@@ -36,8 +37,10 @@ class TaskReconfiguration:
                  forwarder: TaskConfigForwarder, schedule: ReconfigurationSchedule,
                  snapshot: Callable[[], ClusterConfigState],
                  runs_connector: Callable[[str], bool], refresh: Callable[[], None],
-                 wake: Callable[[], None], rest_prefix: str) -> None:
+                 wake: Callable[[], None], rest_prefix: str, stalls: StalledHandoffs | None = None) -> None:
         self.schedule = schedule
+        #: Connectors whose task configs could not reach the leader (reported by /health and a metric).
+        self.stalls = stalls or StalledHandoffs()
         self._worker = worker
         self._config_store = config_store
         self._leader = leader
@@ -70,6 +73,7 @@ class TaskReconfiguration:
         """Recompute ``name``'s task configs; write them (and a commit) only if they changed."""
         snapshot = self._snapshot()
         if not self._runs_connector(name) or target_state(snapshot, name) is not TargetState.STARTED:
+            self.stalls.cleared(name, running=self._runs_connector(name))
             return
         config = snapshot.connector_configs.get(name)
         if config is None:
@@ -88,6 +92,7 @@ class TaskReconfiguration:
         current = [dict(c) for c in snapshot.task_config_list(name)]
         if configs == current and name not in snapshot.inconsistent and snapshot.task_count(name) == len(configs):
             logger.debug("Connector %s: task configs unchanged (%d task(s))", name, len(configs))
+            self.stalls.cleared(name)
             return
         if not self._leader.is_leader():
             self._forward(name, configs)
@@ -99,6 +104,7 @@ class TaskReconfiguration:
             logger.error("Connector %s: writing task configs failed (%s); retrying", name, exc)
             self.schedule.schedule(name, RECONFIGURE_RETRY_S)
             return
+        self.stalls.cleared(name)
         self._refresh()
 
     def _forward(self, name: str, configs: list[dict[str, str]]) -> None:
@@ -111,5 +117,11 @@ class TaskReconfiguration:
                         "leader URL" if leader_url is None else "session key")
             self.schedule.schedule(name, RECONFIGURE_RETRY_S)
             return
+        def outcome(error: str | None) -> None:
+            if error is None:
+                self.stalls.cleared(name)
+            else:
+                self.stalls.failed(name, TASK_CONFIGS, error)
+
         self._forwarder.forward(leader_url.rstrip("/") + self._rest_prefix, name, configs, key,
-                                lambda: self.request(name, RECONFIGURE_RETRY_S))
+                                lambda: self.request(name, RECONFIGURE_RETRY_S), outcome)

@@ -214,6 +214,8 @@ class FlowHealth:
     rpo_seconds: float | None = None
     rpo_basis: str = "none"
     errors: list[str] = field(default_factory=list)
+    #: connectors whose node cannot hand their task configs to the group leader (their status says why)
+    stalled: list[str] = field(default_factory=list)
     #: informational problems that do not change the state (e.g. groups unreadable)
     notes: list[str] = field(default_factory=list)
     state: State = State.HEALTHY
@@ -294,6 +296,8 @@ def evaluate(flow: FlowHealth, thresholds: Thresholds) -> tuple[State, list[str]
 
     for error in flow.errors:
         findings.append((State.DOWN, error))
+    for stalled in flow.stalled:
+        findings.append((State.DEGRADED, f"stalled: {stalled}"))
     age = flow.heartbeat_age_seconds
     if age is None:
         findings.append((State.DOWN, "no heartbeat found on the target"))

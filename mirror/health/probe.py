@@ -74,7 +74,13 @@ from mirror.health.model import (
     lag_of,
     loss_of,
 )
-from mirror.health.record_decoding import apply_checkpoint, apply_connect_offset, apply_newest_syncs, heartbeat_ts
+from mirror.health.record_decoding import (
+    apply_checkpoint,
+    apply_connect_offset,
+    apply_connector_status,
+    apply_newest_syncs,
+    heartbeat_ts,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +103,8 @@ class FlowSpec:
     heartbeat_interval_s: float
     thresholds: Thresholds
     sync_group_offsets: bool = False
+    #: the flow's Connect status topic: a node that cannot do its part says so there (stalled_handoffs.py)
+    status_topic: str = ""
 
     @property
     def name(self) -> str:
@@ -138,6 +146,7 @@ def flow_specs(config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
             source=pair.source, target=pair.target, policy=policy,
             topic_filter=load_topic_filter(source_cfg), group_filter=load_group_filter(checkpoint_cfg),
             offsets_topic=config.worker_config(pair)["offset.storage.topic"],
+            status_topic=config.worker_config(pair)["status.storage.topic"],
             offset_syncs_on_source=location.strip().lower() != "target",
             heartbeat_interval_s=interval, thresholds=thresholds,
             sync_group_offsets=parse_boolean(checkpoint_cfg.get(SYNC_GROUP_OFFSETS_ENABLED, "false"))))
@@ -163,6 +172,8 @@ class _FlowState:
     #: (source topic, partition) -> newest offset sync (upstream, downstream)
     syncs: dict[TP, tuple[int, int]] = field(default_factory=dict)
     offset_map: OffsetMap = field(default_factory=OffsetMap)
+    #: connector -> why its node cannot hand its task configs to the leader (from the status topic)
+    stalled: dict[str, str] = field(default_factory=dict)
 
 
 class HealthProbe:
@@ -241,6 +252,7 @@ class HealthProbe:
             flow.errors.append(f"target cluster {spec.target} unreachable: {exc}")
             return self._finish(flow, spec, source_readable=False)
         state.primed = True
+        flow.stalled = sorted(state.stalled.values())
         if state.newest_replicated_ms is not None:
             flow.heartbeat_age_seconds = max(0.0, now - state.newest_replicated_ms / 1000)
             flow.heartbeat_basis = "replicated"
@@ -301,7 +313,7 @@ class HealthProbe:
         wanted = [replicated_hb, policy.heartbeats_topic()]
         if not heartbeats_only:
             wanted += [policy.checkpoints_topic(spec.source), spec.offsets_topic,
-                       offset_map_topic(policy, spec.source)]
+                       offset_map_topic(policy, spec.source), spec.status_topic]
             if not spec.offset_syncs_on_source:
                 wanted.append(policy.offset_syncs_topic(spec.source))
         positions = {tp: o for tp, o in state.target_positions.items() if tp[0] in wanted}
@@ -313,6 +325,9 @@ class HealthProbe:
         read_at = self._clock()
         newest_new: int | None = None
         syncs: list[Message] = []
+        by_topic: dict[str, Callable[[Message], object]] = {
+            offset_map_topic(policy, spec.source): lambda m: state.offset_map.add_record(m.key(), m.value()),
+            spec.status_topic: lambda m: apply_connector_status(m, state.stalled)}
         for msg in records:
             name = msg.topic()
             if name == replicated_hb:
@@ -327,8 +342,8 @@ class HealthProbe:
                 apply_connect_offset(msg, spec.source, state.connect_offsets)
             elif name == policy.checkpoints_topic(spec.source):
                 apply_checkpoint(msg, state.checkpoints)
-            elif name == offset_map_topic(policy, spec.source):
-                state.offset_map.add_record(msg.key(), msg.value())
+            elif name in by_topic:
+                by_topic[name](msg)
             else:
                 syncs.append(msg)
         apply_newest_syncs(syncs, state.syncs)

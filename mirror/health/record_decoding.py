@@ -80,3 +80,22 @@ def apply_connect_offset(msg: Message, source: str, store: dict[TP, int]) -> Non
         store.pop(tp, None)
     elif isinstance(value, dict) and isinstance(value.get("offset"), int):
         store[tp] = value["offset"]
+
+
+def apply_connector_status(msg: Message, store: dict[str, str]) -> None:
+    """A ``status-connector-<name>`` record: a RUNNING connector with a trace is one whose node cannot hand
+    its task configs to the group leader (connect_runtime/runtime/stalled_handoffs.py); any later status
+    of the connector without one clears it."""
+    key = (msg.key() or b"").decode("utf-8", "replace")
+    if not key.startswith("status-connector-"):
+        return
+    name = key[len("status-connector-"):]
+    try:
+        raw = msg.value()
+        value = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return
+    if isinstance(value, dict) and value.get("state") == "RUNNING" and value.get("trace"):
+        store[name] = f"connector {name} on {value.get('worker_id')}: {value['trace']}"
+    else:
+        store.pop(name, None)

@@ -50,7 +50,7 @@ from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.rest.app import create_app, namespace_path
 from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime import worker_config as wc
-from connect_runtime.runtime.assembly import build_herder
+from connect_runtime.runtime.assembly import build_herder, kafka_membership
 from connect_runtime.runtime.distributed_herder import DistributedHerder
 from connect_runtime.runtime.herder import (
     ConfigInfos,
@@ -441,6 +441,7 @@ class MirrorMaker:
         herder = build_herder(
             worker_config, worker_id=self.worker_id, advertised_url=self.url, plugins=self.plugins,
             registry=registry, providers=providers, herder_class=MirrorHerder, log_flow=str(pair), forwarder=forwarder,
+            membership=functools.partial(kafka_membership, internal_rest=bool(self.config.enable_internal_rest)),
             cluster_id=cluster_id, start_timeout_s=_READY_TIMEOUT_S,
             rest_prefix=namespace_path((pair.source, pair.target)), pair=pair, mm_config=self.config,
             metrics=registry)

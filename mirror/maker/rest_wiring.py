@@ -6,8 +6,11 @@
   :meth:`RestSecurity.from_props`, the same keys ``connect-distributed`` reads.
 * ``dedicated.mode.enable.internal.rest`` is honoured as Java MM2 honours it: without it the internal
   endpoints (``POST /<src>/<tgt>/connectors/<c>/tasks``, ``PUT .../fence``) are not served and a follower
-  whose connector computes new task configs cannot hand them to the leader; it logs Java's advice
-  and retries (a single node, or a connector that runs on the leader, works). The public API (statuses,
+  cannot hand task configs to the leader. Unlike Java, that does not stall a flow: the node tells the
+  group so in its JoinGroup and the leader keeps every connector on itself (docs/architecture.md,
+  "Several nodes without internal REST"); its followers run tasks only. Should a follower still run a
+  connector that computes new task configs (a transitional state), it logs Java's advice once, retries,
+  and reports the stall (:mod:`connect_runtime.runtime.stalled_handoffs`). The public API (statuses,
   configs, metrics, /ui) is served either way: that is our deliberate difference from Java.
 """
 
@@ -87,18 +90,22 @@ class NoInternalRestForwarder(TaskConfigForwarder):
     so the connector's tasks appear as soon as it runs on the leader.
     """
 
+    reaches_leader = False
+
     def __init__(self) -> None:
         super().__init__(timeout_s=0.0)
         self._told: set[str] = set()
         self._told_lock = threading.Lock()
 
     def forward(self, leader_url: str, connector: str, configs: list[dict[str, str]], session_key: SessionKey,
-                on_failure: Callable[[], None]) -> None:
+                on_failure: Callable[[], None], on_outcome: Callable[[str | None], None] | None = None) -> None:
         with self._told_lock:
             first = connector not in self._told
             self._told.add(connector)
         logger.log(logging.ERROR if first else logging.DEBUG, "Connector %s: %s", connector,
                    NO_INTERNAL_REST_MESSAGE)
+        if on_outcome is not None:
+            on_outcome(NO_INTERNAL_REST_MESSAGE)
         on_failure()
 
     def fence(self, leader_url: str, connector: str, session_key: SessionKey,

@@ -56,13 +56,17 @@ def _paced(bootstrap: str, topic: str, first: int, last: int, chunks: int = 20) 
         time.sleep(0.1)
 
 
+@pytest.mark.parametrize("internal_rest", [True, False], ids=["internal-rest", "no-internal-rest"])
 def test_changing_tasks_max_fences_the_old_generation_before_the_new_one_starts(
-        cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
+        cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path, internal_rest: bool) -> None:
     """tasks.max 3 -> 1 through REST while records flow: the leader fences the transactional ids of all
     three old tasks (the ids of tasks 1 and 2 are never re-initialised by the new generation, so only
     this fencing stops zombies of them) and records the count before task 0 of the new generation starts
     anywhere; then a signed PUT .../fence sent to the follower travels to the leader (KIP-618's round
-    trip), which finds the generation fenced and does not fence the running task again."""
+    trip), which finds the generation fenced and does not fence the running task again.
+
+    Without ``dedicated.mode.enable.internal.rest`` (issue 26) the connectors run on the leader, which
+    fences on its own; the follower's tasks wait for the fencing record without asking."""
     a, b = aliases("A", "B")
     topic = create_topic(cluster_a.bootstrap, unique("generations"), 3)
     remote = f"{a}.{topic}"
@@ -70,7 +74,8 @@ def test_changing_tasks_max_fences_the_old_generation_before_the_new_one_starts(
     props = tmp_path / "mm2.properties"
     props.write_text(mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, (
         f"{a}->{b}.enabled = true\ntopics = {topic}\n{a}->{b}.tasks.max = 3\n"
-        f"{b}.exactly.once.source.support = enabled\n{a}.consumer.isolation.level = read_committed\n")))
+        f"{b}.exactly.once.source.support = enabled\n{a}.consumer.isolation.level = read_committed\n"),
+        internal_rest=internal_rest))
     produce(cluster_a.bootstrap, topic, [(None, f"v{i}".encode()) for i in range(total // 2)])
     flow = f"/{a}/{b}/connectors/{SOURCE}"
     with MirrorMakerProcess(props, log=tmp_path / "one.log") as one, \
@@ -105,6 +110,11 @@ def test_changing_tasks_max_fences_the_old_generation_before_the_new_one_starts(
         assert generations[last_commit + 1:] == [("tasks", {"task-count": 1})], generations
         assert ("tasks", {"task-count": 3}) in generations[:last_commit]
 
+        if not internal_rest:
+            assert {w for _, w in one.task_states(a, b, SOURCE)} <= {one.url[7:], two.url[7:]}
+            assert "not able to communicate with the leader" not in follower.log_text()
+            assert "asking the leader" not in follower.log_text()
+            assert follower.request("PUT", flow + "/fence").status_code == 404  # not served without the key
         # KIP-618's round trip over the real REST servers: signed with the cluster's session key, sent to
         # the follower, forwarded to the leader. The generation is fenced: the leader must not fence again.
         [session] = [v for k, v in records if k == "session-key"][-1:]
@@ -112,11 +122,12 @@ def test_changing_tasks_max_fences_the_old_generation_before_the_new_one_starts(
         key = base64.b64decode(session["key"])
         signature = base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
         unsigned = follower.request("PUT", flow + "/fence")
-        assert unsigned.status_code == 400, unsigned.text
+        assert unsigned.status_code == (400 if internal_rest else 404), unsigned.text
         signed = follower.request("PUT", flow + "/fence", content=b"", headers={
             "X-Connect-Authorization": signature, "X-Connect-Request-Signature-Algorithm": "HmacSHA256"})
-        assert signed.status_code == 204, signed.text
-        assert "the current task generation (1 task(s)) is fenced already" in leader.log_text()
+        assert signed.status_code == (204 if internal_rest else 404), signed.text
+        if internal_rest:
+            assert "the current task generation (1 task(s)) is fenced already" in leader.log_text()
         assert leader.log_text().count(fenced) == 1
         assert _states(one, flow) == ["RUNNING"], "the running task was not fenced again"
         after = read_transactions(cluster_b.bootstrap, remote)

@@ -52,10 +52,8 @@ work as owned (the assignor balances it from there, invariant A), and the assign
 as by a real round. Not taken while a rejoin is due, a join is in flight, the generation is lost, or
 the last acknowledged heartbeat is older than half a session.
 
-Rolling restarts: a worker that stops (``leave``) or dies leaves its work unassigned for
-``scheduled.rebalance.max.delay.ms``; a worker that joins empty during that time gets it back when the
-delay expires, and nobody else's work moves (Java behaves the same; there is no "dead by session
-expiry" shortcut because the leader cannot tell a clean LeaveGroup from a crash).
+Connectors on the leader: each member says in its JoinGroup whether it can reach the leader over
+internal REST (``internal_rest``); if one cannot, the leader keeps every connector (assignor invariant F).
 """
 
 from __future__ import annotations
@@ -112,8 +110,11 @@ class KafkaGroupMembership:
                  scheduled_rebalance_crash_delay_ms: int = 0, bootstrap_timeout_s: float = 30.0,
                  worker_sync_timeout_ms: int = 3_000, notify: Callable[[], None] | None = None,
                  released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None,
-                 metrics: RebalanceMetrics | None = None) -> None:
+                 metrics: RebalanceMetrics | None = None, internal_rest: bool = True) -> None:
         self.group_id = group_id
+        #: Whether this worker, as a follower, can reach the leader over internal REST (told to the
+        #: leader in every JoinGroup; see "Connectors on the leader" in the module docstring).
+        self.internal_rest = internal_rest
         self.advertised_url = advertised_url
         self._client_config = dict(client_config)
         self._session_s = session_timeout_ms / 1000
@@ -157,7 +158,8 @@ class KafkaGroupMembership:
     def from_worker_config(cls, config: wc.DistributedWorkerConfig, advertised_url: str | None,
                            notify: Callable[[], None] | None = None,
                            released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None,
-                           metrics: RebalanceMetrics | None = None) -> KafkaGroupMembership:
+                           metrics: RebalanceMetrics | None = None,
+                           internal_rest: bool = True) -> KafkaGroupMembership:
         """From the worker config: group.id, the session / heartbeat / rebalance timeouts, the delay,
         and the connection and security settings (``admin.``-prefixed overrides included)."""
         client = kafka_python_config(config.admin_config("coordinator"))
@@ -168,7 +170,7 @@ class KafkaGroupMembership:
                    scheduled_rebalance_max_delay_ms=int(config[wc.SCHEDULED_REBALANCE_MAX_DELAY_MS]),
                    scheduled_rebalance_crash_delay_ms=int(config[wc.SCHEDULED_REBALANCE_CRASH_DELAY_MS]),
                    worker_sync_timeout_ms=int(config[wc.WORKER_SYNC_TIMEOUT_MS]), notify=notify,
-                   released_work=released_work, metrics=metrics)
+                   released_work=released_work, metrics=metrics, internal_rest=internal_rest)
 
     # -- what the herder and REST read ---------------------------------------------------------------
 
@@ -376,7 +378,7 @@ class KafkaGroupMembership:
         released = self._released_work(configured) if self._released_work is not None else EMPTY
         plan = self._assignor.assign(configured, {member: owned}, generation=generation,
                                      last_completed_generation=generation, now_ms=time.monotonic() * 1000,
-                                     released=released)
+                                     released=released, connectors_on=None if self.internal_rest else member)
         mine = plan.members[member]
         with self._state_lock:
             owned = self._owned = (self._owned - mine.revoked) | mine.assigned
@@ -429,7 +431,8 @@ class KafkaGroupMembership:
             join_seq = self._join_seq
         if owned and generation_lost:
             raise _MustStopFirst()
-        return protocol.encode_metadata(protocol.MemberMetadata(self.advertised_url, snapshot.offset, owned, join_seq))
+        return protocol.encode_metadata(protocol.MemberMetadata(self.advertised_url, snapshot.offset, owned, join_seq,
+                                                                self.internal_rest))
 
     def _joined(self, generation: int, member_id: str, data: bytes) -> None:
         """IO thread: a JoinGroup + SyncGroup finished; the herder's next poll applies it."""
@@ -466,9 +469,15 @@ class KafkaGroupMembership:
             return {member_id: wire(error=protocol.CONFIG_MISMATCH) for member_id in members}
         configured = ConnectorsAndTasks.of(snapshot.connectors(), snapshot.all_tasks())
         released = self._released_work(configured) if self._released_work is not None else EMPTY
+        # Invariant F of the assignor: a member that cannot reach the leader keeps connectors on it.
+        unreachable = sorted(m for m, s in members.items() if not s.internal_rest)
+        if unreachable and len(members) > 1:
+            logger.info("Group %s generation %d: connectors stay on the leader (member(s) without internal REST "
+                        "to reach it: %s)", self.group_id, generation, ", ".join(unreachable))
         plan = self._assignor.assign(configured, {m: s.owned for m, s in members.items()},
                                      generation=generation, last_completed_generation=last_completed,
-                                     now_ms=time.monotonic() * 1000, released=released)
+                                     now_ms=time.monotonic() * 1000, released=released,
+                                     connectors_on=leader_id if unreachable else None)
         return {member_id: wire(plan.members[member_id], delay_ms=plan.delay_ms) for member_id in members}
 
     def _confirm(self, send_time: float) -> None:

@@ -5,11 +5,14 @@ payloads are UTF-8 JSON objects; the format is ours, so JSON keeps it readable i
 
 Member metadata (JoinGroup, one per member)::
 
-    {"version": 1, "url": "http://host:8083/", "config_offset": 41,
+    {"version": 1, "url": "http://host:8083/", "config_offset": 41, "internal_rest": true,
      "connectors": ["a"], "tasks": [["a", 0], ["a", 1]]}
 
 ``connectors`` / ``tasks`` are what the member *owns* (runs) when it joins: the leader's incremental
-cooperative assignor needs them (Java's ``ExtendedWorkerState`` carries the same).
+cooperative assignor needs them (Java's ``ExtendedWorkerState`` carries the same). ``internal_rest``:
+whether the member, as a follower, can hand task configs and fencing requests to the leader over
+internal REST (MM2: ``dedicated.mode.enable.internal.rest``). A member that says false, or says nothing
+(a version before the key), makes the leader keep every connector on itself (the assignor's invariant F).
 
 Assignment (SyncGroup, one per member)::
 
@@ -58,6 +61,8 @@ class MemberMetadata:
     config_offset: int
     owned: ConnectorsAndTasks = EMPTY
     join_seq: int = 0
+    #: Whether this member can reach the leader over internal REST (see the module docstring).
+    internal_rest: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +100,7 @@ def _load(data: bytes, what: str) -> dict[str, Any]:
 
 def encode_metadata(metadata: MemberMetadata) -> bytes:
     body = {"version": VERSION, "url": metadata.url, "config_offset": metadata.config_offset,
-            "join_seq": metadata.join_seq, **_work_to_json(metadata.owned)}
+            "join_seq": metadata.join_seq, "internal_rest": metadata.internal_rest, **_work_to_json(metadata.owned)}
     return json.dumps(body, separators=(",", ":")).encode()
 
 
@@ -105,7 +110,7 @@ def decode_metadata(data: bytes) -> MemberMetadata:
     try:
         return MemberMetadata(obj.get("url"), int(obj["config_offset"]),
                               _work_from_json(obj.get("connectors", ()), obj.get("tasks", ())),
-                              int(obj.get("join_seq", 0)))
+                              int(obj.get("join_seq", 0)), obj.get("internal_rest") is True)
     except (KeyError, TypeError, ValueError) as exc:
         raise ProtocolError(f"malformed member metadata: {exc!r}") from exc
 

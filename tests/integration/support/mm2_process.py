@@ -33,7 +33,7 @@ def aliases(*names: str) -> list[str]:
     return [f"{name}{suffix}" for name in names]
 
 
-def mm2_properties(clusters: Mapping[str, str], body: str = "") -> str:
+def mm2_properties(clusters: Mapping[str, str], body: str = "", *, internal_rest: bool = True) -> str:
     """An mm2.properties for ``clusters`` (alias -> bootstrap) on the test brokers, then ``body``.
 
     The fixed part is only what the test brokers need: replication factor 1 (one broker per cluster),
@@ -41,7 +41,8 @@ def mm2_properties(clusters: Mapping[str, str], body: str = "") -> str:
     join for session.timeout.ms / 2), a 1 s offset flush and short MM2 intervals so tests see results
     in seconds, and a REST listener on a free loopback port. Multi-node tests need the internal REST
     endpoints (KIP-710, off by default as in Java) and the tests drive the REST API without credentials
-    (state changes are refused by default; test_rest_security.py tests that default).
+    (state changes are refused by default; test_rest_security.py tests that default). ``internal_rest=False``
+    leaves that key out, as a user's file does (test_multinode_without_internal_rest.py).
     """
     lines = [f"clusters = {', '.join(clusters)}"]
     for alias, bootstrap in clusters.items():
@@ -51,7 +52,7 @@ def mm2_properties(clusters: Mapping[str, str], body: str = "") -> str:
                   f"{alias}.offset.flush.interval.ms = 1000"]
     lines += [
         "listeners = http://127.0.0.1:0",
-        "dedicated.mode.enable.internal.rest = true",
+        *(["dedicated.mode.enable.internal.rest = true"] if internal_rest else []),
         "rest.mutations.allow.unauthenticated = true",
         "replication.factor = 1",
         "offset-syncs.topic.replication.factor = 1",
