@@ -345,7 +345,7 @@ def run(records: int, sizes: list[int], modes: list[str], runs: int = RUNS,
                 if any(mode in ON_DEFAULT_FLOW for mode in modes):
                     commit_groups(source, topic, records // PARTITIONS // 2)
                 for index in range(runs):
-                    for mode in modes[index % len(modes):] + modes[:index % len(modes)]:
+                    for mode in run_order(modes, index):
                         profile = (None if profile_dir is None
                                    else profile_dir / f"profile-{mode}-{size}b-{index}.{profile_format}")
                         result = run_mode(mode, source, topic, records, size, workdir, extra, profile,
@@ -354,6 +354,12 @@ def run(records: int, sizes: list[int], modes: list[str], runs: int = RUNS,
                         results.append(result)
                         print(json.dumps(asdict(result)), flush=True)
     return results
+
+
+def run_order(modes: list[str], index: int) -> list[str]:
+    """The modes of round ``index``: the list rotated by one mode per round."""
+    shift = index % len(modes)
+    return modes[shift:] + modes[:shift]
 
 
 def commit_groups(source: str, topic: str, offset: int) -> None:
