@@ -249,7 +249,7 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
 
         try:
             try:
-                done = wait_for_records(ends, records, max(120.0, records / 5000), alive=copier.alive,
+                done = wait_for_records(ends, records, max(300.0, records / 2000), alive=copier.alive,
                                         on_first=first, samples=samples)
             except SystemExit as exc:  # one copier failing must not lose the other figures
                 if mode == "pipe":

@@ -152,10 +152,11 @@ def end_offsets(consumer: Consumer, positions: Mapping[PartitionKey, int], timeo
                     pending -= _partitions_of(message, pending)
                 else:
                     on_error(error)
-            if answered:
-                # One pause for the whole batch: confluent-kafka holds the GIL while librdkafka pauses,
-                # and librdkafka waits for each partition's thread to confirm, so a pause per partition
-                # stalled every other Python thread (the copy loop too) once per partition and probe.
+            if answered and pending:
+                # One pause for the whole batch, and none once nothing is left to wait for (the caller
+                # unassigns): confluent-kafka holds the GIL while librdkafka pauses and waits for each
+                # partition's thread to confirm, so a pause per partition stalled every other Python
+                # thread (the copy loop too) once per partition and probe.
                 consumer.pause(answered)
                 paused.extend(answered)
     finally:
