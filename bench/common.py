@@ -41,6 +41,8 @@ FAST_CONSUMER: dict[str, Any] = {
     "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760, "fetch.wait.max.ms": 100,
     "queued.min.messages": 1000000, "fetch.queue.backoff.ms": 10,
 }
+#: The part of it that keeps a reader's fetch queue from pausing.
+FAST_CONSUMER_QUEUE: dict[str, Any] = {"queued.min.messages": 1000000, "fetch.queue.backoff.ms": 10}
 #: The producer tuning of tansu.md §10.
 FAST_PRODUCER: dict[str, Any] = {
     "linger.ms": 20, "batch.size": 1000000, "batch.num.messages": 100000, "acks": "all",
@@ -189,6 +191,62 @@ class EndOffsets:
         self._consumer.close()
 
 
+class CommittedRecords:
+    """How many records of a topic a ``read_committed`` consumer can read: the committed count.
+
+    For exactly-once runs the high watermark is the wrong end: it counts records of transactions still
+    open (a read_committed reader cannot see them yet, and an abort would drop them) and one commit
+    marker per partition and transaction. This reader consumes the topic from the beginning with
+    ``isolation.level=read_committed`` and counts data records only, so a copy is done when the count
+    reaches the total. Same interface as :class:`EndOffsets` for :func:`wait_for_records`. The reading
+    costs this process CPU (every record is fetched once more), not the copier's.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.partitions = partitions
+        self._admin = admin(bootstrap)
+        self._consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": unique("bench-committed"),
+            "enable.auto.commit": False, "isolation.level": "read_committed", "fetch.wait.max.ms": 10,
+            "allow.auto.create.topics": False, "auto.offset.reset": "earliest", **FAST_CONSUMER_QUEUE,
+        })
+        self._counts = [0] * partitions
+        self._assigned = False
+
+    def _drain(self, budget_s: float = 0.5) -> None:
+        if not self._assigned:
+            topic = self._admin.list_topics(self.topic, timeout=5).topics.get(self.topic)
+            if topic is None or topic.error is not None or len(topic.partitions) < self.partitions:
+                return
+            self._consumer.assign([TopicPartition(self.topic, p, 0) for p in range(self.partitions)])
+            self._assigned = True
+        until = time.monotonic() + budget_s
+        while time.monotonic() < until:
+            batch = self._consumer.consume(100_000, 0.01)
+            if not batch:
+                return
+            for message in batch:
+                if message.error() is None:
+                    self._counts[message.partition() or 0] += 1
+
+    def any_written(self) -> bool:
+        self._drain()
+        return sum(self._counts) > 0
+
+    def lower_bounds(self) -> list[int]:
+        self._drain()
+        return list(self._counts)
+
+    def total(self) -> int:
+        self._drain()
+        return sum(self._counts)
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
 @dataclass
 class Completion:
     """When the records appeared on the target: first batch seen, all seen, and the count."""
@@ -202,8 +260,8 @@ class Completion:
         return self.done_at - self.first_at
 
 
-def wait_for_records(ends: EndOffsets, expected: int, timeout_s: float, *, alive: Callable[[], bool],
-                     on_first: Callable[[], None] | None = None, interval_s: float = 0.05,
+def wait_for_records(ends: EndOffsets | CommittedRecords, expected: int, timeout_s: float, *,
+                     alive: Callable[[], bool], on_first: Callable[[], None] | None = None, interval_s: float = 0.05,
                      stall_s: float = 60.0, samples: list[tuple[float, int]] | None = None) -> Completion:
     """Poll the target until ``expected`` records are there; times the first and the last appearance.
 

@@ -44,6 +44,7 @@ if __package__ in (None, ""):
 from confluent_kafka import Consumer, TopicPartition
 
 from bench.common import EndOffsets, create_topic, python_child, stop_child, unique
+from bench.replication import DEFAULT_FLOW
 from bench.steady import PARTITIONS, Steady, steady_replication, stop_load
 
 DEFAULT_RATE = 7_500
@@ -138,15 +139,17 @@ def _start_pipe(steady: Steady, start: dict[int, int]) -> tuple[Popen[bytes], _A
 
 
 def run(rate: float, duration: float, value_bytes: int = 100, extra: dict[str, str] | None = None,
-        code: Path | None = None, baseline: bool = True, load_linger_ms: int | None = LOAD_LINGER_MS) -> dict[str, Any]:
-    """``baseline``: also copy the same records with the raw streaming pipe (bench/stream_pipe.py) at the
-    same time, on the same brokers, and report what it adds: the replicator's figure less the floor
-    that Tansu, the client settings and the machine's load put under any client-based copier.
+        code: Path | None = None, load_linger_ms: int | None = LOAD_LINGER_MS) -> dict[str, Any]:
+    """The replication as shipped (checkpoint and heartbeat connectors on, :data:`DEFAULT_FLOW`) and, every
+    time, the raw streaming pipe (bench/stream_pipe.py) copying the same records at the same time on the
+    same brokers: the pipe's figure is the floor that Tansu, the client settings and the machine's load put
+    under any client-based copier, and the replicator's figure less the pipe's is ours.
     ``load_linger_ms``: the generator's ``linger.ms`` (:data:`LOAD_LINGER_MS`; None: bench/load.py's)."""
-    with steady_replication({**TANSU_FETCH_WAIT, **(extra or {})}, code=code) as steady, _no_cyclic_gc():
+    with steady_replication({**DEFAULT_FLOW, **TANSU_FETCH_WAIT, **(extra or {})}, code=code) as steady, \
+            _no_cyclic_gc():
         on_a = _Arrivals(steady.source, steady.topic)
         on_b = _Arrivals(steady.target, steady.remote_topic)
-        pipe, on_pipe = _start_pipe(steady, on_a.start) if baseline else (None, None)
+        pipe, on_pipe = _start_pipe(steady, on_a.start)
         load = steady.start_load(rate, duration, value_bytes, load_linger_ms)
         expected: int | None = None
         deadline = time.monotonic() + duration + 60
@@ -245,15 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="extra mm2.properties entry (repeatable)")
-    parser.add_argument("--no-baseline", action="store_true",
-                        help="do not run the raw streaming pipe beside the replicator")
     parser.add_argument("--code", type=Path, metavar="DIR",
                         help="run the replication on the packages in DIR (e.g. an older `git archive`)")
     parser.add_argument("--load-linger-ms", type=int, metavar="MS", default=LOAD_LINGER_MS,
                         help="the load generator's linger.ms (default %(default)s: see LOAD_LINGER_MS)")
     args = parser.parse_args(argv)
     result = run(args.rate, args.duration, args.value_bytes, dict(s.split("=", 1) for s in args.set), args.code,
-                 baseline=not args.no_baseline, load_linger_ms=args.load_linger_ms)
+                 load_linger_ms=args.load_linger_ms)
     print(json.dumps(result))
     print()
     print(table(result))

@@ -1,10 +1,22 @@
 """The raw pipe baseline: one Python process copying a topic A -> B with confluent-kafka, as fast as it can.
 
-This is the physical limit of a client-based replicator on this machine: a batched ``consume(n, timeout)``
-on the source, ``produce(..., on_delivery=cb)`` (positional arguments, the fastest call) of every message
-to the same partition of the target
-(key, value, headers, timestamp kept), ``poll(0)`` per batch and a final ``flush()``. No offsets, no
-tracking, no metrics. Settings are the best found in tansu.md §10 (acks=all, like the replicator).
+This is the limit of a client-based replicator on this machine: the same client settings as a
+MirrorSource task, and nothing a task does beyond the copy. A batched ``consume(n, timeout)`` on the
+source, ``produce`` (positional arguments, the fastest call) of every message to the same partition of
+the target (key, value, headers, timestamp kept), ``poll(0)`` per batch and a final ``flush()``.
+
+* Producer: the task producer's settings (``PRODUCER_DEFAULTS`` of
+  ``connect_runtime/runtime/source_task_setup.py``: acks=all, linger.ms, never time out, bounded queue;
+  idempotent with ``enable.gapless.guarantee``, as ``task_producer_config`` builds it) plus
+  ``delivery.report.only.error=true``: no Python call per record, only failures reach the error callback.
+  The task needs a report per run of records to commit offsets; the pipe needs none, which is what makes
+  it the limit.
+* Consumer: the task's source consumer (``COPIER_CONSUMER_DEFAULTS`` of
+  ``mirror/source/source_consumer.py`` over librdkafka's defaults, read_uncommitted), assigned, no group.
+
+No offsets, no tracking, no metrics. Earlier versions (before 2026-11-26) used tansu.md §10's tuned
+settings and a delivery callback per record instead: not the task's settings, and a Python call per
+record the replicator does not pay.
 
 Usage (normally started by bench/throughput.py)::
 
@@ -26,25 +38,34 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import FAST_CONSUMER, FAST_PRODUCER
+from connect_runtime.model import ConnectorTaskId
+from connect_runtime.runtime.source_task_setup import task_producer_config
+from mirror.source.source_consumer import copier_consumer_config
+
+
+def producer_config(target: str, on_error: Any) -> dict[str, Any]:
+    """The task producer's config (as the runtime builds it for task 0), reporting failures only."""
+    config: dict[str, Any] = task_producer_config({"bootstrap.servers": target}, ConnectorTaskId("bench-pipe", 0))
+    config.update({"delivery.report.only.error": True, "on_delivery": on_error})
+    return config
+
+
+def consumer_config(source: str) -> dict[str, Any]:
+    """The task's source consumer config (group id only because librdkafka wants one; never joined)."""
+    config = copier_consumer_config({"bootstrap.servers": source, "client.id": "bench-pipe"}, "bench-pipe")
+    config.update({"enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    return config
 
 
 def run(source: str, target: str, topic: str, target_topic: str, partitions: int, records: int,
         batch: int = 10000) -> int:
-    consumer = Consumer({"bootstrap.servers": source, "group.id": "bench-pipe", "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", **FAST_CONSUMER})
-    producer = Producer({"bootstrap.servers": target, **FAST_PRODUCER, "enable.idempotence": True,
-                         "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576})
-    acked = 0
     errors: list[str] = []
 
-    def delivered(err: Any, _msg: Any) -> None:
-        nonlocal acked
-        if err is None:
-            acked += 1
-        else:
-            errors.append(str(err))
+    def failed(err: Any, _msg: Any) -> None:  # with delivery.report.only.error: failures only
+        errors.append(str(err))
 
+    consumer = Consumer(consumer_config(source))
+    producer = Producer(producer_config(target, failed))
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     copied = 0
     produce = producer.produce
@@ -56,17 +77,17 @@ def run(source: str, target: str, topic: str, target_topic: str, partitions: int
                 try:
                     # positionally (topic, value, key, partition, on_delivery, callback, timestamp, headers):
                     # keyword arguments cost the client about twice the time of the call itself
-                    produce(target_topic, m.value(), m.key(), m.partition() or 0, delivered, None,
+                    produce(target_topic, m.value(), m.key(), m.partition() or 0, None, None,
                             m.timestamp()[1], m.headers())
                     break
                 except BufferError:
                     producer.poll(0.01)
             copied += 1
         producer.poll(0)
-    producer.flush(300)
+    left = producer.flush(300)
     consumer.close()
-    if errors or acked != copied:
-        print(f"pipe: {acked} of {copied} acknowledged, errors {errors[:3]}", file=sys.stderr)
+    if errors or left:
+        print(f"pipe: {left} of {copied} not acknowledged, errors {errors[:3]}", file=sys.stderr)
         return 1
     return 0
 

@@ -7,7 +7,8 @@ Two launchers, chosen automatically:
   target, as the driver's herder for A->B is) plus a MirrorSourceConnector created over REST with the
   config the driver would submit (``MirrorMakerConfig.connector_base_config``).
 
-Only the MirrorSourceConnector runs (no checkpoints or heartbeats): the benchmark is about the data path.
+By default only the MirrorSourceConnector runs (no checkpoints or heartbeats: the data path alone);
+``extra=DEFAULT_FLOW`` runs the flow as shipped.
 ``workers=2`` starts two processes in one Connect group; whether they share the tasks depends on the
 group membership the runtime uses (see :func:`multi_worker_support`).
 """
@@ -29,6 +30,10 @@ from bench.common import python_child, stop_child, unique
 from mirror.local.broker import free_port
 
 SOURCE_CONNECTOR = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
+#: The flow as shipped (MM2's defaults): the checkpoint and heartbeat connectors on at their default
+#: intervals (checkpoints every 60 s, heartbeats every 1 s), group offset sync off. Without it
+#: :func:`mm2_properties` turns both connectors off.
+DEFAULT_FLOW = {"emit.heartbeats.enabled": "true", "emit.checkpoints.enabled": "true"}
 
 
 def driver_available() -> bool:

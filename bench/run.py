@@ -72,9 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=BENCH_DIR / "results.md")
     parser.add_argument("--compare-code", type=Path, metavar="DIR",
                         help="also run (b) and the hot path on the packages in DIR (before a change), interleaved")
-    parser.add_argument("--modes", default=",".join((*throughput.MODES[:2], *throughput.EOS_WORKER,
+    parser.add_argument("--modes", default=",".join((*throughput.MODES, *throughput.EOS_WORKER,
                                                      *throughput.PERIODIC, *throughput.SCALING, "spark")),
-                        help="throughput modes (bench/throughput.py)")
+                        help="throughput modes (bench/throughput.py); (b), mm2-1, is the flow as shipped")
+    parser.add_argument("--runs", type=int, help="throughput: interleaved runs per mode (default 5, quick 2); "
+                                                  "each figure is their median with min-max")
     args = parser.parse_args(argv)
     only = set(args.only.split(","))
     records = args.records or (100_000 if args.quick else 1_000_000)
@@ -92,11 +94,13 @@ def main(argv: list[str] | None = None) -> int:
         modes = args.modes.split(",")
         if args.compare_code is not None:
             modes.insert(modes.index("mm2-1"), "mm2-1-base")
-        results = throughput.run(records, [100, 1000], modes, compare_code=args.compare_code)
+        runs = args.runs or (2 if args.quick else throughput.RUNS)
+        results = throughput.run(records, [100, 1000], modes, runs, compare_code=args.compare_code)
         rows = throughput.summarize(results)
-        mm2_rate = next((r["records_per_s"] for r in rows if r["mode"] == "mm2-1" and r["size"] == 100
+        mm2_rate = next((r["records_per_s"]["median"] for r in rows if r["mode"] == "mm2-1" and r["size"] == 100
                          and "skipped" not in r), None)
-        show(f"throughput ({records:,} records per size, 8 partitions)", throughput.table(rows))
+        show(f"throughput ({records:,} records per size, 8 partitions; median [min-max] of {runs} interleaved "
+             "runs)", throughput.table(rows) + "\n\n" + throughput.thread_table(rows))
     base_rate = mm2_rate or 75_000.0  # without a throughput run: the last measured order of magnitude
     if "latency" in only:
         seconds = 10.0 if args.quick else 30.0

@@ -44,8 +44,9 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import replication
+from bench import replication, thread_cpu
 from bench.common import (
+    CommittedRecords,
     EndOffsets,
     cpu_seconds,
     create_topic,
@@ -59,49 +60,68 @@ from bench.common import (
 )
 
 PARTITIONS = 8
-MODES = ("pipe", "mm2-1", "mm2-2")
+#: The headline pair: the raw pipe and the flow as shipped. ``mm2-1-datapath`` shows what the checkpoint
+#: and heartbeat connectors cost it.
+MODES = ("pipe", "mm2-1", "mm2-1-datapath")
 #: Scaling: tasks.max T in one process (``mm2-Tw1``) or in W processes (``mm2-TwW``; ``mm2-2`` is 2 in 2).
+#: Data path only: with the checkpoint connector's task in the group, which process runs which source task
+#: would vary between runs.
 SCALING = ("mm2-2w1", "mm2-4w1", "mm2-2", "mm2-4w2")
-#: The periodic work of a full flow (checkpoints, heartbeats, refreshes, health probes), at MM2's default
-#: intervals (``mm2-1-periodic``) and with every interval at 1 s (``mm2-1-periodic-1s``): the copy loop
-#: should not notice it. Consumer groups on the source give the checkpoint connector work to do.
-PERIODIC_DEFAULT = {"emit.heartbeats.enabled": "true", "emit.checkpoints.enabled": "true",
-                    "sync.group.offsets.enabled": "true"}
+#: The flow as shipped (bench/replication.py's DEFAULT_FLOW: checkpoints and heartbeats on, default
+#: intervals) runs in (b) and the modes built on it; the others run the data path alone (both off).
+#: Consumer groups with committed offsets on the source give the checkpoint connector work to do.
+DEFAULT_FLOW = replication.DEFAULT_FLOW
+#: Every periodic job of a full flow (group offset sync too), at MM2's default intervals
+#: (``mm2-1-periodic``) and with every interval at 1 s (``mm2-1-periodic-1s``): the copy loop should not
+#: notice them.
+PERIODIC_DEFAULT = {**DEFAULT_FLOW, "sync.group.offsets.enabled": "true"}
 PERIODIC_1S = {**PERIODIC_DEFAULT, **{key: "1" for key in (
     "refresh.topics.interval.seconds", "refresh.groups.interval.seconds", "sync.topic.configs.interval.seconds",
     "emit.checkpoints.interval.seconds", "emit.heartbeats.interval.seconds", "sync.group.offsets.interval.seconds",
     "sync.topic.acls.interval.seconds")}, "health.refresh.interval.ms": "1000"}
 PERIODIC = {"mm2-1-periodic": PERIODIC_DEFAULT, "mm2-1-periodic-1s": PERIODIC_1S}
 #: Exactly-once (``exactly.once.source.support=enabled`` on the target's worker): (b) with its default
-#: transaction boundary (a transaction per poll batch) and with a 1 s interval. Run them next to ``mm2-1``:
-#: ``--modes mm2-1,mm2-1-eos,mm2-1-eos-1s``. Commit markers take offsets on the target, so the end (high
-#: watermarks reaching the record count) is seen up to one marker per partition and transaction early:
-#: the exactly-once rates are slightly flattered (about 1% at 100 B with ~1,000-record transactions).
+#: transaction boundary (a transaction per poll batch) and with a 1 s interval, next to (b). The clock stops
+#: when a read_committed consumer on B has read every record (:class:`bench.common.CommittedRecords`), not
+#: at high watermarks, which count records of open transactions and commit markers.
 EOS_WORKER = {"mm2-1-eos": {"exactly.once.source.support": "enabled"},
               "mm2-1-eos-1s": {"exactly.once.source.support": "enabled"}}
 EOS_CONNECTOR = {"mm2-1-eos-1s": {"transaction.boundary": "interval", "transaction.boundary.interval.ms": "1000"}}
-#: ``mm2-1-nosyncs``: (b) without offset syncs (``emit.offset-syncs.enabled=false``, KIP-1031): run next to
-#: ``mm2-1`` to see what emitting a sync every ``offset.lag.max`` records costs the copy.
+#: ``mm2-1-nosyncs``: the data path without offset syncs (``emit.offset-syncs.enabled=false``, KIP-1031; the
+#: checkpoint connector cannot run then): next to ``mm2-1-datapath``, what a sync every ``offset.lag.max``
+#: records costs the copy.
 VARIANTS = {"mm2-1-nosyncs": {"emit.offset-syncs.enabled": "false"}}
+#: Modes that run the flow as shipped (plus what their own table adds); the others run the data path only.
+ON_DEFAULT_FLOW = ("mm2-1", "mm2-1-base", "mm2-1-eos", "mm2-1-eos-1s", "mm2-1-periodic", "mm2-1-periodic-1s")
 SOURCE_GROUPS = 5
+#: Runs per mode: every figure is the median of this many interleaved runs, with its min-max.
+RUNS = 5
 #: ``mm2-1-base``: (b) on the code given by ``--compare-code`` (before a change), run next to (b).
-LABELS = {"pipe": "(a) raw pipe", "mm2-1-base": "(b) before: --compare-code", "mm2-1": "(b) mm2 tasks.max=1",
-          "mm2-1-periodic": "(b) + checkpoints, heartbeats, default intervals",
-          "mm2-1-periodic-1s": "(b) + checkpoints, heartbeats, every interval 1 s",
-          "mm2-2": "(c) mm2 tasks.max=2, 2 workers", "mm2-2w1": "(c) mm2 tasks.max=2, 1 process",
-          "mm2-4w1": "(c) mm2 tasks.max=4, 1 process", "mm2-4w2": "(c) mm2 tasks.max=4, 2 processes",
+LABELS = {"pipe": "(a) raw pipe, the task's client settings",
+          "mm2-1": "(b) mm2 tasks.max=1 as shipped: checkpoints, heartbeats on",
+          "mm2-1-base": "(b) before: --compare-code",
+          "mm2-1-datapath": "(b) data path only: checkpoints, heartbeats off",
+          "mm2-1-periodic": "(b) + group offset sync, default intervals",
+          "mm2-1-periodic-1s": "(b) + group offset sync, every interval 1 s",
+          "mm2-2": "(c) data path, tasks.max=2, 2 workers", "mm2-2w1": "(c) data path, tasks.max=2, 1 process",
+          "mm2-4w1": "(c) data path, tasks.max=4, 1 process", "mm2-4w2": "(c) data path, tasks.max=4, 2 processes",
           "mm2-1-eos": "(b) exactly-once, transaction per poll", "mm2-1-eos-1s": "(b) exactly-once, 1 s transactions",
-          "mm2-1-nosyncs": "(b) without offset syncs", "spark": "(d) Spark backfill, local[2]"}
+          "mm2-1-nosyncs": "(b) data path without offset syncs", "spark": "(d) Spark backfill, local[2]"}
+#: The order of the summary's rows.
+ROW_ORDER = ("pipe", "mm2-1", "mm2-1-base", "mm2-1-datapath", "mm2-1-nosyncs", "mm2-1-eos", "mm2-1-eos-1s",
+             "mm2-1-periodic", "mm2-1-periodic-1s", *SCALING, "spark")
 #: ``spark``: the same backlog copied by ``mirror backfill`` (Spark, ``--master local[2]``) instead of
 #: streaming replication, timed the same way (first record on B to the last); its start-up includes the
 #: JVM's. Its CPU is not measured (shown as -): most of it is spent in Spark's JVM, which the command's
 #: Python process does not reap, so neither its /proc figures nor RUSAGE_CHILDREN include it.
 SPARK_MASTER = "local[2]"
+#: ``--profile-gil``: profiles sample only the thread holding the GIL (see :func:`start_profiler`).
+PROFILE_GIL = False
 
 
 def tasks_and_workers(mode: str) -> tuple[int, int]:
     """``mm2-1`` and its variants: 1 task in 1 process; ``mm2-T``: T tasks in T processes; ``mm2-TwW``."""
-    rest = mode.split("-")[1]
+    rest = mode.split("-")[1]  # mm2-1-datapath, mm2-1-eos...: 1
     if "w" in rest:
         tasks, workers = rest.split("w")
         return int(tasks), int(workers)
@@ -125,14 +145,25 @@ class Result:
     #: records were copied before that, see ``copied_before_all_started``).
     all_running_records_per_s: float | None = None
     copied_before_all_started: float | None = None
+    #: CPU seconds per thread of the (first) replication process while copying (bench/thread_cpu.py).
+    threads: dict[str, float] | None = None
+    #: Which round of the interleaved runs (the pipe run of the same round is its ratio's base).
+    round: int = 0
 
 
-def start_profiler(pid: int, output: Path) -> Popen[bytes]:
-    """py-spy recording ``pid`` (every thread by name, idle samples too) until :func:`stop_profiler`."""
-    fmt = {".json": "speedscope", ".txt": "raw"}.get(output.suffix, "flamegraph")
+def start_profiler(pid: int, output: Path, gil: bool = False) -> Popen[bytes]:
+    """py-spy recording ``pid`` (every thread by name) until :func:`stop_profiler`.
+
+    ``gil``: only samples of the thread holding the GIL (``py-spy --gil``), so a thread's share of the
+    samples is its share of the GIL; otherwise idle samples too (where each thread waits).
+    """
     output.parent.mkdir(parents=True, exist_ok=True)
+    if output.suffix == ".perf":  # native code too (librdkafka's threads): `perf report --sort comm,dso,sym`
+        return Popen([shutil.which("perf") or "perf", "record", "-F", "499", "-g", "-p", str(pid), "-o", str(output)],
+                     stdout=DEVNULL, stderr=DEVNULL)
+    fmt = {".json": "speedscope", ".txt": "raw"}.get(output.suffix, "flamegraph")
     return Popen([shutil.which("py-spy") or "py-spy", "record", "--pid", str(pid), "--rate", "200",
-                  "--idle", "--threads",
+                  "--gil" if gil else "--idle", "--threads",
                   "--format", fmt, "--output", str(output)], stdout=DEVNULL, stderr=DEVNULL)
 
 
@@ -181,7 +212,8 @@ def start_copier(mode: str, source: str, target: str, topic: str, records: int, 
     tasks, workers = tasks_and_workers(mode)
     alias = f"A{unique('')[1:6]}"
     repl = replication.start(workdir, source, target, topic=topic, tasks=tasks, workers=workers,
-                             source_alias=alias, extra={**PERIODIC.get(mode, {}), **EOS_CONNECTOR.get(mode, {}),
+                             source_alias=alias, extra={**(DEFAULT_FLOW if mode in ON_DEFAULT_FLOW else {}),
+                                                        **PERIODIC.get(mode, {}), **EOS_CONNECTOR.get(mode, {}),
                                                         **VARIANTS.get(mode, {}), **(extra or {})},
                              worker_extra=EOS_WORKER.get(mode), code=code if mode == "mm2-1-base" else None)
     alive = partial(_two_processes_or_fail, repl, began) if workers > 1 else repl.alive
@@ -200,20 +232,24 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
     with local_brokers(("bench-b",)) as (target,):
         began = time.monotonic()
         copier = start_copier(mode, source, target, topic, records, workdir, extra, code, began)
-        ends = EndOffsets(target, copier.target_topic, PARTITIONS)
+        ends: EndOffsets | CommittedRecords = (CommittedRecords if mode in EOS_WORKER else EndOffsets)(
+            target, copier.target_topic, PARTITIONS)
         cpu_at_first: list[float] = []
         samples: list[tuple[float, int]] = []
         profiler: Popen[bytes] | None = None
+        threads_at_first: thread_cpu.Snapshot = {}
 
         def first() -> None:
             nonlocal profiler
             cpu_at_first.extend(cpu_seconds(p.pid) for p in copier.processes)
+            if copier.repl is not None:
+                threads_at_first.update(thread_cpu.snapshot(copier.processes[0].pid))
             if profile is not None and copier.repl is not None:
-                profiler = start_profiler(copier.processes[0].pid, profile)
+                profiler = start_profiler(copier.processes[0].pid, profile, PROFILE_GIL)
 
         try:
             try:
-                done = wait_for_records(ends, records, max(120.0, records / 5000), alive=copier.alive,
+                done = wait_for_records(ends, records, max(300.0, records / 2000), alive=copier.alive,
                                         on_first=first, samples=samples)
             except SystemExit as exc:  # one copier failing must not lose the other figures
                 if mode == "pipe":
@@ -223,6 +259,11 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
                 result.skipped = f"failed: {exc} (log tail: {kept})"
                 return result
             result.cpu_s = sum(cpu_seconds(p.pid) for p in copier.processes) - sum(cpu_at_first)
+            if copier.repl is not None:
+                pid = copier.processes[0].pid
+                result.threads = thread_cpu.by_thread(threads_at_first, thread_cpu.snapshot(pid),
+                                                      thread_cpu.python_thread_names(pid),
+                                                      cpu_seconds(pid) - cpu_at_first[0])
             if profiler is not None:
                 stop_profiler(profiler)
             if copier.repl is not None:
@@ -283,10 +324,15 @@ def check_tasks(repl: replication.Replication, workers: int) -> None:
         raise SystemExit(f"expected tasks in {workers} processes:\n{repl.tail()}")
 
 
-def run(records: int, sizes: list[int], modes: list[str], runs: int = 1,
+def run(records: int, sizes: list[int], modes: list[str], runs: int = RUNS,
         extra: dict[str, str] | None = None, profile_dir: Path | None = None,
         profile_format: str = "svg", compare_code: Path | None = None) -> list[Result]:
-    """All runs; one result per (size, mode, run)."""
+    """All runs; one result per (size, mode, round).
+
+    Interleaved: each round runs every mode once, and each round starts one mode further down the list, so
+    no mode always runs first (after the pre-load) or right after the same neighbour. A mode's ratio to
+    the pipe is taken per round, against the pipe run of the same round.
+    """
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
         workdir = Path(tmp)
@@ -296,17 +342,24 @@ def run(records: int, sizes: list[int], modes: list[str], runs: int = 1,
                 create_topic(source, topic, PARTITIONS)
                 took = preload(source, topic, records, size, PARTITIONS)
                 print(f"pre-loaded {records:,} x {size} B on {topic} in {took:.1f}s", flush=True)
-                if any(mode in PERIODIC for mode in modes):
+                if any(mode in ON_DEFAULT_FLOW for mode in modes):
                     commit_groups(source, topic, records // PARTITIONS // 2)
-                for _ in range(runs):
-                    for mode in modes:
+                for index in range(runs):
+                    for mode in run_order(modes, index):
                         profile = (None if profile_dir is None
-                                   else profile_dir / f"profile-{mode}-{size}b.{profile_format}")
+                                   else profile_dir / f"profile-{mode}-{size}b-{index}.{profile_format}")
                         result = run_mode(mode, source, topic, records, size, workdir, extra, profile,
                                           compare_code)
+                        result.round = index
                         results.append(result)
                         print(json.dumps(asdict(result)), flush=True)
     return results
+
+
+def run_order(modes: list[str], index: int) -> list[str]:
+    """The modes of round ``index``: the list rotated by one mode per round."""
+    shift = index % len(modes)
+    return modes[shift:] + modes[:shift]
 
 
 def commit_groups(source: str, topic: str, offset: int) -> None:
@@ -323,14 +376,19 @@ def commit_groups(source: str, topic: str, offset: int) -> None:
             consumer.close()
 
 
+def spread(values: list[float]) -> dict[str, float]:
+    """Median, min and max of one figure over the runs."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
 def summarize(results: list[Result]) -> list[dict[str, Any]]:
-    """Median per (size, mode), with the ratio to the pipe of the same size."""
+    """Per (size, mode): median [min-max] of every figure over its runs; the ratio to the pipe is paired
+    per round (a mode's run against the pipe run of the same round), then the median of those ratios."""
     rows: list[dict[str, Any]] = []
-    sizes = sorted({r.value_bytes for r in results})
-    for size in sizes:
-        pipe_rate = None
-        for mode in ("pipe", "mm2-1-base", "mm2-1", "mm2-1-nosyncs", "mm2-1-eos", "mm2-1-eos-1s", "mm2-1-periodic",
-                     "mm2-1-periodic-1s", *SCALING, "spark"):
+    for size in sorted({r.value_bytes for r in results}):
+        pipes = {r.round: r.records_per_s for r in results
+                 if r.value_bytes == size and r.mode == "pipe" and r.skipped is None}
+        for mode in ROW_ORDER:
             runs = [r for r in results if r.value_bytes == size and r.mode == mode]
             if not runs:
                 continue
@@ -338,16 +396,18 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
             if not done:
                 rows.append({"mode": mode, "size": size, "skipped": runs[0].skipped})
                 continue
-            rate = statistics.median(r.records_per_s for r in done)
-            if mode == "pipe":
-                pipe_rate = rate
+            ratios = [r.records_per_s / pipes[r.round] for r in done if r.round in pipes]
+            cpu_values = [r.cpu_s / r.records * 1e6 for r in done if not math.isnan(r.cpu_s)]
             rows.append({
-                "mode": mode, "size": size, "runs": len(done), "records": done[0].records,
-                "records_per_s": rate, "mb_per_s": rate * size / 1e6,
-                "ratio": rate / pipe_rate if pipe_rate else None,
+                "mode": mode, "size": size, "runs": len(done), "failed": len(runs) - len(done),
+                "records": done[0].records,
+                "records_per_s": spread([r.records_per_s for r in done]),
+                "mb_per_s": statistics.median(r.mb_per_s for r in done),
+                "ratio": spread(ratios) if ratios else None,
+                "cpu_us_per_record": spread(cpu_values) if cpu_values else None,
                 "startup_s": statistics.median(r.startup_s for r in done),
-                "cpu_s": statistics.median(r.cpu_s for r in done),
                 "seconds": statistics.median(r.seconds for r in done),
+                "threads": thread_medians(done),
                 "task_start_gap_s": (statistics.median(gaps) if (gaps := [r.task_start_gap_s for r in done
                                      if r.task_start_gap_s is not None]) else None),
                 "all_running_records_per_s": (statistics.median(rates) if (rates := [
@@ -358,31 +418,62 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
     return rows
 
 
+def thread_medians(done: list[Result]) -> dict[str, float]:
+    """Median CPU per thread (us per record) over the runs that measured it (a thread absent in a run: 0)."""
+    measured = [r for r in done if r.threads]
+    names = {name for r in measured for name in r.threads or {}}
+    medians = {name: statistics.median((r.threads or {}).get(name, 0.0) / r.records * 1e6 for r in measured)
+               for name in names}
+    return dict(sorted(medians.items(), key=lambda item: -item[1]))
+
+
 def cpu(value: float, digits: int = 1) -> str:
     return "-" if math.isnan(value) else f"{value:.{digits}f}"
 
 
+def fmt_spread(figure: dict[str, float] | None, fmt: str, suffix: str = "") -> str:
+    """``median [min-max]``, or - when not measured."""
+    if figure is None:
+        return "-"
+    return (f"{figure['median']:{fmt}}{suffix} [{figure['min']:{fmt}}-{figure['max']:{fmt}}]"
+            if figure["min"] != figure["max"] else f"{figure['median']:{fmt}}{suffix}")
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| copier | value | records | records/s | MB/s | ratio to (a) | copy time (s) | start-up (s) "
-             "| copier CPU (s) | CPU us/record | once all processes ran tasks |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    pipe = {row["size"]: row["records_per_s"] for row in rows if row["mode"] == "pipe" and "skipped" not in row}
+    """Medians with [min-max] over the runs; the ratio is paired per round with the pipe."""
+    lines = ["| copier | value | runs | records/s | MB/s | ratio to (a), paired | CPU us/record | copy time (s) "
+             "| start-up (s) | once all processes ran tasks |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    pipe = {row["size"]: row["records_per_s"]["median"] for row in rows
+            if row["mode"] == "pipe" and "skipped" not in row}
     for row in rows:
         label = LABELS[row["mode"]]
         size = f"{row['size']} B"
         if "skipped" in row:
-            lines.append(f"| {label} | {size} | | skipped: {row['skipped']} | | | | | | | |")
+            lines.append(f"| {label} | {size} | 0 | skipped: {row['skipped']} | | | | | | |")
             continue
-        ratio = f"{row['ratio']:.2f}x" if row["ratio"] is not None else "-"
         later = "-"
         if row.get("all_running_records_per_s"):
             rate = row["all_running_records_per_s"]
             later = f"{rate:,.0f} rec/s ({rate / pipe[row['size']]:.2f}x)" if row["size"] in pipe else f"{rate:,.0f}"
         elif row.get("copied_before_all_started") is not None:
             later = f"not measured: {row['copied_before_all_started']:.0%} copied before"
-        lines.append(f"| {label} | {size} | {row['records']:,} | {row['records_per_s']:,.0f} "
-                     f"| {row['mb_per_s']:.1f} | {ratio} | {row['seconds']:.2f} | {row['startup_s']:.1f} "
-                     f"| {cpu(row['cpu_s'])} | {cpu(row['cpu_s'] / row['records'] * 1e6, 2)} | {later} |")
+        runs = f"{row['runs']}" + (f" ({row['failed']} failed)" if row["failed"] else "")
+        lines.append(f"| {label} | {size} | {runs} | {fmt_spread(row['records_per_s'], ',.0f')} "
+                     f"| {row['mb_per_s']:.1f} | {fmt_spread(row['ratio'], '.2f', 'x')} "
+                     f"| {fmt_spread(row['cpu_us_per_record'], '.2f')} | {row['seconds']:.2f} "
+                     f"| {row['startup_s']:.1f} | {later} |")
+    return "\n".join(lines)
+
+
+def thread_table(rows: list[dict[str, Any]], top: int = 8) -> str:
+    """CPU per record by thread of the replication process (median over the runs), the largest first."""
+    lines = ["| copier | value | CPU us/record by thread (median over the runs) |", "|---|---|---|"]
+    for row in rows:
+        threads = row.get("threads")
+        if threads:
+            shown = ", ".join(f"{name} {value:.2f}" for name, value in list(threads.items())[:top])
+            lines.append(f"| {LABELS[row['mode']]} | {row['size']} B | {shown} |")
     return "\n".join(lines)
 
 
@@ -391,7 +482,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--sizes", default="100,1000", help="value sizes in bytes, comma-separated")
     parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=RUNS,
+                        help="interleaved rounds: every figure is the median of this many runs, with min-max")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="extra mm2.properties entry for the replication runs (repeatable)")
     parser.add_argument("--json", help="also write the summary rows to this file")
@@ -400,9 +492,14 @@ def main(argv: list[str] | None = None) -> int:
                              "interleaved with (b) on the current code: before/after figures of a change")
     parser.add_argument("--profile-dir", type=Path,
                         help="py-spy the replication process while it copies; profiles go here")
-    parser.add_argument("--profile-format", default="svg", choices=("svg", "txt", "json"),
-                        help="flame graph (svg), collapsed stacks (txt) or speedscope (json)")
+    parser.add_argument("--profile-format", default="svg", choices=("svg", "txt", "json", "perf"),
+                        help="py-spy flame graph (svg), collapsed stacks (txt), speedscope (json), or Linux perf "
+                             "(perf: every thread's native stacks, librdkafka's included)")
+    parser.add_argument("--profile-gil", action="store_true",
+                        help="profile only the thread holding the GIL (py-spy --gil): each thread's GIL share")
     args = parser.parse_args(argv)
+    global PROFILE_GIL
+    PROFILE_GIL = args.profile_gil
     extra = dict(item.split("=", 1) for item in args.set)
     modes = args.modes.split(",")
     if args.compare_code is not None and "mm2-1-base" not in modes:
@@ -412,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = summarize(results)
     print()
     print(table(rows))
+    print()
+    print(thread_table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

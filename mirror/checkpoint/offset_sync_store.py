@@ -37,6 +37,7 @@ always see a complete array, because each update publishes a new immutable tuple
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 
 from mirror.client.models import MalformedRecordError, OffsetSync, TopicPartition
@@ -46,6 +47,11 @@ logger = logging.getLogger(__name__)
 TRACE = 5  # below DEBUG: one line per sync is too much even for debug logs
 SYNCS_PER_PARTITION = 64  # one sync per bit of a 64-bit offset (Java Long.SIZE)
 _TWO_64 = 1 << 64
+#: An offset sync's value: upstream and downstream offset (Java reads these two and ignores the rest).
+_VALUE = struct.Struct(">qq")
+_VALUE_SIZE = _VALUE.size
+#: At most this many distinct record keys (source partitions) are remembered decoded.
+_KEYS_CACHED = 100_000
 _TWO_63 = 1 << 63
 
 
@@ -66,29 +72,71 @@ def invariant_c(i_sync: OffsetSync, j_sync: OffsetSync, i: int) -> bool:
     return i_sync is j_sync or (bound >= 0 and i_sync.upstream_offset >= bound)
 
 
+#: Invariant B's spacing between adjacent slots ``j - 1`` and ``j``: ``2^j - 2^(j-1)``.
+_B_STEP = tuple((1 << j) - (1 << (j - 1)) if j else 0 for j in range(SYNCS_PER_PARTITION))
+#: Invariant C's spacing after slot ``i``: ``2^max(i-2, 0)``.
+_C_STEP = tuple(1 << max(i - 2, 0) for i in range(SYNCS_PER_PARTITION))
+_MAX_LONG = _TWO_63 - 1
+_MIN_LONG = -_TWO_63
+
+
 def update_sync_array(original: tuple[OffsetSync, ...], sync: OffsetSync) -> list[OffsetSync]:
     """The new array after ``sync`` arrives, for the non-clearing case (no rewind, not initial-only load).
 
     Works on a copy; ``original`` is left untouched so readers never see a half-updated array.
     """
+    return _update(original, [s.upstream_offset for s in original], sync)[0]
+
+
+def _update(original: tuple[OffsetSync, ...], original_up: list[int] | tuple[int, ...],
+            sync: OffsetSync) -> tuple[list[OffsetSync], list[int]]:
+    """:func:`update_sync_array` on the syncs and their upstream offsets (``original_up[i]`` is
+    ``original[i].upstream_offset``); returns both new arrays.
+
+    Kafka's loop, with :func:`invariant_b` and :func:`invariant_c` written out on plain ints (Java ``long``
+    wrap-around only when a bound leaves the range): the checkpoint task runs it for every offset sync,
+    hundreds a second while the source task copies a backlog, and the calls and attribute reads were most
+    of its cost. tests/unit/mirror/test_offset_sync_store_differential.py holds it to the transcription.
+    """
     syncs = list(original)
+    ups = list(original_up)
     replacement = sync
+    replacement_up = sync.upstream_offset
     # Index into the original array of the next candidate to keep instead of the new sync.
     replacement_index = 0
     # Repair Invariant A: the latest sync always goes first.
     syncs[0] = replacement
+    ups[0] = replacement_up
     for current in range(1, SYNCS_PER_PARTITION):
         previous = current - 1
+        previous_sync = syncs[previous]
+        previous_up = ups[previous]
+        nxt = current + 1
         # Prefer an old value over the new sync where it satisfies the invariants here: that keeps more
         # distinct syncs overall, which improves translation further back.
         while True:
             old_value = original[replacement_index]
-            # Not recent enough for this slot (Invariant B); it may still fit a later, older slot.
-            is_recent = invariant_b(syncs[previous], old_value, previous, current)
-            # Too close to the previous slot (Invariant C): it will never be valid in a later slot either.
-            separated_from_previous = invariant_c(syncs[previous], old_value, previous)
-            nxt = current + 1
-            separated_from_next = nxt >= SYNCS_PER_PARTITION or invariant_c(old_value, syncs[nxt], current)
+            old_up = original_up[replacement_index]
+            if previous_sync is old_value:
+                is_recent = separated_from_previous = True
+            else:
+                # Not recent enough for this slot (Invariant B); it may still fit a later, older slot.
+                bound = old_up + _B_STEP[current]
+                if bound > _MAX_LONG or bound < _MIN_LONG:
+                    bound = _java_long(bound)
+                is_recent = bound < 0 or previous_up <= bound
+                # Too close to the previous slot (Invariant C): it will never be valid in a later slot either.
+                bound = old_up + _C_STEP[previous]
+                if bound > _MAX_LONG or bound < _MIN_LONG:
+                    bound = _java_long(bound)
+                separated_from_previous = bound >= 0 and previous_up >= bound
+            if nxt >= SYNCS_PER_PARTITION or old_value is syncs[nxt]:
+                separated_from_next = True
+            else:
+                bound = ups[nxt] + _C_STEP[current]
+                if bound > _MAX_LONG or bound < _MIN_LONG:
+                    bound = _java_long(bound)
+                separated_from_next = bound >= 0 and old_up >= bound
             # Runs of the same object are equivalent: consider each object once.
             duplicate = (
                 replacement_index + 1 < SYNCS_PER_PARTITION and original[replacement_index + 1] is old_value
@@ -96,18 +144,24 @@ def update_sync_array(original: tuple[OffsetSync, ...], sync: OffsetSync) -> lis
             promote = is_recent and separated_from_previous and separated_from_next
             if promote:
                 replacement = old_value
+                replacement_up = old_up
             skip = duplicate or not separated_from_previous
             if promote or skip:
                 replacement_index += 1
             # Never move the candidate index past the slot being filled: promotion only goes upward.
             if not (replacement_index < current and skip):
                 break
-        if invariant_b(syncs[previous], syncs[current], previous, current):
-            # Invariant B still holds here, hence for the whole (unchanged) tail: keep it.
-            break
+        if previous_sync is syncs[current]:
+            break  # Invariant B holds trivially here, hence for the whole (unchanged) tail: keep it.
+        bound = ups[current] + _B_STEP[current]
+        if bound > _MAX_LONG or bound < _MIN_LONG:
+            bound = _java_long(bound)
+        if bound < 0 or previous_up <= bound:
+            break  # Invariant B still holds here, hence for the whole (unchanged) tail: keep it.
         # Repair Invariant B: the slot became too old relative to the one before it.
         syncs[current] = replacement
-    return syncs
+        ups[current] = replacement_up
+    return syncs, ups
 
 
 class OffsetSyncStore:
@@ -115,6 +169,10 @@ class OffsetSyncStore:
 
     def __init__(self) -> None:
         self._syncs: dict[TopicPartition, tuple[OffsetSync, ...]] = {}
+        #: Each array's upstream offsets, slot by slot (the update reads them for every sync).
+        self._upstreams: dict[TopicPartition, list[int]] = {}
+        #: Record key -> its decoded source partition, for keys decoded once already (:meth:`handle_record`).
+        self._keys: dict[bytes, TopicPartition] = {}
         self._initialization_must_read_to_end = True
         self._read_to_end = False
         self._lock = threading.Lock()
@@ -147,26 +205,40 @@ class OffsetSyncStore:
         tp = sync.topic_partition
         with self._lock:
             existing = self._syncs.get(tp)
-            if existing is None:
-                self._syncs[tp] = (sync,) * SYNCS_PER_PARTITION
-                return
             only_load_last_offset = not self._read_to_end and self._initialization_must_read_to_end
-            upstream_rewind = sync.upstream_offset < existing[0].upstream_offset
-            if only_load_last_offset or upstream_rewind:
-                # A uniform array satisfies Invariants B and C trivially.
+            if existing is None or only_load_last_offset or sync.upstream_offset < existing[0].upstream_offset:
+                # First sync, initial load keeping the last one only, or upstream rewind: a uniform array
+                # (it satisfies Invariants B and C trivially).
+                self._upstreams[tp] = [sync.upstream_offset] * SYNCS_PER_PARTITION
                 self._syncs[tp] = (sync,) * SYNCS_PER_PARTITION
                 return
-            self._syncs[tp] = tuple(update_sync_array(existing, sync))
+            syncs, self._upstreams[tp] = _update(existing, self._upstreams[tp], sync)
+            self._syncs[tp] = tuple(syncs)
         if logger.isEnabledFor(TRACE):
             logger.log(TRACE, "New sync %s applied, new state is %s", sync, self._describe(tp))
 
     def handle_record(self, key: bytes | None, value: bytes | None) -> OffsetSync | None:
-        """Decode and apply one offset-syncs record; an undecodable record is skipped with a warning."""
-        try:
-            sync = OffsetSync.from_record(key, value)
-        except MalformedRecordError as exc:
-            logger.warning("Skipping undecodable offset sync record: %s", exc)
-            return None
+        """Decode and apply one offset-syncs record; an undecodable record is skipped with a warning.
+
+        A sync's key is its source partition, so the keys repeat: one decoded before (by
+        ``OffsetSync.from_record``, which checked it) is looked up, and the value, two big-endian
+        longs, is unpacked in one call. Anything else takes ``from_record`` and its checks.
+        """
+        tp = self._keys.get(key) if key is not None else None
+        if tp is not None and value is not None and len(value) >= _VALUE_SIZE:
+            upstream, downstream = _VALUE.unpack_from(value)
+            sync = object.__new__(OffsetSync)  # the key was checked once; longs are always in range
+            object.__setattr__(sync, "topic_partition", tp)
+            object.__setattr__(sync, "upstream_offset", upstream)
+            object.__setattr__(sync, "downstream_offset", downstream)
+        else:
+            try:
+                sync = OffsetSync.from_record(key, value)
+            except MalformedRecordError as exc:
+                logger.warning("Skipping undecodable offset sync record: %s", exc)
+                return None
+            if key is not None and len(self._keys) < _KEYS_CACHED:
+                self._keys[bytes(key)] = sync.topic_partition
         self.handle(sync)
         return sync
 

@@ -5,6 +5,12 @@ same way, and the rules are easy to get subtly different: partition 0 only (the 
 consumer that is assigned, never subscribed (it joins no group and commits nothing), "the end" taken from
 the fetch response (``enable.partition.eof``), which is exact on every broker, including those whose
 ListOffsets "latest" is wrong (tansu.md §2.1), and a reader that never dies of a bad record.
+
+Following is batched: one ``consume`` takes what arrived in up to :data:`FOLLOW_WAIT_S`. While the source
+task copies a backlog it writes an offset sync every ``offset.lag.max`` records, hundreds a second, and
+a reader woken once per record took the GIL from the task thread as often (each wake-up a chance for the
+copy to wait for a descheduled reader on a busy machine). Nothing needs the records sooner: checkpoints
+are taken every ``emit.checkpoints.interval.seconds`` (60 s by default) and read the store as it is then.
 """
 
 from __future__ import annotations
@@ -23,7 +29,10 @@ from connect_runtime.logging_context import carry_context
 
 logger = logging.getLogger(__name__)
 
-_POLL_S = 0.2
+#: How long one follow step waits for records: the most a record waits to be handled once it arrived.
+FOLLOW_WAIT_S = 0.5
+#: At most this many records per follow step (a few MB of offset syncs or map runs).
+FOLLOW_BATCH = 10_000
 
 
 def read_only_consumer_config(config: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -73,15 +82,8 @@ class TopicTail:
             reached = read_to_end(consumer, {(self.topic, 0): OFFSET_BEGINNING}, self._handle, None,
                                   on_error=self._warn, stop=self._stopping.is_set)
             self._caught_up(reached.complete)
-            while not self._stopping.is_set():  # then follow the topic
-                message = consumer.poll(_POLL_S)
-                if message is None:
-                    continue
-                error = message.error()
-                if error is None:
-                    self._handle([message])
-                elif error.code() != KafkaError._PARTITION_EOF:
-                    self._warn(error)
+            while not self._stopping.is_set():  # then follow the topic, a batch per step
+                self._follow(consumer.consume(FOLLOW_BATCH, FOLLOW_WAIT_S))
         except Exception:
             logger.exception("%s of %s failed", self.what.capitalize(), self.topic)
             self._gave_up()
@@ -90,6 +92,21 @@ class TopicTail:
                 consumer.close()
             except (KafkaException, RuntimeError):
                 pass
+
+    def _follow(self, batch: list[Message]) -> None:
+        """Hand over a step's records in order, error events taken out (end of partition is no error)."""
+        records: list[Message] = []
+        for message in batch:
+            error = message.error()
+            if error is None:
+                records.append(message)
+            elif error.code() != KafkaError._PARTITION_EOF:
+                if records:  # what came before the error first, in log order
+                    self._handle(records)
+                    records = []
+                self._warn(error)
+        if records:
+            self._handle(records)
 
     def _wait_for_topic(self, consumer: Consumer) -> bool:
         """Return False to end the reader before it reads (it was stopped meanwhile)."""

@@ -129,6 +129,7 @@ def end_offsets(consumer: Consumer, positions: Mapping[PartitionKey, int], timeo
             # partition's op version) without handing it to Python. With a large batch a probe of
             # partitions far behind their end built ~5,000 Message objects per partition to keep one
             # (bench/results.md, 2026-11-23 21:00: 40-50k messages and 115-140 ms of CPU per probe).
+            answered: list[TopicPartition] = []
             for message in consumer.consume(len(pending), min(_WAIT_S, remaining)):
                 error = message.error()
                 if error is None:
@@ -139,8 +140,7 @@ def end_offsets(consumer: Consumer, positions: Mapping[PartitionKey, int], timeo
                     _, high = consumer.get_watermark_offsets(partition, cached=True)
                     ends[key] = max(high, (message.offset() or 0) + 1)
                     pending.discard(key)
-                    consumer.pause([partition])
-                    paused.append(partition)
+                    answered.append(partition)
                     if on_first is not None:
                         on_first(message)
                 elif error.code() == _EOF:
@@ -152,6 +152,13 @@ def end_offsets(consumer: Consumer, positions: Mapping[PartitionKey, int], timeo
                     pending -= _partitions_of(message, pending)
                 else:
                     on_error(error)
+            if answered and pending:
+                # One pause for the whole batch, and none once nothing is left to wait for (the caller
+                # unassigns): confluent-kafka holds the GIL while librdkafka pauses and waits for each
+                # partition's thread to confirm, so a pause per partition stalled every other Python
+                # thread (the copy loop too) once per partition and probe.
+                consumer.pause(answered)
+                paused.extend(answered)
     finally:
         if paused:
             consumer.resume(paused)

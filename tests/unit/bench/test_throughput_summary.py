@@ -1,0 +1,73 @@
+"""bench/throughput.py's summary (medians, spreads, ratios paired per round) and bench/pipe.py's settings."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from bench import pipe, thread_cpu
+from bench.throughput import Result, run_order, summarize, table
+from connect_runtime.model import ConnectorTaskId
+from connect_runtime.runtime.source_task_setup import task_producer_config
+from mirror.source.source_consumer import copier_consumer_config
+
+
+def result(mode: str, round_: int, rate: float, cpu_s: float = 1.0) -> Result:
+    return Result(mode, 100, 1000, seconds=1000 / rate, records_per_s=rate, mb_per_s=rate / 10_000,
+                  cpu_s=cpu_s, round=round_)
+
+
+def test_ratio_is_paired_per_round_then_the_median() -> None:
+    results = [result("pipe", 0, 100.0), result("mm2-1", 0, 90.0, 2.0),
+               result("pipe", 1, 200.0), result("mm2-1", 1, 100.0, 3.0),
+               result("pipe", 2, 50.0), result("mm2-1", 2, 40.0, 4.0)]
+    rows = {row["mode"]: row for row in summarize(results)}
+    assert rows["mm2-1"]["ratio"] == {"median": 0.8, "min": 0.5, "max": 0.9}
+    assert rows["mm2-1"]["records_per_s"] == {"median": 90.0, "min": 40.0, "max": 100.0}
+    assert rows["mm2-1"]["cpu_us_per_record"] == {"median": 3000.0, "min": 2000.0, "max": 4000.0}
+    # the headline comes first after the pipe, spreads beside every median
+    text = table(list(rows.values()))
+    assert text.splitlines()[2].startswith("| (a) raw pipe")
+    assert "as shipped" in text.splitlines()[3] and "0.80x [0.50-0.90]" in text
+
+
+def test_rounds_start_one_mode_further_down() -> None:
+    modes = ["pipe", "mm2-1", "mm2-1-datapath"]
+    assert [run_order(modes, index) for index in range(4)] == [
+        ["pipe", "mm2-1", "mm2-1-datapath"], ["mm2-1", "mm2-1-datapath", "pipe"],
+        ["mm2-1-datapath", "pipe", "mm2-1"], ["pipe", "mm2-1", "mm2-1-datapath"]]
+
+
+def test_pipe_uses_the_task_clients_settings_and_reports_only_errors() -> None:
+    producer = pipe.producer_config("127.0.0.1:9", print)
+    task = task_producer_config({"bootstrap.servers": "127.0.0.1:9"}, ConnectorTaskId("bench-pipe", 0))
+    assert {k: v for k, v in producer.items() if k not in ("delivery.report.only.error", "on_delivery")} == task
+    assert producer["delivery.report.only.error"] is True
+    consumer = pipe.consumer_config("127.0.0.1:9")
+    task_consumer = copier_consumer_config({"bootstrap.servers": "127.0.0.1:9", "client.id": "bench-pipe"},
+                                           "bench-pipe")
+    assert {k: consumer[k] for k in task_consumer} == task_consumer
+
+
+def test_thread_cpu_names_the_threads_that_spent_it() -> None:
+    spent_enough, release = threading.Event(), threading.Event()
+
+    def spin() -> None:  # 50 ms of its own CPU, then it stays alive until the snapshot was taken
+        while time.thread_time() < 0.05:
+            sum(range(1000))
+        spent_enough.set()
+        release.wait(30)
+
+    before = thread_cpu.snapshot(os.getpid())
+    worker = threading.Thread(target=spin, name="spinner")
+    worker.start()
+    try:
+        assert spent_enough.wait(60)
+        after = thread_cpu.snapshot(os.getpid())
+    finally:
+        release.set()
+        worker.join()
+    assert worker.native_id is not None
+    spent = thread_cpu.by_thread(before, after, {worker.native_id: "spinner-0a1b2c3d"})
+    assert spent["spinner-*"] >= 0.04  # clock ticks of 10 ms; the unique suffix folds
