@@ -32,6 +32,7 @@ from mirror.config.mirror_maker import (
     SourceAndTarget,
     parse_boolean,
 )
+from mirror.errors import MirrorError
 from mirror.maker import key_catalog as kc
 
 ERROR = "error"
@@ -65,7 +66,7 @@ class _Issue:
     message: str
 
 
-class FileRefused(ConfigError):
+class FileRefused(ConfigError, MirrorError):
     """The file is refused: one ``file:line: reason; fix`` line per finding (the CLI prints each)."""
 
     def __init__(self, lines: list[str]) -> None:

@@ -7,10 +7,9 @@ the trimmer runs (so it fails without the trimmer), and leaves once it has.
 
 from __future__ import annotations
 
-import ctypes
+import json
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -138,54 +137,71 @@ def test_process_trimmer_is_one_per_process_and_reads_the_interval(monkeypatch: 
             first.stop()
 
 
-def _rss_mib() -> float:
+_ARENA_SCENARIO = """
+import ctypes, json, threading
+from pathlib import Path
+from connect_runtime.runtime.malloc_trim import GlibcAllocator, MallocTrimmer
+
+MIB = 1024 * 1024
+
+
+def rss_mib():
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS in /proc/self/status")
+    raise SystemExit("no VmRSS in /proc/self/status")
+
+
+allocator = GlibcAllocator.load()
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+kept = []
+
+
+def churn():
+    # Like a fetch queue that filled and drained on a librdkafka thread: 64 MiB of 4 KB blocks, all
+    # freed but the last one, which pins the top of the arena's heap (glibc's own trimming only shrinks
+    # a heap from its top).
+    blocks = []
+    for _ in range(16384):
+        block = libc.malloc(4000)
+        assert block
+        ctypes.memset(block, 1, 4000)
+        blocks.append(block)
+    for block in blocks[:-1]:
+        libc.free(block)
+    kept.append(blocks[-1])
+
+
+trimmer = MallocTrimmer(allocator, interval_s=60)
+trimmer.maybe_trim()
+before = rss_mib()
+thread = threading.Thread(target=churn)
+thread.start()
+thread.join()
+retained = rss_mib() - before
+free = allocator.free_bytes()
+trimmed = trimmer.maybe_trim()
+after = rss_mib() - before
+print(json.dumps({"retained": retained, "free": free, "trimmed": trimmed, "after": after}))
+"""
 
 
 def test_freed_memory_of_a_thread_arena_leaves_the_process_only_with_the_trimmer() -> None:
-    allocator = GlibcAllocator.load()
-    if allocator is None or not Path("/proc/self/status").exists():
+    """Run in a fresh interpreter: in the test process, arenas that earlier tests' threads left with free
+    memory would take the churn without growing RSS, and the result would depend on test order."""
+    if GlibcAllocator.load() is None or not Path("/proc/self/status").exists():
         pytest.skip("needs glibc and /proc")
-    libc = ctypes.CDLL("libc.so.6")
-    libc.malloc.restype = ctypes.c_void_p
-    libc.malloc.argtypes = [ctypes.c_size_t]
-    libc.free.argtypes = [ctypes.c_void_p]
-    kept: list[int] = []
-
-    def churn() -> None:
-        # Like a fetch queue that filled and drained on a librdkafka thread: 64 MiB of 4 KB blocks,
-        # all freed but the last one, which pins the top of the arena's heap (glibc's own trimming
-        # only shrinks a heap from its top).
-        blocks = []
-        for _ in range(16384):
-            block = libc.malloc(4000)
-            assert block
-            ctypes.memset(block, 1, 4000)
-            blocks.append(block)
-        for block in blocks[:-1]:
-            libc.free(block)
-        kept.append(blocks[-1])
-
-    trimmer = MallocTrimmer(allocator, interval_s=60)
-    trimmer.maybe_trim()  # memory earlier tests freed would hide the growth: start from a trimmed heap
-    before = _rss_mib()
-    thread = threading.Thread(target=churn)
-    thread.start()
-    thread.join()
-    try:
-        retained = _rss_mib() - before
-        assert retained > 40, f"expected the freed 64 MiB to stay resident, RSS grew {retained:.0f} MiB"
-        free = allocator.free_bytes()
-        assert free is None or free > 40 * MIB
-        assert trimmer.maybe_trim() is True
-        after = _rss_mib() - before
-        assert after < retained - 40, f"RSS after trim still {after:.0f} MiB above the start"
-    finally:
-        for block in kept:
-            libc.free(block)
+    out = subprocess.run([sys.executable, "-c", _ARENA_SCENARIO], capture_output=True, text=True, timeout=120,
+                         check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    retained, after = result["retained"], result["after"]
+    assert retained > 40, f"expected the freed 64 MiB to stay resident, RSS grew {retained:.0f} MiB"
+    assert result["free"] is None or result["free"] > 40 * MIB
+    assert result["trimmed"] is True
+    assert after < retained - 40, f"RSS after trim still {after:.0f} MiB above the start"
 
 
 class RecordingTunable:
