@@ -25,11 +25,9 @@ from tests.integration.support.s3 import MotoS3, require_moto
 from tests.support.chaos import Report
 from tests.support.tcp_proxy import TcpProxy
 
-#: A timing failure on a loaded machine may be retried once (tests/conftest.py), a loss never: a retry
-#: that passed would hide the one run that lost records.
-NEVER_RETRIED = ["LOST RECORDS", "waiting for every acknowledged record"]
-pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow,
-              pytest.mark.flaky(reruns=1, reruns_delay=2, rerun_except=NEVER_RETRIED)]
+#: No failure here is retried but a broker that did not start (tests/conftest.py): a retry that passed
+#: would hide the one run that lost records.
+pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.slow]
 
 FREEZE_S = 20.0
 RESTART_DOWN_S = 5.0
