@@ -22,7 +22,7 @@ from confluent_kafka.admin import ConfigEntry, ConfigResource, ConfigSource, New
 
 from mirror.client.mirror_client import MirrorClient
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
-from tests.kafka.flows import Endpoint, wait_for_records, write_mm2
+from tests.kafka.flows import wait_for_records, write_mm2
 from tests.support.apache_kafka import KafkaBroker
 from tests.support.kafka import admin, commit_group_offsets, create_topic, unique, wait_until
 
