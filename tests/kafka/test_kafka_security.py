@@ -12,8 +12,14 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
-                                   ResourcePatternType, ResourceType)
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
 from tests.kafka.flows import Endpoint, wait_for_records, write_mm2
