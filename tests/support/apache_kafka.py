@@ -330,7 +330,8 @@ class KafkaBroker:
 
     def _format(self, props: Path, log4j2: Path) -> None:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        args = ["format", "-t", cluster_id, "-c", str(props), "--ignore-formatted"]
+        # (one id in 64 starts with "-": as a separate argument it would read as an option)
+        args = ["format", f"--cluster-id={cluster_id}", "-c", str(props), "--ignore-formatted"]
         if any(LISTENERS[n].startswith("SASL") for n in self.listeners):
             for user, password in USERS.items():
                 for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
