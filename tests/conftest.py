@@ -48,12 +48,25 @@ def pytest_configure(config: pytest.Config) -> None:
         set_own_parent_death_signal(signal.SIGTERM)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Integration tests may retry a failure once (shown as ``R`` / "rerun" in the report).
+#: The failures an integration test may be rerun for, once: infrastructure that did not come up (a broker
+#: that did not start, Apache Kafka that could not be fetched). Nothing else is retried: a rerun that
+#: passed would hide the one run that lost, duplicated or reordered a record, or timed out.
+INFRASTRUCTURE_FAILURES: list[type[BaseException]] = [BrokerStartError]
 
-    They run several broker, worker and Spark processes on a 2-core machine, with group rebalances
-    whose timing the test broker stretches (tansu.md §3); a scheduling hiccup must not hide the rest
-    of a run. A test that fails twice fails the run. Unit tests never retry.
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Integration tests may be rerun once for an infrastructure failure only; unit tests never.
+
+    Every integration test gets ``flaky(reruns=1, only_rerun=INFRASTRUCTURE_FAILURES)``: the failure (or
+    an exception it was raised from, e.g. the ``pytest.fail`` of a fixture that caught a
+    ``BrokerStartError``) must be one of those types. A test may not carry its own ``flaky`` marker
+    without ``only_rerun``: that would be a blind rerun, and it is a collection error. The reruns, with
+    their first failure, are printed in the "rerun test summary info" (``-rR --rerun-show-tracebacks``
+    in pyproject.toml).
 
     Under pytest-xdist (``scripts/test``: ``-n 3 --dist load --maxschedchunk 1``, one test at a time to
     whichever worker is free) the slow tests go first, then the other integration tests, then the unit
@@ -62,11 +75,39 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     the file order.
     """
     for item in items:
-        if item.get_closest_marker("integration") is not None and item.get_closest_marker("flaky") is None:
-            item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=2))
+        own = item.get_closest_marker("flaky")
+        if own is not None and "only_rerun" not in own.kwargs:
+            raise pytest.UsageError(f"{item.nodeid}: a flaky marker without only_rerun reruns blindly; "
+                                    "name the infrastructure failures it may be rerun for")
+        if own is None and item.get_closest_marker("integration") is not None:
+            item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=2, only_rerun=INFRASTRUCTURE_FAILURES))
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the same stable order in every worker, as xdist requires
         items.sort(key=lambda item: (item.get_closest_marker("slow") is None,
                                      item.get_closest_marker("integration") is None))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under CI (``CI=true``) a skipped test is a failure: a skip there means something the test needs
+    (a broker, Java, Chromium) is missing from the machine, and CI must say so, not pass."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if _ci() and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI (every skip is a failure there): {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """A module skipped at collection (``pytest.skip(allow_module_level=True)``, ``importorskip``) is a
+    failure under CI too."""
+    outcome = yield
+    report: pytest.CollectReport = outcome.get_result()
+    if _ci() and report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI (every skip is a failure there): {reason}"
 
 
 def _pytest_handler(handler: logging.Handler) -> bool:
