@@ -17,13 +17,14 @@ tests fetch from serves no connect-mirror 4.4.0), run from tests/support/java_mm
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Protocol
 
 import pytest
-from confluent_kafka import TopicPartition
 
 from mirror.client import mirror_client
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
@@ -61,6 +62,9 @@ def mm2_properties(clusters: Mapping[str, Mapping[str, str]], body: list[str]) -
         "emit.heartbeats.interval.seconds = 1", "emit.checkpoints.interval.seconds = 1",
         "refresh.topics.interval.seconds = 2", "refresh.groups.interval.seconds = 2",
         "sync.topic.acls.enabled = false",
+        # Java only: find Connect's plugins through their ServiceLoader manifests (KIP-898), not by scanning
+        # the class path by reflection, 5 s and more per start on this machine; Java itself suggests it
+        "plugin.discovery = service_load",
     ]
     return "\n".join([*lines, *body]) + "\n"
 
@@ -132,35 +136,17 @@ def test_java_mirror_client_agrees_with_ours(kafka_a: KafkaBroker, kafka_b: Kafk
 # -------------------------------------------------------------------------------------------- takeover
 
 
-class _Node:
+def _node(kind: str, properties: Path, log: Path, clusters: str) -> JavaMirrorMaker | MirrorMakerProcess:
     """Either implementation, started and stopped the same way."""
-
-    def __init__(self, kind: str, properties: Path, log: Path, clusters: str) -> None:
-        self.kind = kind
-        self.java = JavaMirrorMaker(properties, "--clusters", clusters, log=log) if kind == "java" else None
-        self.ours = MirrorMakerProcess(properties, "--clusters", clusters, log=log) if kind == "ours" else None
-
-    def start(self) -> None:
-        if self.java is not None:
-            self.java.start()
-        else:
-            assert self.ours is not None
-            self.ours.start()
-
-    def terminate(self) -> int:
-        return self.java.terminate() if self.java is not None else self.ours.terminate(60)  # type: ignore[union-attr]
-
-    def stop(self) -> None:
-        (self.java or self.ours).stop()  # type: ignore[union-attr]
-
-    def tail(self) -> str:
-        return (self.java or self.ours).tail(60)  # type: ignore[union-attr]
+    if kind == "java":
+        return JavaMirrorMaker(properties, "--clusters", clusters, log=log)
+    return MirrorMakerProcess(properties, "--clusters", clusters, log=log)
 
 
 def _largest_gap_s(arrivals: list[Arrival], after_ms: float) -> float:
     """The longest time after ``after_ms`` during which no record arrived on the target."""
     times = sorted(x.arrived_ms for x in arrivals if x.arrived_ms >= after_ms)
-    return max((later - earlier for earlier, later in zip(times, times[1:], strict=False)), default=0.0) / 1000
+    return max((later - earlier for earlier, later in itertools.pairwise(times)), default=0.0) / 1000
 
 
 def _checkpoints(bootstrap: str, alias: str, group: str) -> dict[int, int]:
@@ -180,19 +166,29 @@ def _connector_records(bootstrap: str, alias: str) -> list[tuple[int, str]]:
             if (r.key or b"").startswith(b"connector-")]
 
 
+class _Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
 @pytest.fixture
-def running() -> Iterator[list[object]]:
-    """Whatever a test started (nodes, load, checker), stopped even when it fails."""
-    started: list[object] = []
+def running(request: pytest.FixtureRequest) -> Iterator[list[_Stoppable]]:
+    """Whatever a test started (nodes, load, checker), stopped even when it fails; the nodes' logs are
+    printed when it failed."""
+    started: list[_Stoppable] = []
+    failed_before = request.session.testsfailed
     yield started
     for thing in reversed(started):
-        thing.stop()  # type: ignore[attr-defined]
+        thing.stop()
+    if request.session.testsfailed > failed_before:
+        for thing in started:
+            if isinstance(thing, JavaMirrorMaker | MirrorMakerProcess):
+                print(f"\n{thing.log}:\n{thing.tail(60)}")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("first", ["java", "ours"])
 def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, first: str,
-                  running: list[object]) -> None:
+                  running: list[_Stoppable]) -> None:
     second = "ours" if first == "java" else "java"
     a, b = aliases("A", "B")
     source, target = kafka_a.bootstrap_servers, kafka_b.bootstrap_servers
@@ -209,7 +205,7 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
     load = LoadGenerator(source, topic, PARTITIONS, RATE_PER_S)
     running.append(load)
     load.start()
-    node = _Node(first, properties, tmp_path / f"1-{first}.log", b)
+    node = _node(first, properties, tmp_path / f"1-{first}.log", b)
     running.append(node)
     began = time.monotonic()
     node.start()
@@ -227,11 +223,11 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
 
     stop_ms = time.time() * 1000
     stopping = time.monotonic()
-    assert node.terminate() in (0, 130, 143), f"{first} did not stop cleanly:\n{node.tail()}"
+    assert node.terminate(60) in (0, 130, 143), f"{first} did not stop cleanly:\n{node.tail()}"
     figures[f"{first}: SIGTERM to exit (s)"] = time.monotonic() - stopping
     arrived_at_stop = len(checker.snapshot())
 
-    node = _Node(second, properties, tmp_path / f"2-{second}.log", b)
+    node = _node(second, properties, tmp_path / f"2-{second}.log", b)
     running.append(node)
     began = time.monotonic()
     node.start()
@@ -262,8 +258,8 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
     # checkpoints went on: the second implementation translated the group's later commit, never past it
     assert all(before[p] <= committed_1[p] and before[p] < after[p] <= committed_2[p] for p in range(PARTITIONS)), \
         (committed_1, before, committed_2, after)
-    if node.java is not None:
+    if isinstance(node, JavaMirrorMaker):
         # Java ran the task configs we stored, and found our stored connector configs (SASL password
         # included) equal to its own: it rewrote none
-        assert not node.java.errors(), "\n".join(node.java.errors()[:5])
+        assert not node.errors(), "\n".join(node.errors()[:5])
         assert configs_2 == configs_1, configs_2
