@@ -10,9 +10,12 @@ from connect_runtime.api.config_provider import resolve
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import parse_properties
 from connect_runtime.api.secrets import is_sensitive_key
+from mirror.checkpoint.connector import MirrorCheckpointConnector
 from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
 from mirror.config.secret_references import secret_reference
+from mirror.heartbeat.connector import MirrorHeartbeatConnector
 from mirror.maker.rest_wiring import NoInternalRestForwarder, rest_security, task_config_forwarder
+from mirror.source.connector import MirrorSourceConnector
 
 PAIR = SourceAndTarget("A", "B")
 
@@ -114,3 +117,10 @@ def test_config_storage_compatibility_takes_python_or_java() -> None:
     with pytest.raises(ConfigError, match=r"configs.topic.compatibility.*expected one of python, java"):
         make("clusters = A, B\nA->B.enabled = true\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n"
              "configs.topic.compatibility = jvm\n").validate()
+
+
+def test_mm2_task_configs_name_java_task_classes() -> None:
+    """Java MirrorMaker starts the task configs we store (docs/migration.md, "Handing a flow back")."""
+    assert [c().stored_task_class() for c in (MirrorSourceConnector, MirrorCheckpointConnector,
+                                              MirrorHeartbeatConnector)] == [
+        f"org.apache.kafka.connect.mirror.Mirror{kind}Task" for kind in ("Source", "Checkpoint", "Heartbeat")]
