@@ -49,8 +49,11 @@ TARGET_TRUNCATED = "target-truncated"
 #: How often the cached watermarks are compared with the expected offsets.
 CHECK_INTERVAL_MS = 1000
 
-#: librdkafka's "no watermark cached yet".
+#: librdkafka's "no watermark cached yet". A failed fetch caches -1 (the error response's watermarks):
+#: every negative watermark means "unknown", never "the partition ends there".
 _INVALID = -1001
+#: The broker query when a consumed jump finds no cached log start (rare: once per jump).
+_QUERY_TIMEOUT_S = 5.0
 
 
 class ReplicationLossError(MirrorError, ConnectError):
@@ -99,7 +102,11 @@ class LossDetector:
             state.seen_end = -1
             self.raise_pending()
             return
-        low = _watermarks(consumer, state.tp)[0] if consumer is not None else _INVALID
+        low = _INVALID
+        if consumer is not None:
+            low = _watermarks(consumer, state.tp)[0]
+            if low < 0:  # not cached (e.g. the OFFSET_OUT_OF_RANGE fetch that caused the jump cached -1): ask
+                low = _watermarks(consumer, state.tp, cached=False)[0]
         if low > expected:
             lost = min(low, first) - expected
             self._lost(state, SOURCE_TRUNCATED, lost,
@@ -123,7 +130,7 @@ class LossDetector:
             if expected < 0:
                 continue
             low, high = _watermarks(consumer, state.tp)
-            if high == _INVALID:
+            if high < 0:  # unknown: none cached yet, or -1 from a fetch that failed (OFFSET_OUT_OF_RANGE)
                 continue
             if high < expected:
                 lost = max(0, state.seen_end - expected)
@@ -174,9 +181,10 @@ class LossDetector:
         state.seen_end = -1
 
 
-def _watermarks(consumer: Any, tp: TopicPartition) -> tuple[int, int]:
+def _watermarks(consumer: Any, tp: TopicPartition, cached: bool = True) -> tuple[int, int]:
     try:
-        low, high = consumer.get_watermark_offsets(KafkaTopicPartition(tp.topic, tp.partition), cached=True)
+        kwargs: dict[str, Any] = {"cached": True} if cached else {"cached": False, "timeout": _QUERY_TIMEOUT_S}
+        low, high = consumer.get_watermark_offsets(KafkaTopicPartition(tp.topic, tp.partition), **kwargs)
     except (KafkaException, RuntimeError):
         return _INVALID, _INVALID
     return int(low), int(high)

@@ -7,7 +7,8 @@ Cases here: a source topic deleted and re-created below the replicated offset (w
 again from the new start; fail: the task FAILED with the loss in its trace), and a remote topic deleted on
 the target under a running task. Records deleted at the source by DeleteRecords or retention cannot be
 made on Tansu (DeleteRecords panics the broker task, retention never runs: tansu.md §6, §8), so that case
-is tested through the consumer seam in tests/unit/mirror/test_loss_detection.py.
+is tested through the consumer seam in tests/unit/mirror/test_loss_detection.py and on Apache Kafka in
+tests/kafka/test_kafka_loss_detection.py.
 
 Tansu: deleting a topic while a librdkafka 2.16 consumer is assigned to it crashes the consumer's
 process (SIGSEGV, after "Received Fetch response (error 3) for unknown topic"), so the source topic is

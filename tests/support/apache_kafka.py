@@ -307,6 +307,18 @@ class KafkaBroker:
         raise KafkaStartError(f"Kafka broker {self.name} did not start within {timeout_s}s:\n"
                               + self.log_text()[-3000:])
 
+    def run_tool(self, main_class: str, *args: str, timeout_s: float = 120.0) -> str:
+        """Run one of Kafka's command-line tools (e.g. ``org.apache.kafka.tools.ConfigCommand``) against
+        this broker's PLAINTEXT listener (``--bootstrap-server`` added); its output. A failure is an
+        AssertionError with the tool's output (the test asked for something the broker refused)."""
+        log4j2 = write_log4j2(self.work_dir / "log4j2.properties")
+        cmd = java_command(main_class, ["--bootstrap-server", self.bootstrap_servers, *args], heap_mb=128,
+                           log4j2=log4j2)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, f"{main_class} {' '.join(args)} failed ({done.returncode}):\n{output}"
+        return output
+
     def stop(self, timeout_s: float = 30.0) -> None:
         """A clean shutdown (SIGTERM); SIGKILL if it takes longer than ``timeout_s``."""
         self._signal(signal.SIGTERM, timeout_s)

@@ -93,6 +93,8 @@ class FakeConsumer:
         self.closed = False
         #: Cached (low, high) watermarks per (topic, partition); librdkafka's -1001 when none is cached.
         self.watermarks: dict[tuple[str, int], tuple[int, int]] = {}
+        #: What a watermark query to the broker (``cached=False``) answers, where it differs from the cache.
+        self.broker_watermarks: dict[tuple[str, int], tuple[int, int]] = {}
         self.seeks: list[tuple[str, int, int]] = []
 
     def assign(self, partitions: list[TopicPartition]) -> None:
@@ -100,7 +102,10 @@ class FakeConsumer:
 
     def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None,
                               cached: bool = False) -> tuple[int, int]:
-        return self.watermarks.get((partition.topic, partition.partition), (-1001, -1001))
+        key = (partition.topic, partition.partition)
+        if not cached and key in self.broker_watermarks:
+            return self.broker_watermarks[key]
+        return self.watermarks.get(key, (-1001, -1001))
 
     def seek(self, partition: TopicPartition) -> None:
         self.seeks.append((partition.topic, partition.partition, partition.offset))

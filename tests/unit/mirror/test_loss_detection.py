@@ -4,7 +4,8 @@ Tansu cannot delete records (DeleteRecords panics its broker task, retention nev
 so this case is played on a fake consumer: after librdkafka's OFFSET_OUT_OF_RANGE reset
 (``auto.offset.reset=earliest``) it hands out records from the new log start, and its cached low
 watermark is that log start. The other cases (a re-created source topic, a remote topic deleted on the
-target) run against real brokers in tests/integration/test_loss_detection.py.
+target) run against real brokers in tests/integration/test_loss_detection.py, and the deletions themselves
+against Apache Kafka in tests/kafka/test_kafka_loss_detection.py.
 """
 
 from __future__ import annotations
@@ -146,3 +147,21 @@ def test_status_shows_records_deleted_at_the_source_before_they_were_replicated(
     flow.state, flow.reasons = evaluate(flow, Thresholds())
     assert flow.state is State.DEGRADED
     assert flow.reasons[-1].startswith("1 partition(s) lost records (first t-0: 15 record(s) deleted")
+
+
+def test_the_minus_one_watermarks_of_a_failed_fetch_are_unknown_not_a_recreated_topic() -> None:
+    """An OFFSET_OUT_OF_RANGE fetch (records deleted under the consumer) leaves librdkafka's cached
+    watermarks at -1: found on Apache Kafka (tests/kafka/test_kafka_loss_detection.py), where they were
+    read as "the partition ends at -1", a re-created topic, counted from 0 and rewound to 0."""
+    registry = CollectorRegistry()
+    task, consumer, _ = started_task({0: 9}, registry)
+    consumer.watermarks[("my-topic", 0)] = (-1, -1)
+    assert task.poll() is None
+    assert lost(registry, "source-recreated") == (None, None)
+    assert consumer.seeks == []
+    # the consumer's reset then hands out the new log start; the cache still says -1, the broker says 25
+    consumer.broker_watermarks[("my-topic", 0)] = (25, 40)
+    consumer.script.append(batch(0, range(25, 28)))
+    assert task.poll() is not None
+    assert lost(registry, "source-truncated") == (15.0, 1.0)  # offsets 10..24
+    task.stop()
