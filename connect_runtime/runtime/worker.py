@@ -300,7 +300,8 @@ class Worker:
             try:
                 task_class = self.plugins.task_class(class_name)
             except NotFoundError:
-                logger.info("task.class %s is not importable; using the connector's task class", class_name)
+                logger.info("task.class %s is not a class here (a Java name, as MM2's connectors store); "
+                            "starting the connector's task class", class_name)
         if task_class is None:
             connector_class = self.plugins.connector_class(connector_config.get(CONNECTOR_CLASS, ""))
             task_class = connector_class().task_class()

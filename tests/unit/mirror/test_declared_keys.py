@@ -184,6 +184,8 @@ DRIVER: dict[str, Works | Refused | Owned | str] = {
     "rest.advertised.port": REST,
     "rest.advertised.listener": REST,
     "response.http.headers.config": Works("connect_runtime/rest/security.py", "RESPONSE_HTTP_HEADERS_CONFIG"),
+    "configs.topic.compatibility": Works("mirror/config/mirror_maker.py",
+                                         "stores_secrets_in_clear(self.get(CONFIGS_TOPIC_COMPATIBILITY))"),
 }
 
 SECURITY = CLIENT_SECURITY_CONFIG_DEF.names()
