@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from connect_runtime.cli.children import die_with_parent
 from tests.support.apache_kafka import JVM_OPTIONS, KafkaStartError, java_binary
 from tests.support.apache_kafka import _cache_root as cache_root
 from tests.support.kafka import wait_until
@@ -142,7 +143,8 @@ class JavaMirrorMaker:
         command = _java("org.apache.kafka.connect.mirror.MirrorMaker", [str(self.properties), *self.flags])
         self.started_at = time.monotonic()
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True, preexec_fn=die_with_parent())
         return self
 
     def log_text(self) -> str:
