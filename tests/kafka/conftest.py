@@ -2,7 +2,7 @@
 
 ``kafka_a`` and ``kafka_b`` are shared by the tests of one pytest worker (started on first use): each has
 every listener (PLAINTEXT, SSL, MTLS, SASL_PLAINTEXT, SASL_SSL with PLAIN, SCRAM and OAUTHBEARER) and the
-StandardAuthorizer, ``User:ANONYMOUS`` (PLAINTEXT) and ``User:admin`` being super users. A test that
+StandardAuthorizer, :data:`SUPER_USERS` being super users (alice and bob are not). A test that
 stops, kills or reconfigures a broker starts its own with ``fresh_kafka``.
 
 A broker that cannot be fetched or started is a :class:`KafkaStartError`, the infrastructure failure a
@@ -24,6 +24,8 @@ from tests.support.tls import Pki
 
 #: Every listener the shared brokers have.
 ALL_LISTENERS = ("SSL", "MTLS", "SASL_PLAINTEXT", "SASL_SSL")
+#: PLAINTEXT clients (ANONYMOUS), the SASL user admin and the test PKI's client certificate (MTLS).
+SUPER_USERS = ("User:ANONYMOUS", "User:admin", "User:CN=mm2-client")
 
 
 def _required() -> bool:
@@ -46,7 +48,8 @@ def kafka_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _shared(name: str, kafka_dir: Path, pki: Pki) -> Iterator[KafkaBroker]:
-    broker = start_kafka(KafkaBroker(name, kafka_dir / name, listeners=ALL_LISTENERS, pki=pki, authorizer=True))
+    broker = start_kafka(KafkaBroker(name, kafka_dir / name, listeners=ALL_LISTENERS, pki=pki, authorizer=True,
+                                     super_users=SUPER_USERS))
     yield broker
     broker.stop()
 

@@ -107,43 +107,55 @@ def kafka_libs() -> Path:
     override = os.environ.get("MIRROR_KAFKA_LIBS")
     if override:
         return Path(override)
-    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:12]
+    return maven_libs(POM, f"kafka-{KAFKA_VERSION}")
+
+
+def maven_libs(pom: Path, label: str) -> Path:
+    """The jars ``pom``'s dependencies resolve to, copied once into ``<cache>/<label>-<pom hash>``.
+
+    Another tier with jars of its own (e.g. Java's MirrorMaker) passes its own pom and label. The first
+    process fetches under a file lock; the others wait for it, then reuse the directory. A failed fetch
+    is a :class:`KafkaStartError` with Maven's last lines.
+    """
+    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:12]
     root = _cache_root()
-    target = root / f"kafka-{KAFKA_VERSION}-{digest}"
+    target = root / f"{label}-{digest}"
     if (target / ".complete").exists():
         return target
     root.mkdir(parents=True, exist_ok=True)
     with (root / f"{target.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (target / ".complete").exists():
-            _fetch(target)
+            _fetch(pom, target)
     return target
 
 
-def _fetch(target: Path) -> None:
+def _fetch(pom: Path, target: Path) -> None:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise KafkaStartError("fetching Apache Kafka needs Maven: apt-get install maven")
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     shutil.rmtree(target, ignore_errors=True)
-    cmd = [mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(POM), "dependency:copy-dependencies",
+    cmd = [mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies",
            f"-DoutputDirectory={partial}"]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
     except subprocess.TimeoutExpired as exc:
-        raise KafkaStartError(f"mvn did not fetch Apache Kafka {KAFKA_VERSION} within 900 s") from exc
-    if done.returncode != 0 or not any(partial.glob("kafka_2.13-*.jar")):
+        raise KafkaStartError(f"mvn did not fetch the dependencies of {pom} within 900 s") from exc
+    if done.returncode != 0 or not any(partial.glob("*.jar")):
         tail = (done.stdout + done.stderr).strip().splitlines()[-15:]
-        raise KafkaStartError(f"mvn could not fetch Apache Kafka {KAFKA_VERSION} (exit {done.returncode}):\n"
+        raise KafkaStartError(f"mvn could not fetch the dependencies of {pom} (exit {done.returncode}):\n"
                               + "\n".join(tail))
     (partial / ".complete").touch()
     partial.rename(target)
 
 
 def classpath(*extra: Path) -> str:
-    """A class path of Kafka's jars (fetched if needed) and ``extra`` entries (jars or class dirs)."""
-    return os.pathsep.join([*(str(p) for p in extra), f"{kafka_libs()}/*"])
+    """A class path: ``extra`` entries first (jars, class directories, or directories of jars, which get
+    ``/*``), then Kafka's jars (fetched if needed)."""
+    entries = [f"{p}/*" if p.is_dir() and any(p.glob("*.jar")) else str(p) for p in extra]
+    return os.pathsep.join([*entries, f"{kafka_libs()}/*"])
 
 
 def java_command(main_class: str, args: Sequence[str], *, heap_mb: int = 384, log4j2: Path | None = None,
