@@ -1,7 +1,7 @@
 """Java's MirrorMaker 2 and MirrorClient beside ours, for the Java interop tests (tests/kafka/test_java_interop.py).
 
 Java's side is fetched by Maven from ``tests/kafka/mirrormaker/pom.xml`` into the Kafka tier's cache
-directory (keyed by the pom's hash, under a file lock, reused when present; tests/support/apache_kafka.py):
+directory (``maven_libs``: keyed by the pom's hash, under a file lock, reused when present):
 connect-mirror **4.3.1** with its own kafka-clients 4.3.1, a class path separate from the 4.4.0 brokers' (the
 Maven repository these tests fetch from serves no connect-mirror 4.4.0). ``MirrorClientProbe.java`` is
 compiled with javac against it on first use, into the same cache.
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from connect_runtime.cli.children import die_with_parent
-from tests.support.apache_kafka import JVM_OPTIONS, KafkaStartError, java_binary
+from tests.support.apache_kafka import JVM_OPTIONS, KafkaStartError, java_binary, maven_libs
 from tests.support.apache_kafka import _cache_root as cache_root
 from tests.support.kafka import wait_until
 
@@ -55,52 +55,47 @@ logger.common.level = WARN
 _STARTED = re.compile(r"Kafka MirrorMaker started")
 
 
-def mirrormaker_dir() -> Path:
-    """Java MirrorMaker's jars (``lib/``), the compiled probe (``classes/``) and a log4j2 config, fetched and
-    compiled on first use (an infrastructure failure is a :class:`KafkaStartError`)."""
-    digest = hashlib.sha256(POM.read_bytes() + PROBE_SOURCE.read_bytes()).hexdigest()[:12]
+def mirrormaker_libs() -> Path:
+    """Java MirrorMaker's jars, fetched by Maven on first use into the Kafka tier's cache."""
+    return maven_libs(POM, f"java-mirrormaker-{MIRRORMAKER_VERSION}")
+
+
+def probe_classes() -> Path:
+    """``MirrorClientProbe`` compiled against :func:`mirrormaker_libs`, once per source (under a file lock)."""
+    libs = mirrormaker_libs()
+    digest = hashlib.sha256(PROBE_SOURCE.read_bytes() + libs.name.encode()).hexdigest()[:12]
     root = cache_root()
-    target = root / f"java-mirrormaker-{MIRRORMAKER_VERSION}-{digest}"
+    target = root / f"mirror-client-probe-{digest}"
     if (target / ".complete").exists():
         return target
-    root.mkdir(parents=True, exist_ok=True)
     with (root / f"{target.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (target / ".complete").exists():
-            _build(target)
+            _compile(libs, target)
     return target
 
 
-def _build(target: Path) -> None:
+def _compile(libs: Path, target: Path) -> None:
+    javac = shutil.which("javac")
+    if javac is None:
+        raise KafkaStartError("the MirrorClient probe needs a JDK: apt-get install openjdk-17-jdk-headless")
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    shutil.rmtree(target, ignore_errors=True)
-    mvn, javac = shutil.which("mvn"), shutil.which("javac")
-    if mvn is None or javac is None:
-        raise KafkaStartError("Java MirrorMaker tests need Maven and a JDK: "
-                              "apt-get install maven openjdk-17-jdk-headless")
-    steps = [[mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(POM), "dependency:copy-dependencies",
-              "-DincludeScope=runtime", f"-DoutputDirectory={partial / 'lib'}"],
-             [javac, "-d", str(partial / "classes"), "-cp", f"{partial / 'lib'}/*", str(PROBE_SOURCE)]]
-    for command in steps:
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise KafkaStartError(f"{Path(command[0]).name} did not finish within 900 s") from exc
-        if done.returncode != 0:
-            tail = (done.stdout + done.stderr).strip().splitlines()[-15:]
-            raise KafkaStartError(f"{Path(command[0]).name} failed for Java MirrorMaker {MIRRORMAKER_VERSION} "
-                                  f"(exit {done.returncode}):\n" + "\n".join(tail))
-    (partial / "log4j2.properties").write_text(_LOG4J2, encoding="utf-8")
+    done = subprocess.run([javac, "-d", str(partial), "-cp", f"{libs}/*", str(PROBE_SOURCE)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    if done.returncode != 0:
+        raise KafkaStartError(f"javac failed on {PROBE_SOURCE.name} (exit {done.returncode}):\n{done.stderr[-3000:]}")
     (partial / ".complete").touch()
     partial.rename(target)
 
 
-def _java(main_class: str, args: Sequence[str], extra_classpath: Sequence[Path] = ()) -> list[str]:
-    directory = mirrormaker_dir()
-    class_path = os.pathsep.join([*(str(p) for p in extra_classpath), f"{directory / 'lib'}/*"])
-    return [java_binary(), f"-Xmx{HEAP_MB}m", *JVM_OPTIONS,
-            f"-Dlog4j2.configurationFile={directory / 'log4j2.properties'}", "-cp", class_path, main_class, *args]
+def _java(main_class: str, args: Sequence[str], log_dir: Path, extra_classpath: Sequence[Path] = ()) -> list[str]:
+    """Java MirrorMaker's class path only (not the brokers'), a capped heap, a log4j2 config in ``log_dir``."""
+    log4j2 = log_dir / "java-mirrormaker-log4j2.properties"
+    log4j2.write_text(_LOG4J2, encoding="utf-8")
+    class_path = os.pathsep.join([*(str(p) for p in extra_classpath), f"{mirrormaker_libs()}/*"])
+    return [java_binary(), f"-Xmx{HEAP_MB}m", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={log4j2}",
+            "-cp", class_path, main_class, *args]
 
 
 def run_probe(client_config: Mapping[str, str], properties: Path, aliases: Sequence[str],
@@ -113,7 +108,7 @@ def run_probe(client_config: Mapping[str, str], properties: Path, aliases: Seque
     properties.write_text("".join(f"{k}={v}\n" for k, v in client_config.items()), encoding="utf-8")
     command = _java("MirrorClientProbe", [str(properties), ",".join(aliases),
                                           *(f"{remote}:{group}" for remote, group in translations)],
-                    [mirrormaker_dir() / "classes"])
+                    properties.parent, [probe_classes()])
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines:
@@ -140,7 +135,8 @@ class JavaMirrorMaker:
         self.stop()
 
     def start(self) -> JavaMirrorMaker:
-        command = _java("org.apache.kafka.connect.mirror.MirrorMaker", [str(self.properties), *self.flags])
+        command = _java("org.apache.kafka.connect.mirror.MirrorMaker", [str(self.properties), *self.flags],
+                        self.log.parent)
         self.started_at = time.monotonic()
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
