@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from mirror.client import mirror_client
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
@@ -223,7 +223,7 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
     began = time.monotonic()
     node.start()
     wait_until(lambda: remote in topics(target) and _records_on(target, remote) > 0, 180,
-               f"{first}: records on B")
+               f"{first}: records on B", retry_on=(KafkaException,))  # a new topic's leaders, being elected
     figures[f"{first}: start to first record on B (s)"] = time.monotonic() - began
     checker = Checker(target, remote, PARTITIONS)  # reads the remote topic from its beginning
     running.append(checker)
