@@ -161,7 +161,8 @@ def test_target_broker_restart_with_persistent_storage(tmp_path: Path, flows: li
         # in 3 runs of 4). On Kafka that answer means the batch is in the log. The test therefore runs
         # the task producers without idempotence, as Java Connect's default does (one request in flight
         # per connection, retries may duplicate and never lose). The idempotent default is not kept
-        # as an xfail: the loss happens in most runs, not all, so a strict xfail would be flaky.
+        # as an xfail: the loss happens in most runs, not all, so a strict xfail would be flaky. On Apache
+        # Kafka the same restart runs with idempotence on (tests/kafka/test_kafka_chaos.py).
         #
         # Tansu bug (found here; tansu.md has no entry yet): on s3:// a Fetch lists a partition's batch
         # objects (one S3 LIST per partition per fetch) and stops listing once the request's

@@ -3,7 +3,8 @@
 Counts are transaction-aware and do NOT trust the broker's read_committed: Tansu delivers the records of
 aborted transactions to read_committed consumers (tansu.md §4, §11.5), so
 :func:`tests.support.transactions.read_transactions` reads raw record batches and drops aborted
-transactions itself, as a correct read_committed consumer on Apache Kafka would.
+transactions itself, as a correct read_committed consumer on Apache Kafka would. On Apache Kafka the same
+kill -9 is judged by a plain read_committed consumer (tests/kafka/test_kafka_exactly_once.py).
 """
 
 from __future__ import annotations

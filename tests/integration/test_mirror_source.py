@@ -254,7 +254,9 @@ def test_topic_config_sync_set_and_delete(cluster_a: Cluster, cluster_b: Cluster
 
 def test_partition_growth_unsupported_is_one_warning(cluster_a: Cluster, cluster_b: Cluster,
                                                      caplog: pytest.LogCaptureFixture) -> None:
-    """Partitions only grow; a target without CreatePartitions (Tansu) gets a warning, not a crash."""
+    """Partitions only grow; a target without CreatePartitions (Tansu) gets a warning, not a crash. That
+    partitions really grow on a broker that can add them is asserted on Apache Kafka
+    (tests/kafka/test_kafka_replication.py::test_partitions_added_on_the_source_are_added_on_the_target)."""
     src, tgt = aliases()
     topic = create_topic(cluster_a.bootstrap, unique("grow"), partitions=3)
     create_topic(cluster_b.bootstrap, f"{src}.{topic}", partitions=1)

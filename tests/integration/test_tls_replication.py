@@ -1,6 +1,7 @@
 """Replication into and out of TLS-only clusters, configured the Java way (JKS / PKCS12 stores, mutual TLS).
 
-The test broker has no TLS of its own (tansu.md), so ``tls_cluster`` and ``mtls_cluster`` (tests/conftest.py,
+The test broker has no TLS of its own (Apache Kafka's own TLS and SASL listeners are tested in
+tests/kafka/test_kafka_security.py), so ``tls_cluster`` and ``mtls_cluster`` (tests/conftest.py,
 tests/support/tls.py) are Tansu brokers behind stunnel that advertise the stunnel port: every byte a
 client exchanges with them is TLS, and ``mtls_cluster`` refuses a client without a certificate chained to
 the test CA. The stores are keytool-made; the clients get only the Java keys (``ssl.truststore.*``,

@@ -23,8 +23,10 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import random
 import shutil
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -80,10 +82,31 @@ logger.started.name = kafka.server.KafkaRaftServer
 logger.started.level = INFO
 """
 _STARTED = "Kafka Server started"
+#: A start takes ~5 s on an idle 2-core machine; this bound is for one shared by many test processes (a
+#: load average of 70 made starts pass 60 s), so a slow start is not mistaken for a broken one.
+START_TIMEOUT_S = 150.0
 
 
 class KafkaStartError(BrokerStartError):
     """Apache Kafka could not be fetched, or a broker (or tool) did not start: an infrastructure failure."""
+
+
+def listener_port() -> int:
+    """A free loopback port below the kernel's ephemeral range, so no outgoing connection takes it
+    between this choice and the broker's bind (nor while the broker is down for a restart)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return free_port()
+    for _ in range(50):
+        port = random.randrange(10_000, max(10_001, low))
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    return free_port()
 
 
 def java_binary() -> str:
@@ -271,11 +294,26 @@ class KafkaBroker:
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def start(self, timeout_s: float = 60.0) -> KafkaBroker:
-        """Format (first start only) and start the node; returns once it serves clients."""
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> KafkaBroker:
+        """Format (first start only) and start the node; returns once it serves clients.
+
+        A first start whose port was taken meanwhile (another process bound it between the choice and
+        the JVM's bind) starts again on other ports, at most twice; a restart keeps its ports."""
+        first = not self.ports
+        for attempt in range(3):
+            try:
+                return self._start_once(timeout_s)
+            except KafkaStartError as exc:
+                if not first or attempt == 2 or "Address already in use" not in str(exc):
+                    raise
+                self.ports = {}
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout_s: float) -> KafkaBroker:
         started = time.monotonic()
         if not self.ports:
-            self.ports = {name: free_port() for name in (*self.listeners, "CONTROLLER")}
+            self.ports = {name: listener_port() for name in (*self.listeners, "CONTROLLER")}
         props = self._write_properties()
         log4j2 = write_log4j2(self.work_dir / "log4j2.properties")
         if not (self.data_dir / "meta.properties").exists():
@@ -292,7 +330,8 @@ class KafkaBroker:
 
     def _format(self, props: Path, log4j2: Path) -> None:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        args = ["format", "-t", cluster_id, "-c", str(props), "--ignore-formatted"]
+        # (one id in 64 starts with "-": as a separate argument it would read as an option)
+        args = ["format", f"--cluster-id={cluster_id}", "-c", str(props), "--ignore-formatted"]
         if any(LISTENERS[n].startswith("SASL") for n in self.listeners):
             for user, password in USERS.items():
                 for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
@@ -339,7 +378,7 @@ class KafkaBroker:
         """``kill -9``: the node's data stays for a restart (which recovers the log)."""
         self._signal(signal.SIGKILL, 30.0)
 
-    def restart(self, hard: bool = False, timeout_s: float = 60.0) -> KafkaBroker:
+    def restart(self, hard: bool = False, timeout_s: float = START_TIMEOUT_S) -> KafkaBroker:
         """Stop (or kill) and start again on the same ports with the same data."""
         if hard:
             self.kill()
