@@ -74,6 +74,14 @@ class Connector(ABC):
     def task_class(self) -> type[Task]:
         """The task implementation this connector's task configs are meant for."""
 
+    def stored_task_class(self) -> str:
+        """The ``task.class`` the runtime writes with this connector's task configs: the task class's
+        dotted path. A connector whose stored task configs another implementation also starts names the
+        class that implementation knows (MM2's, which Java MirrorMaker reads from the same configs topic);
+        the runtime starts :meth:`task_class` for a ``task.class`` it cannot import."""
+        task = self.task_class()
+        return f"{task.__module__}.{task.__qualname__}"
+
     @abstractmethod
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """At most ``max_tasks`` task configs. An empty list is allowed (zero tasks).

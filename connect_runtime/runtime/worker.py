@@ -325,7 +325,8 @@ class Worker:
             try:
                 task_class = self.plugins.task_class(class_name)
             except NotFoundError:
-                logger.info("task.class %s is not importable; using the connector's task class", class_name)
+                logger.info("task.class %s is not a class here (a Java name, as MM2's connectors store); "
+                            "starting the connector's task class", class_name)
         if task_class is None:  # also a task.class the code policy does not let a config name: the
             # connector's own task class is what the worker stored there
             connector_class = self.plugins.connector_class(connector_config.get(CONNECTOR_CLASS, ""))

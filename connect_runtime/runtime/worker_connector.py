@@ -22,7 +22,6 @@ from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.model import TargetState
-from connect_runtime.runtime.plugins import class_path
 from connect_runtime.runtime.status import StatusListener, trace_of
 
 logger = logging.getLogger(__name__)
@@ -118,7 +117,8 @@ class WorkerConnector:
         return True
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        """The connector's task configs, each with ``task.class`` added (Java adds it too)."""
+        """The connector's task configs, each with ``task.class`` added (Java adds it too), as the connector
+        names it (:meth:`Connector.stored_task_class`)."""
         with self._lock:
             if self.state is not ConnectorState.STARTED:
                 raise ConnectError(f"Connector {self.name} is {self.state.value}, not running: "
@@ -131,7 +131,7 @@ class WorkerConnector:
                 # Java's deprecated escape hatch: run them all, say so.
                 logger.warning("Connector %s produced %d task configs, more than tasks.max=%d; running them all "
                                "because tasks.max.enforce=false (deprecated)", self.name, len(configs), max_tasks)
-            task_class = class_path(self.connector.task_class())
+            task_class = self.connector.stored_task_class()
             return [{**{str(k): str(v) for k, v in c.items()}, TASK_CLASS: task_class} for c in configs]
 
     def shutdown(self) -> None:

@@ -98,6 +98,10 @@ class MirrorCheckpointConnector(SourceConnector):
     def task_class(self) -> type[Task]:
         return MirrorCheckpointTask
 
+    def stored_task_class(self) -> str:
+        """Java's name, as ``connector.class`` is: Java MirrorMaker starts the task configs we store."""
+        return "org.apache.kafka.connect.mirror.MirrorCheckpointTask"
+
     @property
     def known_consumer_groups(self) -> list[str] | None:
         return self._known_groups

@@ -38,7 +38,14 @@ from mirror.config.connector_base import (
     validate_replication_policy_class,
 )
 from mirror.config.operator_overrides import with_operator_overrides
-from mirror.config.secret_references import MM2_PROVIDER, MirrorPropertiesProvider, secret_reference
+from mirror.config.secret_references import (
+    CONFIGS_TOPIC_COMPATIBILITY,
+    CONFIGS_TOPIC_COMPATIBILITY_KEY,
+    MM2_PROVIDER,
+    MirrorPropertiesProvider,
+    secret_reference,
+    stores_secrets_in_clear,
+)
 from mirror.config.settings import Flag
 
 logger = logging.getLogger(__name__)
@@ -92,6 +99,7 @@ CONFIG_DEF: ConfigDef = ConfigDef([
     ConfigKey(RESPONSE_HTTP_HEADERS_CONFIG, Type.STRING, "", Importance.LOW, group=_DRIVER,
               doc="Rules for REST API HTTP response headers."),
     ConfigKey(PLUGIN_ALLOWLIST, Type.LIST, [], Importance.HIGH, group=_DRIVER, doc=PLUGIN_ALLOWLIST_DOC),
+    CONFIGS_TOPIC_COMPATIBILITY_KEY,
 ]).merge(CLIENT_SECURITY_CONFIG_DEF).merge(REST_SECURITY_CONFIG_DEF)
 
 # ---- connector classes, as Java MM2 writes them into connector.class -----------------------------------
@@ -332,7 +340,9 @@ class MirrorMakerConfig:
         """What the driver writes to the configs topic: :meth:`connector_base_config` with each secret
         replaced by a reference to the mm2.properties key it comes from (``${mm2:A.ssl.key.password}``),
         which every node resolves from its own file (:mod:`mirror.config.secret_references`).
-        Java MM2 stores the secret itself."""
+        Java MM2 stores the secret itself, and so do we with ``configs.topic.compatibility = java``."""
+        if stores_secrets_in_clear(self.get(CONFIGS_TOPIC_COMPATIBILITY)):
+            return self.connector_base_config(pair, connector_class_name)
         out = {}
         for key, (value, origin) in self._connector_origins(pair, connector_class_name).items():
             raw = self._raw[origin] if origin else value

@@ -44,6 +44,10 @@ class MirrorHeartbeatConnector(SourceConnector):
     def task_class(self) -> type[Task]:
         return MirrorHeartbeatTask
 
+    def stored_task_class(self) -> str:
+        """Java's name, as ``connector.class`` is: Java MirrorMaker starts the task configs we store."""
+        return "org.apache.kafka.connect.mirror.MirrorHeartbeatTask"
+
     def start(self, config: Mapping[str, str]) -> None:
         self._config = cfg = MirrorHeartbeatConfig(config)
         timeout_s = cfg.admin_timeout_ms / 1000.0

@@ -87,6 +87,10 @@ class MirrorSourceConnector(SourceConnector):
     def task_class(self) -> type[Task]:
         return MirrorSourceTask
 
+    def stored_task_class(self) -> str:
+        """Java's name, as ``connector.class`` is: Java MirrorMaker starts the task configs we store."""
+        return "org.apache.kafka.connect.mirror.MirrorSourceTask"
+
     @property
     def topic_sync(self) -> TopicSync | None:
         """The replication state (for tests and diagnostics); None until started or when disabled."""

@@ -323,7 +323,7 @@ class KafkaBroker:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 java_command("kafka.Kafka", [str(props)], heap_mb=self.heap_mb, log4j2=log4j2),
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent())
         self._wait_started(offset, timeout_s)
         self.start_seconds = time.monotonic() - started
         return self

@@ -74,7 +74,8 @@ def test_a_figure_outside_a_block_is_reported_with_file_and_line(tmp_path: Path)
 
 
 def test_figures_in_code_fences_and_plain_durations_are_not_reported(tmp_path: Path) -> None:
-    readme = "a restart takes 10 s by default\n```\n$ bench prints 0.85x\n```\nhex 0x7f\n"
+    readme = ("a restart takes 10 s by default\n```\n$ bench prints 0.85x\n```\nhex 0x7f\n"
+              "under a steady load of 500 records/s\n")
     root, results, spec = tree(tmp_path, readme)
     _, problems = figures.build(root, results, spec)
     assert problems == []

@@ -51,6 +51,13 @@ class RecordingConnector(SourceConnector):
 CLASS = f"{__name__}.RecordingConnector"
 
 
+class JavaNamedConnector(RecordingConnector):
+    """Stores its task configs under a Java class name, as MM2's connectors do for Java MirrorMaker."""
+
+    def stored_task_class(self) -> str:
+        return "org.apache.kafka.connect.mirror.MirrorSourceTask"
+
+
 @pytest.fixture
 def listener() -> RecordingStatusListener:
     return RecordingStatusListener()
@@ -104,6 +111,13 @@ def test_task_configs_carry_the_task_class_and_respect_tasks_max(worker: Worker)
         worker.connector_task_configs("greedy", 2)
     with pytest.raises(NotFoundError):
         worker.connector_task_configs("nope", 1)
+
+
+def test_a_connector_names_the_task_class_its_task_configs_store(worker: Worker) -> None:
+    worker.start_connector("c", {"connector.class": f"{__name__}.JavaNamedConnector"}, TargetState.STARTED,
+                           lambda name: None)
+    configs = worker.connector_task_configs("c", 2)
+    assert {c["task.class"] for c in configs} == {"org.apache.kafka.connect.mirror.MirrorSourceTask"}
 
 
 def test_pause_stops_the_instance_and_resume_starts_it_again(worker: Worker,

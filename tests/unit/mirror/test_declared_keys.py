@@ -189,6 +189,8 @@ DRIVER: dict[str, Works | Refused | Owned | str] = {
     "rest.advertised.listener": REST,
     "response.http.headers.config": Works("connect_runtime/rest/security.py", "RESPONSE_HTTP_HEADERS_CONFIG"),
     "plugin.allowlist": Works("mirror/maker/rest_wiring.py", "operator_policy(config.raw_properties())"),
+    "configs.topic.compatibility": Works("mirror/config/mirror_maker.py",
+                                         "stores_secrets_in_clear(self.get(CONFIGS_TOPIC_COMPATIBILITY))"),
 }
 
 SECURITY = CLIENT_SECURITY_CONFIG_DEF.names()

@@ -10,9 +10,12 @@ from connect_runtime.api.config_provider import resolve
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import parse_properties
 from connect_runtime.api.secrets import is_sensitive_key
+from mirror.checkpoint.connector import MirrorCheckpointConnector
 from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
 from mirror.config.secret_references import secret_reference
+from mirror.heartbeat.connector import MirrorHeartbeatConnector
 from mirror.maker.rest_wiring import NoInternalRestForwarder, rest_security, task_config_forwarder
+from mirror.source.connector import MirrorSourceConnector
 
 PAIR = SourceAndTarget("A", "B")
 
@@ -95,3 +98,29 @@ def test_rest_security_errors_name_the_file_line() -> None:
     config = make("clusters = A, B\nrest.extension.classes = com.example.Ext\n")
     with pytest.raises(ConfigError, match=r"^mm2.properties:2: .*only org\.apache\.kafka"):
         rest_security(config, "http://:0")
+
+
+def test_java_compatibility_stores_what_java_stores(tmp_path: Path) -> None:
+    """``configs.topic.compatibility = java``: the stored config is Java's (the base config: the secrets in
+    clear, ``${file:...}`` placeholders kept for each worker to resolve, as Java's worker does)."""
+    plain = secured(tmp_path)
+    config = make("\n".join(f"{k} = {v}" for k, v in plain.raw_properties().items())
+                  + "\nconfigs.topic.compatibility = Java\n")
+    for connector_class in CONNECTOR_CLASSES:
+        stored = config.connector_stored_config(PAIR, connector_class)
+        assert stored == config.connector_base_config(PAIR, connector_class)
+        assert "literal-jaas-pw" in stored["source.cluster.sasl.jaas.config"]
+        assert stored["target.producer.ssl.key.password"].startswith("${file:")
+
+
+def test_config_storage_compatibility_takes_python_or_java() -> None:
+    with pytest.raises(ConfigError, match=r"configs.topic.compatibility.*expected one of python, java"):
+        make("clusters = A, B\nA->B.enabled = true\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n"
+             "configs.topic.compatibility = jvm\n").validate()
+
+
+def test_mm2_task_configs_name_java_task_classes() -> None:
+    """Java MirrorMaker starts the task configs we store (docs/migration.md, "Handing a flow back")."""
+    assert [c().stored_task_class() for c in (MirrorSourceConnector, MirrorCheckpointConnector,
+                                              MirrorHeartbeatConnector)] == [
+        f"org.apache.kafka.connect.mirror.Mirror{kind}Task" for kind in ("Source", "Checkpoint", "Heartbeat")]
