@@ -84,3 +84,12 @@ class NotLeaderError(RequestTargetError):
 
 class NotAssignedError(RequestTargetError):
     """Only the worker running the connector or task may serve this request."""
+
+
+def one_line(text: str) -> str:
+    """``text`` with every character that is not printable (a line break, a carriage return, the record
+    separators ``str.splitlines`` also breaks on) written as its escape, so that a value the user typed
+    (a path, a flag) cannot split an error into several lines or rewrite the terminal's line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.errors import ConfigError, one_line
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def parse_properties(text: str, path: str = "<string>") -> PropertiesFile:
 
 def load_properties(path: str | Path) -> PropertiesFile:
     """Read a properties file; a missing or unreadable file is a :class:`ConfigError` naming it."""
-    name = str(path)
+    name = one_line(str(path))  # a name with a line break still makes one error line
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError as exc:

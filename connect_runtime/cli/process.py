@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Protocol
 
+from connect_runtime.api.errors import one_line
 from connect_runtime.api.secrets import scrub
 from connect_runtime.runtime.malloc_trim import start_process_trimmer
 
@@ -69,7 +70,7 @@ class Service(Protocol):
 def print_error(message: str) -> None:
     """The one-line error format of every command: ``error: <message>`` on stderr, known secrets scrubbed
     (an exception's text can quote a config value)."""
-    print(f"error: {scrub(message)}", file=sys.stderr, flush=True)
+    print(f"error: {one_line(scrub(message))}", file=sys.stderr, flush=True)
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:

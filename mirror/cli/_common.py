@@ -33,7 +33,9 @@ def invoke(func: Command, args: argparse.Namespace) -> int:
     try:
         return int(func(args))
     except ConfigError as exc:
-        for line in str(exc).splitlines() or [""]:  # a refused file: one line per finding
+        # a refused file: one line per finding (split on line feeds only: a typed value may hold any
+        # other control character, which print_error escapes)
+        for line in str(exc).split("\n"):
             print_error(line)
         return ExitCode.USAGE
     except KeyboardInterrupt:

@@ -4,7 +4,7 @@ Files are built from the keys the code declares (driver, connector, worker and c
 level, per cluster, per flow and per client), the values that break parsers (empty, negative, huge,
 non-numeric, lists, regexes, ``${provider:...}`` placeholders, non-ASCII) and raw junk lines, sometimes
 not even UTF-8. Whatever the file, the command answers with exit 0 (a valid file) or exit 2 and one
-``error: ...`` line naming the file, never a traceback and never exit 1 (an exception nobody mapped to
+``error: ...`` line per finding, each naming the file, never a traceback and never exit 1 (an exception nobody mapped to
 a message: a bug). ``connect-mirror-maker`` runs in-process up to the replication driver, whose ``run``
 is replaced by a recorder: the fuzzed part is everything before the driver connects to a cluster.
 """
@@ -114,10 +114,11 @@ def check_answer(code: int, err: str, path: Path) -> None:
     assert "Traceback" not in err, err
     assert code in (0, 2), f"exit {code} (an unmapped exception):\n{err}"
     if code == 2:
-        usage = [line for line in err.splitlines() if USAGE_ERROR.match(line)]
-        errors = [line for line in err.splitlines() if line.startswith("error:")]
-        assert len(errors) + len(usage) == 1, err
-        assert usage or str(path) in errors[0], f"the error does not name the file: {errors[0]}"
+        # one usage line, or one line per finding of the file, each naming it (all findings at once)
+        usage = [line for line in err.split("\n") if USAGE_ERROR.match(line)]
+        errors = [line for line in err.split("\n") if line.startswith("error:")]
+        assert (len(usage), len(errors)) == (1, 0) or (not usage and errors), err
+        assert usage or all(str(path) in line for line in errors), f"an error does not name the file: {err}"
 
 
 @pytest.fixture
