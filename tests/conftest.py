@@ -76,7 +76,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """
     for item in items:
         own = item.get_closest_marker("flaky")
-        if own is not None and "only_rerun" not in own.kwargs:
+        never = own is not None and own.kwargs.get("reruns", own.args[0] if own.args else 1) == 0
+        if own is not None and not never and "only_rerun" not in own.kwargs:
             raise pytest.UsageError(f"{item.nodeid}: a flaky marker without only_rerun reruns blindly; "
                                     "name the infrastructure failures it may be rerun for")
         if own is None and item.get_closest_marker("integration") is not None:
