@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
 from connect_runtime.api import path_allowlist
 from connect_runtime.api.errors import ConfigError
@@ -18,7 +19,7 @@ from connect_runtime.api.path_allowlist import PathPolicy, named_paths, operator
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.security import RestSecurity
 
-from .conftest import TestClient, source_config
+from .conftest import source_config
 from .fake_herder import FakeHerder
 
 KRB5 = "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab=\"{}\" principal=\"mm2@X\";"
