@@ -46,5 +46,5 @@ def test_the_drivers_connector_configs_pass_the_rest_file_rule() -> None:
     assert named > 0  # the configs do name files: the check above had something to accept
     source = config.connector_stored_config(PAIR, CONNECTOR_CLASSES[0])
     moved = {**source, "source.cluster.ssl.truststore.location": "/etc/passwd"}
-    with pytest.raises(ConfigError, match="source.cluster.ssl.truststore.location"):
+    with pytest.raises(ConfigError, match=r"source\.cluster\.ssl\.truststore\.location"):
         path_allowlist.check(moved, policy)
