@@ -8,11 +8,15 @@ REST security the driver itself builds (``mirror.maker.rest_wiring.rest_security
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from connect_runtime.api import path_allowlist
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import parse_properties
+from connect_runtime.clients import librdkafka_properties as props_table
+from mirror.config.client_keys import CLIENT_CONFIG_NAMES
 from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
 from mirror.maker.rest_wiring import rest_security
 
@@ -48,3 +52,12 @@ def test_the_drivers_connector_configs_pass_the_rest_file_rule() -> None:
     moved = {**source, "source.cluster.ssl.truststore.location": "/etc/passwd"}
     with pytest.raises(ConfigError, match=r"source\.cluster\.ssl\.truststore\.location"):
         path_allowlist.check(moved, policy)
+
+
+def test_every_declared_client_key_that_names_a_file_is_in_the_catalogue() -> None:
+    """A client key added later whose name says it holds a path (Java's declared keys, librdkafka's
+    table) must be added to the rule's catalogue, or it would let a REST caller name a file."""
+    declared = (CLIENT_CONFIG_NAMES | props_table.COMMON | props_table.CONSUMER_ONLY | props_table.PRODUCER_ONLY)
+    path_like = {k for k in declared if re.search(r"\.(location|keytab|file|path|paths|cmd)$", k)}
+    assert path_like <= path_allowlist.DATA_FILE_KEYS | path_allowlist.CODE_FILE_KEYS, path_like
+    assert "ssl.truststore.location" in path_like and "plugin.library.paths" in path_like  # the scan finds keys
