@@ -73,10 +73,10 @@ def named_paths(key: str, value: str | None) -> list[tuple[str, str, bool]]:
     if not value or not value.strip():
         return []
     if (name := _suffix_in(key, DATA_FILE_KEYS | CODE_FILE_KEYS)) is not None:
-        if _NOT_A_PATH.get(name) == value.strip():
+        if _NOT_A_PATH.get(name) == value:
             return []
         parts = re.split(r"[;,]", value) if name == "plugin.library.paths" else [value]
-        return [(key, p.strip(), name in CODE_FILE_KEYS) for p in parts if p.strip()]
+        return [(key, p if len(parts) == 1 else p.strip(), name in CODE_FILE_KEYS) for p in parts if p.strip()]
     if _suffix_in(key, (JAAS_KEY,)) is not None:
         out = []
         for option, raw in _JAAS_OPTION.findall(value):
@@ -88,6 +88,14 @@ def named_paths(key: str, value: str | None) -> list[tuple[str, str, bool]]:
         path = unquote(re.sub(r"(?i)^\s*file:(//)?", "", value.strip()))  # as the URL's reader decodes it
         return [(key, path or value.strip(), False)]
     return []
+
+
+def _canonical(path: str) -> str:
+    """``path`` with ``..`` and symbolic links resolved; empty when it cannot be (a NUL byte, a link loop)."""
+    try:
+        return os.path.realpath(path, strict=False)
+    except (ValueError, OSError):
+        return ""
 
 
 def _under(path: str, directory: str) -> bool:
@@ -117,15 +125,16 @@ class PathPolicy:
                 return (f"Invalid value {path!r} for configuration {what}: it names code on the worker's disk "
                         "(a shared library or a command), which a config submitted through REST may not do "
                         "unless the worker or mm2.properties file gives this exact value")
-            try:
-                real = os.path.realpath(path)
-            except (ValueError, OSError):  # a NUL byte, a symbolic link loop
-                real = ""
-            if not real or not any(_under(real, d) for d in self.directories):
-                allowed = ", ".join(self.directories) or "none"
-                return (f"Invalid value {path!r} for configuration {what}: a config submitted through REST may "
-                        f"name only files under {REST_ALLOWED_PATHS} (allowed: {allowed}; the path resolves "
-                        f"to {real}) or the exact paths the worker or mm2.properties file gives")
+            # Readers differ on surrounding blanks (the store loader strips them, librdkafka does not): both
+            # readings must resolve under an allowed directory.
+            for candidate in dict.fromkeys((path, path.strip())):
+                real = _canonical(candidate)
+                if not real or not any(_under(real, d) for d in self.directories):
+                    allowed = ", ".join(self.directories) or "none"
+                    return (f"Invalid value {path!r} for configuration {what}: a config submitted through REST "
+                            f"may name only files under {REST_ALLOWED_PATHS} (allowed: {allowed}; the path "
+                            f"resolves to {real or 'nothing'}) or the exact paths the worker or mm2.properties "
+                            "file gives")
         return None
 
     def describe(self) -> str:

@@ -85,6 +85,7 @@ def test_a_path_under_an_allowed_directory_is_accepted_canonically(tmp_path: Pat
         "prefix, not a parent": str(allowed) + "-other/ts.jks",
         "relative": "ts.jks",
         "NUL byte": str(allowed / "a\x00b"),
+        "leading blank (read as relative by librdkafka)": " " + str(allowed / "ts.jks"),
     }
     for how, path in refused.items():
         assert policy.refusal(key, path) is not None, how
