@@ -8,6 +8,7 @@ may not import the REST package) declare, parse and document the same keys. What
 from __future__ import annotations
 
 from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type, at_least, one_of
+from connect_runtime.api.path_allowlist import REST_ALLOWED_PATHS, REST_ALLOWED_PATHS_DOC
 from connect_runtime.api.secrets import SECRETS_KEYS
 
 REST_EXTENSION_CLASSES = "rest.extension.classes"
@@ -54,6 +55,7 @@ REST_SECURITY_CONFIG_DEF = ConfigDef([
               "REST may use in ${provider:...} placeholders. Empty by default, so a REST caller cannot make "
               "the worker read files or environment variables (CVE-2024-31141). Configs the MM2 driver "
               "writes from mm2.properties are not restricted.", group=_GROUP),
+    ConfigKey(REST_ALLOWED_PATHS, Type.LIST, [], Importance.MEDIUM, REST_ALLOWED_PATHS_DOC, group=_GROUP),
     ConfigKey(REST_READS_ALLOW_UNAUTHENTICATED, Type.BOOLEAN, False, Importance.MEDIUM,
               "With basic authentication configured, whether reads (GET, HEAD, OPTIONS: statuses, configs "
               "with secrets masked, /metrics, /ui) stay open to callers without credentials. Off by default: "

@@ -127,7 +127,8 @@ class _EveryHerder:
 
 def _herder_routes(herder: Herder, forwarder: Forwarder, prefix: str, timeout_s: float, security: RestSecurity,
                    internal_endpoints: bool) -> list[BaseRoute]:
-    routes = ConnectorResources(herder, forwarder, prefix, timeout_s, security.provider_allowlist).routes()
+    routes = ConnectorResources(herder, forwarder, prefix, timeout_s, security.provider_allowlist,
+                                security.path_policy).routes()
     if internal_endpoints:
         routes += internal_routes(herder, forwarder, timeout_s)
     return routes

@@ -6,7 +6,9 @@ reaches it; they return Connect's exact status codes and JSON shapes. Unlike Con
 returned: connector and task configs show ``${provider:...}`` references as stored but hide literal
 secret values (:func:`~connect_runtime.api.secrets.mask_config`), and validation results hide the values
 of PASSWORD keys. A config submitted here may only use the config providers of the operator's allowlist
-(``rest.config.providers.allowlist``), so a caller cannot make the worker read its files.
+(``rest.config.providers.allowlist``), and may name files in client keys (key stores, key tabs, ``file:``
+URLs) only under the operator's ``rest.allowed.paths`` or as the operator's file gives them
+(:mod:`~connect_runtime.api.path_allowlist`), so a caller cannot make the worker read its files.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from urllib.parse import quote
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
+from connect_runtime.api import path_allowlist
 from connect_runtime.api.config_provider import check_allowed_providers
 from connect_runtime.api.errors import BadRequestError, NotFoundError
 from connect_runtime.api.secrets import HIDDEN, is_sensitive_key, mask_config
@@ -131,10 +134,13 @@ class ConnectorResources:
 
     def __init__(self, herder: Herder, forwarder: Forwarder, prefix: str = "",
                  request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
-                 provider_allowlist: frozenset[str] | None = None) -> None:
+                 provider_allowlist: frozenset[str] | None = None,
+                 path_policy: path_allowlist.PathPolicy | None = None) -> None:
         self._herder = herder
         #: Config providers a submitted config may use; None: any.
         self._allowed_providers = provider_allowlist
+        #: Files a submitted config may name; None: any.
+        self._path_policy = path_policy
         self._forwarder = forwarder
         self._prefix = prefix
         self._timeout_s = request_timeout_s
@@ -175,9 +181,11 @@ class ConnectorResources:
             route("/connector-plugins/{plugin}/config/validate", self.validate, ["PUT"], f),
         ]
 
-    def _check_providers(self, config: Mapping[str, str | None]) -> None:
+    def _check_submitted(self, config: Mapping[str, str | None]) -> None:
         if self._allowed_providers is not None:
             check_allowed_providers(config, self._allowed_providers)
+        if self._path_policy is not None:
+            path_allowlist.check(config, self._path_policy)
 
     # -- worker -------------------------------------------------------------------------------------
     def root(self, call: Call) -> Response:
@@ -232,7 +240,7 @@ class ConnectorResources:
                                       f"got {initial!r}")
             state = _INITIAL_STATES[str(initial).upper()]
         check_connector_name(name, config)
-        self._check_providers(config)
+        self._check_submitted(config)
         created = self._herder.put_connector_config(name, config, allow_replace=False, initial_state=state)
         location = f"{self._prefix}/connectors/{quote(name, safe='')}"
         return json_response(_info_json(created.info), 201, {"Location": location})
@@ -252,7 +260,7 @@ class ConnectorResources:
         config = strict_string_map(call.json("the connector config as a JSON object of strings"),
                                    "the connector config")
         check_connector_name(name, config)
-        self._check_providers(config)
+        self._check_submitted(config)
         created = self._herder.put_connector_config(name, config, allow_replace=True)
         if created.created:
             location = f"{self._prefix}/connectors/{quote(name, safe='')}"
@@ -266,7 +274,7 @@ class ConnectorResources:
         if "name" in patch and patch["name"] != name:
             raise BadRequestError(f"Connector name configuration ({patch['name']}) doesn't match connector "
                                   f"name in the URL ({name})")
-        self._check_providers(patch)
+        self._check_submitted(patch)
         return json_response(_info_json(self._herder.patch_connector_config(name, patch)))
 
     def status(self, call: Call) -> Response:
@@ -347,6 +355,6 @@ class ConnectorResources:
         included = config.get("connector.class")
         if included is not None and not _normalized_plugin(included).endswith(_normalized_plugin(plugin)):
             raise BadRequestError(f"Included connector type {included} does not match request type {plugin}")
-        self._check_providers(config)
+        self._check_submitted(config)
         infos = self._herder.validate_connector_config(config, plugin=plugin)
         return json_response(_redacted_config_infos(infos))

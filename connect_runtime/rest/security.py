@@ -30,6 +30,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from connect_runtime.api import path_allowlist
 from connect_runtime.api import rest_config as rc
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.rest.basic_auth import BASIC_AUTH_EXTENSION, BasicAuthenticator, jaas_file_location
@@ -84,6 +85,8 @@ class RestSecurity:
     allow_unauthenticated_mutations: bool = True
     #: Providers REST-submitted connector configs may use; None: any (no restriction).
     provider_allowlist: frozenset[str] | None = None
+    #: Files REST-submitted connector configs may name (``rest.allowed.paths``); None: any (no restriction).
+    path_policy: path_allowlist.PathPolicy | None = None
     cors_origins: tuple[str, ...] = ()
     cors_methods: tuple[str, ...] = DEFAULT_CORS_METHODS
     #: Server side of an ``https://`` listener; None for http.
@@ -126,6 +129,7 @@ class RestSecurity:
         return cls(authenticator=authenticator,
                    allow_unauthenticated_mutations=values[rc.REST_MUTATIONS_ALLOW_UNAUTHENTICATED],
                    provider_allowlist=frozenset(values[rc.REST_CONFIG_PROVIDERS_ALLOWLIST]),
+                   path_policy=path_allowlist.operator_policy(props, values[path_allowlist.REST_ALLOWED_PATHS]),
                    cors_origins=origins, cors_methods=methods, server_ssl=server, client_ssl=client,
                    response_headers=parse_header_config(props.get(RESPONSE_HTTP_HEADERS_CONFIG)),
                    allow_unauthenticated_reads=values[rc.REST_READS_ALLOW_UNAUTHENTICATED],
@@ -133,13 +137,14 @@ class RestSecurity:
                    internal_request_max_bytes=values[rc.REST_INTERNAL_REQUEST_MAX_BYTES])
 
     def describe(self) -> str:
-        """One line for the start-up log: how state changes are guarded."""
+        """One line for the start-up log: how state changes are guarded, and which files configs may name."""
+        files = f"; {self.path_policy.describe()}" if self.path_policy is not None else ""
         if self.authenticator is not None:
             what = "state changes" if self.allow_unauthenticated_reads else "every request but GET /health"
-            return f"{what} need basic auth ({self.authenticator.credentials_file})"
+            return f"{what} need basic auth ({self.authenticator.credentials_file}){files}"
         if self.allow_unauthenticated_mutations:
-            return "state changes open to any caller (rest.mutations.allow.unauthenticated=true)"
-        return "state changes disabled (no basic auth configured)"
+            return f"state changes open to any caller (rest.mutations.allow.unauthenticated=true){files}"
+        return f"state changes disabled (no basic auth configured){files}"
 
     def middleware(self) -> list[Middleware]:
         """Response headers (outermost: every answer gets them), CORS (so preflights are answered), the

@@ -211,6 +211,7 @@ REST_SECURITY: dict[str, Works | Refused | Owned | str] = {
     "rest.mutations.allow.unauthenticated": Works("connect_runtime/rest/security.py",
                                                   "rc.REST_MUTATIONS_ALLOW_UNAUTHENTICATED"),
     "rest.config.providers.allowlist": Works("connect_runtime/rest/security.py", "rc.REST_CONFIG_PROVIDERS_ALLOWLIST"),
+    "rest.allowed.paths": Works("connect_runtime/rest/security.py", "values[path_allowlist.REST_ALLOWED_PATHS]"),
     "access.control.allow.origin": Works("connect_runtime/rest/security.py", "rc.ACCESS_CONTROL_ALLOW_ORIGIN"),
     "access.control.allow.methods": Works("connect_runtime/rest/security.py", "rc.ACCESS_CONTROL_ALLOW_METHODS"),
     "rest.reads.allow.unauthenticated": Works("connect_runtime/rest/security.py",
