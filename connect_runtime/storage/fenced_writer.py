@@ -65,6 +65,21 @@ def _unwrap(exc: SystemError) -> KafkaException:
     raise exc
 
 
+def _init_error(exc: KafkaException, transactional_id: str, doing: str = "initialising") -> ConnectError:
+    """The error of ``init_transactions``; a refused transactional id names the ACL the principal lacks, so
+    an operator does not have to decode TRANSACTIONAL_ID_AUTHORIZATION_FAILED (docs/acls.md)."""
+    error = _kafka_error(exc)
+    if error is not None and error.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+        result = ConnectError(
+            f"{doing} transactional id {transactional_id}: the broker refused it (TRANSACTIONAL_ID_AUTHORIZATION_"
+            f"FAILED); grant this worker's principal WRITE and DESCRIBE on TRANSACTIONAL_ID {transactional_id} "
+            f"(kafka-acls --add --allow-principal User:<name> --operation Write --operation Describe "
+            f"--transactional-id {transactional_id}), see docs/acls.md")
+        result.__cause__ = exc
+        return result
+    return to_connect_error(exc, f"{doing} transactional id {transactional_id}")
+
+
 def _is_fenced(error: KafkaError | None) -> bool:
     return error is not None and error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
                                                     KafkaError.INVALID_PRODUCER_EPOCH)
@@ -94,8 +109,11 @@ class TransactionalWriter:
         try:
             self._producer.init_transactions(timeout_s)
         except KafkaException as exc:
-            self._producer.flush(0)
-            raise to_connect_error(exc, f"initialising transactional id {transactional_id}") from exc
+            try:
+                self._producer.flush(0)
+            except KafkaException:
+                pass  # a fatal producer error is raised again by flush: the one to report is init's
+            raise _init_error(exc, transactional_id) from exc
         logger.info("Transactional writer for %s initialised with transactional id %s (earlier holders are "
                     "fenced)", topic, transactional_id)
 
@@ -166,7 +184,7 @@ def fence_producers(transactional_ids: Iterable[str], producer_config: Mapping[s
         try:
             producer.init_transactions(timeout_s)
         except KafkaException as exc:
-            raise to_connect_error(exc, f"fencing transactional id {transactional_id}") from exc
+            raise _init_error(exc, transactional_id, "fencing") from exc
         finally:
             producer.flush(0)
 

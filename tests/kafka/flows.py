@@ -22,15 +22,17 @@ from tests.support.tls import properties
 
 @dataclass(frozen=True)
 class Endpoint:
-    """How the driver reaches one cluster: the broker, a listener, a SASL mechanism and a user."""
+    """How the driver reaches one cluster: the broker, a listener, a SASL mechanism, a user and its password
+    (``None``: the fixture users' own)."""
 
     broker: KafkaBroker
     listener: str = "PLAINTEXT"
     mechanism: str | None = None
     user: str = "admin"
+    password: str | None = None
 
     def client(self) -> dict[str, str]:
-        return self.broker.client(self.listener, self.mechanism, self.user)
+        return self.broker.client(self.listener, self.mechanism, self.user, self.password)
 
 
 def write_mm2(path: Path, clusters: Mapping[str, KafkaBroker | Endpoint], body: str = "") -> Path:

@@ -8,7 +8,6 @@ herders' group membership and internal topics included) authenticates to the bro
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -127,33 +126,7 @@ def test_over_sasl_plain_into_mutual_tls(kafka_a: KafkaBroker, kafka_b: KafkaBro
         (f"key-{i}".encode(), f"value-{i}".encode()) for i in range(RECORDS))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,  # found here; a product fix makes this XPASS, failing it
-                   reason="the driver's config-topic writer always uses the transactional id "
-                          "connect-cluster-<group.id> (Java MM2 only with exactly.once.source.support=enabled), "
-                          "so without exactly-once its principal still needs WRITE on that transactional id")
-def test_without_exactly_once_no_transactional_id_acl_is_needed(
-        kafka_a: KafkaBroker, fresh_kafka: Callable[..., KafkaBroker], tmp_path: Path) -> None:
-    """The driver's principal on the target (bob) gets every topic, group and cluster ACL but none on
-    transactional ids, as a Java MM2 without exactly-once needs: it should replicate."""
-    target = fresh_kafka("acl-target", listeners=("SASL_PLAINTEXT",), authorizer=True)
-    bindings = [_acl("*", "bob", AclOperation.ALL), _acl("*", "bob", AclOperation.ALL, kind=ResourceType.GROUP)]
-    bindings += [_acl("kafka-cluster", "bob", op, kind=ResourceType.BROKER)
-                 for op in (AclOperation.DESCRIBE, AclOperation.CREATE, AclOperation.DESCRIBE_CONFIGS,
-                            AclOperation.ALTER_CONFIGS)]
-    target_admin = admin(target.bootstrap_servers)
-    for future in target_admin.create_acls(bindings).values():
-        future.result(timeout=15)
-    a, b = aliases("A", "B")
-    topic = create_topic(kafka_a.bootstrap_servers, unique("no-txn-acl"), 1)
-    produce(kafka_a.bootstrap_servers, topic, RECORDS)
-    props = write_mm2(tmp_path / "mm2.properties",
-                      {a: kafka_a, b: Endpoint(target, "SASL_PLAINTEXT", "SCRAM-SHA-256", user="bob")},
-                      f"{a}->{b}.enabled = true\ntopics = {topic}\n{b}->{a}.emit.heartbeats.enabled = false\n")
-    refusal = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
-    with MirrorMakerProcess(props, log=tmp_path / "mm2.log") as node:
-        wait_until(lambda: refusal in node.log_text() or "herder(s) running" in node.log_text(), 90,
-                   "the driver running or refused")
-        # the xfail's reason, and only it, is an AssertionError: any other failure is not this gap
-        assert refusal not in node.log_text(), "the driver's principal needed a transactional id ACL"
-        node.wait_running(1)
-        wait_for_records(target.bootstrap_servers, f"{a}.{topic}", RECORDS, 60)
+# Without exactly-once the driver's principal still needs WRITE and DESCRIBE on the transactional id
+# connect-cluster-<group.id> (its leader's config-topic writer; Java MM2 needs it only with exactly-once): a
+# documented requirement (docs/acls.md), whose refusal is named in the log, tested by
+# test_kafka_minimal_acls.py::test_without_one_documented_acl_the_refusal_is_named[target transactional id].
