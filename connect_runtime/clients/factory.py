@@ -19,7 +19,9 @@ built. So every client config passes through :func:`translate`:
 The set of valid names is the static table in :mod:`connect_runtime.clients.librdkafka_properties`.
 
 Clients are built by :func:`new_producer`, :func:`new_consumer` and :func:`new_admin`, which route
-librdkafka's own log lines into Python logging (:mod:`connect_runtime.clients.librdkafka_logging`).
+librdkafka's own log lines into Python logging (:mod:`connect_runtime.clients.librdkafka_logging`) and
+count every client they build as open until it is closed or garbage, by the module that asked for it
+(:mod:`connect_runtime.clients.registry`: the ``connect_clients_open`` metric, the tests' leak check).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from confluent_kafka.admin import AdminClient
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.clients import librdkafka_properties as props_table
 from connect_runtime.clients.librdkafka_logging import LIBRDKAFKA_LOG, pump_admin_logs
+from connect_runtime.clients.registry import TrackedConsumer, TrackedProducer, track
 from connect_runtime.clients.sasl_properties import HANDLED as SASL_HANDLED
 from connect_runtime.clients.sasl_properties import translate_sasl, uses_sasl
 from connect_runtime.clients.tls_properties import HANDLED as TLS_HANDLED
@@ -191,7 +194,9 @@ def new_producer(config: Mapping[str, Any]) -> Producer:
     leaders are most of the brokers, so the connections would be opened anyway."""
     if _idempotent(config):
         config = {"enable.sparse.connections": "false", **dict(config)}
-    return Producer(_with_logger(config))
+    producer = TrackedProducer(_with_logger(config))
+    track(producer, "producer")
+    return producer
 
 
 def _idempotent(config: Mapping[str, Any]) -> bool:
@@ -201,12 +206,15 @@ def _idempotent(config: Mapping[str, Any]) -> bool:
 def new_consumer(config: Mapping[str, Any]) -> Consumer:
     """A Consumer; ``allow.auto.create.topics`` defaults to false: a metadata lookup or subscription
     must not create topics (on Tansu even an admin metadata lookup would)."""
-    return Consumer(_with_logger({"allow.auto.create.topics": "false", **dict(config)}))
+    consumer = TrackedConsumer(_with_logger({"allow.auto.create.topics": "false", **dict(config)}))
+    track(consumer, "consumer")
+    return consumer
 
 
 def new_admin(config: Mapping[str, Any]) -> AdminClient:
     """An AdminClient with ``allow.auto.create.topics=false`` unless overridden (see new_consumer); its
     log lines are collected by one shared thread, since nobody polls an AdminClient."""
     admin = AdminClient(_with_logger({"allow.auto.create.topics": "false", **dict(config)}))
+    track(admin, "admin")
     pump_admin_logs(admin)
     return admin
