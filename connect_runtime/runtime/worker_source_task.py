@@ -55,7 +55,7 @@ from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.task import SourceTask
 from connect_runtime.api.transforms import TransformationChain
-from connect_runtime.clients.factory import new_producer
+from connect_runtime.clients.factory import close_producer, new_producer
 from connect_runtime.logging_context import set_context as set_log_context
 from connect_runtime.metrics import TaskMetrics
 from connect_runtime.model import ConnectorTaskId, TargetState
@@ -373,7 +373,8 @@ class WorkerSourceTask:
                 producer.purge()
                 self._serve(producer, 0)
                 self._producer = None
-                self._committer.close()
+                self._committer.close()  # waits for its thread: the task's own producers close next
+                close_producer(producer)
         if started:
             self._close_task()
         written = self._records.written

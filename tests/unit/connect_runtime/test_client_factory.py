@@ -162,9 +162,10 @@ def test_librdkafka_accepts_every_translated_key() -> None:
 def test_new_clients_default_to_no_auto_topic_creation_and_log_through_python(
         monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[dict[str, Any]] = []
-    monkeypatch.setattr(factory, "Consumer", lambda config: seen.append(config))
+    monkeypatch.setattr(factory, "TrackedConsumer", lambda config: seen.append(config))
     monkeypatch.setattr(factory, "AdminClient", lambda config: seen.append(config))
     monkeypatch.setattr(factory, "pump_admin_logs", lambda client: None)
+    monkeypatch.setattr(factory, "track", lambda client, kind: None)
     factory.new_consumer({"group.id": "g"})
     factory.new_admin({})
     factory.new_admin({"allow.auto.create.topics": "true"})
