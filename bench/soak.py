@@ -10,7 +10,8 @@ refused for 5 s, kill -9 of node 2 (restarted), the source frozen for 10 s, SIGT
 (restarted). After each event the script waits for recovery (every source task running, every record
 acknowledged so far on the target), lets the nodes settle, then samples each node's RSS, threads and
 open file descriptors from /proc, and node 0's open Kafka clients (``connect_clients_open`` on its
-``/metrics``) and the work it runs (its connectors and tasks, from the REST status).
+``/metrics``) and the work it runs (its connectors and tasks from the REST status; whether it leads the
+group, which holds the config topic's writer, from ``connect_worker_leader``).
 
 Node 0 is never restarted: its row is the soak's verdict (exit 1 on any failure):
 
@@ -60,7 +61,7 @@ class Sample:
     rss_mib: float
     threads: int
     fds: int
-    #: what the node runs ("Source", "Source/0", ...): samples of the same work are comparable
+    #: what the node runs ("Source", "Source/0", ..., "leader"): samples of the same work are comparable
     work: tuple[str, ...] = ()
     #: open Kafka clients (connect_clients_open, summed), -1 when not read
     clients: int = -1
@@ -86,9 +87,11 @@ def node_sample(node: MirrorMakerProcess, source: str, target: str) -> Sample:
         if status["connector"].get("worker_id") == worker:
             work.append(short)
         work += [f"{short}/{t['id']}" for t in status["tasks"] if t.get("worker_id") == worker]
-    metrics = httpx.get(f"{node.url}/metrics", timeout=10).text
-    figures.clients = int(sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+    metrics = httpx.get(f"{node.url}/metrics", timeout=10).text.splitlines()
+    figures.clients = int(sum(float(line.rsplit(" ", 1)[1]) for line in metrics
                               if line.startswith("connect_clients_open{")))
+    if any(line.startswith("connect_worker_leader{") and float(line.rsplit(" ", 1)[1]) == 1 for line in metrics):
+        work.append("leader")  # the leader holds the config topic's transactional writer
     figures.work = tuple(sorted(work))
     return figures
 
