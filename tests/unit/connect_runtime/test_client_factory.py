@@ -185,3 +185,21 @@ def test_python_client_keys_pass_through_and_bad_numbers_name_the_key() -> None:
     with pytest.raises(ConfigError) as info:
         translate({"buffer.memory": "lots"}, "producer")
     assert info.value.key == "buffer.memory"
+
+
+def test_close_producer_drops_what_cannot_be_delivered_and_destroys_the_handle() -> None:
+    """Producer.close() alone flushes without a bound (a producer whose broker is gone never returns);
+    dropping the reference leaves the handle to whoever still holds one (issue 32)."""
+    import time
+
+    from connect_runtime.clients import registry
+
+    producer = factory.new_producer({"bootstrap.servers": "127.0.0.1:9", "log_level": "0"})
+    failed: list[Any] = []
+    producer.produce("t", b"x", on_delivery=lambda err, msg: failed.append(err))
+    began = time.monotonic()
+    assert factory.close_producer(producer, 0.2) == 1
+    assert time.monotonic() - began < 5
+    assert len(failed) == 1 and failed[0] is not None  # its callback ran, with the purge error
+    assert (__name__, "producer") not in registry.open_clients()
+    assert factory.close_producer(producer) == 0  # twice is harmless
