@@ -7,10 +7,10 @@ threads and its descriptors until it is closed, which is exactly what a leak lea
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
-
-import pytest
 
 from connect_runtime.clients.factory import new_admin, new_consumer, new_producer
 from tests.support import leak_check
@@ -64,32 +64,37 @@ def test_descriptors_beyond_the_tolerance_are_listed() -> None:
     assert leak_check.settled_leaks(before) == []
 
 
-def test_the_plugin_fails_an_integration_test_that_leaks_a_client(pytester: pytest.Pytester,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """End to end: the autouse fixture turns a leaked client into a teardown error of that test, and
-    leaves a test that closes its client, or that is not an integration test, alone."""
-    pytester.makepyfile(test_leaky="""
-        import pytest
-        from connect_runtime.clients.factory import new_producer
+def test_the_plugin_fails_an_integration_test_that_leaks_a_client(tmp_path: Path) -> None:
+    """End to end, in a pytest run of its own: the autouse fixture turns a leaked client into a teardown
+    error of that test, and leaves a test that closes its client, or that is not an integration test, alone."""
+    (tmp_path / "test_leaky.py").write_text(LEAKY_TESTS, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env.update(PYTHONPATH=str(ROOT), MIRROR_LEAK_SETTLE_S="1")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.support.leak_check", "-p", "no:cacheprovider", "-q", "-rE",
+         "--rootdir", str(tmp_path), "-c", os.devnull, "-o", "markers=integration", str(tmp_path / "test_leaky.py")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 1, run.stdout
+    assert "3 passed, 1 error" in run.stdout, run.stdout
+    assert "ERROR at teardown of test_leaks" in run.stdout, run.stdout
+    assert "1 producer client(s) built by test_leaky still open" in run.stdout, run.stdout
 
-        NOWHERE = {"bootstrap.servers": "127.0.0.1:9", "log_level": "0"}
-        kept = []
 
-        @pytest.mark.integration
-        def test_leaks():
-            kept.append(new_producer(NOWHERE))
+LEAKY_TESTS = """
+import pytest
+from connect_runtime.clients.factory import new_producer
 
-        @pytest.mark.integration
-        def test_closes():
-            new_producer(NOWHERE).close()
+NOWHERE = {"bootstrap.servers": "127.0.0.1:9", "log_level": "0"}
+kept = []
 
-        def test_unit_not_checked():
-            kept.append(new_producer(NOWHERE))
-    """)
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    monkeypatch.setenv("MIRROR_LEAK_SETTLE_S", "1")
-    result = pytester.runpytest_subprocess("-p", "tests.support.leak_check", "-p", "no:cacheprovider",
-                                           "-o", "markers=integration", "-rE")
-    result.assert_outcomes(passed=3, errors=1)
-    result.stdout.fnmatch_lines(["*ERROR at teardown of test_leaks*",
-                                 "*1 producer client(s) built by test_leaky still open*"])
+@pytest.mark.integration
+def test_leaks():
+    kept.append(new_producer(NOWHERE))
+
+@pytest.mark.integration
+def test_closes():
+    new_producer(NOWHERE).close()
+
+def test_unit_not_checked():
+    kept.append(new_producer(NOWHERE))
+"""
