@@ -374,7 +374,7 @@ class WorkerSourceTask:
                 self._serve(producer, 0)
                 self._producer = None
                 self._committer.close()  # waits for its thread: the task's own producers close next
-                close_producer(producer)
+                self._close_producer(producer)
         if started:
             self._close_task()
         written = self._records.written
@@ -396,6 +396,10 @@ class WorkerSourceTask:
         else:
             logger.info("%s stopped", self.id)
             self._report("UNASSIGNED")
+
+    def _close_producer(self, producer: Producer) -> None:
+        """Destroy the producer (flushed and purged by now): its threads and sockets go with it."""
+        close_producer(producer)
 
     def _stop_task(self) -> None:
         with self._state_lock:
