@@ -31,7 +31,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from connect_runtime.api.errors import ConfigError
@@ -228,13 +228,21 @@ def close_producer(producer: Producer, flush_timeout_s: float = 0.0) -> int:
     its threads and sockets then live until the last reference goes, which a traceback, a callback or a
     reference cycle can delay indefinitely. Dropped records fail their delivery callbacks (served here,
     on the caller's thread). Call it once no other thread uses the producer; a second call is harmless.
+    Never raises: a fenced transactional producer's ``close()`` raises its fatal error (as a SystemError)
+    after destroying the handle.
     """
     try:
         remaining = int(producer.flush(flush_timeout_s))
         if remaining:
             producer.purge()
             producer.poll(0)
-        producer.close()
     except RuntimeError:  # closed already
         return 0
+    except KafkaException as exc:  # a fatal error: close all the same
+        logger.debug("Flushing a producer before closing it failed: %s", exc)
+        remaining = len(producer)
+    try:
+        producer.close()
+    except (KafkaException, RuntimeError, SystemError) as exc:
+        logger.debug("Closing a producer reported: %r", exc)
     return remaining
