@@ -303,8 +303,8 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             super()._records_acknowledged(held)
 
     def _close_producer(self, producer: Producer) -> None:
-        self._txn.abort()  # first: Producer.close() would abort it without a bound
-        super()._close_producer(producer)
+        """Left to garbage collection, as before issue 32: closing a fenced zombie's transactional producer
+        here kept its task from reporting FAILED (test_exactly_once.py, SIGSTOP case); not understood yet."""
 
     def _close(self, started: bool) -> None:
         try:
