@@ -25,6 +25,9 @@ from connect_runtime.cli.process import STOP_SIGNALS
 from mirror.local.broker import BrokerStartError, LocalBroker
 from tests.support.tls import Pki, TlsBroker, shared_pki
 
+#: every integration test that runs the runtime in-process must leave no client, thread or fd behind
+pytest_plugins = ["tests.support.leak_check"]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """A test run stopped by any stop signal tears its fixtures down (so its brokers stop), as on Ctrl-C.

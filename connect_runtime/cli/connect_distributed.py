@@ -51,6 +51,7 @@ from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.assembly import MembershipFactory, build_herder, kafka_cluster_id, kafka_membership
 from connect_runtime.runtime.distributed_herder import DistributedHerder
 from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.process_metrics import register_process_metrics
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 
 logger = logging.getLogger(__name__)
@@ -139,6 +140,7 @@ class ConnectDistributed:
         self.security = security if security is not None else RestSecurity.from_props(
             config.originals, https=any(lst.scheme == "https" for lst in config.listeners))
         self.registry = prometheus_client.CollectorRegistry()
+        register_process_metrics(self.registry, "connect")
         self.app = _LateApp()
         listeners = ",".join(f"{lst.scheme}://{lst.host}:{lst.port}" for lst in config.listeners)
         self.rest = RestServer(self.app, listeners, ssl_context=self.security.server_ssl)

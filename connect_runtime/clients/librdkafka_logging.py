@@ -13,7 +13,7 @@ next line of that kind after the interval says how many were held back.
 
 confluent-kafka hands a client's log lines to the thread that polls it (``producer.poll``,
 ``consumer.poll``); nobody polls an AdminClient, so :func:`pump_admin_logs` does, once a second, on
-one daemon thread for all of them, or their lines would pile up in librdkafka's queue.
+one daemon thread for all of them (while there is any), or their lines would pile up in librdkafka's queue.
 """
 
 from __future__ import annotations
@@ -105,16 +105,26 @@ class _AdminLogPump:
                 self._thread.start()
 
     def _run(self) -> None:
+        """Poll until no client is left, then end (the next :meth:`add` starts a new thread)."""
         while True:
             time.sleep(_ADMIN_POLL_S)
             with self._lock:
-                clients = list(self._clients)
-            for client in clients:
-                try:
-                    client.poll(0)
-                except Exception:
-                    pass
-            del clients
+                if not self._clients:
+                    self._thread = None
+                    return
+            self._poll_all()
+
+    def _poll_all(self) -> None:
+        """One round, in its own frame: no reference to a client outlives it. (A loop variable left
+        bound in ``_run`` kept the last client polled, and its librdkafka threads and sockets, alive
+        after its owner had dropped it, for as long as no other admin client was polled.)"""
+        with self._lock:
+            clients = list(self._clients)
+        for client in clients:
+            try:
+                client.poll(0)
+            except Exception:
+                pass
 
 
 _PUMP = _AdminLogPump()

@@ -218,6 +218,8 @@ class DistributedHerder(AbstractHerder):
             # are flushed first: they tell the leader that we left cleanly, so it holds our work for
             # our return instead of reassigning it as a crashed member's (see released_work.py).
             steps[:0] = [self._status_store.flush, self._membership.leave]
+        else:  # a start that failed joining still has a member client (IO thread, sockets): close it
+            steps.append(self._membership.leave)
         for step in steps:
             try:
                 step()

@@ -167,7 +167,7 @@ class TransactionalCommitter(OffsetCommitter):
             producer.abort_transaction(self._timeout_s)
             if failed:
                 logger.warning("%s aborted its open transaction: its records and offsets do not count", self._name)
-        except KafkaException as exc:  # fenced or fatal: the coordinator aborts it (or the next holder does)
+        except (KafkaException, RuntimeError) as exc:  # fenced or fatal (or closed): the coordinator aborts it
             logger.warning("%s could not abort its transaction (%s); it will be aborted by the coordinator "
                            "or the next instance of the task", self._name, exc.args[0])
 
@@ -301,6 +301,10 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         held, self._held_records = self._held_records, []
         if held:
             super()._records_acknowledged(held)
+
+    def _close_producer(self, producer: Producer) -> None:
+        """Left to garbage collection, as before issue 32: closing a fenced zombie's transactional producer
+        here kept its task from reporting FAILED (test_exactly_once.py, SIGSTOP case); not understood yet."""
 
     def _close(self, started: bool) -> None:
         try:

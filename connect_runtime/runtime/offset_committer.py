@@ -110,8 +110,11 @@ class OffsetCommitter:
         self._committed()
 
     def close(self) -> None:
+        """End the writer's thread, after the write in flight if any: it may be waiting on the task's
+        barrier (flushing one of the task's producers), which the task closes next. A write is bounded
+        by its timeouts (barrier, then store), so this is too."""
         if self._executor is not None:
-            self._executor.shutdown(wait=False)
+            self._executor.shutdown(wait=True)
             self._executor = None
 
     def _barrier(self) -> DurabilityBarrier | None:

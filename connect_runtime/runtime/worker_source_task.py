@@ -55,7 +55,7 @@ from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.task import SourceTask
 from connect_runtime.api.transforms import TransformationChain
-from connect_runtime.clients.factory import new_producer
+from connect_runtime.clients.factory import close_producer, new_producer
 from connect_runtime.logging_context import set_context as set_log_context
 from connect_runtime.metrics import TaskMetrics
 from connect_runtime.model import ConnectorTaskId, TargetState
@@ -373,7 +373,8 @@ class WorkerSourceTask:
                 producer.purge()
                 self._serve(producer, 0)
                 self._producer = None
-                self._committer.close()
+                self._committer.close()  # waits for its thread: the task's own producers close next
+                self._close_producer(producer)
         if started:
             self._close_task()
         written = self._records.written
@@ -395,6 +396,10 @@ class WorkerSourceTask:
         else:
             logger.info("%s stopped", self.id)
             self._report("UNASSIGNED")
+
+    def _close_producer(self, producer: Producer) -> None:
+        """Destroy the producer (flushed and purged by now): its threads and sockets go with it."""
+        close_producer(producer)
 
     def _stop_task(self) -> None:
         with self._state_lock:

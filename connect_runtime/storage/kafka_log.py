@@ -57,7 +57,7 @@ from confluent_kafka import (
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.errors import map_kafka_errors, to_connect_error
-from connect_runtime.clients.factory import new_consumer, new_producer
+from connect_runtime.clients.factory import close_producer, new_consumer, new_producer
 from connect_runtime.clients.leaders import learn_leaders
 from connect_runtime.clients.log_reader import read_to_end
 from connect_runtime.logging_context import carry_context
@@ -171,12 +171,16 @@ class KafkaBasedLog:
         count = self._wait_for_partitions(admin, deadline)
         self._partitions = list(range(count))
         self._assignment = [TopicPartition(self.topic, p) for p in self._partitions]
-        with map_kafka_errors(f"creating clients for topic {self.topic}"):
-            self._producer = new_producer(self._producer_config)
-            if self._transactional:
-                self._producer.init_transactions(max(1.0, deadline - time.monotonic()))
-            self._consumer = new_consumer(self._consumer_config)
-        learn_leaders(self._consumer, [self.topic], max(0.1, min(5.0, deadline - time.monotonic())))
+        try:
+            with map_kafka_errors(f"creating clients for topic {self.topic}"):
+                self._producer = new_producer(self._producer_config)
+                if self._transactional:
+                    self._producer.init_transactions(max(1.0, deadline - time.monotonic()))
+                self._consumer = new_consumer(self._consumer_config)
+            learn_leaders(self._consumer, [self.topic], max(0.1, min(5.0, deadline - time.monotonic())))
+        except BaseException:  # a start that fails here (e.g. the cluster stopped answering) opens nothing
+            self._close_clients()
+            raise
         started: Future[None] = Future()
         self._round = [started]  # the first round reads every partition from its beginning
         self._stopping.clear()
@@ -214,19 +218,25 @@ class KafkaBasedLog:
             if thread is not None and thread is not threading.current_thread():
                 thread.join(timeout=30)
         self._thread = self._producer_thread = None
-        if self._consumer is not None:
-            try:
-                self._consumer.close()
-            except (KafkaException, RuntimeError) as exc:
-                logger.warning("Closing the consumer of topic %s failed: %s", self.topic, exc)
-            self._consumer = None
-        self._producer = None
+        self._close_clients()
         with self._lock:
             waiting = (self._round or []) + self._pending
             self._round, self._pending = None, []
         for future in waiting:
             if not future.done():
                 future.set_exception(ConnectError(f"log on topic {self.topic} stopped"))
+
+    def _close_clients(self) -> None:
+        """Close the consumer and destroy the producer (what :meth:`stop` flushed is delivered)."""
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            try:
+                consumer.close()
+            except (KafkaException, RuntimeError) as exc:
+                logger.warning("Closing the consumer of topic %s failed: %s", self.topic, exc)
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            close_producer(producer)
 
     # -- writing --------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from connect_runtime.clients.factory import new_consumer, new_producer
+from connect_runtime.clients.factory import close_producer, new_consumer, new_producer
 from connect_runtime.clients.log_reader import raise_error, read_to_end
 from mirror.backfill_markers.markers import (
     MarkerState,
@@ -127,6 +127,6 @@ class MarkerLog:
     def close(self, timeout_s: float = 10.0) -> None:
         producer, self._producer = self._producer, None
         if producer is not None:
-            remaining = producer.flush(timeout_s)
+            remaining = close_producer(producer, timeout_s)
             if remaining:
                 logger.warning("%d writes to %s not delivered before close", remaining, self.topic)

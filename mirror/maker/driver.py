@@ -65,6 +65,7 @@ from connect_runtime.runtime.herder import (
     WorkerHealth,
 )
 from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.process_metrics import register_process_metrics
 from mirror.config.mirror_maker import (
     CONNECTOR_CLASSES,
     SOURCE_CONNECTOR_CLASS,
@@ -377,6 +378,7 @@ class MirrorMaker:
         self.registry = CollectorRegistry()
         self._herder_metrics = LabelledRegistries()
         self.registry.register(self._herder_metrics)
+        register_process_metrics(self.registry, "mirror")
         self.plugins = Plugins()
         listeners, self._loopback_by_default = rest_listeners(config, rest_port)
         self.security = rest_security(config, listeners)

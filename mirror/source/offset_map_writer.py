@@ -31,7 +31,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from connect_runtime.clients.factory import new_producer
+from connect_runtime.clients.factory import close_producer, new_producer
 from mirror.client.models import TopicPartition
 from mirror.client.offset_map import OffsetRun
 
@@ -194,12 +194,12 @@ class OffsetMapWriter:
         return self._runs.open_run(tp)
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """Send what is due and deliver it (bounded), then drop the producer."""
+        """Send what is due and deliver it (bounded), then close the producer (what is left is dropped)."""
         if self._closed:
             return
         self.flush()
         self._closed = True
-        remaining = self._producer.flush(timeout_s)
+        remaining = close_producer(self._producer, timeout_s)
         if remaining:
             logger.warning("%d offset map records to %s were not delivered before close", remaining, self.topic)
 
@@ -220,7 +220,10 @@ class MapBarrier:
     def wait(self, timeout_s: float) -> bool:
         """On the offset-commit thread: deliver the map producer's queue, up to ``timeout_s``."""
         if not self._done() and not self.failed:
-            self._producer.flush(timeout_s)
+            try:
+                self._producer.flush(timeout_s)
+            except RuntimeError:  # the writer was closed meanwhile: what is not acknowledged never will be
+                return False
         return self._done()
 
     def _done(self) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from connect_runtime.clients.factory import new_producer
+from connect_runtime.clients.factory import close_producer, new_producer
 from mirror.client.models import MalformedRecordError, OffsetSync, TopicPartition
 from mirror.source.offset_sync_writer import MAX_OUTSTANDING_OFFSET_SYNCS, OffsetSyncWriter
 
@@ -114,13 +114,14 @@ class OffsetSyncProducer:
             logger.error("Failure sending offset sync %s to %s: %s", sync, self._topic, error)
 
     def flush(self, timeout_s: float = 10.0) -> None:
-        self._producer.flush(timeout_s)
+        if not self._closed:
+            self._producer.flush(timeout_s)
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """Deliver what was sent (bounded), then drop the producer."""
+        """Deliver what was sent (bounded), then close the producer (what is left is dropped)."""
         if self._closed:
             return
         self._closed = True
-        remaining = self._producer.flush(timeout_s)
+        remaining = close_producer(self._producer, timeout_s)
         if remaining:
             logger.warning("%d offset syncs to %s were not delivered before close", remaining, self._topic)

@@ -191,6 +191,7 @@ class FakeProducer:
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         self.config: dict[str, Any] = dict(config or {})
         self.delivery = Delivery()
+        self.closed = 0  # close() calls
         self._next_offset: dict[tuple[str, int], int] = {}
 
     def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int = -1,
@@ -223,6 +224,11 @@ class FakeProducer:
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
         """Nothing is queued locally: every produced record is already with the fake broker."""
+
+    def close(self) -> bool:
+        """What a closed producer does next is refuse every call: here it is only counted."""
+        self.closed += 1
+        return True
 
     def __len__(self) -> int:
         return self.delivery.unreleased() + len(self.delivery.ready)

@@ -274,8 +274,12 @@ class KafkaPythonCoordinator:
         if version is None:
             client.close()
             raise ConnectError(f"cannot reach the Kafka cluster of Connect group {settings.group_id}")
-        coordinator = _WorkerCoordinator(client, protocol_type, protocol_name, callbacks, api_version=version,
-                                         **settings.coordinator_config())
+        try:
+            coordinator = _WorkerCoordinator(client, protocol_type, protocol_name, callbacks, api_version=version,
+                                             **settings.coordinator_config())
+        except BaseException:
+            client.close()
+            raise
         return cls(client, coordinator, version)
 
     @property

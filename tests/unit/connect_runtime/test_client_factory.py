@@ -162,9 +162,10 @@ def test_librdkafka_accepts_every_translated_key() -> None:
 def test_new_clients_default_to_no_auto_topic_creation_and_log_through_python(
         monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[dict[str, Any]] = []
-    monkeypatch.setattr(factory, "Consumer", lambda config: seen.append(config))
+    monkeypatch.setattr(factory, "TrackedConsumer", lambda config: seen.append(config))
     monkeypatch.setattr(factory, "AdminClient", lambda config: seen.append(config))
     monkeypatch.setattr(factory, "pump_admin_logs", lambda client: None)
+    monkeypatch.setattr(factory, "track", lambda client, kind: None)
     factory.new_consumer({"group.id": "g"})
     factory.new_admin({})
     factory.new_admin({"allow.auto.create.topics": "true"})
@@ -201,3 +202,21 @@ def test_has_librdkafka_equivalent_agrees_with_translate(key: str, kind: factory
     value = "1000" if key != "key.serializer" else "x"
     translated = factory.translate({key: value}, kind)
     assert bool(set(translated) - {"logger"}) is expected
+
+
+def test_close_producer_drops_what_cannot_be_delivered_and_destroys_the_handle() -> None:
+    """Producer.close() alone flushes without a bound (a producer whose broker is gone never returns);
+    dropping the reference leaves the handle to whoever still holds one (issue 32)."""
+    import time
+
+    from connect_runtime.clients import registry
+
+    producer = factory.new_producer({"bootstrap.servers": "127.0.0.1:9", "log_level": "0"})
+    failed: list[Any] = []
+    producer.produce("t", b"x", on_delivery=lambda err, msg: failed.append(err))
+    began = time.monotonic()
+    assert factory.close_producer(producer, 0.2) == 1
+    assert time.monotonic() - began < 5
+    assert len(failed) == 1 and failed[0] is not None  # its callback ran, with the purge error
+    assert (__name__, "producer") not in registry.open_clients()
+    assert factory.close_producer(producer) == 0  # twice is harmless

@@ -10,7 +10,7 @@ import pytest
 
 from connect_runtime.api.config import ConfigDef, Importance, Type
 from connect_runtime.api.connector import SourceConnector
-from connect_runtime.api.errors import AlreadyExistsError, BadRequestError, NotFoundError, NotLeaderError
+from connect_runtime.api.errors import AlreadyExistsError, BadRequestError, ConnectError, NotFoundError, NotLeaderError
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import Task
 from connect_runtime.model import ConnectorTaskId, State, TargetState
@@ -333,3 +333,28 @@ def test_extension_hooks_run_on_the_tick_thread_and_leadership_is_gained_once() 
                                                               ("leader", "herder-w1:8083")]
     finally:
         herder.stop(10)
+
+
+class UnreachableGroup(FollowerMember):
+    """A member whose client connected but whose join never completes (the cluster stopped answering)."""
+
+    def __init__(self) -> None:
+        self.left = 0
+
+    def join(self, snapshot: Any, timeout_s: float) -> Any:
+        raise ConnectError("worker did not join Connect group g within 0.1 s")
+
+    def leave(self) -> None:
+        self.left += 1
+
+
+def test_a_start_that_fails_joining_closes_the_member_client() -> None:
+    """Issue 32: the member client (kafka-python's IO thread and sockets) was closed only by a herder
+    that had started, so every retry of a start that failed joining left one behind."""
+    member = UnreachableGroup()
+    c = Cluster(member)
+    c.herder.start()
+    with pytest.raises(ConnectError, match="did not join"):
+        c.herder.wait_until_ready(10)
+    c.herder.stop(10)
+    assert member.left == 1

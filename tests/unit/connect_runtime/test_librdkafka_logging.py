@@ -91,3 +91,24 @@ def test_admin_clients_lines_are_collected_without_anyone_polling(caplog: pytest
     wait_until(lambda: any("rdkafka#producer" in r.getMessage() and r.name == LOGGER_NAME
                            for r in caplog.records), 10, "the admin client's CONFWARN")
     del admin
+
+
+def test_the_admin_log_pump_keeps_no_client_alive_and_ends_when_none_is_left() -> None:
+    """Issue 32: the pump's loop variable kept the last admin client it polled (its librdkafka threads
+    and sockets) alive after its owner dropped it, and its thread never ended."""
+    import gc
+    import threading
+
+    from connect_runtime.clients import registry
+
+    def pump_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "librdkafka-admin-logs"]
+
+    admin = new_admin({"bootstrap.servers": "127.0.0.1:9", "log_level": "0"})
+    wait_until(lambda: pump_threads(), 5, "the pump running")
+    polled_once = 1.5  # the pump polls once a second: it has held this client in a round
+    threading.Event().wait(polled_once)
+    del admin
+    gc.collect()
+    assert (__name__, "admin") not in registry.open_clients()
+    wait_until(lambda: not pump_threads(), 5, "the pump thread ended")

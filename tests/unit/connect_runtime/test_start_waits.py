@@ -64,7 +64,8 @@ def test_stops_come_in_the_order_given_whatever_order_the_starts_end_in() -> Non
 def test_idempotent_producers_open_their_connections_at_once(monkeypatch: pytest.MonkeyPatch,
                                                               config: dict[str, str], sparse: str | None) -> None:
     built: list[dict[str, Any]] = []
-    monkeypatch.setattr(factory, "Producer", lambda conf: built.append(conf))
+    monkeypatch.setattr(factory, "TrackedProducer", lambda conf: built.append(conf))
+    monkeypatch.setattr(factory, "track", lambda client, kind: None)
     factory.new_producer({"bootstrap.servers": "127.0.0.1:9", **config})
     assert built[0].get("enable.sparse.connections") == sparse
 
