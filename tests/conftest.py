@@ -269,3 +269,18 @@ def _code_policy_restored() -> Iterator[None]:
 
     yield
     plugin_allowlist.install(plugin_allowlist.UNRESTRICTED)
+
+
+@pytest.fixture(autouse=True)
+def _remembered_secrets_restored() -> Iterator[None]:
+    """The secret values a process has read are remembered process-wide and scrubbed from every log line
+    and error (connect_runtime.api.secrets); a value a test remembered (a fuzzed password that happens to
+    be ``PLAINTEXT``) must not hide words in the messages a later test in the same process asserts."""
+    from connect_runtime.api import secrets
+
+    known = secrets._KNOWN
+    with known._lock:
+        saved = (set(known._values), known._pattern)
+    yield
+    with known._lock:
+        known._values, known._pattern = saved

@@ -87,7 +87,7 @@ def load_properties(path: str | Path) -> PropertiesFile:
     except OSError as exc:
         raise ConfigError(f"{name}: cannot read file: {exc.strerror or exc}") from exc
     except ValueError as exc:  # a NUL byte in the path: no such file can exist
-        raise ConfigError(f"{name!r}: not a valid file name ({exc})") from exc
+        raise ConfigError(f"{str(path)!r}: not a valid file name ({exc})") from exc
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -1,8 +1,12 @@
 """A MirrorSourceTask's source consumer: how it is configured and where each partition starts (§5.7).
 
 The consumer is *assigned* (no group membership). A partition with a stored Connect offset ``o >= 0``
-resumes at ``o + 1``; one without stays at the consumer's ``auto.offset.reset`` (``earliest`` unless
-configured), which is how "replicate from latest" works (KAFKA-13988). A partition whose backfill is done
+resumes at ``o + 1``; one without starts where the consumer's ``auto.offset.reset`` says (``earliest``
+unless configured), which is how "replicate from latest" works (KAFKA-13988). That start is given as a
+logical offset (beginning or end), never as "no offset": librdkafka would first ask the group
+coordinator for the committed offset of a group that never commits, and an answer of NOT_COORDINATOR
+(the coordinator still loading or moving) left the partition unfetched for good, its task RUNNING and
+copying nothing (found by the Apache Kafka tier, tests/kafka/test_kafka_chaos.py). A partition whose backfill is done
 starts at ``max(stored offset + 1, backfill end)`` (docs/backfill.md).
 """
 
@@ -11,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from connect_runtime.api.offsets import OffsetStorageReader
@@ -43,9 +47,23 @@ def copier_consumer_config(java_consumer: Mapping[str, str], label: str) -> dict
     return consumer_config
 
 
+def start_when_unknown(consumer_config: Mapping[str, Any]) -> int:
+    """Where a partition with no stored offset starts: the consumer's ``auto.offset.reset`` as a logical
+    offset (librdkafka's default is the end, as Java's). ``none``/``error`` stay OFFSET_INVALID: the
+    consumer then reports the missing offset, as Java's throws."""
+    reset = str(consumer_config.get("auto.offset.reset", "latest")).strip().lower()
+    if reset in ("earliest", "smallest", "beginning"):
+        return OFFSET_BEGINNING
+    if reset in ("latest", "largest", "end"):
+        return OFFSET_END
+    return OFFSET_INVALID
+
+
 def initial_assignment(reader: OffsetStorageReader, source: str, partitions: list[tuple[str, int]],
-                       done_ends: Mapping[tuple[str, int], int]) -> list[KafkaTopicPartition]:
-    """Each partition at its start position; OFFSET_INVALID (no seek): the consumer's auto.offset.reset."""
+                       done_ends: Mapping[tuple[str, int], int],
+                       unknown: int = OFFSET_INVALID) -> list[KafkaTopicPartition]:
+    """Each partition at its start position; ``unknown`` (:func:`start_when_unknown`) where nothing is
+    stored."""
     wrapped = [wrap_partition(source, topic, partition) for topic, partition in partitions]
     stored = reader.offsets(wrapped) if wrapped else []
     offsets: dict[tuple[str, int], int] = {}
@@ -56,5 +74,5 @@ def initial_assignment(reader: OffsetStorageReader, source: str, partitions: lis
     result = []
     for t, p in partitions:
         start = streaming_start(offsets.get((t, p)), done_ends.get((t, p)))
-        result.append(KafkaTopicPartition(t, p, OFFSET_INVALID if start is None else start))
+        result.append(KafkaTopicPartition(t, p, unknown if start is None else start))
     return result

@@ -59,6 +59,7 @@ from mirror.source.source_consumer import (
     MAX_POLL_RECORDS_DEFAULT,
     copier_consumer_config,
     initial_assignment,
+    start_when_unknown,
 )
 
 logger = logging.getLogger(__name__)
@@ -140,7 +141,8 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._pending = None
         self._loss = LossDetector(self._label, self._source, self._target, cfg.replication_loss_policy == "fail",
                                   loss_counters(self.context.metrics_registry), self._clock_ms)
-        assignment = initial_assignment(self.context.offset_storage_reader(), self._source, partitions, done_ends)
+        assignment = initial_assignment(self.context.offset_storage_reader(), self._source, partitions, done_ends,
+                                        start_when_unknown(consumer_config))
         for tp in assignment:
             if tp.offset >= 0:
                 self._partition_state(tp.topic, tp.partition).next_offset = tp.offset

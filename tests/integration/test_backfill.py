@@ -264,7 +264,7 @@ def test_killed_backfill_resumes_without_duplicates(cluster_a: Cluster, cluster_
             def two_partitions_hung() -> bool:
                 counts = Counter(r.partition for r in consume_all(cluster_b.bootstrap, remote, timeout_s=10))
                 return sum(1 for c in counts.values() if c >= 15_500) >= 2
-            wait_until(two_partitions_hung, 90, "two Spark tasks half-way", interval_s=0.5)
+            wait_until(two_partitions_hung, 180, "two Spark tasks half-way", interval_s=0.5)
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)

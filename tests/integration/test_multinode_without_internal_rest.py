@@ -152,7 +152,7 @@ class TwoNodes:
         self.checker = Checker(self.target, self.remote, PARTITIONS).start()
         self.load = LoadGenerator(self.source, self.topic, PARTITIONS, RATE_PER_S).start()
         checker = self.checker
-        wait_until(lambda: len(checker.seen()) == PARTITIONS, 60, "records of every partition on the target")
+        wait_until(lambda: len(checker.seen()) == PARTITIONS, 120, "records of every partition on the target")
         return self
 
     def arrivals_since(self, since_ms: float) -> dict[int, list[Arrival]]:

@@ -64,7 +64,7 @@ class ChaosFlow:
         self.load = LoadGenerator(self.source, self.topic, PARTITIONS, RATE_PER_S).start()
         checker = self.checker
         try:
-            wait_until(lambda: len(checker.seen()) == PARTITIONS, 60, "records of every partition on the target")
+            wait_until(lambda: len(checker.seen()) == PARTITIONS, 120, "records of every partition on the target")
         except AssertionError as exc:
             exc.add_note(self.diagnose_start(checker))
             raise

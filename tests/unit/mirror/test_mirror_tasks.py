@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_INVALID, Message
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Message
 from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.connector import ExactlyOnceSupport
@@ -98,10 +98,13 @@ def started_task(stored: dict[int, int], registry: CollectorRegistry | None = No
     return task, consumers[0], producers[0] if producers else FakeProducer({})
 
 
-def test_task_seeks_after_stored_offsets_and_leaves_the_rest_to_auto_offset_reset() -> None:
+def test_task_seeks_after_stored_offsets_and_starts_the_rest_where_auto_offset_reset_says() -> None:
+    """Never OFFSET_INVALID for a partition with nothing stored: librdkafka would ask the coordinator for
+    the committed offset of a group that never commits, and a NOT_COORDINATOR answer left the partition
+    unfetched (tests/kafka/test_kafka_chaos.py)."""
     task, consumer, _ = started_task({0: 4, 2: 0})
     assert [(tp.topic, tp.partition, tp.offset) for tp in consumer.assigned] == [
-        ("my-topic", 0, 5), ("my-topic", 1, OFFSET_INVALID), ("my-topic", 2, 1)]
+        ("my-topic", 0, 5), ("my-topic", 1, OFFSET_BEGINNING), ("my-topic", 2, 1)]
     assert consumer.config["enable.auto.commit"] == "false"
     assert consumer.config["auto.offset.reset"] == "earliest"
     assert consumer.config["isolation.level"] == "read_uncommitted"  # Java's default, not librdkafka's
@@ -415,3 +418,11 @@ def test_checkpoint_task_failing_at_its_target_admin_holds_no_client_once_stoppe
     task.close()
     gc.collect()
     assert len(built) == 1 and built[0]() is None
+
+
+@pytest.mark.parametrize(("reset", "start"), [("earliest", OFFSET_BEGINNING), ("latest", OFFSET_END),
+                                              ("none", OFFSET_INVALID)])
+def test_a_partition_with_nothing_stored_starts_at_auto_offset_reset(reset: str, start: int) -> None:
+    task, consumer, _ = started_task({}, **{"consumer.auto.offset.reset": reset})
+    assert [tp.offset for tp in consumer.assigned] == [start, start, start]
+    task.stop()

@@ -177,8 +177,10 @@ def test_routes_added_beside_the_connect_api_are_guarded_too() -> None:
         with httpx.Client(timeout=30, trust_env=False) as http:
             assert http.post(server.url + "/extra", content=b'{"a": 1}',
                              headers={"content-type": "text/plain"}).status_code == 415
-            assert http.post(server.url + "/extra", content=b" " * (2 * MiB),
-                             headers={"content-type": "application/json"}).status_code == 413
+            # headers only: a client still writing the refused body when the server closes may lose the
+            # 413 to the connection reset (the body is deliberately left unread)
+            answer, _ = _send_headers_only(server.url, "/extra", 2 * MiB)
+            assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
             echoed = http.post(server.url + "/extra", json={"a": 1})
             assert (echoed.status_code, echoed.json()) == (200, {"a": 1})
     finally:

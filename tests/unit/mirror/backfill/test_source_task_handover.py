@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from confluent_kafka import OFFSET_INVALID
+from confluent_kafka import OFFSET_BEGINNING
 
 from tests.unit.mirror.test_mirror_tasks import started_task
 
@@ -15,6 +15,6 @@ def test_done_partitions_start_at_the_backfill_end_unless_streaming_is_further()
 
 def test_no_marker_keys_change_nothing() -> None:
     task, consumer, _ = started_task({0: 4})
-    assert [(tp.partition, tp.offset) for tp in consumer.assigned] == [(0, 5), (1, OFFSET_INVALID),
-                                                                        (2, OFFSET_INVALID)]
+    assert [(tp.partition, tp.offset) for tp in consumer.assigned] == [(0, 5), (1, OFFSET_BEGINNING),
+                                                                        (2, OFFSET_BEGINNING)]
     task.stop()
