@@ -135,7 +135,8 @@ def test_refusal_without_tolerance_fails_the_task_and_commits_nothing_past_it(
     config = {**task_config(cluster_a, cluster_b, topic, src, tgt)}
     store = MemoryOffsetStore()
     with run_source_task(TASK_CLASSES[path], config, bootstrap_servers=cluster_b.bootstrap, connector=CONNECTOR,
-                         offset_store=store, producer_config={"message.max.bytes": "2000"}) as run:
+                         offset_store=store, producer_config={"message.max.bytes": "2000"},
+                         wait_running_s=None) as run:  # it may fail before RUNNING is seen: the copy starts at once
         run.wait_for_state(State.FAILED)
         trace = run.trace() or ""
         assert "refused a record" in trace and "too large" in trace.lower()
