@@ -109,7 +109,7 @@ def seams(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 USAGE_ERROR = re.compile(r"^(connect-mirror-maker|mirror( [\w-]+)*): error: ")
-FINDING = re.compile(r"^error: \S+:\d+: ")
+FINDING = re.compile(r"^error: \S+?(:\d+)?: ")
 
 
 def check(code: int, err: str) -> None:
