@@ -12,8 +12,10 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
 * **End-to-end latency**: when a read finds *new* records in ``A.heartbeats`` on B, their arrival is
   bounded by the read time, so ``read time - heartbeat timestamp`` of the newest new record is an upper
   bound of the latency from emit on A to visibility on B; its resolution is the time since the
-  previous read (samples with a resolution above :data:`LATENCY_RESOLUTION_S` are dropped). The first
-  read only sets the baseline. :meth:`HealthProbe.watch_latency` reads every 0.2 s for a short window
+  previous read (samples with a resolution above :data:`LATENCY_RESOLUTION_S` are kept only when a watch
+  window got no finer one: on a loaded machine every read can take longer than that, and a coarse upper
+  bound beats no latency at all). The first read only sets the baseline.
+  :meth:`HealthProbe.watch_latency` reads every 0.2 s for a short window
   to get samples (``mirror status`` once; the monitor between its passes). The last sample is kept.
 * **Lag per remote partition**: ``source end offset - replicated offset`` where the replicated offset
   (next upstream offset to copy) is the larger of (1) the flow's Connect offsets topic
@@ -165,6 +167,8 @@ class _FlowState:
     newest_emitted_ms: int | None = None
     latency_s: float | None = None
     latency_sampled: int = 0
+    #: the finest sample coarser than LATENCY_RESOLUTION_S in the current watch window: (resolution, latency)
+    coarse_latency: tuple[float, float] | None = None
     #: (group, remote topic, partition) -> (upstream offset, downstream offset, record timestamp ms)
     checkpoints: dict[tuple[str, str, int], tuple[int, int, int | None]] = field(default_factory=dict)
     #: (source topic, partition) -> last replicated upstream offset, from the Connect offsets topic
@@ -174,6 +178,19 @@ class _FlowState:
     offset_map: OffsetMap = field(default_factory=OffsetMap)
     #: connector -> why its node cannot hand its task configs to the leader (from the status topic)
     stalled: dict[str, str] = field(default_factory=dict)
+
+
+def _sample_latency(state: _FlowState, newest_new_ms: int, read_at: float) -> None:
+    """A read found replicated heartbeats up to ``newest_new_ms`` that the previous read had not."""
+    previous = state.last_heartbeat_read
+    if state.primed and previous is not None:
+        resolution, latency = read_at - previous, max(0.0, read_at - newest_new_ms / 1000)
+        if resolution <= LATENCY_RESOLUTION_S:
+            state.latency_s = latency
+            state.latency_sampled += 1
+        elif state.coarse_latency is None or resolution < state.coarse_latency[0]:
+            state.coarse_latency = (resolution, latency)
+    state.newest_replicated_ms = max(state.newest_replicated_ms or newest_new_ms, newest_new_ms)
 
 
 class HealthProbe:
@@ -217,6 +234,8 @@ class HealthProbe:
         sample, ``window_s`` passed or ``stop()`` is true. Unreachable targets are skipped (check() reports them)."""
         deadline = time.monotonic() + window_s
         waiting = {s.name for s in self.specs}
+        for spec in self.specs:
+            self._state[spec.name].coarse_latency = None
         for spec in self.specs:  # the first read of a flow is the baseline
             if not self._state[spec.name].primed:
                 self._watch_once(spec, waiting, baseline=True)
@@ -225,6 +244,11 @@ class HealthProbe:
             for spec in self.specs:
                 if spec.name in waiting:
                     self._watch_once(spec, waiting, baseline=False)
+        for spec in self.specs:  # no fine sample in the window: the finest coarse one
+            state = self._state[spec.name]
+            if spec.name in waiting and state.coarse_latency is not None:
+                state.latency_s = state.coarse_latency[1]
+                state.latency_sampled += 1
 
     def _watch_once(self, spec: FlowSpec, waiting: set[str], baseline: bool) -> None:
         state = self._state[spec.name]
@@ -348,11 +372,7 @@ class HealthProbe:
                 syncs.append(msg)
         apply_newest_syncs(syncs, state.syncs)
         if newest_new is not None:
-            previous = state.last_heartbeat_read
-            if state.primed and previous is not None and read_at - previous <= LATENCY_RESOLUTION_S:
-                state.latency_s = max(0.0, read_at - newest_new / 1000)
-                state.latency_sampled += 1
-            state.newest_replicated_ms = max(state.newest_replicated_ms or newest_new, newest_new)
+            _sample_latency(state, newest_new, read_at)
         state.last_heartbeat_read = read_at
         return topics
 

@@ -362,7 +362,14 @@ BACKLOG = 600_000
 def test_backfill_hands_over_to_a_running_connect_mirror_maker(cluster_a: Cluster, cluster_b: Cluster,
                                                                tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    """The real driver streams the flow; the backfill claims what it has not copied yet, hands it back."""
+    """The real driver streams the flow; the backfill claims what it has not copied yet, hands it back.
+
+    The node is frozen (SIGSTOP) from the moment streaming is under way until the backfill's claim is on
+    the marker topic, so the claim covers every partition whatever the machine's speed (unfrozen, a fast
+    machine streamed the whole backlog before the backfill read the ends). Once thawed, streaming keeps
+    copying until it sees the claim and releases: how much is left for the backfill is that race's
+    outcome, and either way the hand-back must be exact.
+    """
     src, tgt = aliases("bfa", "bfb")
     topic = create_topic(cluster_a.bootstrap, unique("drv"), partitions=8)
     seed(cluster_a, topic, BACKLOG, 8)
@@ -371,18 +378,36 @@ def test_backfill_hands_over_to_a_running_connect_mirror_maker(cluster_a: Cluste
                                    f"{src}->{tgt}.enabled = true\n{src}->{tgt}.topics = {topic}\n"
                                    "emit.heartbeats.enabled = false\n"))
     remote = f"{src}.{topic}"
+    markers = MarkerLog(marker_topic(src), {"bootstrap.servers": cluster_b.bootstrap})
     with MirrorMakerProcess(path) as node:
         node.wait_running(1)
         # The remote topic exists once the connector runs. (Reading the remote topic instead would keep
-        # streaming going at full speed for seconds per check, and it could copy the whole backlog
-        # before the backfill even starts.)
+        # streaming going at full speed for seconds per check.)
         wait_until(lambda: remote in topics(cluster_b.bootstrap), 60, "streaming under way")
         live = BackgroundProducer(cluster_a.bootstrap, topic, 8, rate_per_s=400)
+        outcome: dict[str, int] = {}
+        command = threading.Thread(target=lambda: outcome.update(code=main([
+            "backfill", str(path), "--flow", f"{src}->{tgt}", "--master", "local[2]", "--no-progress"])))
+        os.kill(node.pid, signal.SIGSTOP)
         try:
-            code = main(["backfill", str(path), "--flow", f"{src}->{tgt}", "--master", "local[2]", "--no-progress"])
+            command.start()
+
+            def claimed() -> int:
+                if not markers.exists(1.0):
+                    return 0
+                state = markers.read_to_end()
+                return sum(1 for (t, _), m in state.partitions.items() if t == topic and m.state == BACKFILLING)
+
+            wait_until(lambda: claimed() == 8 or not command.is_alive(), 120, "the backfill's claim")
+        finally:
+            os.kill(node.pid, signal.SIGCONT)
+            markers.close()
+        try:
+            command.join(600)
+            assert not command.is_alive(), "the backfill did not finish in 600 s"
             out = capsys.readouterr().out
-            assert code == 0, f"{out}\n{node.tail()}"
-            assert copied_from_output(out) > 0, node.tail()  # streaming had not copied everything yet
+            assert outcome.get("code") == 0, f"{out}\n{node.tail()}"
+            assert "in 8 partitions" in out, out  # every partition was claimed from running streaming
         finally:
             live.stop()
         assert assert_same(cluster_a, cluster_b, topic, remote) == BACKLOG + live.sent, node.tail()

@@ -272,3 +272,36 @@ def test_stale_heartbeats_on_an_unfed_source_do_not_degrade_the_flow(fresh_clust
     assert f["heartbeat_basis"] == "emitted", f
     assert f["heartbeat_age_seconds"] < 10, f
     assert code == 0 and f["state"] == "healthy", f
+
+
+def test_latency_is_reported_when_every_read_is_slower_than_the_resolution(
+        cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
+    """On a loaded machine each heartbeat read can take longer than LATENCY_RESOLUTION_S: the finest
+    coarse sample of the window is kept (an upper bound still), not none at all. Here the probe's clock
+    makes every read look a second after the previous one."""
+    from mirror.config.mirror_maker import MirrorMakerConfig
+    from mirror.health.probe import LATENCY_RESOLUTION_S, HealthProbe, cluster_io, flow_specs
+
+    src, tgt = unique("hl"), unique("hm")
+    topic = create_topic(cluster_a.bootstrap, unique("health-slow"), partitions=1)
+    props = write_properties(tmp_path / "mm2.properties", src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic)
+    config = MirrorMakerConfig.from_file(props)
+    specs = flow_specs(config, config.herder_pairs([tgt]), None)
+    ticks = [0]
+
+    def slow_clock() -> float:
+        ticks[0] += 1
+        return time.time() + ticks[0] * (LATENCY_RESOLUTION_S + 0.5)
+
+    probe = HealthProbe(specs, {a: cluster_io(config, a) for a in (src, tgt)}, clock=slow_clock)
+    try:
+        with replication(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic):
+            def sampled() -> float | None:
+                probe.watch_latency(3.0)
+                [only] = probe.check().flows
+                return only.latency_seconds
+
+            latency = wait_until(sampled, 90, "a latency sample from coarse reads", interval_s=0.5)
+            assert latency is not None and latency >= 0
+    finally:
+        probe.close()
