@@ -209,6 +209,8 @@ class TopicSync:
         self._known_source: tuple[TopicPartitionT, ...] = ()
         self._known_target: tuple[TopicPartitionT, ...] = ()
         self._no_acl_authorizer_logged = False
+        self._acl_describe_refused_logged = False
+        self._no_acls_logged = False
         # (remote topic, partition count) growths the target refused (e.g. Tansu: no CreatePartitions)
         self._refused_growth: set[tuple[str, int]] = set()
 
@@ -362,7 +364,21 @@ class TopicSync:
                                 "ACL syncing will take place. Consider disabling topic ACL syncing by "
                                 "setting sync.topic.acls.enabled to 'false'.")
                 return
+            if error is not None and error.code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
+                self._acl_listing_refused("refused to list its ACLs (CLUSTER_AUTHORIZATION_FAILED)")
+                return
             raise
+        if not bindings:
+            # Kafka answers a principal without DESCRIBE on its cluster with an empty list, no error: say
+            # so once, or the sync would copy nothing and say nothing.
+            if not self._no_acls_logged:
+                self._no_acls_logged = True
+                logger.info("%s->%s: topic ACL sync: the source cluster %s lists no topic ACL. If it has some, "
+                            "this principal lacks DESCRIBE on the CLUSTER resource of %s (Kafka then answers "
+                            "with none): grant it, or set sync.topic.acls.enabled = false (docs/acls.md)",
+                            self._source, self._target, self._source, self._source)
+            return
+        self._acl_describe_refused_logged = False
         wanted = [target_acl_binding(b, self.formatted_remote(b.name)) for b in bindings
                   if b.restype == ResourceType.TOPIC
                   and b.resource_pattern_type == ResourcePatternType.LITERAL
@@ -373,6 +389,15 @@ class TopicSync:
             self._target_admin.create_acls(wanted)
         except ConnectError as exc:
             logger.warning("%s->%s could not create ACLs on the target: %s", self._source, self._target, exc)
+
+    def _acl_listing_refused(self, why: str) -> None:
+        """Once, not every interval (Java logs a stack trace each time); again only after a success."""
+        if self._acl_describe_refused_logged:
+            return
+        self._acl_describe_refused_logged = True
+        logger.warning("%s->%s: topic ACL sync skipped: the source cluster %s %s. Grant this principal DESCRIBE "
+                       "on the CLUSTER resource of %s, or set sync.topic.acls.enabled = false (docs/acls.md)",
+                       self._source, self._target, self._source, why, self._source)
 
 
 def _short(items: Sequence[TopicPartitionT], limit: int = 10) -> str:

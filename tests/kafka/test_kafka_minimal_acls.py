@@ -9,6 +9,7 @@ group's READ, the leader's transactional id), the driver names the refusal in it
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 
@@ -176,3 +177,25 @@ def test_without_one_documented_acl_the_refusal_is_named(kafka_a: KafkaBroker, k
     remote = f"{names['a']}.{names['topic']}"
     if remote in admin(kafka_b.bootstrap_servers).list_topics(timeout=10).topics:
         assert wait_for_records(kafka_b.bootstrap_servers, remote, 0, 5) == []
+
+
+def test_without_cluster_describe_on_the_source_acl_sync_is_named_and_the_flow_runs(
+        kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path) -> None:
+    """The source CLUSTER DESCRIBE serves ACL sync only: without it records still flow; Kafka then lists no
+    ACL, without an error, and the driver says once (not every interval) which grant may be missing and how
+    to turn the sync off."""
+    node, names = _run_as_minimal_user(kafka_a, kafka_b, tmp_path, "source cluster")
+    a = names["a"]
+    with node:
+        node.wait_running(1)
+        copied = wait_for_records(kafka_b.bootstrap_servers, f"{a}.{names['topic']}", RECORDS, 90)
+        assert len(copied) == RECORDS
+        wait_until(lambda: "lists no topic ACL" in node.log_text(), 60, "the ACL sync's empty answer named",
+                   interval_s=1)
+        time.sleep(5)  # sync.topic.acls.interval.seconds = 2: two more refused rounds
+        assert ("User:alice", "READ") not in _acls_of(kafka_b, f"{a}.{names['topic']}")
+        assert node.terminate() == 0
+    skipped = [line for line in node.log_text().splitlines() if "lists no topic ACL" in line]
+    assert len(skipped) == 1, skipped
+    assert "DESCRIBE on the CLUSTER resource" in skipped[0] and "sync.topic.acls.enabled = false" in skipped[0]
+    assert "caught exception in scheduled task" not in node.log_text()

@@ -7,6 +7,7 @@ record the calls TopicSync makes on the TopicAdmin seam.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -310,3 +311,32 @@ def test_acl_sync_with_nothing_to_copy_never_calls_create_acls() -> None:
     target = FakeAdmin()
     make_sync(source, target).sync_topic_acls()
     assert target.calls == []
+
+
+def test_acl_sync_refused_by_the_source_is_named_once_with_the_fix(caplog: pytest.LogCaptureFixture) -> None:
+    """Without DESCRIBE on the source's CLUSTER, Kafka answers CLUSTER_AUTHORIZATION_FAILED: one warning
+    naming the grant and the switch, not a stack trace every interval (Java's behaviour)."""
+    error = KafkaException(KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED))
+    wrapped = ConnectError("describing ACLs")
+    wrapped.__cause__ = error
+    source = FakeAdmin({"orders": 1}, acl_error=wrapped)
+    target = FakeAdmin()
+    sync = make_sync(source, target)
+    with caplog.at_level(logging.WARNING, logger="mirror.source.topic_sync"):
+        sync.sync_topic_acls()
+        sync.sync_topic_acls()
+    named = [r.getMessage() for r in caplog.records if "topic ACL sync skipped" in r.getMessage()]
+    assert len(named) == 1, named
+    assert "DESCRIBE on the CLUSTER resource" in named[0] and "sync.topic.acls.enabled = false" in named[0]
+    assert target.called("create_acls") == []
+
+
+def test_acl_sync_with_an_empty_answer_says_once_what_it_may_mean(caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka lists no ACL, without an error, to a principal without DESCRIBE on the cluster."""
+    source = FakeAdmin({"orders": 1}, acls=[])
+    sync = make_sync(source, FakeAdmin())
+    with caplog.at_level(logging.INFO, logger="mirror.source.topic_sync"):
+        for _ in range(3):
+            sync.sync_topic_acls()
+    named = [r.getMessage() for r in caplog.records if "lists no topic ACL" in r.getMessage()]
+    assert len(named) == 1 and "DESCRIBE on the CLUSTER resource" in named[0], named
