@@ -33,6 +33,13 @@ DEFAULT_INTERVAL_S = 60.0
 _MAX_KINDS = 2048
 _DETAIL = re.compile(r"\s*\((?:after|\d+ identical)[^()]*\)\s*$")
 _ADMIN_POLL_S = 1.0
+#: An idempotent producer closed with requests in flight: librdkafka calls the purge fatal (the ordering of
+#: what it would send next cannot be kept), but the producer is being destroyed anyway, and the records
+#: purged were never acknowledged, so their offsets are not committed. A warning, not a CRITICAL line in
+#: every rolling restart under load.
+PURGED_IN_FLIGHT = "Purged in flight"
+PURGED_IN_FLIGHT_MEANS = (" (the producer was closed with records in flight: they were not acknowledged, so their "
+                          "source offsets are not committed and they are sent again)")
 
 
 class RateLimitedLog:
@@ -58,6 +65,8 @@ class RateLimitedLog:
                 self.logger.log(level, msg, *args)
                 return
             facility, client, text = (str(a) for a in args)
+            if PURGED_IN_FLIGHT in text and level > logging.WARNING:
+                level, text = logging.WARNING, text + PURGED_IN_FLIGHT_MEANS
             held = self._admit((level, facility, _DETAIL.sub("", text)))
             if held is None:
                 return

@@ -112,3 +112,19 @@ def test_the_admin_log_pump_keeps_no_client_alive_and_ends_when_none_is_left() -
     gc.collect()
     assert (__name__, "admin") not in registry.open_clients()
     wait_until(lambda: not pump_threads(), 5, "the pump thread ended")
+
+
+def test_a_purge_of_records_in_flight_at_close_is_a_warning_that_says_what_it_means(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Seen when a source task stops with a slow target: librdkafka calls it FATAL (CRITICAL here), yet the
+    producer is being destroyed and the records were never acknowledged nor committed."""
+    caplog.set_level(logging.DEBUG, logger="test.librdkafka")
+    log = RateLimitedLog(logging.getLogger("test.librdkafka"), clock=Clock())
+    text = ("[thrd:127.0.0.1:1/1]: Fatal error: Local: Gap-less ordering would not be guaranteed if proceeding: "
+            "ProduceRequest for t [6] with 1 message(s) failed: Local: Purged in flight (broker 1 PID{Id:5,Epoch:0}, "
+            "base seq 11289): unable to satisfy gap-less guarantee")
+    log.log(logging.CRITICAL, "%s [%s] %s", "FATAL", "rdkafka#producer-23", text)
+    log.log(logging.CRITICAL, "%s [%s] %s", "FATAL", "rdkafka#producer-23", "[thrd:x]: Fatal error: fenced")
+    [(level, line), (other_level, _)] = _lines(caplog)
+    assert level == logging.WARNING and "not committed" in line
+    assert other_level == logging.CRITICAL  # any other fatal error keeps its level
