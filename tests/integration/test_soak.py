@@ -1,6 +1,7 @@
 """The soak (bench/soak.py) as a test: 10 minutes of the five faults, nothing lost, node 0 not growing.
 
-Deselected by default (``-m "not soak"`` in pyproject.toml's addopts): it takes ~12 minutes and three
+Deselected from the parallel tiers (``-m "not soak"`` in pyproject.toml's addopts); `scripts/test` without
+arguments (the README's test command, which CI runs) runs it alone afterwards: it takes ~12 minutes and three
 node processes. Run it with ``scripts/test -m soak tests/integration/test_soak.py -n 0 -s``. What it checks
 and why the comparison is per work: bench/soak.py's docstring; the recorded runs: bench/results.md.
 """
