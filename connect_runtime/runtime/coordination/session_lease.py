@@ -15,10 +15,9 @@ The events
   REBALANCE_IN_PROGRESS it is the answer's arrival, because the broker held that request and restarted
   the session when it answered (kafka_python_adapter.py). Confirmations only move the lease forward.
 * ``join_in_flight(at)`` / ``join_in_flight(None)``: a JoinGroup + SyncGroup exchange is in flight
-  since ``at`` / ended.
-  Heartbeats pause meanwhile, and the broker does not expire a member whose JoinGroup it holds. Every
-  JoinGroup attempt sends this again; kafka-python starts the next attempt only after the previous one
-  ended and the coordinator was found (again).
+  since ``at`` / ended. Heartbeats pause meanwhile, and the broker does not expire a member whose
+  JoinGroup it holds. Every JoinGroup attempt sends this again; kafka-python starts the next attempt
+  only after the previous one ended and the coordinator was found (again).
 
 The rule: when a worker stops its tasks
 ----------------------------------------
@@ -33,8 +32,8 @@ empty assignment, which the herder applies before it polls again, then rejoins o
    rebalance timeout, then the member has a session to SyncGroup).
 
 And it never sends a JoinGroup that reports work once its generation is lost
-(:meth:`SessionLease.check_rejoin` raises :class:`MustStopFirst`): it stops the work first. A clean departure stops
-everything before its LeaveGroup; a revocation stops the revoked work before the rejoin that lets the
+(:meth:`SessionLease.check_rejoin` raises :class:`MustStopFirst`): it stops the work first. A clean
+departure stops everything before its LeaveGroup; a revocation stops the revoked work before the rejoin that lets the
 leader reassign it (the KIP-415 handoff, assignor.py invariant A). This module is about the unclean
 cases, where the leader reassigns work nobody reports any more.
 
@@ -51,35 +50,40 @@ that member *arrived* (session expiry), or (b) when a rebalance's join phase end
 began) without that member's JoinGroup, or (c) at its LeaveGroup. Work whose statuses still say
 RUNNING is then reassigned in that same round (``scheduled.rebalance.crash.delay.ms``, default 0;
 only work released by a clean stop is held for ``scheduled.rebalance.max.delay.ms``), so the new owner
-may start it right after the removal. The overlap of old and new owner is therefore
-``time the old owner stops - time of removal``:
+may start it right after the removal. The overlap of old and new owner is therefore at most the
+time from the removal to the old owner's stop. Let c be the last confirmation and j the send time of
+the JoinGroup in flight, if any. The broker answered c as to a member, so the removal comes after c,
+and after c + S when it is a session expiry.
 
-* **Heartbeats stop while no JoinGroup is in flight** (crash of the link or the coordinator, a paused
-  process, a stalled IO thread): removal >= last arrival + S >= confirmed + S, the lease lapses at
-  confirmed + S, so the member stops by confirmed + S + P + T: **overlap <= P + T**. A paused process
-  pauses its tasks too; they resume with the tick thread, which fences at its first poll.
-* **A rebalance ends without this member's JoinGroup** while its heartbeats were still answered (its
-  herder did not poll): heartbeats confirmed it until the removal, and the next one (within H + 2d)
-  is answered UNKNOWN_MEMBER_ID, losing the generation; if the coordinator is unreachable from then on
-  the lease lapses at most S after the removal. Overlap <= min(H + 2d, S) + P + T, the herder's stall
-  included in P.
-* **The member's JoinGroup is in flight and the coordinator becomes unreachable** (the request or its
-  answer lost in a network partition): the lease runs to j + R + S, while the broker may remove the
-  member at its last arrival + S (JoinGroup never arrived) or S after it answered the JoinGroup
-  (SyncGroup never arrived). The JoinGroup is sent at most S after the last confirmation (an older
-  one fences first), so **overlap < R + S + P + T**, or R + P + T when the JoinGroup arrived. This
-  assumes the cut-off member sends no further JoinGroup attempt: one that keeps finding a coordinator
-  which answers every JoinGroup at once with a retriable error restarts ``j`` each time without being
-  confirmed, and its lease stays open until an answer says its generation is lost.
+* **Heartbeats stop while no JoinGroup is in flight** (a crash of the link or of the coordinator, a
+  paused process, a stalled IO thread) and the broker expires the session: removal >= c + S, the lease
+  lapses at c + S, so the member stops by c + S + P + T: **overlap <= P + T**. A paused process pauses
+  its tasks too; they resume with the tick thread, which fences at its first poll.
+* **A rebalance's join phase ends without this member's JoinGroup** (its herder did not poll in time,
+  or its heartbeats stopped and R < S): the next heartbeat (within H + 2d) is answered
+  UNKNOWN_MEMBER_ID, which loses the generation; if the coordinator is unreachable from then on, the
+  lease lapses at c + S <= removal + S. **Overlap <= min(H + 2d, S) + P + T.**
+* **A JoinGroup in flight when the coordinator becomes unreachable** (the request or its answer lost in
+  a partition): the lease runs to j + R + S, and j <= c + S (a poll that finds the lease lapsed fences
+  instead of joining). If the broker answered the JoinGroup, it removes the member no earlier than S
+  after that answer (>= j): overlap <= R + P + T. If the JoinGroup never arrived and the session
+  expired: removal >= c + S, overlap <= S + R + P + T. If the JoinGroup never arrived and a join phase
+  ended without it (the herder missed that phase and the partition began right at its end): removal
+  >= c, **overlap < R + 2S + P + T**. This assumes the cut-off member sends no further JoinGroup
+  attempt: one that keeps finding a coordinator which answers every JoinGroup at once with a retriable
+  error restarts ``j`` each time without being confirmed, and its lease stays open until an answer
+  says its generation is lost.
 * A SyncGroup answered REBALANCE_IN_PROGRESS confirms at the answer's arrival: up to d later than the
   broker's own restart of the session, so d is added to the first case there.
 
-The window is therefore P + T (a few seconds) in the common failures, and below R + S + P + T (with
-the defaults 60 s + 10 s + P + T) when a partition cuts a worker off in the middle of its own rejoin.
+The window is therefore P + T (a few seconds) in the common failures, S + P + T at most when a
+rebalance passes over a member whose herder stalled, and below R + 2S + P + T (with the defaults
+60 s + 20 s + P + T) when a partition cuts a worker off in the middle of its own rejoin.
 Java Connect held a crashed member's work for ``scheduled.rebalance.max.delay.ms`` (5 minutes), which
-hid this window; this runtime reassigns it at once, so the window is real. Sinks or sources that must
-never overlap need transactional fencing on top (exactly-once source support, KIP-618), as in Java: a
-zombie's transactions are then aborted by the new owner's fencing, whatever the window.
+hid this window; this runtime reassigns it at once, so the window is real. Work that must never
+overlap needs transactional fencing on top, as in Java: with exactly-once source support (KIP-618,
+docs/exactly-once.md) the new owner's task starts with ``init_transactions`` on the same transactional
+id, which fences the zombie's producer and aborts its open transaction, whatever the window.
 """
 
 from __future__ import annotations
