@@ -13,44 +13,16 @@ including the adapter's callbacks (``_join_metadata``, ``_leader_assign`` - the 
 rejoins (``ensure_active_group``) and hands finished assignments over. The two sides share a few
 fields under ``_state_lock``; the IO side never blocks on the herder.
 
-How a task never runs on two workers (the fencing argument)
------------------------------------------------------------
-* **Between live members: revoke, stop, then reassign.** A member reports what it owns in every
-  JoinGroup; the assignor never assigns an item that any member reports (invariant A of the
-  assignor). When an assignment revokes something, the member requests a rejoin, but the rejoin is
-  only sent from the *next* :meth:`poll`, and the herder calls ``poll`` again only after it has applied
-  the previous assignment (stopped what left it). The revoked item is therefore reported by nobody,
-  and assigned elsewhere, only after its old owner stopped it: KIP-415's two rounds.
-* **A member that left the group while still running work** (crash, partition, long GC pause,
-  ``poll`` not called within ``rebalance.timeout.ms``): the broker removes it at the earliest
-  ``session.timeout.ms`` after its last heartbeat *arrived*. The member itself counts from the *send*
-  time of its last successful heartbeat or SyncGroup (which is earlier), and :meth:`poll` revokes
-  everything (returns an empty assignment) once that is older than ``session.timeout.ms``, or as soon
-  as it learns that its generation is lost (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION): it stops before
-  the broker even drops it, and never rejoins while it still owns work (``_MustStopFirst``). Its work
-  is reassigned only after a rebalance plus ``scheduled.rebalance.max.delay.ms`` (or a rebalance
-  alone if leadership moved). While its own JoinGroup is in flight heartbeats pause; the broker keeps
-  a joining member alive, so the deadline is then extended to ``rebalance.timeout.ms`` +
-  ``session.timeout.ms`` after the JoinGroup was sent (JoinGroup held, then SyncGroup).
-* **The bounded window.** A zombie can overlap with the new owner only by: the herder's poll
-  interval plus the time its tasks take to stop, minus (rebalance time + delay) - zero with the
-  default 5-minute delay; and, when a JoinGroup is lost in a network partition, up to
-  ``rebalance.timeout.ms`` + ``session.timeout.ms`` minus the delay. Sinks that must never overlap
-  need transactional fencing on top (KIP-618), as in Java.
+When a worker stops its tasks. Between live members revoked work stops before it is reassigned: the
+assignor never assigns what a member reports owning (its invariant A), and a member rejoins without
+revoked work only from the *next* :meth:`poll`, after the herder stopped it (KIP-415's two rounds). A
+member the broker may have removed stops all its work at the first :meth:`poll` after its session lease
+lapsed or its generation was lost, then rejoins owning nothing; :mod:`.session_lease` states the rule
+and derives how long a task may still run there after the group reassigned it.
 
-A sole leader assigns new work without a rebalance
---------------------------------------------------
-When connectors or tasks are added or removed and this worker led the current generation *alone* (its
-assignor's last round had no other member), :meth:`KafkaGroupMembership.poll` runs the assignor over
-the same generation locally instead of rejoining (Java's DistributedHerder names this optimisation in
-``onTaskConfigUpdate``: "single-task connectors clearly don't need any coordination"). A rebalance
-would hand all of it to this worker anyway; on Kafka it costs a JoinGroup round trip, on brokers that
-hold every JoinGroup (Tansu: ``session.timeout.ms``/2) seconds per change, twice at every start-up (the
-connectors, then their tasks). It is safe because the work is new to the group: no other member of
-this generation exists to own it, a member joining meanwhile makes this worker rejoin reporting the
-work as owned (the assignor balances it from there, invariant A), and the assignor's memory is updated
-as by a real round. Not taken while a rejoin is due, a join is in flight, the generation is lost, or
-the last acknowledged heartbeat is older than half a session.
+A sole leader assigns new work without a rebalance: when only the work changed and this worker led
+its generation alone, :meth:`KafkaGroupMembership.poll` runs the assignor locally over the same
+generation instead of rejoining (why that is safe, and when it is not taken: :mod:`.leader_rounds`).
 
 Connectors on the leader: each member says in its JoinGroup whether it can reach the leader over
 internal REST (``internal_rest``); if one cannot, the leader keeps every connector (assignor invariant F).
@@ -77,14 +49,13 @@ from connect_runtime.runtime.coordination.kafka_python_adapter import (
     KafkaPythonCoordinator,
     kafka_python_config,
 )
+from connect_runtime.runtime.coordination.leader_rounds import LeaderRounds
+from connect_runtime.runtime.coordination.rebalance_timing import RebalanceTimer
+from connect_runtime.runtime.coordination.session_lease import MustStopFirst, SessionLease
 from connect_runtime.runtime.membership import Assignment
 from connect_runtime.storage.config_store import ClusterConfigState
 
 logger = logging.getLogger(__name__)
-
-
-class _MustStopFirst(Exception):
-    """Raised on the IO thread to abort a JoinGroup that would report work after losing membership."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +88,6 @@ class KafkaGroupMembership:
         self.internal_rest = internal_rest
         self.advertised_url = advertised_url
         self._client_config = dict(client_config)
-        self._session_s = session_timeout_ms / 1000
-        self._rebalance_s = rebalance_timeout_ms / 1000
         self._heartbeat_s = heartbeat_interval_ms / 1000
         #: worker.sync.timeout.ms: how long a member whose leader was behind on the config topic gives
         #: the config readers to catch up (they read continuously) before it rejoins (Java's readConfigToEnd).
@@ -131,12 +100,8 @@ class KafkaGroupMembership:
         self._notify_herder = notify
         self._assignor = IncrementalCooperativeAssignor(scheduled_rebalance_max_delay_ms,
                                                         scheduled_rebalance_crash_delay_ms)
-        #: Which of the given work its last owner stopped cleanly (the assignor's invariant D); without
-        #: it every departure counts as a crash.
-        self._released_work = released_work
-        self._metrics = metrics
-        #: When the rebalance in progress began (the first JoinGroup since the last applied assignment).
-        self._rebalance_began: float | None = None
+        self._rounds = LeaderRounds(group_id, advertised_url, self._assignor, released_work)
+        self._rebalance_timer = RebalanceTimer(metrics)
         self._coordinator: KafkaPythonCoordinator | None = None
         self._wakeup = threading.Event()
         self._state_lock = threading.Lock()
@@ -145,8 +110,7 @@ class KafkaGroupMembership:
         self._owned: ConnectorsAndTasks = EMPTY
         self._completed: _Completed | None = None
         self._last_completed_generation: int | None = None
-        self._confirmed_at = 0.0
-        self._join_started_at: float | None = None
+        self._lease = SessionLease(session_timeout_ms / 1000, rebalance_timeout_ms / 1000)
         self._join_seq = 0
         # Herder thread only:
         self._rejoin_at: float | None = None
@@ -303,7 +267,7 @@ class KafkaGroupMembership:
         assert self._coordinator is not None
         try:
             joined = self._coordinator.ensure_active_group(timeout_s)
-        except _MustStopFirst:
+        except MustStopFirst:
             return self._fence("its membership was lost during a rejoin")
         except KafkaError as exc:
             raise ConnectError(f"worker cannot join Connect group {self.group_id}: {exc!r}") from exc
@@ -338,10 +302,7 @@ class KafkaGroupMembership:
         leader = wire.leader == completed.member_id
         self._current = Assignment.of(completed.generation, leader, wire.leader_url, owned.connectors,
                                       owned.tasks, wire.config_offset)
-        with self._state_lock:
-            began, self._rebalance_began = self._rebalance_began, None
-        if self._metrics is not None:
-            self._metrics.completed(completed.generation, leader, None if began is None else time.monotonic() - began)
+        self._rebalance_timer.completed(completed.generation, leader)
         logger.info("Group %s generation %d%s: %d connector(s), %d task(s); +%d/-%d since last; leader %s%s",
                     self.group_id, completed.generation, " (leader)" if leader else "", len(owned.connectors),
                     len(owned.tasks), len(wire.assigned), len(wire.revoked), wire.leader_url,
@@ -356,11 +317,9 @@ class KafkaGroupMembership:
         if coordinator.need_rejoin() or coordinator.generation_lost or not coordinator.stable():
             return False
         with self._state_lock:
-            if self._completed is not None or self._join_started_at is not None:
+            if self._completed is not None or self._last_completed_generation != current.generation:
                 return False
-            if self._last_completed_generation != current.generation:
-                return False
-            if time.monotonic() - self._confirmed_at > self._session_s / 2:
+            if not self._lease.allows_local_round():
                 return False
         return self._assignor.led_alone(coordinator.member_id, current.generation)
 
@@ -374,38 +333,22 @@ class KafkaGroupMembership:
         with self._state_lock:
             self._snapshot = snapshot
             owned = self._owned
-        configured = ConnectorsAndTasks.of(snapshot.connectors(), snapshot.all_tasks())
-        released = self._released_work(configured) if self._released_work is not None else EMPTY
-        plan = self._assignor.assign(configured, {member: owned}, generation=generation,
-                                     last_completed_generation=generation, now_ms=time.monotonic() * 1000,
-                                     released=released, connectors_on=None if self.internal_rest else member)
-        mine = plan.members[member]
+        owned, delay_ms = self._rounds.sole_round(member, generation, owned, snapshot, self.internal_rest)
         with self._state_lock:
-            owned = self._owned = (self._owned - mine.revoked) | mine.assigned
-        if plan.delay_ms > 0:
-            self._rejoin_at = time.monotonic() + plan.delay_ms / 1000
+            self._owned = owned
+        if delay_ms > 0:
+            self._rejoin_at = time.monotonic() + delay_ms / 1000
         self._current = Assignment.of(generation, True, self._current.leader_url, owned.connectors, owned.tasks,
                                       snapshot.offset)
-        logger.info("Group %s generation %d (leader, sole member): %d connector(s), %d task(s); +%d/-%d "
-                    "assigned without a rebalance", self.group_id, generation, len(owned.connectors),
-                    len(owned.tasks), len(mine.assigned), len(mine.revoked))
         return self._current
 
     def _fence_if_lost(self) -> Assignment | None:
+        """Stop everything if the session lease says so (generation_lost takes the coordinator's lock)."""
         assert self._coordinator is not None
+        generation_lost = self._coordinator.generation_lost
         with self._state_lock:
-            if not self._owned:
-                return None
-            deadline = self._confirmed_at + self._session_s
-            if self._join_started_at is not None:
-                # The broker keeps a joining member for up to rebalance.timeout.ms, then it has a
-                # session to sync; heartbeats pause meanwhile.
-                deadline = max(deadline, self._join_started_at + self._rebalance_s + self._session_s)
-        if self._coordinator.generation_lost:
-            return self._fence("its membership was lost")
-        if time.monotonic() > deadline:
-            return self._fence(f"no heartbeat was acknowledged for {self._session_s} s")
-        return None
+            reason = self._lease.fence_reason(bool(self._owned), generation_lost)
+        return None if reason is None else self._fence(self._lease.describe(reason))
 
     def _fence(self, why: str) -> Assignment:
         with self._state_lock:
@@ -416,10 +359,8 @@ class KafkaGroupMembership:
         generation = self._current.generation if self._current is not None else -1
         self._current = Assignment.of(generation, False, None, (), (), -1)
         if self._coordinator is not None:
-            # Rejoin owning nothing, so that the leader reassigns the dropped work. Without this a
-            # member whose heartbeats stalled but whose membership survived (e.g. a process paused
-            # for longer than the session, then resumed) would keep its seat with no work, and the
-            # leader would believe the work still ran there: nothing would ever restart it.
+            # Rejoin owning nothing, so that the leader reassigns the dropped work: a member whose seat
+            # survived (a process paused past its session) would otherwise keep it with no work running.
             self._coordinator.request_rejoin()
         return self._current
 
@@ -429,8 +370,7 @@ class KafkaGroupMembership:
             owned, snapshot = self._owned, self._snapshot
             self._join_seq += 1
             join_seq = self._join_seq
-        if owned and generation_lost:
-            raise _MustStopFirst()
+        SessionLease.check_rejoin(bool(owned), generation_lost)
         return protocol.encode_metadata(protocol.MemberMetadata(self.advertised_url, snapshot.offset, owned, join_seq,
                                                                 self.internal_rest))
 
@@ -443,52 +383,17 @@ class KafkaGroupMembership:
 
     def _leader_assign(self, leader_id: str, generation: int,
                        metadata: Mapping[str, bytes]) -> dict[str, bytes]:
-        """IO thread, leader only: decode members, check config offsets, run the assignor, encode."""
-        members: dict[str, protocol.MemberMetadata] = {}
-        for member_id, data in metadata.items():
-            try:
-                members[member_id] = protocol.decode_metadata(data)
-            except protocol.ProtocolError as exc:
-                logger.error("Group %s: member %s: %s; treating it as owning nothing", self.group_id,
-                             member_id, exc)
-                members[member_id] = protocol.MemberMetadata(None, -1)
+        """IO thread, leader only: the assignor's round over every member's metadata (:mod:`.leader_rounds`)."""
         with self._state_lock:
             snapshot, last_completed = self._snapshot, self._last_completed_generation
-        max_offset = max(m.config_offset for m in members.values())
-
-        def wire(plan_member: Any = None, *, error: int = protocol.NO_ERROR, delay_ms: int = 0) -> bytes:
-            return protocol.encode_assignment(protocol.WireAssignment(
-                error, leader_id, self.advertised_url, snapshot.offset if not error else max_offset,
-                plan_member.assigned if plan_member else EMPTY, plan_member.revoked if plan_member else EMPTY,
-                delay_ms))
-
-        if snapshot.offset < max_offset:
-            logger.info("Group %s generation %d: leader is behind (config topic read to offset %d, a member "
-                        "to %d); everyone rejoins", self.group_id, generation, snapshot.offset, max_offset)
-            self._assignor.note_generation(generation)
-            return {member_id: wire(error=protocol.CONFIG_MISMATCH) for member_id in members}
-        configured = ConnectorsAndTasks.of(snapshot.connectors(), snapshot.all_tasks())
-        released = self._released_work(configured) if self._released_work is not None else EMPTY
-        # Invariant F of the assignor: a member that cannot reach the leader keeps connectors on it.
-        unreachable = sorted(m for m, s in members.items() if not s.internal_rest)
-        if unreachable and len(members) > 1:
-            logger.info("Group %s generation %d: connectors stay on the leader (member(s) without internal REST "
-                        "to reach it: %s)", self.group_id, generation, ", ".join(unreachable))
-        plan = self._assignor.assign(configured, {m: s.owned for m, s in members.items()},
-                                     generation=generation, last_completed_generation=last_completed,
-                                     now_ms=time.monotonic() * 1000, released=released,
-                                     connectors_on=leader_id if unreachable else None)
-        return {member_id: wire(plan.members[member_id], delay_ms=plan.delay_ms) for member_id in members}
+        return self._rounds.group_round(leader_id, generation, metadata, snapshot, last_completed)
 
     def _confirm(self, send_time: float) -> None:
         with self._state_lock:
-            self._confirmed_at = max(self._confirmed_at, send_time)
+            self._lease.confirmed(send_time)
 
     def _set_join_started(self, when: float | None) -> None:
         with self._state_lock:
-            self._join_started_at = when
-            starting = when is not None and self._rebalance_began is None
-            if starting:
-                self._rebalance_began = when
-        if starting and self._metrics is not None:
-            self._metrics.started()
+            self._lease.join_in_flight(when)
+        if when is not None:
+            self._rebalance_timer.join_sent(when)

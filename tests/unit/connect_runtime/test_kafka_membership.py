@@ -13,7 +13,7 @@ import pytest
 from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks
 from connect_runtime.runtime.coordination import KafkaGroupMembership, kafka_python_config, protocol
-from connect_runtime.runtime.coordination.kafka_membership import _MustStopFirst
+from connect_runtime.runtime.coordination.session_lease import MustStopFirst
 from connect_runtime.runtime.worker_config import DistributedWorkerConfig
 from connect_runtime.storage.config_store import ClusterConfigState
 
@@ -104,35 +104,41 @@ def _owning(member: KafkaGroupMembership, generation_lost: bool) -> None:
     member._owned = ConnectorsAndTasks.of({"a"}, {ConnectorTaskId("a", 0)})
 
 
+# When to stop is the session lease's rule, tested as tables in test_session_lease.py; these tests check
+# that the membership feeds it through the coordinator's callbacks and acts on its answer.
+
+
 def test_a_member_without_acknowledged_heartbeats_for_a_session_stops_everything() -> None:
     member = membership(session_timeout_ms=6000)
     _owning(member, generation_lost=False)
-    member._confirmed_at = time.monotonic() - 2
+    member._confirm(time.monotonic() - 2)  # the IO thread's callback for an answered heartbeat
     assert member._fence_if_lost() is None
-    member._confirmed_at = time.monotonic() - 7
-    fenced = member._fence_if_lost()
+    member2 = membership(session_timeout_ms=6000)
+    _owning(member2, generation_lost=False)
+    member2._confirm(time.monotonic() - 7)
+    fenced = member2._fence_if_lost()
     assert fenced is not None
     assert not fenced.connectors and not fenced.tasks and not fenced.leader
-    assert not member._owned
+    assert not member2._owned
     # ... and rejoins owning nothing, so the leader gives the work out again (a paused-then-resumed
     # worker whose seat survived must not sit on work it no longer runs).
-    assert member._coordinator.rejoins == [True]  # type: ignore[union-attr]
+    assert member2._coordinator.rejoins == [True]  # type: ignore[union-attr]
 
 
 def test_a_join_in_flight_extends_the_deadline_to_rebalance_plus_session_timeout() -> None:
     member = membership(session_timeout_ms=6000)
     _owning(member, generation_lost=False)
-    member._confirmed_at = time.monotonic() - 7
-    member._join_started_at = time.monotonic() - 11
+    member._confirm(time.monotonic() - 7)
+    member._set_join_started(time.monotonic() - 11)  # the IO thread's callback for a JoinGroup sent
     assert member._fence_if_lost() is None
-    member._join_started_at = time.monotonic() - 13
+    member._set_join_started(time.monotonic() - 13)  # a later attempt of that exchange, sent 13 s ago
     assert member._fence_if_lost() is not None
 
 
 def test_a_member_whose_generation_is_lost_stops_everything_before_rejoining() -> None:
     member = membership()
     _owning(member, generation_lost=True)
-    member._confirmed_at = time.monotonic()
+    member._confirm(time.monotonic())
     fenced = member._fence_if_lost()
     assert fenced is not None and not fenced.tasks
 
@@ -144,7 +150,7 @@ def test_join_metadata_reports_owned_work_and_refuses_once_the_generation_is_los
     member._owned = owned
     reported = protocol.decode_metadata(member._join_metadata(False))
     assert reported == protocol.MemberMetadata("http://leader:8083/", 5, owned, join_seq=1)
-    with pytest.raises(_MustStopFirst):  # it must stop its work before it rejoins
+    with pytest.raises(MustStopFirst):  # it must stop its work before it rejoins
         member._join_metadata(True)
     member._owned = EMPTY
     assert protocol.decode_metadata(member._join_metadata(True)).join_seq == 3  # nothing owned: rejoin
@@ -208,8 +214,10 @@ class _Joined:
         return False  # a real round would take a JoinGroup: these tests only count the requests
 
 
-def _leader_of_generation_3(others: dict[str, bytes] | None = None) -> tuple[KafkaGroupMembership, _Joined]:
-    """A member that led generation 3 (alone unless ``others`` were in that round), owning nothing."""
+def _leader_of_generation_3(others: dict[str, bytes] | None = None,
+                            confirmed_ago_s: float = 0.0) -> tuple[KafkaGroupMembership, _Joined]:
+    """A member that led generation 3 (alone unless ``others`` were in that round), owning nothing, whose
+    last heartbeat the broker acknowledged ``confirmed_ago_s`` ago."""
     member = membership()
     coordinator = _Joined()
     member._coordinator = coordinator  # type: ignore[assignment]
@@ -218,7 +226,7 @@ def _leader_of_generation_3(others: dict[str, bytes] | None = None) -> tuple[Kaf
     member._joined(3, "m1", out["m1"])
     completed, member._completed = member._completed, None
     assert completed is not None and member._apply(completed) is not None
-    member._confirmed_at = time.monotonic()
+    member._confirm(time.monotonic() - confirmed_ago_s)
     return member, coordinator
 
 
@@ -246,8 +254,7 @@ def test_a_leader_with_other_members_or_a_rejoin_due_rebalances_for_new_work() -
     member.request_rebalance(work_changed=True)
     assert coordinator.rejoins == 1
 
-    member, coordinator = _leader_of_generation_3()
-    member._confirmed_at = time.monotonic() - 4  # no heartbeat acknowledged for over half a session
+    member, coordinator = _leader_of_generation_3(confirmed_ago_s=4)  # over half a session (6 s)
     member.request_rebalance(work_changed=True)
     assert coordinator.rejoins == 1
 
