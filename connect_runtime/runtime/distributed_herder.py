@@ -50,7 +50,6 @@ from connect_runtime.runtime.local_work import LocalWork
 from connect_runtime.runtime.membership import Assignment, GroupMembership
 from connect_runtime.runtime.parallel_start import start_together
 from connect_runtime.runtime.plugins import Plugins
-from connect_runtime.runtime.reconciler import target_state
 from connect_runtime.runtime.restarts import apply_restart, owner_url, restart_plan, restarting_view
 from connect_runtime.runtime.stalled_handoffs import StalledHandoffs
 from connect_runtime.runtime.startup_narrator import StartupNarrator
@@ -293,9 +292,6 @@ class DistributedHerder(AbstractHerder):
     def _is_leader(self) -> bool:
         return self._leader.is_leader()
 
-    def _target_state(self, name: str) -> TargetState:
-        return target_state(self._snapshot, name)
-
     def _forget_deleted(self, previous: ClusterConfigState) -> None:
         if self._is_leader():
             forget_deleted(previous, self._snapshot, self._status_store, self._status)
@@ -335,9 +331,6 @@ class DistributedHerder(AbstractHerder):
     def request_task_reconfiguration(self, name: str) -> None:
         """A connector asked for its task configs to be recomputed (any thread)."""
         self._reconfiguration.request(name)
-
-    def request_task_reconfiguration_after(self, name: str, delay_s: float) -> None:
-        self._reconfiguration.request(name, delay_s)
 
     # ================================================================================ restarts ===
     def _process_restart(self, request: RestartRequest) -> None:

@@ -487,10 +487,6 @@ class MirrorMakerConfig:
         """Top-level entries whose key starts with ``prefix``, keys unchanged (Java ``stringsWithPrefix``)."""
         return {k: v for k, v in self._raw.items() if k.startswith(prefix)}
 
-    def _stripped(self, prefix: str) -> dict[str, str]:
-        """Entries under ``prefix`` with it stripped (Java ``stringsWithPrefixStripped``)."""
-        return {k[len(prefix):]: v for k, v in self._raw.items() if k.startswith(prefix)}
-
     def _resolve(self, props: Mapping[str, str]) -> dict[str, str]:
         try:
             return resolve(props, self._providers)

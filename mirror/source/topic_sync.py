@@ -216,10 +216,6 @@ class TopicSync:
     def known_source_topic_partitions(self) -> tuple[TopicPartitionT, ...]:
         return self._known_source
 
-    @property
-    def known_target_topic_partitions(self) -> tuple[TopicPartitionT, ...]:
-        return self._known_target
-
     def formatted_remote(self, topic: str) -> str:
         return self._policy.format_remote_topic(self._source, topic)
 
