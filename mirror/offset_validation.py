@@ -12,7 +12,7 @@ from typing import Any
 
 from connect_runtime.api.errors import BadRequestError
 from connect_runtime.api.records import SourceMap
-from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY
+from mirror.connect_offset_keys import OFFSET_KEY, PARTITION_KEY
 
 _INT32_MAX = 2**31 - 1
 

@@ -43,7 +43,6 @@ from connect_runtime.runtime.config_change_inbox import ConfigChangeInbox
 from connect_runtime.runtime.connector_offsets import modify_offsets, offsets_to_alter
 from connect_runtime.runtime.deleted_statuses import forget_deleted
 from connect_runtime.runtime.generation_fencing import GenerationFencing
-from connect_runtime.runtime.health_probe import HEALTH_CHECK_TIMEOUT_S, probe_health
 from connect_runtime.runtime.herder import ConnectorOffset, ConnectorStateInfo, Created, WorkerHealth
 from connect_runtime.runtime.leader_config_writer import LeaderConfigWriter
 from connect_runtime.runtime.local_work import LocalWork
@@ -58,6 +57,7 @@ from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.task_reconfiguration import TaskReconfiguration
 from connect_runtime.runtime.tick_executor import TickExecutor
 from connect_runtime.runtime.topic_tracking import TRACKING_OFF, TopicTracking
+from connect_runtime.runtime.worker_health_check import HEALTH_CHECK_TIMEOUT_S, probe_health
 from connect_runtime.runtime.worker_runtime import WorkerRuntime
 from connect_runtime.storage.config_records import RestartRequest
 from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore

@@ -30,6 +30,7 @@ from mirror.config.checkpoint import (
     TASK_INDEX,
     MirrorCheckpointConfig,
 )
+from mirror.connect_offset_keys import CONSUMER_GROUP_ID_KEY, TOPIC_KEY
 from mirror.filters import (
     GROUP_FILTER_CLASS,
     TOPIC_FILTER_CLASS,
@@ -39,7 +40,6 @@ from mirror.filters import (
     load_group_filter,
     load_topic_filter,
 )
-from mirror.offset_maps import CONSUMER_GROUP_ID_KEY, TOPIC_KEY
 from mirror.offset_validation import validate_offsets
 from mirror.scheduler import Scheduler
 

@@ -44,9 +44,9 @@ from mirror.client.models import Checkpoint, TopicPartition
 from mirror.client.offset_map import OffsetMap, offset_map_topic
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
 from mirror.config.checkpoint import MirrorCheckpointTaskConfig
+from mirror.connect_offset_keys import CONSUMER_GROUP_ID_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset
 from mirror.filters import TopicFilter, load_topic_filter
 from mirror.metrics import MirrorCheckpointMetrics
-from mirror.offset_maps import CONSUMER_GROUP_ID_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset
 from mirror.scheduler import Scheduler
 
 logger = logging.getLogger(__name__)

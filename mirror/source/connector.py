@@ -39,6 +39,7 @@ from mirror.config.source import (
     MirrorSourceConfig,
     encode_topic_partition,
 )
+from mirror.connect_offset_keys import SOURCE_CLUSTER_KEY, TOPIC_KEY
 from mirror.filters import (
     CONFIG_PROPERTY_FILTER_CLASS,
     TOPIC_FILTER_CLASS,
@@ -46,7 +47,6 @@ from mirror.filters import (
     load_config_property_filter,
     load_topic_filter,
 )
-from mirror.offset_maps import SOURCE_CLUSTER_KEY, TOPIC_KEY
 from mirror.offset_validation import validate_offsets
 from mirror.scheduler import Scheduler
 from mirror.source.task import MirrorSourceTask

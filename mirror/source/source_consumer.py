@@ -21,7 +21,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.clients.factory import translate
 from mirror.backfill_markers.markers import streaming_start
-from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
+from mirror.connect_offset_keys import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
 
 #: Java's ``max.poll.records`` default: the most records one ``poll`` returns.
 MAX_POLL_RECORDS_DEFAULT = 500

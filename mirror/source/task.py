@@ -45,8 +45,8 @@ from mirror.client.models import TopicPartition
 from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import MirrorSourceTaskConfig
+from mirror.connect_offset_keys import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
 from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, loss_counters
-from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
 from mirror.source.backfill_events import BackfillEvents
 from mirror.source.bulk_copy import RunTag, copy_batch
 from mirror.source.loss_detector import LossDetector
