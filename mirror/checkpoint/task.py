@@ -1,4 +1,4 @@
-"""MirrorCheckpointTask: translates its groups' source offsets into checkpoints on the target (§6.2-§6.5).
+"""MirrorCheckpointTask: translates its groups' source offsets into checkpoints on the target.
 
 Start returns at once; a scheduler thread then loads the previous checkpoints (:class:`CheckpointStore`)
 and starts tailing the offset syncs (:class:`OffsetSyncReader` -> :class:`OffsetSyncStore`), telling the
@@ -63,7 +63,7 @@ def checkpoints_for_group(group: str, upstream: GroupOffsets, *, policy: Replica
                           translate_downstream: Callable[[str, TopicPartition, int], int | None],
                           last_checkpoint: Callable[[TopicPartition], Checkpoint | None]
                           ) -> dict[TopicPartition, Checkpoint]:
-    """The new checkpoints of one group, keyed by target-side partition (§6.3 steps 2-4, pure)."""
+    """The new checkpoints of one group, keyed by target-side partition (pure)."""
     result: dict[TopicPartition, Checkpoint] = {}
     for (topic, partition), (offset, metadata) in upstream.items():
         if not topic_filter.should_replicate_topic(topic):

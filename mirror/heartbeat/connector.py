@@ -1,6 +1,6 @@
-"""MirrorHeartbeatConnector: one task writing heartbeats into the target's ``heartbeats`` topic (§7).
+"""MirrorHeartbeatConnector: one task writing heartbeats into the target's ``heartbeats`` topic.
 
-It deliberately ignores ``enabled``: the heartbeat-only reverse herder of every pair (§2.2) is how a
+It deliberately ignores ``enabled``: the heartbeat-only reverse herder of every pair is how a
 cluster learns which clusters are upstream of it, so heartbeats flow even when replication is off.
 Only ``emit.heartbeats.enabled=false`` stops them (zero tasks).
 """

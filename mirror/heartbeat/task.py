@@ -1,4 +1,4 @@
-"""MirrorHeartbeatTask: one heartbeat record per ``emit.heartbeats.interval.seconds`` (§7).
+"""MirrorHeartbeatTask: one heartbeat record per ``emit.heartbeats.interval.seconds``.
 
 Record: topic ``heartbeats`` partition 0, key (source alias, target alias), value (version 0, now ms),
 timestamp now, Connect partition ``{sourceClusterAlias, targetClusterAlias}`` and offset ``{offset: 0}``.
