@@ -13,7 +13,7 @@ It starts the stores, joins the group, then loops over :meth:`DistributedHerder.
 
 Reads (statuses, configs, offsets) are served from the stores directly
 (:class:`~connect_runtime.runtime.abstract_herder.AbstractHerder`): they are thread-safe and any worker
-may answer them (§11.3). Config writes are the leader's, fenced against stale leaders
+may answer them. Config writes are the leader's, fenced against stale leaders
 (:mod:`connect_runtime.runtime.leader_config_writer`); a follower hands new task configs to the leader
 (:mod:`connect_runtime.runtime.task_config_forwarding`). Restarts of a connector instance or task are
 owner-only (NotAssignedError with the owner's URL, taken from the worker id in the status store, so the

@@ -1,4 +1,4 @@
-"""MirrorSourceTask: copies its assigned source partitions, record for record (§5.7, §5.8).
+"""MirrorSourceTask: copies its assigned source partitions, record for record.
 
 Start: one byte-array consumer on the source, *assigned* (no group membership) to
 ``task.assigned.partitions``, each partition where :mod:`mirror.source.source_consumer` says.
@@ -9,7 +9,7 @@ Java ``HashMap`` order, so keys in a shared offsets topic are byte-identical) an
 ``{offset: n}``, n being the source offset: the task resumes *after* it.
 
 Once the target acknowledged a record (``commit_record``) the offset-sync writer learns the
-(upstream, downstream) pair; syncs due now are sent at once, the others on the next ``commit`` (§5.6).
+(upstream, downstream) pair; syncs due now are sent at once, the others on the next ``commit``.
 
 Backfill handover (docs/backfill.md): a partition whose backfill is done starts at
 ``max(stored offset + 1, backfill end)`` (``backfill.done.offsets`` in the task config). When the connector
