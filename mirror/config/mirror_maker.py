@@ -50,7 +50,7 @@ from mirror.config.settings import Flag
 
 logger = logging.getLogger(__name__)
 
-# ---- driver-only keys ---------------------------------------------------------------------------------------
+# ---- driver-only keys -----------------------------------------------------------------------------------
 
 CLUSTERS = "clusters"
 STRICT = "config.strict"

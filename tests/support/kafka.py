@@ -2,7 +2,7 @@
 
 Counting records uses ``enable.partition.eof`` (the fetch-response high watermark, through
 :func:`connect_runtime.clients.log_reader.read_to_end`), never ListOffsets:
-on Tansu ListOffsets "latest" is the base offset of the last batch + 1 (tansu.md §2.1), while the
+on Tansu ListOffsets "latest" is the base offset of the last batch + 1 (docs/tansu.md), while the
 fetch high watermark is exact on Tansu and on Kafka alike.
 """
 
