@@ -185,10 +185,6 @@ class MirrorCheckpointTask(SourceTask):
                                                    "syncing consumer group offsets onto the target")
 
     @property
-    def offset_sync_store(self) -> OffsetSyncStore:
-        return self._syncs
-
-    @property
     def offset_map(self) -> OffsetMap:
         return self._offset_map
 
