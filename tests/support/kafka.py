@@ -146,10 +146,6 @@ def consume_all(bootstrap: str, topic: str, timeout_s: float = 30.0,
     return out
 
 
-def count_records(bootstrap: str, topic: str, timeout_s: float = 30.0) -> int:
-    return len(consume_all(bootstrap, topic, timeout_s))
-
-
 def commit_group_offsets(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """Commit offsets for a group without joining it (manual assign + commit)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
