@@ -1,9 +1,9 @@
 """Shared pieces of the replication benchmarks: brokers, topics, pre-loading, exact end offsets, processes.
 
 Everything here is measurement plumbing, not product code. Two rules it follows because the test broker
-is Tansu (shared/reference/tansu.md):
+is Tansu (docs/tansu.md):
 
-* ListOffsets "latest" is wrong on Tansu when a batch holds more than one record (§2.1): it answers the
+* ListOffsets "latest" is wrong on Tansu when a batch holds more than one record: it answers the
   base offset of the newest batch + 1. :class:`EndOffsets` therefore uses it only as a *lower bound* and
   reads the exact high watermark from one fetch starting one record below it
   (:func:`connect_runtime.clients.log_reader.end_offsets`), which transfers only the tail of each
@@ -33,17 +33,12 @@ from confluent_kafka.cimpl import NewTopic
 from connect_runtime.clients.log_reader import end_offsets, ignore_error
 
 BENCH_DIR = Path(__file__).resolve().parent
-MB = 1_000_000  # MB/s figures count payload bytes (key + value), 10^6 bytes, as tansu.md §10
+MB = 1_000_000  # MB/s figures count payload bytes (key + value), 10^6 bytes, as docs/tansu.md
 
-#: The consumer tuning of tansu.md §10 (librdkafka 2.16): without queued.min.messages raised and
+#: The consumer tuning of docs/tansu.md (librdkafka 2.16): without queued.min.messages raised and
 #: fetch.queue.backoff.ms lowered, a consumer pauses ~1 s whenever 100k messages are queued.
-FAST_CONSUMER: dict[str, Any] = {
-    "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760, "fetch.wait.max.ms": 100,
-    "queued.min.messages": 1000000, "fetch.queue.backoff.ms": 10,
-}
-#: The part of it that keeps a reader's fetch queue from pausing.
 FAST_CONSUMER_QUEUE: dict[str, Any] = {"queued.min.messages": 1000000, "fetch.queue.backoff.ms": 10}
-#: The producer tuning of tansu.md §10.
+#: The producer tuning of docs/tansu.md.
 FAST_PRODUCER: dict[str, Any] = {
     "linger.ms": 20, "batch.size": 1000000, "batch.num.messages": 100000, "acks": "all",
 }
@@ -76,14 +71,6 @@ def machine_facts() -> dict[str, str]:
 
 
 # -- brokers and topics -------------------------------------------------------------------------------
-@dataclass
-class Clusters:
-    """Source cluster A and target cluster B (bootstrap strings)."""
-
-    a: str
-    b: str
-
-
 @contextmanager
 def local_brokers(names: tuple[str, ...] = ("bench-a", "bench-b")) -> Iterator[list[str]]:
     """Fresh embedded Tansu brokers (in-memory), stopped on exit; yields their bootstrap strings."""
@@ -150,7 +137,7 @@ class EndOffsets:
         })
 
     def lower_bounds(self) -> list[int]:
-        """ListOffsets latest per partition: exact on Kafka, a lower bound on Tansu (§2.1)."""
+        """ListOffsets latest per partition: exact on Kafka, a lower bound on Tansu."""
         latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
         request = {TopicPartition(self.topic, p): latest for p in range(self.partitions)}
         result = self._admin.list_offsets(request, request_timeout=10)

@@ -56,7 +56,7 @@ DEFAULT_RATE = 7_500
 LOAD_LINGER_MS = 100
 #: A source side p99 (CreateTime -> readable on A) above this means records queue before the replicator.
 SOURCE_BACKLOG_MS = 1000.0
-#: Tansu answers a fetch only when fetch.wait.max.ms ran out, even if data arrived earlier (tansu.md §5):
+#: Tansu answers a fetch only when fetch.wait.max.ms ran out, even if data arrived earlier (docs/tansu.md):
 #: the source consumer must wait little, as the measuring consumer on B does. On Kafka the broker
 #: answers as soon as fetch.min.bytes (1) is there, so this setting does not matter there.
 TANSU_FETCH_WAIT = {"A.consumer.fetch.max.wait.ms": "10"}

@@ -14,7 +14,7 @@ the target (key, value, headers, timestamp kept), ``poll(0)`` per batch and a fi
 * Consumer: the task's source consumer (``COPIER_CONSUMER_DEFAULTS`` of
   ``mirror/source/source_consumer.py`` over librdkafka's defaults, read_uncommitted), assigned, no group.
 
-No offsets, no tracking, no metrics. Earlier versions (before 2026-11-26) used tansu.md §10's tuned
+No offsets, no tracking, no metrics. Earlier versions (before 2026-11-26) used docs/tansu.md's tuned
 settings and a delivery callback per record instead: not the task's settings, and a Python call per
 record the replicator does not pay.
 

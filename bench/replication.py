@@ -69,7 +69,7 @@ def mm2_properties(source: str, target: str, *, source_alias: str, topic: str, t
         "offset.storage.replication.factor": "1", "status.storage.replication.factor": "1",
         "config.storage.replication.factor": "1",
         "emit.heartbeats.enabled": "false", "emit.checkpoints.enabled": "false",
-        "sync.topic.acls.enabled": "false",  # create_acls aborts Tansu (tansu.md §7)
+        "sync.topic.acls.enabled": "false",  # create_acls aborts Tansu (docs/tansu.md)
         "refresh.topics.interval.seconds": "600",
     }
     props.update(extra or {})

@@ -41,11 +41,6 @@ def snapshot(pid: int) -> Snapshot:
     return result
 
 
-def process_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
-
-
 def python_thread_names(pid: int) -> dict[int, str]:
     """tid -> Python thread name, from ``py-spy dump`` (empty when py-spy is missing or cannot attach)."""
     exe = shutil.which("py-spy")

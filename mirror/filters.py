@@ -1,6 +1,6 @@
 """Which topics, consumer groups and topic-config properties MM2 replicates (Kafka ``*Filter`` classes).
 
-Semantics copied from Kafka (reference §1.4.2, §1.4.3):
+Semantics copied from Kafka (``DefaultTopicFilter``, ``DefaultGroupFilter``, ``DefaultConfigPropertyFilter``):
 
 * Include/exclude keys are comma-separated lists of regular expressions. The entries are joined with
   ``|`` and must match the **whole** name (Java ``Matcher.matches``, i.e. ``re.fullmatch``).

@@ -3,7 +3,7 @@
 MM2 publishes windowed JMX metrics (2 samples x 30 s). Prometheus derives rates, averages and
 quantiles itself, so we export the raw material instead: counters for counts, histograms (seconds) for
 the latency-like values, plus a last-value gauge in milliseconds that keeps MM2's unit for dashboards
-ported from JMX. Mapping (§9):
+ported from JMX. Mapping (docs/metrics.md):
 
 =====================================================  =======================================================
 MM2 JMX (``kafka.connect.mirror:type=...``)            Prometheus

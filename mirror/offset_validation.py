@@ -1,7 +1,7 @@
 """Checks on the source partition / offset maps users write through the KIP-875 REST API (``MirrorUtils``).
 
 The maps written by MM2 live in ``mm2-offsets.<src>.internal`` and can be edited by users through the
-KIP-875 REST API; the validators here refuse maps a task could not use later (§3.7), with Java's
+KIP-875 REST API; the validators here refuse maps a task could not use later, with Java's
 messages. A null offset (reset) is always accepted so that garbage can still be cleaned up.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from connect_runtime.api.errors import BadRequestError
 from connect_runtime.api.records import SourceMap
-from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY
+from mirror.connect_offset_keys import OFFSET_KEY, PARTITION_KEY
 
 _INT32_MAX = 2**31 - 1
 

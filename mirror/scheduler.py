@@ -7,7 +7,7 @@ the shared admin clients and the connector's state: that is the same single-thre
 Semantics kept from Java:
 
 * ``schedule_repeating`` runs the job first *immediately*, ``schedule_repeating_delayed`` first after one
-  interval; a negative interval means "never" (how a ``*.enabled=false`` flag is expressed, §1.4.5).
+  interval; a negative interval means "never" (how a ``*.enabled=false`` flag is expressed).
 * ``execute`` submits a job and waits at most ``timeout_s`` (``admin.timeout.ms``) for it. A timeout is
   only logged: the caller moves on, the job keeps running on the worker thread (Python, like Java, cannot
   kill it), and later jobs queue behind it.

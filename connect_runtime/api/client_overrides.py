@@ -135,7 +135,3 @@ def unread_principal_overrides(client_overrides: Mapping[str, str], merged: Mapp
     protocol = str(merged.get("security.protocol", "PLAINTEXT")).strip().upper()
     return sorted(key for key in client_overrides for prefix, protocols in _PRINCIPAL_KEYS_READ_UNDER
                   if key.startswith(prefix) and protocol not in protocols)
-
-
-def is_override_key(key: str) -> bool:
-    return key.startswith(OVERRIDE_PREFIXES)

@@ -298,7 +298,7 @@ class TopicAdmin:
         return list(self._wait(future, "describing ACLs"))
 
     def create_acls(self, bindings: Sequence[AclBinding]) -> None:
-        """Create ACL bindings. WARNING: on Tansu librdkafka aborts the whole process (tansu.md §7)."""
+        """Create ACL bindings. WARNING: on Tansu librdkafka aborts the whole process (docs/kafka-tier.md)."""
         if not bindings:
             return
         with map_kafka_errors("creating ACLs"):

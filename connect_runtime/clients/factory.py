@@ -1,6 +1,6 @@
 """Client factory: Java client properties in, librdkafka configs and confluent-kafka clients out.
 
-Worker and MM2 configs are written with Java client property names (reference §1.3), while librdkafka
+Worker and MM2 configs are written with Java client property names, while librdkafka
 rejects any property it does not know with "No such configuration property" and the client is never
 built. So every client config passes through :func:`translate`:
 

@@ -4,7 +4,7 @@
 ``_PARTITION_EOF`` event (consumer setting ``enable.partition.eof=true``) once a fetch comes back with
 nothing past the consumer's position, and caches it after every fetch for
 ``get_watermark_offsets(cached=True)``. ListOffsets "latest" is never used: Tansu, the test broker,
-answers it with the base offset of the last written batch + 1 (tansu.md §2.1), so a reader trusting it
+answers it with the base offset of the last written batch + 1 (docs/architecture.md), so a reader trusting it
 stops early or waits for ever whenever the last batch holds several records.
 
 Two calls, for the two things callers need:

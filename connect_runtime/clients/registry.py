@@ -91,17 +91,6 @@ def open_clients() -> Counter[tuple[str, str]]:
     return Counter((e.component, e.kind) for e in entries if not e.closed)
 
 
-def describe_open() -> list[str]:
-    """One line per open client (component, kind, client name): for a leak report."""
-    with _lock:
-        items = [(client, entry) for client, entry in _live.items() if not entry.closed]
-    return sorted(f"{e.component} {e.kind} {_name(c)}" for c, e in items)
-
-
-def _name(client: Any) -> str:
-    return type(client).__name__.removeprefix("Tracked")
-
-
 class TrackedProducer(Producer):
     """A Producer the registry can hold weakly; ``close()`` marks it closed."""
 

@@ -30,18 +30,6 @@ def client_context(ca_pem: str | None = None, key: KeyMaterial | None = None, *,
     return context
 
 
-def server_context(key: KeyMaterial, client_ca_pem: str | None = None, *,
-                   require_client_certificate: bool = False) -> ssl.SSLContext:
-    """A TLS server context presenting ``key``; with ``client_ca_pem``, client certificates are checked
-    against it (required with ``require_client_certificate``, else optional)."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    load_key_material(context, key)
-    if client_ca_pem:
-        context.load_verify_locations(cadata=client_ca_pem)
-        context.verify_mode = ssl.CERT_REQUIRED if require_client_certificate else ssl.CERT_OPTIONAL
-    return context
-
-
 def load_key_material(context: ssl.SSLContext, key: KeyMaterial) -> None:
     """``context.load_cert_chain`` from PEM text, without leaving the key in a file."""
     data = (key.certificate_chain_pem + key.private_key_pem).encode()

@@ -1,4 +1,4 @@
-"""The Kafka-Connect-compatible REST API (reference §11, KIP-710 internal endpoints §2.4).
+"""The Kafka-Connect-compatible REST API and the KIP-710 internal endpoints.
 
 ``create_app`` builds the Starlette app for one herder (at the root) or many (each under its
 namespace); ``RestServer`` serves it with uvicorn on a background thread.

@@ -1,7 +1,7 @@
 """The Connect REST application: one or many herders behind one Starlette app.
 
 ``connect-distributed`` mounts its single herder at the root. The MM2 driver runs one herder per
-replication flow and mounts each under its KIP-710 REST namespace (reference §2.4): ``("A", "B")`` is
+replication flow and mounts each under its KIP-710 REST namespace: ``("A", "B")`` is
 served at ``/A/B/connectors/...``, each element URL-encoded the way Java's ``URLEncoder`` does, with
 ``+`` replaced by ``%20``. Namespaces are matched segment by segment on the *raw* request path, so an
 alias holding ``/``, ``{`` or spaces cannot be confused with the route syntax. Server-wide endpoints
@@ -202,7 +202,7 @@ def create_app(herders: Mapping[tuple[str, ...], Herder] | Herder,
             return _aggregate_health(all_herders)
 
         def unknown_flow(call: Call) -> Response:
-            # MirrorRestServer's answer for a (source, target) pair it does not serve (§2.4)
+            # MirrorRestServer's answer for a (source, target) pair it does not serve (KIP-710)
             return error_response(404, f"No replication flow found for source '{call.param('source')}' "
                                        f"and target '{call.param('target')}'")
 

@@ -1,4 +1,4 @@
-"""The public Connect REST resources of one herder (reference §11.2): ``/``, ``/health``,
+"""The public Connect REST resources of one herder: ``/``, ``/health``,
 ``/connectors/...`` and ``/connector-plugins/...``.
 
 Handlers validate the request completely before they call the herder, so a malformed request never

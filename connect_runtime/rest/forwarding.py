@@ -1,5 +1,5 @@
-"""Forwarding a request to the worker that can serve it (reference §11.3, Connect's
-``HerderRequestHandler.completeOrForwardRequest``).
+"""Forwarding a request to the worker that can serve it (docs/architecture.md,
+"Distributed mode"; Connect's ``HerderRequestHandler.completeOrForwardRequest``).
 
 A herder that is not the leader (or does not own a connector/task) raises a
 :class:`~connect_runtime.api.errors.RequestTargetError` naming ``target_url``. The REST layer re-issues

@@ -1,4 +1,4 @@
-"""KIP-507/KIP-710 internal endpoints: task configs and zombie fencing sent between workers (§2.4, §10.3).
+"""KIP-507/KIP-710 internal endpoints: task configs and zombie fencing sent between workers (docs/exactly-once.md).
 
 ``POST /connectors/{c}/tasks`` (a JSON array of task-config string maps) and ``PUT /connectors/{c}/fence``
 must carry ``X-Connect-Authorization`` = base64(HMAC(session key, raw body)) and

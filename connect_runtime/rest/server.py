@@ -63,11 +63,6 @@ def parse_listeners(listeners: str) -> list[ListenerAddress]:
     return out
 
 
-def listener_scheme(listeners: str) -> str:
-    """``http`` or ``https``: the scheme of the first listener (ConfigError for anything else)."""
-    return parse_listeners(listeners)[0].scheme
-
-
 def has_https_listener(listeners: str) -> bool:
     """Whether any listener is ``https://`` (then the TLS settings are needed)."""
     return any(a.scheme == "https" for a in parse_listeners(listeners))

@@ -2,7 +2,7 @@
 
 Reads never go through the tick thread: connector configs come from the config store's latest
 snapshot, statuses from the status store and offsets from the offset store, all thread-safe and all
-fed by topics every worker reads in full, so any worker can answer them (reference §11.3). Validation
+fed by topics every worker reads in full, so any worker can answer them. Validation
 and plugin listings need only the plugin registry.
 """
 

@@ -74,14 +74,6 @@ def kafka_membership(config: wc.DistributedWorkerConfig, advertised_url: str, st
         metrics=RebalanceMetrics(registry), internal_rest=internal_rest)
 
 
-def sole_membership(_config: wc.DistributedWorkerConfig, advertised_url: str, status_store: KafkaStatusStore,
-                    _notify: Callable[[], None], _registry: CollectorRegistry) -> GroupMembership:
-    """A one-worker "group" with no broker coordination: for tests only (no fencing, no sharing)."""
-    from connect_runtime.runtime.membership import SoleMember
-
-    return SoleMember(advertised_url, status_store.max_generation)
-
-
 def kafka_cluster_id(config: wc.DistributedWorkerConfig) -> str | None:
     """The target cluster's id for ``GET /``; informational, so a failure is only logged."""
     try:

@@ -13,7 +13,7 @@ It starts the stores, joins the group, then loops over :meth:`DistributedHerder.
 
 Reads (statuses, configs, offsets) are served from the stores directly
 (:class:`~connect_runtime.runtime.abstract_herder.AbstractHerder`): they are thread-safe and any worker
-may answer them (§11.3). Config writes are the leader's, fenced against stale leaders
+may answer them. Config writes are the leader's, fenced against stale leaders
 (:mod:`connect_runtime.runtime.leader_config_writer`); a follower hands new task configs to the leader
 (:mod:`connect_runtime.runtime.task_config_forwarding`). Restarts of a connector instance or task are
 owner-only (NotAssignedError with the owner's URL, taken from the worker id in the status store, so the
@@ -43,14 +43,12 @@ from connect_runtime.runtime.config_change_inbox import ConfigChangeInbox
 from connect_runtime.runtime.connector_offsets import modify_offsets, offsets_to_alter
 from connect_runtime.runtime.deleted_statuses import forget_deleted
 from connect_runtime.runtime.generation_fencing import GenerationFencing
-from connect_runtime.runtime.health_probe import HEALTH_CHECK_TIMEOUT_S, probe_health
 from connect_runtime.runtime.herder import ConnectorOffset, ConnectorStateInfo, Created, WorkerHealth
 from connect_runtime.runtime.leader_config_writer import LeaderConfigWriter
 from connect_runtime.runtime.local_work import LocalWork
 from connect_runtime.runtime.membership import Assignment, GroupMembership
 from connect_runtime.runtime.parallel_start import start_together
 from connect_runtime.runtime.plugins import Plugins
-from connect_runtime.runtime.reconciler import target_state
 from connect_runtime.runtime.restarts import apply_restart, owner_url, restart_plan, restarting_view
 from connect_runtime.runtime.stalled_handoffs import StalledHandoffs
 from connect_runtime.runtime.startup_narrator import StartupNarrator
@@ -59,6 +57,7 @@ from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.task_reconfiguration import TaskReconfiguration
 from connect_runtime.runtime.tick_executor import TickExecutor
 from connect_runtime.runtime.topic_tracking import TRACKING_OFF, TopicTracking
+from connect_runtime.runtime.worker_health_check import HEALTH_CHECK_TIMEOUT_S, probe_health
 from connect_runtime.runtime.worker_runtime import WorkerRuntime
 from connect_runtime.storage.config_records import RestartRequest
 from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
@@ -293,9 +292,6 @@ class DistributedHerder(AbstractHerder):
     def _is_leader(self) -> bool:
         return self._leader.is_leader()
 
-    def _target_state(self, name: str) -> TargetState:
-        return target_state(self._snapshot, name)
-
     def _forget_deleted(self, previous: ClusterConfigState) -> None:
         if self._is_leader():
             forget_deleted(previous, self._snapshot, self._status_store, self._status)
@@ -335,9 +331,6 @@ class DistributedHerder(AbstractHerder):
     def request_task_reconfiguration(self, name: str) -> None:
         """A connector asked for its task configs to be recomputed (any thread)."""
         self._reconfiguration.request(name)
-
-    def request_task_reconfiguration_after(self, name: str, delay_s: float) -> None:
-        self._reconfiguration.request(name, delay_s)
 
     # ================================================================================ restarts ===
     def _process_restart(self, request: RestartRequest) -> None:

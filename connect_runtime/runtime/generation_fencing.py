@@ -1,4 +1,4 @@
-"""KIP-618's rule for a new task generation under exactly-once (reference §10.3), on the herder's tick thread.
+"""KIP-618's rule for a new task generation under exactly-once (docs/exactly-once.md), on the herder's tick thread.
 
 The tasks of a connector whose task generation is not fenced yet (task configs committed after its last
 ``tasks-fencing-<connector>`` record, Java's ``connectorsPendingFencing``) must not start on any worker:

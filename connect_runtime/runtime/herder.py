@@ -6,7 +6,7 @@ runs. Every method is blocking and thread-safe; the REST layer calls them from i
 
 Errors are the ``connect_runtime.api.errors`` tree, which the REST layer maps to HTTP statuses:
 NotFoundError 404, AlreadyExistsError/ConflictError 409, BadRequestError/ConfigError 400,
-ForbiddenError 403, NotLeaderError/NotAssignedError: forward to ``target_url`` (see reference §11.3).
+ForbiddenError 403, NotLeaderError/NotAssignedError: forward to ``target_url`` (docs/architecture.md).
 
 The contract is explicit and complete: REST calls these methods unconditionally and builds its
 routes from the types (mypy checks every herder and wrapper), never probing with ``getattr`` or

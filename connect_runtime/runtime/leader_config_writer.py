@@ -1,7 +1,7 @@
 """The leader's side of the config topic: write privileges (leader fencing), session keys, zombie fencing.
 
 Writes to the config topic are leader-only: a follower gets NotLeaderError carrying the leader's URL
-so that the REST layer forwards (§11.3), pause and resume included (Java lets any worker write those;
+so that the REST layer forwards, pause and resume included (Java lets any worker write those;
 here every config write is fenced, see below).
 
 Leader fencing (a stale leader's config writes are refused). Chosen: a transactional producer with
@@ -24,7 +24,7 @@ Session keys (KIP-507): the leader writes a fresh key when there is none or it i
 ``inter.worker.key.ttl.ms`` (0 = never rotate, as in Java); followers sign forwarded task configs
 with it (:mod:`connect_runtime.runtime.task_config_forwarding`).
 
-KIP-618 groundwork (reference §10.3): task transactional ids ``<group.id>-<connector>-<task>``
+KIP-618 groundwork (docs/exactly-once.md): task transactional ids ``<group.id>-<connector>-<task>``
 (:func:`connect_runtime.storage.fenced_writer.task_transactional_id`) and :meth:`fence_zombies`, which
 the leader runs for a connector: it fences the ids of every task of the previous and the current
 generation, then writes ``tasks-fencing-<connector>`` with the current task count.

@@ -4,7 +4,7 @@ Why this exists: under sustained replication the live memory of a worker is flat
 ever grows. Each time the replication falls behind for a while (a slow target, a busy machine), the
 bounded buffers fill: librdkafka's consumer queue (up to ``queued.min.messages`` = 100,000 records,
 whose fetch buffers stay allocated while any of their records is queued), the tracked records
-(``max.outstanding.records``) and the producer queue. Once it catches up that memory is freed, but
+(at most 100,000 per task) and the producer queue. Once it catches up that memory is freed, but
 glibc keeps freed chunks inside its heaps: a heap shrinks only from its top, and librdkafka's threads
 allocate from their own arenas, each pinned by a few long-lived blocks. Measured with bench/memory.py
 (--trace) at 5,000 records/s for 5 minutes on a shared machine, without trimming: malloc's bytes in use

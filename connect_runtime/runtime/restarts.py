@@ -2,7 +2,7 @@
 a worker applies one to what it runs, and where a restart of work running elsewhere is forwarded.
 
 A restart with ``include_tasks`` or ``only_failed`` is written to the config topic by the leader and
-applied by every worker to what it runs (§11.2), so each worker computes the same plan from the status
+applied by every worker to what it runs, so each worker computes the same plan from the status
 store (Java's ``RestartPlan``).
 """
 

@@ -29,14 +29,14 @@ def trace_of(exc: BaseException) -> str:
     return scrub("".join(traceback.format_exception(exc)))
 
 
-def report_task_state(listener: StatusListener, task: ConnectorTaskId, state: str, previous: str,
+def report_task_state(listener: StatusListener, task: ConnectorTaskId, state: State, previous: State,
                       trace: str | None) -> None:
     """Tell ``listener`` a task's new state (RUNNING after PAUSED is a resume)."""
-    if state == "RUNNING":
-        (listener.on_task_resume if previous == "PAUSED" else listener.on_task_startup)(task)
-    elif state == "PAUSED":
+    if state is State.RUNNING:
+        (listener.on_task_resume if previous is State.PAUSED else listener.on_task_startup)(task)
+    elif state is State.PAUSED:
         listener.on_task_pause(task)
-    elif state == "FAILED":
+    elif state is State.FAILED:
         listener.on_task_failure(task, trace or "")
     else:
         listener.on_task_shutdown(task)

@@ -10,7 +10,7 @@ acknowledged too. So a crash can only make the task re-send records, never skip 
 Unlike Java, which trims the deques only when offsets are committed, the acknowledged prefix is
 trimmed on every acknowledgement: memory then stays proportional to the records actually in flight
 (plus those stuck behind an unacknowledged one), which is what :attr:`SubmittedRecords.outstanding`
-counts and what the worker caps with ``max.outstanding.records``.
+counts and what the worker caps with its ``max_outstanding_records`` argument.
 
 Not thread-safe by design: every call happens on the task thread (delivery reports are served by
 ``producer.poll()`` calls made on that thread), so the hot path takes no lock.

@@ -166,10 +166,6 @@ class SubmittedRuns(PartitionQueues[_RunQueue]):
             if queue.runs:
                 self._ack_through(queue.runs[-1], True, acknowledged, [])
 
-    @property
-    def has_open_runs(self) -> bool:
-        return self.outstanding > 0
-
     def submitted_offsets(self) -> list[tuple[SourceMap, Mapping[str, Any]]]:
         """Per partition, the offset of its last opened run (else its committable one); see
         :meth:`SubmittedRecords.submitted_offsets`."""

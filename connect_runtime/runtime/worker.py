@@ -71,7 +71,7 @@ from connect_runtime.api.task import SourceTask, Task
 from connect_runtime.api.transforms import build_chain
 from connect_runtime.clients.factory import new_producer, translate
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.error_policy import ErrorPolicy
 from connect_runtime.runtime.exactly_once_task import ExactlyOnceWorkerSourceTask, exactly_once_options
 from connect_runtime.runtime.plugins import Plugins
@@ -241,7 +241,7 @@ class Worker:
                 active_topics=self._topic_recorder(task_id), **eos)
         except Exception as exc:
             logger.error("task %s could not be created: %s", task_id, exc)
-            metrics.set_state("FAILED")
+            metrics.set_state(State.FAILED.value)
             self._listener.on_task_failure(task_id, trace_of(exc))
             self.metrics.worker.task_started(False)
             return False

@@ -297,6 +297,6 @@ def worker_id(config: DistributedWorkerConfig, bound_port: int) -> str:
 
 
 def advertised_url(config: DistributedWorkerConfig, bound_port: int) -> str:
-    """The URL other workers use to reach this one (forwarding to the leader, §11.3)."""
+    """The URL other workers use to reach this one (forwarding to the leader)."""
     scheme = config[ADVERTISED_LISTENER] or config.listeners[0].scheme
     return f"{scheme}://{worker_id(config, bound_port)}"

@@ -58,7 +58,7 @@ from connect_runtime.api.transforms import TransformationChain
 from connect_runtime.clients.factory import close_producer, new_producer
 from connect_runtime.logging_context import set_context as set_log_context
 from connect_runtime.metrics import TaskMetrics
-from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.bulk_source_loop import BulkLoop
 from connect_runtime.runtime.error_policy import ErrorPolicy, SkipReporter
 from connect_runtime.runtime.offset_committer import OffsetCommitter
@@ -154,7 +154,7 @@ class WorkerSourceTask:
                                           metrics, task.commit, task.before_offset_commit)
         #: First error that fails the task (set on the task thread; read by anyone).
         self.failure: BaseException | None = None
-        self.state = "UNASSIGNED"
+        self.state = State.UNASSIGNED
 
     # -- control, from any thread --------------------------------------------------------------------
     def start(self) -> None:
@@ -232,7 +232,7 @@ class WorkerSourceTask:
         try:
             if self._paused():
                 # Like Java: a task created paused is not started until it is resumed.
-                self._report("PAUSED")
+                self._report(State.PAUSED)
                 while self._paused() and not self._stopping.wait(_IDLE_POLL_S):
                     pass
                 if self._stopping.is_set():
@@ -249,7 +249,7 @@ class WorkerSourceTask:
                 self._task_started = True
             self._metrics.task_starts.inc()
             logger.info("%s started (worker %s)", self.id, self._worker_id)
-            self._report("RUNNING")
+            self._report(State.RUNNING)
             self._execute()
         except BaseException as exc:  # any failure of the task fails the task, with its trace
             if self.failure is None:
@@ -288,14 +288,14 @@ class WorkerSourceTask:
         next_commit = time.monotonic() + self._flush_interval_s
         while not stopping.is_set():
             if self._paused():
-                if self.state != "PAUSED":
-                    self._report("PAUSED")
+                if self.state is not State.PAUSED:
+                    self._report(State.PAUSED)
                 self._serve(producer, _IDLE_POLL_S)
             elif tracking.outstanding >= self._cap:
                 self._serve(producer, _IDLE_POLL_S)  # at the cap: only serve delivery reports
             else:
-                if self.state != "RUNNING":
-                    self._report("RUNNING")
+                if self.state is not State.RUNNING:
+                    self._report(State.RUNNING)
                 if bulk is not None:
                     started = monotonic()
                     produced = bulk.step()
@@ -392,10 +392,10 @@ class WorkerSourceTask:
         self._metrics.produce_errors.settle()
         if self.failure is not None:
             logger.error("%s failed: %s", self.id, self.failure)
-            self._report("FAILED", trace_of(self.failure))
+            self._report(State.FAILED, trace_of(self.failure))
         else:
             logger.info("%s stopped", self.id)
-            self._report("UNASSIGNED")
+            self._report(State.UNASSIGNED)
 
     def _close_producer(self, producer: Producer) -> None:
         """Destroy the producer (flushed and purged by now): its threads and sockets go with it."""
@@ -418,12 +418,12 @@ class WorkerSourceTask:
         except Exception:  # closing must always reach the status report
             logger.exception("%s SourceTask.close() failed", self.id)
 
-    def _report(self, state: str, trace: str | None = None) -> None:
+    def _report(self, state: State, trace: str | None = None) -> None:
         previous, self.state = self.state, state
-        self._metrics.set_state(state)
+        self._metrics.set_state(state.value)
         if self._cancelled:
             return
         try:
             report_task_state(self._listener, self.id, state, previous, trace)
         except Exception:  # a status store hiccup must not kill the task
-            logger.exception("%s could not report state %s", self.id, state)
+            logger.exception("%s could not report state %s", self.id, state.value)

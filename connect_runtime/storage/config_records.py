@@ -1,4 +1,4 @@
-"""The config topic's record keys and values, byte-compatible with Java Connect (reference §2.3).
+"""The config topic's record keys and values, byte-compatible with Java Connect (docs/migration.md).
 
 Compact JSON as Java's JsonConverter writes it with schemas disabled, so a Java worker and this one can
 read each other's topic:
@@ -45,7 +45,7 @@ LOGGER_CLUSTER_PREFIX = "logger-cluster-"
 
 @dataclass(frozen=True, slots=True)
 class RestartRequest:
-    """A ``POST /connectors/<c>/restart`` that every worker applies to what it runs (§11.2)."""
+    """A ``POST /connectors/<c>/restart`` that every worker applies to what it runs."""
 
     connector: str
     include_tasks: bool = False

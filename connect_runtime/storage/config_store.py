@@ -84,7 +84,7 @@ class ClusterConfigState:
     target_states: Mapping[str, TargetState] = field(default_factory=dict)
     task_count_records: Mapping[str, int] = field(default_factory=dict)
     #: Connectors whose last task-config commit came after their last ``tasks-fencing-`` record (Java's
-    #: ``connectorsPendingFencing``): under exactly-once that generation may not start yet (§10.3).
+    #: ``connectorsPendingFencing``): under exactly-once that generation may not start yet (docs/exactly-once.md).
     pending_fencing: frozenset[str] = frozenset()
     inconsistent: frozenset[str] = frozenset()
     session_key: SessionKey | None = None
@@ -335,7 +335,7 @@ class KafkaConfigStore:
         self._write([(restart_key(request.connector), restart_value(request))], timeout_s)
 
     def put_task_count_record(self, name: str, task_count: int, timeout_s: float = 30.0) -> None:
-        """The zombie-fencing record of §10.3 (exactly-once source support)."""
+        """The zombie-fencing record of exactly-once source support (docs/exactly-once.md)."""
         self._write([(fencing_key(name), fencing_value(task_count))], timeout_s)
 
     def put_session_key(self, session_key: SessionKey, timeout_s: float = 30.0) -> None:

@@ -3,7 +3,7 @@
 Kafka fences producers by ``transactional.id``: ``init_transactions`` with an id bumps the id's
 producer epoch on the transaction coordinator, aborts the previous holder's open transaction, and
 from then on every produce or commit of the previous holder fails with PRODUCER_FENCED / ``_FENCED``.
-Connect uses this twice (reference §10.3):
+Connect uses this twice (docs/exactly-once.md):
 
 * **the leader's config-topic writes** (:class:`TransactionalWriter`): each worker that becomes the
   group leader initialises the one leader transactional id, so a stale leader (one that lost its

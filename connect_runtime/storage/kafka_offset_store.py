@@ -1,6 +1,6 @@
 """KafkaOffsetStore: source offsets in Connect's ``offset.storage.topic``, byte-compatible with Java.
 
-Records are exactly Connect's (reference §2.3, §3.7): key ``[connector, partition]`` and value the
+Records are exactly Connect's (docs/migration.md): key ``[connector, partition]`` and value the
 offset map, both compact JSON (``serialize_key`` / ``serialize_value``), a null value (tombstone)
 forgets a partition. Writes use librdkafka's ``murmur2_random`` partitioner, which places a key on the
 partition Java's default partitioner would, so that compaction sees Java's and our writes of one key

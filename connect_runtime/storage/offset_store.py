@@ -1,6 +1,6 @@
 """Where source offsets live: the interface shared by the worker, the herder and KIP-875 REST.
 
-Connect's on-disk format (reference §2.3, §3.7) is kept byte for byte so that a Java Connect/MM2 worker
+Connect's on-disk format (docs/migration.md) is kept byte for byte so that a Java Connect/MM2 worker
 reads what we write and vice versa: the record key is the compact JSON array
 ``[<connector name>, <source partition map>]`` and the value the compact JSON offset map, or null (a
 tombstone) to forget a partition. Implementations: :mod:`connect_runtime.storage.memory` (tests,

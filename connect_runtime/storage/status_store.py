@@ -1,6 +1,6 @@
 """Connector and task statuses, kept in ``status.storage.topic`` (Java's KafkaStatusBackingStore).
 
-Record format (reference §2.3), compact JSON as Java's JsonConverter writes it:
+Record format (Java's, docs/migration.md), compact JSON as Java's JsonConverter writes it:
 
 * key ``status-connector-<name>`` or ``status-task-<name>-<n>``;
 * value ``{"state":..,"trace":..|null,"worker_id":..,"generation":N}``; a DESTROYED status (the

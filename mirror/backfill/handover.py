@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore
 from mirror.backfill_markers.marker_log import MarkerLog
 from mirror.backfill_markers.markers import BACKFILLING, DONE, STOPPED, PartitionMarker, TaskEvent, TopicPartitionT
+from mirror.connect_offset_keys import OFFSET_KEY, wrap_offset, wrap_partition
 from mirror.errors import MirrorError
-from mirror.offset_maps import OFFSET_KEY, wrap_offset, wrap_partition
 
 logger = logging.getLogger(__name__)
 

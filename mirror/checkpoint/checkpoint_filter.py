@@ -1,4 +1,4 @@
-"""Two pure rules of the checkpoint task (reference §6.3 steps 3 and 4).
+"""Two pure rules of the checkpoint task (Kafka ``MirrorCheckpointTask``).
 
 * **Renaming** (``rename_topic_partition``): a checkpoint names the *target-side* topic. A topic that came
   from the target in the first place (``target.topic1`` on the source) maps back to its original name,

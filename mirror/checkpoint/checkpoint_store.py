@@ -1,4 +1,4 @@
-"""The checkpoint task's memory of the checkpoints it (or an earlier generation) emitted (§6.2, KAFKA-15905).
+"""The checkpoint task's memory of the checkpoints it (or an earlier generation) emitted (KAFKA-15905).
 
 At task start the ``<source>.checkpoints.internal`` topic on the target is read once, partition 0, from
 the beginning to the end; the last checkpoint per (assigned group, target-side partition) is kept.
@@ -7,7 +7,7 @@ failed and the store starts empty: the OffsetSyncStore is then told to keep only
 sync per partition, so no checkpoint older than a previously emitted one can be produced.
 
 Afterwards the task updates the store *before* sending new checkpoints, and reads it for the
-monotonicity filter (§6.3 step 4) and for ``sync.group.offsets`` (§6.5): that is why group offsets keep
+monotonicity filter and for ``sync.group.offsets``: that is why group offsets keep
 being synced after a restart.
 """
 
@@ -63,7 +63,7 @@ class CheckpointStore:
         """Read the topic to its end once. True if that worked (False: the store starts empty)."""
         try:
             loaded = self._read()
-        except Exception:  # any failure: start empty and let the offset-sync store be careful (§6.2)
+        except Exception:  # any failure: start empty and let the offset-sync store be careful
             logger.exception("Failed to read checkpoints from %s; starting without previous checkpoints",
                              self._topic)
             loaded = None
@@ -112,7 +112,7 @@ class CheckpointStore:
         return None
 
     def _unless_unreadable(self, error: KafkaError) -> None:
-        """Fatal and authorization errors end the read (no READ permission: start empty, §6.2); librdkafka
+        """Fatal and authorization errors end the read (no READ permission: start empty); librdkafka
         recovers from the others by itself."""
         if error.fatal() or error.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED,
                                              KafkaError.GROUP_AUTHORIZATION_FAILED):
@@ -132,7 +132,7 @@ class CheckpointStore:
             return dict(self._checkpoints.get(group, {}))
 
     def converted_upstream_offsets(self) -> dict[str, dict[MirrorTopicPartition, OffsetAndMetadata]]:
-        """Per group: the latest checkpoint per partition as (downstream offset, metadata) (§6.5)."""
+        """Per group: the latest checkpoint per partition as (downstream offset, metadata)."""
         with self._lock:
             return {group: {tp: cp.offset_and_metadata() for tp, cp in checkpoints.items()}
                     for group, checkpoints in self._checkpoints.items()}

@@ -1,4 +1,4 @@
-"""MirrorCheckpointConnector: finds the consumer groups to checkpoint and splits them into tasks (§6.1).
+"""MirrorCheckpointConnector: finds the consumer groups to checkpoint and splits them into tasks.
 
 A group qualifies when the group filter accepts it AND it has a committed offset on at least one topic
 the topic filter accepts (KAFKA-14837): groups of unrelated applications get no task. Groups are dealt
@@ -30,6 +30,7 @@ from mirror.config.checkpoint import (
     TASK_INDEX,
     MirrorCheckpointConfig,
 )
+from mirror.connect_offset_keys import CONSUMER_GROUP_ID_KEY, TOPIC_KEY
 from mirror.filters import (
     GROUP_FILTER_CLASS,
     TOPIC_FILTER_CLASS,
@@ -39,7 +40,6 @@ from mirror.filters import (
     load_group_filter,
     load_topic_filter,
 )
-from mirror.offset_maps import CONSUMER_GROUP_ID_KEY, TOPIC_KEY
 from mirror.offset_validation import validate_offsets
 from mirror.scheduler import Scheduler
 
@@ -180,7 +180,7 @@ class MirrorCheckpointConnector(SourceConnector):
 
     def validate(self, config: Mapping[str, str]) -> dict[str, ConfigValue]:
         """ConfigDef checks and the filter classes; an enabled connector also needs checkpoints and offset
-        syncs on (§6.1)."""
+        syncs on."""
         result = super().validate(config)
         for key, message in filter_class_errors(config, (GROUP_FILTER_CLASS, TOPIC_FILTER_CLASS)).items():
             result.setdefault(key, ConfigValue(key, config.get(key))).errors.append(message)
@@ -201,7 +201,7 @@ class MirrorCheckpointConnector(SourceConnector):
 
     def alter_offsets(self, config: Mapping[str, str],
                       offsets: Mapping[str, tuple[SourceMap, Mapping[str, Any] | None]]) -> bool:
-        """§3.7: group/topic strings, a valid partition, and the offset must be exactly 0."""
+        """Offsets MM2 can use: group/topic strings, a valid partition, and the offset must be exactly 0."""
         validate_offsets(offsets, (CONSUMER_GROUP_ID_KEY, TOPIC_KEY), with_partition=True,
                          only_offset_zero=True)
         return True

@@ -1,4 +1,4 @@
-"""Writing checkpointed offsets into the target's consumer groups (``sync.group.offsets.enabled``, §6.5).
+"""Writing checkpointed offsets into the target's consumer groups (``sync.group.offsets.enabled``).
 
 MM2 splits this into two jobs (list the idle groups, later write them), so a group that became active
 in between still gets a write attempt, and it only ever writes EMPTY groups. Here one job, every

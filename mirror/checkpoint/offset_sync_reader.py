@@ -2,7 +2,7 @@
 
 A background thread reads partition 0 of the offset-syncs topic (the only one MM2 writes) from the
 beginning, hands every record to the store, tells the store when it reached the end for the first time
-(translation becomes available then, §6.2), and keeps tailing (:class:`~mirror.checkpoint.topic_tail.TopicTail`).
+(translation becomes available then), and keeps tailing (:class:`~mirror.checkpoint.topic_tail.TopicTail`).
 """
 
 from __future__ import annotations

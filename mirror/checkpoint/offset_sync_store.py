@@ -1,4 +1,4 @@
-"""Offset translation from offset syncs: Kafka's ``OffsetSyncStore`` (reference §6.4).
+"""Offset translation from offset syncs: Kafka's ``OffsetSyncStore`` (docs/failover.md).
 
 A limited number of offset syncs is kept per source topic-partition, laid out so that translation is
 precise near the live end of the topic and coarser further back. For each partition the store keeps an

@@ -1,4 +1,4 @@
-"""MirrorCheckpointTask: translates its groups' source offsets into checkpoints on the target (§6.2-§6.5).
+"""MirrorCheckpointTask: translates its groups' source offsets into checkpoints on the target.
 
 Start returns at once; a scheduler thread then loads the previous checkpoints (:class:`CheckpointStore`)
 and starts tailing the offset syncs (:class:`OffsetSyncReader` -> :class:`OffsetSyncStore`), telling the
@@ -44,9 +44,9 @@ from mirror.client.models import Checkpoint, TopicPartition
 from mirror.client.offset_map import OffsetMap, offset_map_topic
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
 from mirror.config.checkpoint import MirrorCheckpointTaskConfig
+from mirror.connect_offset_keys import CONSUMER_GROUP_ID_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset
 from mirror.filters import TopicFilter, load_topic_filter
 from mirror.metrics import MirrorCheckpointMetrics
-from mirror.offset_maps import CONSUMER_GROUP_ID_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset
 from mirror.scheduler import Scheduler
 
 logger = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ def checkpoints_for_group(group: str, upstream: GroupOffsets, *, policy: Replica
                           translate_downstream: Callable[[str, TopicPartition, int], int | None],
                           last_checkpoint: Callable[[TopicPartition], Checkpoint | None]
                           ) -> dict[TopicPartition, Checkpoint]:
-    """The new checkpoints of one group, keyed by target-side partition (§6.3 steps 2-4, pure)."""
+    """The new checkpoints of one group, keyed by target-side partition (pure)."""
     result: dict[TopicPartition, Checkpoint] = {}
     for (topic, partition), (offset, metadata) in upstream.items():
         if not topic_filter.should_replicate_topic(topic):
@@ -183,10 +183,6 @@ class MirrorCheckpointTask(SourceTask):
         self._reader.start(initialization_must_read_to_end=not loaded)
         self._scheduler.schedule_repeating_delayed(self.sync_group_offsets, sync_interval_s,
                                                    "syncing consumer group offsets onto the target")
-
-    @property
-    def offset_sync_store(self) -> OffsetSyncStore:
-        return self._syncs
 
     @property
     def offset_map(self) -> OffsetMap:

@@ -4,7 +4,7 @@ Why one class: the checkpoint task tails two such topics (the offset syncs and t
 same way, and the rules are easy to get subtly different: partition 0 only (the only one MM2 writes), a
 consumer that is assigned, never subscribed (it joins no group and commits nothing), "the end" taken from
 the fetch response (``enable.partition.eof``), which is exact on every broker, including those whose
-ListOffsets "latest" is wrong (tansu.md §2.1), and a reader that never dies of a bad record.
+ListOffsets "latest" is wrong (Tansu: docs/architecture.md), and a reader that never dies of a bad record.
 
 Following is batched: one ``consume`` takes what arrived in up to :data:`FOLLOW_WAIT_S`. While the source
 task copies a backlog it writes an offset sync every ``offset.lag.max`` records, hundreds a second, and

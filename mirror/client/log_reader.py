@@ -2,7 +2,7 @@
 
 "The end" of a partition is the high watermark of a **fetch response** (a ``_PARTITION_EOF`` event with
 ``enable.partition.eof=true``, or ``get_watermark_offsets(cached=True)`` after a fetch), never
-ListOffsets "latest", which Tansu answers with the base offset of the last batch + 1 (tansu.md §2.1).
+ListOffsets "latest", which Tansu answers with the base offset of the last batch + 1 (docs/architecture.md).
 :func:`read_to_end` hands over every record up to each partition's end (the checkpoints topic for
 MirrorClient and failover); :func:`end_offsets` only finds the ends, one fetch per partition (failover's
 replay bounds).

@@ -5,7 +5,7 @@ topic names alone (heartbeat topics such as ``b.a.heartbeats`` trace the replica
 questions from the checkpoints topic. The module functions at the bottom are Kafka's
 ``RemoteClusterUtils``: build a client, ask one question, close it.
 
-Config (Kafka ``MirrorClientConfig``, reference §1.6):
+Config (Kafka ``MirrorClientConfig``):
 
 * ``replication.policy.*`` and ``source.cluster.alias`` configure the :class:`ReplicationPolicy`; they are
   never handed to librdkafka.

@@ -1,4 +1,4 @@
-"""The records of MM2's internal topics and their exact wire formats (reference §3).
+"""The records of MM2's internal topics and their exact wire formats (Java's, docs/migration.md).
 
 MM2 encodes these with Kafka's protocol ``Schema``/``Struct`` types, not JSON, and our records must be
 byte-identical so that a Java MM2, a Java ``RemoteClusterUtils`` and this port can share the topics:
@@ -170,7 +170,7 @@ class Heartbeat:
         return cls(source, target, timestamp)
 
     def connect_partition(self) -> dict[str, str]:
-        """The Connect source partition of this heartbeat (§3.7), in Java's key order."""
+        """The Connect source partition of this heartbeat, in Java's key order."""
         return {
             "sourceClusterAlias": self.source_cluster_alias,
             "targetClusterAlias": self.target_cluster_alias,
@@ -257,7 +257,7 @@ class Checkpoint:
         return cls(group, TopicPartition(topic, partition), upstream, downstream, metadata)
 
     def connect_partition(self) -> dict[str, str | int]:
-        """The Connect source partition of this checkpoint (§3.7), in Java's key order."""
+        """The Connect source partition of this checkpoint, in Java's key order."""
         return {
             "partition": self.topic_partition.partition,
             "topic": self.topic_partition.topic,

@@ -287,7 +287,7 @@ def policy_from_config(config: Mapping[str, str]) -> ReplicationPolicy:
 
 
 def is_cycle(policy: ReplicationPolicy, topic: str, target_alias: str) -> bool:
-    """Whether replicating ``topic`` to ``target_alias`` would send it back where it came from (§4.4).
+    """Whether replicating ``topic`` to ``target_alias`` would send it back where it came from.
 
     Walks the name chain: a cycle is any hop whose source is the target. The walk stops at a non-remote
     name or at a fixpoint of ``upstream_topic`` (the identity policy), which is why identity cannot

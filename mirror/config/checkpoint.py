@@ -1,4 +1,4 @@
-"""``MirrorCheckpointConnector`` / ``MirrorCheckpointTask`` config (Kafka ``MirrorCheckpointConfig``, §1.4.3).
+"""``MirrorCheckpointConnector`` / ``MirrorCheckpointTask`` config (Kafka ``MirrorCheckpointConfig``).
 
 The checkpoint connector also honours ``topics`` / ``topics.exclude``: Java's TopicFilter reads them from
 the originals without declaring them here, and so do we (:attr:`MirrorCheckpointConfig.topics`).
@@ -130,7 +130,7 @@ class MirrorCheckpointConfig(OffsetSyncsLocationMixin):
     def topics_exclude(self) -> list[str]:
         return list(self._topics_exclude)
 
-    # ---- clients (roles of §1.5) ----
+    # ---- clients (one per role: source/target consumer, producer, admin) ----
 
     def source_admin_config(self, role: str | None = "checkpoint-source-admin") -> dict[str, str]:
         return self.client_config("source", "admin", role)

@@ -1,7 +1,7 @@
-"""``MirrorHeartbeatConnector`` / ``MirrorHeartbeatTask`` config (Kafka ``MirrorHeartbeatConfig``, §1.4.4).
+"""``MirrorHeartbeatConnector`` / ``MirrorHeartbeatTask`` config (Kafka ``MirrorHeartbeatConfig``).
 
 ``emit.heartbeats.enabled`` matters beyond this connector: the driver uses it to decide which herder
-pairs exist at all (§2.2), which is why every pair gets a heartbeat-only herder by default.
+pairs exist at all (docs/architecture.md), which is why every pair gets a heartbeat-only herder by default.
 """
 
 from __future__ import annotations

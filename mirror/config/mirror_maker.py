@@ -1,6 +1,6 @@
 """``MirrorMakerConfig``: one ``mm2.properties`` turned into herders, worker configs and connector configs.
 
-This is a faithful port of Kafka's ``MirrorMakerConfig`` (§1.2-§1.3 of the reference): the same flat
+This is a faithful port of Kafka's ``MirrorMakerConfig``: the same flat
 namespace (``clusters``, ``<alias>.*``, ``<src>-><tgt>.*``, top-level defaults), the same four derivations
 and the same precedence, so an operator's existing file means exactly what it meant under Java MM2 —
 quirks included (the heartbeat-only reverse herder, the untrimmed ``A->B.enabled`` check).
@@ -50,7 +50,7 @@ from mirror.config.settings import Flag
 
 logger = logging.getLogger(__name__)
 
-# ---- driver-only keys (§1.2) ----------------------------------------------------------------------------
+# ---- driver-only keys -----------------------------------------------------------------------------------
 
 CLUSTERS = "clusters"
 STRICT = "config.strict"
@@ -121,7 +121,7 @@ CONNECTOR_CONFIG_DEFS: dict[str, ConfigDef] = {
 ALL_CONNECTOR_CONFIG_NAMES: frozenset[str] = frozenset().union(
     *(d.names() for d in CONNECTOR_CONFIG_DEFS.values()))
 
-#: Top-level key prefixes that go into every worker config, overriding ``<target>.*`` (§1.3(b)2).
+#: Top-level key prefixes that go into every worker config, overriding ``<target>.*``.
 WORKER_PREFIXES: tuple[str, ...] = (
     "offset.storage", "config.storage", "status.storage", "key.converter", "value.converter",
     "header.converter", "task", "worker", "replication.policy",
@@ -165,7 +165,7 @@ class MirrorMakerConfig:
     """The parsed top-level configuration of a MirrorMaker 2 node.
 
     ``props`` are the raw strings of ``mm2.properties``; pass the :class:`PropertiesFile` itself so that
-    errors can name ``file:line``. Construction parses the driver keys (§1.2) and builds the config
+    errors can name ``file:line``. Construction parses the driver keys and builds the config
     providers; :meth:`validate` checks everything a run would need.
     """
 
@@ -218,7 +218,7 @@ class MirrorMakerConfig:
         return list(self._clusters)
 
     def get(self, name: str) -> Any:
-        """Parsed value of a driver key (§1.2)."""
+        """Parsed value of a driver key."""
         return self._values[name]
 
     def raw_properties(self) -> dict[str, str]:
@@ -242,10 +242,10 @@ class MirrorMakerConfig:
         return ("missing required key 'clusters': expected a comma-separated list of aliases, "
                 "e.g. clusters = A, B")
 
-    # ---- pairs (§2.2) ----
+    # ---- pairs (docs/architecture.md, "The MM2 driver") ----
 
     def cluster_pairs(self) -> list[SourceAndTarget]:
-        """Every ordered pair that gets a herder: enabled flows plus heartbeat-only pairs (§2.2).
+        """Every ordered pair that gets a herder: enabled flows plus heartbeat-only pairs.
 
         Uses Java's untrimmed ``Boolean.parseBoolean``, so ``A->B.enabled = true `` (trailing space)
         does not enable the flow here.
@@ -286,7 +286,7 @@ class MirrorMakerConfig:
                                         "'<source>-><target>.enabled = true' (and check --clusters)")
         return pairs
 
-    # ---- the four derivations (§1.3) ----
+    # ---- the four derivations ----
 
     def cluster_props(self, alias: str) -> dict[str, str]:
         """(a) ``<alias>.*`` stripped, with connection/security keys copied to ``producer./consumer./admin.``.
@@ -486,10 +486,6 @@ class MirrorMakerConfig:
     def _with_prefix(self, prefix: str) -> dict[str, str]:
         """Top-level entries whose key starts with ``prefix``, keys unchanged (Java ``stringsWithPrefix``)."""
         return {k: v for k, v in self._raw.items() if k.startswith(prefix)}
-
-    def _stripped(self, prefix: str) -> dict[str, str]:
-        """Entries under ``prefix`` with it stripped (Java ``stringsWithPrefixStripped``)."""
-        return {k[len(prefix):]: v for k, v in self._raw.items() if k.startswith(prefix)}
 
     def _resolve(self, props: Mapping[str, str]) -> dict[str, str]:
         try:

@@ -1,4 +1,4 @@
-"""``MirrorSourceConnector`` / ``MirrorSourceTask`` configuration (Kafka ``MirrorSourceConfig``, §1.4.2).
+"""``MirrorSourceConnector`` / ``MirrorSourceTask`` configuration (Kafka ``MirrorSourceConfig``).
 
 Defaults are Java MM2's, so an unmodified ``mm2.properties`` replicates the same topics with the same
 settings. The filter lists are regexes matched against the *whole* name by the filters; here they are
@@ -31,7 +31,7 @@ CONFIG_PROPERTIES_EXCLUDE_DEFAULT = (
     r"message\.timestamp\.difference\.max\.ms, message\.timestamp\.type, unclean\.leader\.election\.enable, "
     r"min\.insync\.replicas"
 )
-#: Read by ``DefaultConfigPropertyFilter`` from the originals; deliberately not in CONFIG_DEF (§1.4.2 note),
+#: Read by ``DefaultConfigPropertyFilter`` from the originals; deliberately not in CONFIG_DEF,
 #: so that, as in Java, only the flow-level ``A->B.use.defaults.from`` reaches the connector.
 USE_DEFAULTS_FROM = "use.defaults.from"
 USE_DEFAULTS_FROM_DEFAULT = "target"
@@ -175,7 +175,7 @@ class MirrorSourceConfig(OffsetSyncsLocationMixin):
     def use_defaults_from(self) -> str:
         return self._originals.get(USE_DEFAULTS_FROM, USE_DEFAULTS_FROM_DEFAULT).strip().lower()
 
-    # ---- clients (roles of §1.5) ----
+    # ---- clients (one per role: source/target consumer, producer, admin) ----
 
     def source_admin_config(self, role: str | None = "replication-source-admin") -> dict[str, str]:
         return self.client_config("source", "admin", role)

@@ -136,7 +136,7 @@ def flow_specs(config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
     for pair in pairs:
         source_cfg = config.connector_base_config(pair, SOURCE_CONNECTOR_CLASS)
         if not parse_boolean(source_cfg.get("enabled")):
-            continue  # a heartbeat-only herder (§2.2): it replicates nothing, so it has no health to judge
+            continue  # a heartbeat-only herder: it replicates nothing, so it has no health to judge
         checkpoint_cfg = config.connector_base_config(pair, CHECKPOINT_CONNECTOR_CLASS)
         heartbeat_cfg = config.connector_base_config(pair, HEARTBEAT_CONNECTOR_CLASS)
         policy = policy_from_config(source_cfg)

@@ -1,6 +1,6 @@
-"""MirrorHeartbeatConnector: one task writing heartbeats into the target's ``heartbeats`` topic (§7).
+"""MirrorHeartbeatConnector: one task writing heartbeats into the target's ``heartbeats`` topic.
 
-It deliberately ignores ``enabled``: the heartbeat-only reverse herder of every pair (§2.2) is how a
+It deliberately ignores ``enabled``: the heartbeat-only reverse herder of every pair is how a
 cluster learns which clusters are upstream of it, so heartbeats flow even when replication is off.
 Only ``emit.heartbeats.enabled=false`` stops them (zero tasks).
 """
@@ -19,8 +19,8 @@ from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.factory import translate
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.heartbeat import CONFIG_DEF, MirrorHeartbeatConfig
+from mirror.connect_offset_keys import SOURCE_CLUSTER_ALIAS_KEY, TARGET_CLUSTER_ALIAS_KEY
 from mirror.heartbeat.task import MirrorHeartbeatTask
-from mirror.offset_maps import SOURCE_CLUSTER_ALIAS_KEY, TARGET_CLUSTER_ALIAS_KEY
 from mirror.offset_validation import validate_offsets
 from mirror.scheduler import Scheduler
 

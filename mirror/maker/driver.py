@@ -4,7 +4,7 @@ What ``connect-mirror-maker mm2.properties [--clusters B ...]`` runs (Kafka's ``
 ``MirrorHerder.java``):
 
 * For each herder pair of :meth:`MirrorMakerConfig.herder_pairs` (the target clusters named by
-  ``--clusters``, all without it, including the heartbeat-only reverse pairs of reference §2.2) one
+  ``--clusters``, all without it, including the heartbeat-only reverse pairs of docs/architecture.md) one
   :class:`MirrorHerder`: a Connect cluster member of group ``<src>-mm2`` on the *target* cluster, with
   its own config/offset/status topics (``mm2-*.<src>.internal``). Several processes started with the
   same file share each pair's connectors and tasks through Kafka's group coordinator.
@@ -14,7 +14,7 @@ What ``connect-mirror-maker mm2.properties [--clusters B ...]`` runs (Kafka's ``
   (``/ui``).
 * A herder whose leader role is newly acquired writes the three MM2 connector configs
   (Source, Heartbeat, Checkpoint, in Java's order) when they differ from what is stored, so the
-  leader's file wins, as in Java (reference §2.3).
+  leader's file wins, as in Java.
 * A herder that cannot reach its cluster is rebuilt with exponential backoff (1 s up to 60 s) by its
   :class:`HerderSlot`; its REST namespace answers 503/409 meanwhile and ``/health`` says why; the other
   herders are not disturbed.
@@ -99,7 +99,7 @@ class MirrorHerder(DistributedHerder):
         self.pair = pair
         self._mm_config = mm_config
         self._metrics = metrics
-        #: False for a heartbeat-only herder (reference §2.2): it never replicates a record.
+        #: False for a heartbeat-only herder: it never replicates a record.
         self.replicates = parse_boolean(mm_config.connector_base_config(pair, SOURCE_CONNECTOR_CLASS).get("enabled"))
 
     def replicated_records(self) -> float:

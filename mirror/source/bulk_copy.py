@@ -21,7 +21,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Message
 
 from connect_runtime.api.bulk import BulkSink
-from mirror.offset_maps import OFFSET_KEY
+from mirror.connect_offset_keys import OFFSET_KEY
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""MirrorSourceConnector: decides what to replicate and splits it into tasks (§5.1-§5.5, §5.9).
+"""MirrorSourceConnector: decides what to replicate and splits it into tasks.
 
 ``start`` does the initial work synchronously on the connector's :class:`~mirror.scheduler.Scheduler`
 (each step bounded by ``admin.timeout.ms``; a failed step is logged and the next one runs): create the
@@ -39,6 +39,7 @@ from mirror.config.source import (
     MirrorSourceConfig,
     encode_topic_partition,
 )
+from mirror.connect_offset_keys import SOURCE_CLUSTER_KEY, TOPIC_KEY
 from mirror.filters import (
     CONFIG_PROPERTY_FILTER_CLASS,
     TOPIC_FILTER_CLASS,
@@ -46,7 +47,6 @@ from mirror.filters import (
     load_config_property_filter,
     load_topic_filter,
 )
-from mirror.offset_maps import SOURCE_CLUSTER_KEY, TOPIC_KEY
 from mirror.offset_validation import validate_offsets
 from mirror.scheduler import Scheduler
 from mirror.source.task import MirrorSourceTask
@@ -224,7 +224,7 @@ class MirrorSourceConnector(SourceConnector):
         self._markers = None
 
     def validate(self, config: Mapping[str, str]) -> dict[str, ConfigValue]:
-        """ConfigDef checks, the filter classes, plus MM2's two cross-key rules (§5.1)."""
+        """ConfigDef checks, the filter classes, plus MM2's two cross-key rules."""
         result = super().validate(config)
         for key, message in filter_class_errors(config, (TOPIC_FILTER_CLASS, CONFIG_PROPERTY_FILTER_CLASS)).items():
             result.setdefault(key, ConfigValue(key, config.get(key))).errors.append(message)
@@ -256,7 +256,7 @@ class MirrorSourceConnector(SourceConnector):
 
     def alter_offsets(self, config: Mapping[str, str],
                       offsets: Mapping[str, tuple[SourceMap, Mapping[str, Any] | None]]) -> bool:
-        """§3.7: cluster/topic strings, partition in [0, 2^31), offset a non-negative integer.
+        """Offsets MM2 can use: cluster/topic strings, partition in [0, 2^31), offset a non-negative integer.
 
         Nothing else is needed: the source consumer never commits, the task seeks to stored offset + 1.
         """

@@ -1,4 +1,4 @@
-"""Sends the offset syncs the pure :class:`OffsetSyncWriter` decides on (§5.6).
+"""Sends the offset syncs the pure :class:`OffsetSyncWriter` decides on.
 
 Syncs go to partition 0 of the offset-syncs topic (``mm2-offset-syncs.<other alias>.internal``) on the
 cluster named by ``offset-syncs.topic.location``, through MM2's own non-transactional producer. At most

@@ -1,4 +1,4 @@
-"""When the source task emits an offset sync (Kafka ``OffsetSyncWriter``, reference §5.6).
+"""When the source task emits an offset sync (Kafka ``OffsetSyncWriter``).
 
 An offset sync says "upstream offset U of a source partition landed at downstream offset D". Checkpoints
 translate a group's upstream offset to at most **one past** the nearest older sync, so the writer must

@@ -1,4 +1,4 @@
-"""A MirrorSourceTask's source consumer: how it is configured and where each partition starts (§5.7).
+"""A MirrorSourceTask's source consumer: how it is configured and where each partition starts.
 
 The consumer is *assigned* (no group membership). A partition with a stored Connect offset ``o >= 0``
 resumes at ``o + 1``; one without starts where the consumer's ``auto.offset.reset`` says (``earliest``
@@ -21,7 +21,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.clients.factory import translate
 from mirror.backfill_markers.markers import streaming_start
-from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
+from mirror.connect_offset_keys import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
 
 #: Java's ``max.poll.records`` default: the most records one ``poll`` returns.
 MAX_POLL_RECORDS_DEFAULT = 500
@@ -29,7 +29,7 @@ MAX_POLL_RECORDS_DEFAULT = 500
 #: librdkafka prefetch settings for a copier (no Java equivalent; the user's keys win). With librdkafka's
 #: defaults a partition stops being fetched for ``fetch.queue.backoff.ms`` (1 s) once
 #: ``queued.min.messages`` (100,000) are queued: a task that drains them in a few milliseconds then idles
-#: most of each second (tansu.md §10: 180-230k vs 758k records/s). The queue stays bounded in bytes by
+#: most of each second (measured on Tansu: 180-230k vs 758k records/s). The queue stays bounded in bytes by
 #: ``queued.max.messages.kbytes`` (64 MiB).
 COPIER_CONSUMER_DEFAULTS = {"queued.min.messages": "1000000", "fetch.queue.backoff.ms": "10"}
 
@@ -39,7 +39,7 @@ def copier_consumer_config(java_consumer: Mapping[str, str], label: str) -> dict
     consumer_config = translate(java_consumer, "consumer")
     # librdkafka needs a group.id even for assign(); Java MM2 has none, so nothing is ever committed
     # under it. Java's consumer default is read_uncommitted (aborted source data IS copied unless
-    # the user asks for read_committed, §5.7); librdkafka's default differs, so say it explicitly.
+    # the user asks for read_committed); librdkafka's default differs, so say it explicitly.
     consumer_config.setdefault("group.id", java_consumer.get("client.id", label))
     consumer_config.setdefault("isolation.level", "read_uncommitted")
     for key, value in COPIER_CONSUMER_DEFAULTS.items():

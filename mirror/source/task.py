@@ -1,4 +1,4 @@
-"""MirrorSourceTask: copies its assigned source partitions, record for record (§5.7, §5.8).
+"""MirrorSourceTask: copies its assigned source partitions, record for record.
 
 Start: one byte-array consumer on the source, *assigned* (no group membership) to
 ``task.assigned.partitions``, each partition where :mod:`mirror.source.source_consumer` says.
@@ -9,7 +9,7 @@ Java ``HashMap`` order, so keys in a shared offsets topic are byte-identical) an
 ``{offset: n}``, n being the source offset: the task resumes *after* it.
 
 Once the target acknowledged a record (``commit_record``) the offset-sync writer learns the
-(upstream, downstream) pair; syncs due now are sent at once, the others on the next ``commit`` (§5.6).
+(upstream, downstream) pair; syncs due now are sent at once, the others on the next ``commit``.
 
 Backfill handover (docs/backfill.md): a partition whose backfill is done starts at
 ``max(stored offset + 1, backfill end)`` (``backfill.done.offsets`` in the task config). When the connector
@@ -45,8 +45,8 @@ from mirror.client.models import TopicPartition
 from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import MirrorSourceTaskConfig
+from mirror.connect_offset_keys import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
 from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, loss_counters
-from mirror.offset_maps import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset, wrap_partition
 from mirror.source.backfill_events import BackfillEvents
 from mirror.source.bulk_copy import RunTag, copy_batch
 from mirror.source.loss_detector import LossDetector
@@ -339,23 +339,6 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._by_source[(topic, partition)] = state
         self._by_map[id(state.source_map)] = state
         return state
-
-    def convert(self, message: Message) -> SourceRecord:
-        """One consumed record as the SourceRecord written to the remote topic (§5.7).
-
-        Its source partition map is shared by every record of the partition (nobody mutates it): the
-        runtime then recognises the partition by identity instead of hashing a new map per record.
-        """
-        topic = message.topic() or ""
-        partition = message.partition() or 0
-        ts_type, ts = message.timestamp()
-        # Consumed headers are always a list of (str, bytes | None); the stub's type is the produce-side one.
-        headers: Any = message.headers()
-        state = self._by_source.get((topic, partition)) or self._partition_state(topic, partition)
-        return SourceRecord(
-            topic=state.remote, partition=partition, key=message.key(), value=message.value(),
-            headers=headers, timestamp=None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts,
-            source_partition=state.source_map, source_offset=wrap_offset(message.offset() or 0))
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         if metadata is None:

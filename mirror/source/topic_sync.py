@@ -1,4 +1,4 @@
-"""What MirrorSourceConnector keeps in step on the target: topics, partitions, configs, ACLs (§5.2-§5.5).
+"""What MirrorSourceConnector keeps in step on the target: topics, partitions, configs, ACLs.
 
 State: the *known source* topic-partitions (filtered, in a stable order: topics sorted, partitions
 ascending) and the *known target* topic-partitions (remote topics of this source). Both are replaced as
@@ -8,7 +8,7 @@ Rules kept from MM2:
 
 * A source topic is replicated if the topic filter accepts it, or it is a heartbeats topic and
   ``heartbeats.replication.enabled``; and it is not internal; and replicating it would not close a cycle
-  (a hop of its name chain comes from the target, §4.4).
+  (a hop of its name chain comes from the target).
 * New remote topics are created with the source's partition count, ``replication.factor``, and the
   source's configs filtered *at creation* (non-defaults, or defaults when ``use.defaults.from=source``;
   never read-only, sensitive, static-broker or excluded properties).
@@ -88,7 +88,7 @@ class TargetAdmin(Protocol):
 
 def should_replicate_topic(topic: str, policy: ReplicationPolicy, topic_filter: TopicFilter,
                            target_alias: str, heartbeats_replication_enabled: bool) -> bool:
-    """§4.4: accepted by the filter (or a heartbeats topic), not internal, and not a cycle."""
+    """Accepted by the filter (or a heartbeats topic), not internal, and not a cycle."""
     wanted = topic_filter.should_replicate_topic(topic) or (
         heartbeats_replication_enabled and policy.is_heartbeats_topic(topic))
     return wanted and not policy.is_internal_topic(topic) and not is_cycle(policy, topic, target_alias)
@@ -160,7 +160,7 @@ def target_acl_binding(binding: AclBinding, remote_topic: str) -> AclBinding:
 
 
 def assign_round_robin(partitions: Sequence[TopicPartitionT], max_tasks: int) -> list[list[TopicPartitionT]]:
-    """§5.9: ``min(max_tasks, n)`` tasks; partition i goes to task ``i % tasks``."""
+    """MM2's task assignment: ``min(max_tasks, n)`` tasks; partition i goes to task ``i % tasks``."""
     num_tasks = min(max_tasks, len(partitions))
     if num_tasks <= 0:
         return []
@@ -217,10 +217,6 @@ class TopicSync:
     @property
     def known_source_topic_partitions(self) -> tuple[TopicPartitionT, ...]:
         return self._known_source
-
-    @property
-    def known_target_topic_partitions(self) -> tuple[TopicPartitionT, ...]:
-        return self._known_target
 
     def formatted_remote(self, topic: str) -> str:
         return self._policy.format_remote_topic(self._source, topic)

@@ -64,7 +64,7 @@ def write_mm2(tmp_path: Path, src: str, tgt: str, a: Cluster, b: Cluster, topic:
              "offset-syncs.topic.replication.factor = 1", "offset.storage.replication.factor = 1",
              "status.storage.replication.factor = 1", "config.storage.replication.factor = 1",
              "checkpoints.topic.replication.factor = 1", "heartbeats.topic.replication.factor = 1",
-             "sync.topic.acls.enabled = false"]  # create_acls aborts the process on Tansu (tansu.md §7)
+             "sync.topic.acls.enabled = false"]  # create_acls aborts the process on Tansu (docs/tansu.md)
     lines += [f"{k.replace('__', '.')} = {v}" for k, v in extra.items()]
     path = tmp_path / "mm2.properties"
     path.write_text("\n".join(lines) + "\n")

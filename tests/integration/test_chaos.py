@@ -153,7 +153,7 @@ def test_target_broker_restart_with_persistent_storage(tmp_path: Path, flows: li
     target = LocalBroker(name="tgt", storage="s3://tansu/", env=s3.broker_env(),
                          log_dir=tmp_path / "brokers").start()
     try:
-        # Tansu bug (found here; tansu.md has no entry yet): a broker on s3:// stopped while an idempotent
+        # Tansu bug (found here; docs/tansu.md): a broker on s3:// stopped while an idempotent
         # producer's batch is in flight answers that producer's retry, after the restart, with
         # DUPLICATE_SEQUENCE_NUMBER although the batch is not in its log. librdkafka (as the Java client)
         # takes that answer as "already written" and reports the records delivered (without an offset:
@@ -164,7 +164,7 @@ def test_target_broker_restart_with_persistent_storage(tmp_path: Path, flows: li
         # as an xfail: the loss happens in most runs, not all, so a strict xfail would be flaky. On Apache
         # Kafka the same restart runs with idempotence on (tests/kafka/test_kafka_chaos.py).
         #
-        # Tansu bug (found here; tansu.md has no entry yet): on s3:// a Fetch lists a partition's batch
+        # Tansu bug (found here; docs/tansu.md): on s3:// a Fetch lists a partition's batch
         # objects (one S3 LIST per partition per fetch) and stops listing once the request's
         # fetch.wait.max.ms has passed -- a deadline shared by all the partitions of the request --
         # returning no records and no error for a partition it did not finish listing (dynostore.rs

@@ -43,11 +43,11 @@ def test_a_flow_java_mm2_ran_resumes_where_java_stopped(cluster_a: Cluster, clus
                                                          tmp_path: Path) -> None:
     """Java MM2 copied records 0..K-1 and stored offset K-1; we copy exactly K..N-1 (nothing twice).
 
-    The internal topics hold Java's records, byte for byte as mm2-reference.md §2.3/§3 gives them: the
+    The internal topics hold Java's records, byte for byte as Java writes them (docs/migration.md): the
     offsets topic's ``["MirrorSourceConnector",{"cluster","partition","topic"}]`` -> ``{"offset"}``
     (25 partitions, keyed records placed by murmur2 as Java's producer does), the config topic's
     connector/task/commit records (JsonConverter without schemas), an offset sync and a checkpoint
-    (the wire formats of mirror.client.models, checked against the reference's golden bytes in the
+    (the wire formats of mirror.client.models, checked against Java's golden bytes in the
     unit tests).
     """
     n, k = 20, 12

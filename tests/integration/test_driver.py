@@ -111,7 +111,7 @@ def test_example_mm2_properties_runs_unmodified(fresh_cluster: Callable[[str], C
         "heartbeats.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
         "offset.storage.replication.factor = 1\nstatus.storage.replication.factor = 1\n"
         "config.storage.replication.factor = 1\n"
-        # create_acls aborts the test broker (tansu.md §7).
+        # create_acls aborts the test broker (docs/tansu.md).
         "sync.topic.acls.enabled = false\n"
         # Tansu holds each group join for session.timeout.ms / 2 (45 s by default).
         + "".join(f"{a}.session.timeout.ms = 6000\n{a}.heartbeat.interval.ms = 1000\n"
@@ -241,7 +241,7 @@ def test_two_nodes_split_tasks_restart_in_place_and_survive_sigkill(cluster_a: C
             f"{a}.heartbeat.interval.ms = 3000\n{b}.heartbeat.interval.ms = 3000\n")
     props = write(tmp_path, mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, body))
     # The second node's file differs in one setting: it only takes effect when that node becomes the
-    # leader (here: after the first node dies), as in Java (reference §2.3).
+    # leader (here: after the first node dies), as in Java.
     newer = write(tmp_path, props.read_text(encoding="utf-8") + "refresh.topics.interval.seconds = 3\n",
                   "mm2-newer.properties")
     source_config = f"/{a}/{b}/connectors/MirrorSourceConnector/config"
@@ -417,7 +417,7 @@ def test_unreachable_cluster_is_retried_without_stopping_other_flows(cluster_a: 
 # -- 9. MM2 scenarios through the driver's REST API ----------------------------------------------------
 def test_rest_restart_group_sync_and_kip875_offsets(cluster_a: Cluster, cluster_b: Cluster,
                                                     tmp_path: Path) -> None:
-    """§12.2 testRestartReplication and offset-syncs on target, then §12.3's stop/PATCH/resume re-copy."""
+    """Java's testRestartReplication and offset-syncs on target, then its stop/PATCH/resume re-copy."""
     a, b = aliases("A", "B")
     topic = create_topic(cluster_a.bootstrap, unique("rest"), 2)
     remote = f"{a}.{topic}"
@@ -449,7 +449,7 @@ def test_rest_restart_group_sync_and_kip875_offsets(cluster_a: Cluster, cluster_
         wait_until(lambda: committed(cluster_b.bootstrap, group, remote) == 9, 60, "group synced to 9")
 
         # KIP-875: stop, rewind every partition to "offset 0 copied", resume: all but each first
-        # record are copied again (§12.3, 100 + 9*10 = 190 in Java's test; here 14 + 8 + 4 = 26).
+        # record are copied again (100 + 9*10 = 190 in Java's test; here 14 + 8 + 4 = 26).
         source = f"/{a}/{b}/connectors/MirrorSourceConnector"
         assert node.request("PUT", source + "/stop").status_code == 204
         wait_until(lambda: node.get(source + "/status")["connector"]["state"] == "STOPPED", 30, "STOPPED")
@@ -463,7 +463,7 @@ def test_rest_restart_group_sync_and_kip875_offsets(cluster_a: Cluster, cluster_
         assert node.request("PUT", source + "/resume").status_code == 202
         assert wait_count(cluster_b.bootstrap, remote, 14 + 8 + 4) == 26
 
-        # §12.3 step 2: stop all three, DELETE their offsets, resume: everything is copied once more.
+        # Step 2: stop all three, DELETE their offsets, resume: everything is copied once more.
         for name in CONNECTORS:
             assert node.request("PUT", f"/{a}/{b}/connectors/{name}/stop").status_code == 204
         wait_until(lambda: all(node.get(f"/{a}/{b}/connectors/{n}/status")["connector"]["state"] == "STOPPED"

@@ -1,7 +1,7 @@
 """Exact failover and failback on real brokers: groups resume on the target at exactly the next record.
 
 cluster_a is the source, cluster_b the target. The source topic is written in transactions, so every
-commit marker is a hole in its offsets: Tansu never compacts (tansu.md §6), and transaction markers are
+commit marker is a hole in its offsets: Tansu never compacts (docs/tansu.md), and transaction markers are
 the real way to get offsets that do not move together. A second task lifetime starts from an older
 stored Connect offset, as after a crash whose last offset flush was lost: it re-sends records, which
 land on the target a second time.
@@ -82,7 +82,7 @@ def check_fails_back_exactly(source: list[tuple[int, bytes]], target: list[tuple
 
 
 def java_checkpoint(key: bytes, value: bytes) -> tuple[str, str, int, int, int]:
-    """MM2's Checkpoint layout (reference §3.4), decoded without our models, as a Java reader would."""
+    """MM2's Checkpoint layout (Java's ``Checkpoint``), decoded without our models, as a Java reader would."""
     group_len = struct.unpack(">h", key[:2])[0]
     group = key[2:2 + group_len].decode()
     topic_len = struct.unpack(">h", key[2 + group_len:4 + group_len])[0]

@@ -1,7 +1,7 @@
 """Exactly-once replication (KIP-618) on real brokers: kill -9 and restart lose nothing and copy nothing twice.
 
 Counts are transaction-aware and do NOT trust the broker's read_committed: Tansu delivers the records of
-aborted transactions to read_committed consumers (tansu.md §4, §11.5), so
+aborted transactions to read_committed consumers (docs/tansu.md), so
 :func:`tests.support.transactions.read_transactions` reads raw record batches and drops aborted
 transactions itself, as a correct read_committed consumer on Apache Kafka would. On Apache Kafka the same
 kill -9 is judged by a plain read_committed consumer (tests/kafka/test_kafka_exactly_once.py).

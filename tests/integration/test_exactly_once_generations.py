@@ -2,7 +2,7 @@
 old task generation before any task of the new one starts, and copies every record once.
 
 Counts are transaction-aware and do NOT trust the broker's read_committed: Tansu delivers the records of
-aborted transactions to read_committed consumers (tansu.md §4), so
+aborted transactions to read_committed consumers (docs/tansu.md), so
 :func:`tests.support.transactions.read_transactions` reads raw record batches and drops aborted
 transactions itself. The config topic is read the same way (the leader writes it transactionally).
 """

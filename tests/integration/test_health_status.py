@@ -134,7 +134,7 @@ def group_state(bootstrap: str, group: str) -> ConsumerGroupState:
 
 
 def consumer(bootstrap: str, group: str, topic: str) -> Consumer:
-    # session.timeout.ms 6000: Tansu joins take session.timeout.ms / 2 (tansu.md)
+    # session.timeout.ms 6000: Tansu joins take session.timeout.ms / 2 (docs/tansu.md)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                   "auto.offset.reset": "earliest", "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
     c.subscribe([topic])

@@ -3,7 +3,7 @@
 Each member is ``python -m tests.integration.support.group_member`` (a herder stand-in that applies
 assignments at once and prints each one), so a member can be SIGKILLed like a crashed worker.
 
-Tansu quirks worked around here (tansu.md §3): every JoinGroup is held for session.timeout.ms / 2, so
+Tansu quirks worked around here (docs/tansu.md): every JoinGroup is held for session.timeout.ms / 2, so
 the members use session.timeout.ms=6000 and heartbeat.interval.ms=1000; static membership is not used.
 The figures printed (``-s``) are seconds from the event to the settled assignment, process start-up
 included for joins.

@@ -1,7 +1,7 @@
 """Fencing on a real broker: the leader's config-topic writer, and KIP-618 zombie fencing of task ids.
 
 Both rest on the transaction coordinator bumping a transactional id's producer epoch when a new
-producer calls ``init_transactions`` with that id (Tansu implements this correctly, tansu.md §4).
+producer calls ``init_transactions`` with that id (Tansu implements this correctly, docs/tansu.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """read_to_end / end_offsets (both twins) on a real broker.
 
 The case that matters: the last batch of a partition holds several records. Tansu answers ListOffsets
-"latest" with that batch's base offset + 1 (tansu.md §2.1); the fetch high watermark the readers use
+"latest" with that batch's base offset + 1 (docs/tansu.md); the fetch high watermark the readers use
 is exact.
 """
 

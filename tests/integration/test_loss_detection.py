@@ -6,7 +6,7 @@ cluster_a is the source, cluster_b the target; the task runs through the real Wo
 Cases here: a source topic deleted and re-created below the replicated offset (warn: detected, replicated
 again from the new start; fail: the task FAILED with the loss in its trace), and a remote topic deleted on
 the target under a running task. Records deleted at the source by DeleteRecords or retention cannot be
-made on Tansu (DeleteRecords panics the broker task, retention never runs: tansu.md §6, §8), so that case
+made on Tansu (DeleteRecords panics the broker task, retention never runs: docs/tansu.md), so that case
 is tested through the consumer seam in tests/unit/mirror/test_loss_detection.py and on Apache Kafka in
 tests/kafka/test_kafka_loss_detection.py.
 
@@ -119,7 +119,7 @@ def test_remote_topic_deleted_on_target_is_detected(cluster_a: Cluster, cluster_
         client.delete_topics([remote], operation_timeout=10)[remote].result(timeout=15)
         produce(cluster_a.bootstrap, topic, 5)
         # The task's producer writes the next records at offsets from 0 again (Tansu: into the void of
-        # the deleted topic or a topic its metadata request re-created, tansu.md §6; Kafka: an
+        # the deleted topic or a topic its metadata request re-created, docs/tansu.md; Kafka: an
         # auto-created topic, or errors until the connector's refresh re-creates it, as in Apache MM2).
         wait_until(lambda: run.records_written() >= 15, 30, "5 more records written")
         wait_until(lambda: loss_sample(run, "mirror_source_loss_events_total", src, tgt, remote,

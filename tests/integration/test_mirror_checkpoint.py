@@ -1,4 +1,5 @@
-"""MirrorCheckpointConnector/Task and MirrorHeartbeatConnector/Task on real brokers (§12 scenarios).
+"""MirrorCheckpointConnector/Task and MirrorHeartbeatConnector/Task on real brokers (scenarios of Java's
+``MirrorConnectorsIntegrationBaseTest``).
 
 cluster_a is the source, cluster_b the target. The source task first replicates a topic (which writes
 the offset syncs), then the checkpoint task translates a consumer group's source offsets. Groups are
@@ -119,7 +120,7 @@ def test_disabled_checkpoint_connector_has_no_tasks(cluster_a: Cluster, cluster_
 
 @pytest.mark.slow
 def test_checkpoints_translated_monotonic_and_synced(cluster_a: Cluster, cluster_b: Cluster) -> None:
-    """§12 testReplication failover + testNoCheckpointsIfNoRecordsAreMirrored + offset sync to the target.
+    """Java's testReplication failover + testNoCheckpointsIfNoRecordsAreMirrored + offset sync to the target.
 
     A group committed in the middle of the range translates to a downstream offset <= the true one and
     > 0; checkpoints only appear for partitions that have offset syncs; they never go backwards while
@@ -165,7 +166,7 @@ def test_checkpoints_translated_monotonic_and_synced(cluster_a: Cluster, cluster
 
 
 def test_checkpoints_with_offset_syncs_on_target(cluster_a: Cluster, cluster_b: Cluster) -> None:
-    """§12 testOffsetSyncsTopicsOnTarget: the checkpoint task reads the syncs from the target cluster."""
+    """Java's testOffsetSyncsTopicsOnTarget: the checkpoint task reads the syncs from the target cluster."""
     src, tgt = unique("src"), unique("tgt")
     topic = create_topic(cluster_a.bootstrap, unique("ck-on-target"), 1)
     produce(cluster_a.bootstrap, topic, 20)
@@ -188,7 +189,7 @@ def test_checkpoints_with_offset_syncs_on_target(cluster_a: Cluster, cluster_b: 
 
 @pytest.mark.slow
 def test_restarted_task_keeps_syncing_from_loaded_checkpoints(cluster_a: Cluster, cluster_b: Cluster) -> None:
-    """KAFKA-15905 / §12 testRestartReplication: checkpoints read back at start feed sync.group.offsets.
+    """KAFKA-15905 / Java's testRestartReplication: checkpoints read back at start feed sync.group.offsets.
 
     The first task emits a checkpoint with group-offset sync off. The restarted task sees the same source
     offset (a repeat, so no new checkpoint), yet writes the loaded checkpoint into the target group.

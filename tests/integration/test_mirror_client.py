@@ -1,4 +1,4 @@
-"""MirrorClient against a real broker: topology from heartbeat topic names, offsets from checkpoints (§8).
+"""MirrorClient against a real broker: topology from heartbeat topic names, offsets from checkpoints.
 
 The session broker is shared with other tests, so every alias carries a uuid fragment and assertions
 are about *our* names only (another test may own a bare ``heartbeats`` topic, for instance).

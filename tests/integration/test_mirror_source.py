@@ -1,4 +1,5 @@
-"""MirrorSourceConnector + MirrorSourceTask on real brokers (MM2 scenarios of §12 that need no herder).
+"""MirrorSourceConnector + MirrorSourceTask on real brokers (Java MM2 integration scenarios that need no
+herder).
 
 cluster_a is the source, cluster_b the target. Every test uses its own aliases and topics because the
 session brokers are shared. The connector is driven directly (initialize/start/task_configs/stop); the
@@ -132,7 +133,7 @@ def test_resumes_after_stored_offset(cluster_a: Cluster, cluster_b: Cluster) -> 
     """Replicate-from-a-position through stored offsets (KAFKA-13988's mechanism).
 
     MM2's testReplicateFromLatest uses auto.offset.reset=latest, which Tansu implements wrongly (it starts
-    at the base offset of the last batch + 1, tansu.md §2.3), so here the position comes from a stored
+    at the base offset of the last batch + 1, docs/tansu.md), so here the position comes from a stored
     Connect offset instead: the task must resume at stored offset + 1, and again after a restart.
     """
     src, tgt = aliases()
@@ -188,9 +189,9 @@ def test_offset_syncs_location(cluster_a: Cluster, cluster_b: Cluster, location:
 
 
 def test_remote_topic_gets_filtered_configs_at_creation(cluster_a: Cluster, cluster_b: Cluster) -> None:
-    """§12 createAndTestNewTopicWithConfigFilter.
+    """Java's createAndTestNewTopicWithConfigFilter.
 
-    Tansu reports explicitly set topic configs as DEFAULT_CONFIG (tansu.md §6); with MM2's default
+    Tansu reports explicitly set topic configs as DEFAULT_CONFIG (docs/tansu.md); with MM2's default
     use.defaults.from=target they would therefore count as defaults and not be copied, whereas Kafka
     reports them as DYNAMIC_TOPIC_CONFIG and copies them. use.defaults.from=source copies both kinds, so
     the filtering at creation is tested the same way on both brokers.
@@ -211,13 +212,13 @@ def test_remote_topic_gets_filtered_configs_at_creation(cluster_a: Cluster, clus
 
 
 def test_topic_config_sync_set_and_delete(cluster_a: Cluster, cluster_b: Cluster) -> None:
-    """§12 testSyncTopicConfigs / testReplicateTargetDefault, with a 1 s sync interval.
+    """Java's testSyncTopicConfigs / testReplicateTargetDefault, with a 1 s sync interval.
 
     SET: with use.defaults.from=source, a value changed on the remote is set back to the source value
     while an excluded property keeps its remote value.
     DELETE: with use.defaults.from=target, a source entry reported as a *default* becomes a DELETE of the
     remote override. On Kafka a default is a key the source topic does not override; Tansu reports
-    explicit overrides as DEFAULT_CONFIG and reports nothing for other keys (tansu.md §6), so the entry
+    explicit overrides as DEFAULT_CONFIG and reports nothing for other keys (docs/tansu.md), so the entry
     used here is an explicit one and the expectation follows what the source broker reports.
     """
     src, tgt = aliases()

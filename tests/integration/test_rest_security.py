@@ -9,7 +9,7 @@ found too, see :func:`scan`), every route is read with credentials and its statu
 the test), and a browser's cross-site probes (a ``text/plain`` POST carrying the cached credentials) and
 oversized bodies are refused.
 
-The clusters are PLAINTEXT (the test broker has no TLS or SASL of its own, tansu.md): the planted keys
+The clusters are PLAINTEXT (the test broker has no TLS or SASL of its own, docs/tansu.md): the planted keys
 are real client keys that the clients carry but do not use on a PLAINTEXT connection, which is all
 this test needs: what matters is where their values travel.
 """

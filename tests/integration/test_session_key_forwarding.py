@@ -51,7 +51,7 @@ def source_config(alias: str, source: str, target: str, topics: str) -> dict[str
         "source.cluster.alias": alias, "target.cluster.alias": "T",
         "source.cluster.bootstrap.servers": source, "target.cluster.bootstrap.servers": target,
         "refresh.topics.interval.seconds": "1", "replication.factor": "1",
-        "offset-syncs.topic.replication.factor": "1", "sync.topic.acls.enabled": "false",  # tansu.md §7
+        "offset-syncs.topic.replication.factor": "1", "sync.topic.acls.enabled": "false",  # docs/tansu.md
         "emit.heartbeats.enabled": "false", "emit.checkpoints.enabled": "false",
     }
 

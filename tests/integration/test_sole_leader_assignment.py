@@ -1,7 +1,7 @@
 """A leader that is its group's only member assigns new work without a rebalance, on a real broker.
 
 Two members in this process, each polled by its own thread as a herder's tick thread does. Tansu holds
-every JoinGroup for session.timeout.ms / 2 (tansu.md §3.1): the members use a 6 s session, so a real
+every JoinGroup for session.timeout.ms / 2 (docs/tansu.md): the members use a 6 s session, so a real
 rebalance takes ~3 s and the sole leader's local round must not (its generation must not change
 either: a JoinGroup round would bump it).
 """

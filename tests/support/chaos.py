@@ -123,10 +123,6 @@ class LoadGenerator:
         with self._lock:
             return {p: set(s) for p, s in self.acked.items()}
 
-    def acked_total(self) -> int:
-        with self._lock:
-            return sum(len(s) for s in self.acked.values())
-
 
 class Checker:
     """Reads the mirrored topic on the target from its beginning, recording every arrival.

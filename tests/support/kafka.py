@@ -2,7 +2,7 @@
 
 Counting records uses ``enable.partition.eof`` (the fetch-response high watermark, through
 :func:`connect_runtime.clients.log_reader.read_to_end`), never ListOffsets:
-on Tansu ListOffsets "latest" is the base offset of the last batch + 1 (tansu.md §2.1), while the
+on Tansu ListOffsets "latest" is the base offset of the last batch + 1 (docs/tansu.md), while the
 fetch high watermark is exact on Tansu and on Kafka alike.
 """
 
@@ -144,10 +144,6 @@ def consume_all(bootstrap: str, topic: str, timeout_s: float = 30.0,
     finally:
         consumer.close()
     return out
-
-
-def count_records(bootstrap: str, topic: str, timeout_s: float = 30.0) -> int:
-    return len(consume_all(bootstrap, topic, timeout_s))
 
 
 def commit_group_offsets(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:

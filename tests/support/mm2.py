@@ -43,7 +43,7 @@ class _EmptyReader:
 def flow_config(source_alias: str, target_alias: str, source_bootstrap: str, target_bootstrap: str,
                 name: str = "MirrorSourceConnector",
                 overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A connector config as the driver would build it for ``source->target`` (§1.3(c)), with RF 1."""
+    """A connector config as the driver would build it for ``source->target``, with RF 1."""
     config = {
         "name": name,
         "connector.class": f"org.apache.kafka.connect.mirror.{name}",
@@ -56,7 +56,7 @@ def flow_config(source_alias: str, target_alias: str, source_bootstrap: str, tar
         "offset-syncs.topic.replication.factor": "1",
         "checkpoints.topic.replication.factor": "1",
         "heartbeats.topic.replication.factor": "1",
-        "sync.topic.acls.enabled": "false",  # create_acls aborts the process on Tansu (tansu.md §7)
+        "sync.topic.acls.enabled": "false",  # create_acls aborts the process on Tansu (docs/tansu.md)
         # The session brokers are shared by every test: heartbeats topics other tests leave behind
         # would bypass the test's own topic filter (KIP-1089) and land in its task assignment.
         "heartbeats.replication.enabled": "false",

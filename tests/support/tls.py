@@ -1,6 +1,6 @@
 """TLS for tests: a throwaway PKI with Java stores, and test brokers reachable only over TLS.
 
-The test broker (Tansu) cannot serve TLS itself (tansu.md: ``--cert`` with ``--key`` is rejected, ``--cert``
+The test broker (Tansu) cannot serve TLS itself (docs/tansu.md: ``--cert`` with ``--key`` is rejected, ``--cert``
 alone still serves plaintext), so :class:`TlsBroker` puts Debian's ``stunnel4`` in front of it: Tansu
 listens on a private loopback port and *advertises the proxy's port*, so every connection a client makes
 (bootstrap, then the broker named in the metadata) goes through stunnel and speaks TLS end to end. With

@@ -2,7 +2,7 @@
 
 Why not a ``read_committed`` consumer: Tansu (the test broker) delivers the records of aborted
 transactions to read_committed consumers (its fetch response never lists aborted transactions, see
-tansu.md §4 and §11.5), so such a count would see aborted copies as duplicates and could not tell a
+docs/tansu.md), so such a count would see aborted copies as duplicates and could not tell a
 lost record from an aborted one. Here every partition is fetched with a raw FetchRequest
 (kafka-python's protocol classes, ``isolation_level`` read_uncommitted), each record batch is parsed,
 and the control batches decide: the records a producer (id, epoch) wrote in a transaction count once its

@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     config = snapshot(json.loads(work_json))
-    # Tansu holds every JoinGroup for session.timeout.ms / 2 (tansu.md §3.1): short sessions in tests.
+    # Tansu holds every JoinGroup for session.timeout.ms / 2 (docs/tansu.md): short sessions in tests.
     membership = KafkaGroupMembership(group, url, {"bootstrap_servers": bootstrap, "client_id": url},
                                       session_timeout_ms=int(session_ms), heartbeat_interval_ms=1000,
                                       rebalance_timeout_ms=int(session_ms),

@@ -37,7 +37,7 @@ def mm2_properties(clusters: Mapping[str, str], body: str = "", *, internal_rest
     """An mm2.properties for ``clusters`` (alias -> bootstrap) on the test brokers, then ``body``.
 
     The fixed part is only what the test brokers need: replication factor 1 (one broker per cluster),
-    no ACL sync (create_acls aborts Tansu, tansu.md §7), short group session timeouts (Tansu holds a
+    no ACL sync (create_acls aborts Tansu, docs/tansu.md), short group session timeouts (Tansu holds a
     join for session.timeout.ms / 2), a 1 s offset flush and short MM2 intervals so tests see results
     in seconds, and a REST listener on a free loopback port. Multi-node tests need the internal REST
     endpoints (KIP-710, off by default as in Java) and the tests drive the REST API without credentials

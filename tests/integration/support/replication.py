@@ -27,7 +27,7 @@ def write_properties(path: Path, src: str, tgt: str, src_bootstrap: str, tgt_boo
         "emit.checkpoints.interval.seconds = 1\n"
         "refresh.groups.interval.seconds = 5\n"
         "offset.lag.max = 10\n"
-        "sync.topic.acls.enabled = false\n"  # create_acls aborts Tansu (tansu.md)
+        "sync.topic.acls.enabled = false\n"  # create_acls aborts Tansu (docs/tansu.md)
         f"{tgt}.offset.flush.interval.ms = 1000\n"
         "replication.factor = 1\n"
         "offset-syncs.topic.replication.factor = 1\n"

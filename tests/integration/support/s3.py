@@ -1,7 +1,7 @@
 """A local S3 server (moto's ``moto_server``, PyPI ``moto[server]``) for brokers with persistent storage.
 
 Tansu's in-memory storage loses everything on restart; its ``s3://`` storage keeps topics, data and
-group offsets across restarts (tansu.md §9), so a broker restart can be tested only on S3. The server
+group offsets across restarts (docs/tansu.md), so a broker restart can be tested only on S3. The server
 runs on a free loopback port for one test; :meth:`MotoS3.broker_env` is what Tansu needs to reach it.
 """
 

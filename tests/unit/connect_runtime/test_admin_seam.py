@@ -1,7 +1,7 @@
 """TopicAdmin through a fake AdminClient: the paths Tansu cannot exercise.
 
 Tansu does not support CreatePartitions and librdkafka aborts the process on its CreateAcls answer
-(tansu.md §7), and error tolerances need errors a healthy broker does not give. The shared fake
+(docs/tansu.md), and error tolerances need errors a healthy broker does not give. The shared fake
 client (tests/support/fakes.py) records calls and answers with prepared futures.
 """
 

@@ -155,7 +155,7 @@ def test_fence_zombies_fences_previous_and_current_task_ids_then_records_the_cou
 
 def test_with_exactly_once_a_new_task_generation_starts_only_after_the_old_one_was_fenced() -> None:
     """Changing tasks.max (3 -> 1): the leader fences the ids of both generations and records the new
-    count before task 0 of the new generation starts (reference §10.3)."""
+    count before task 0 of the new generation starts (docs/exactly-once.md)."""
     c = Cluster(exactly_once=True)
     started_when: list[list[list[str]]] = []
     start = c.worker.start_task
@@ -375,7 +375,7 @@ def test_the_leader_serves_a_fencing_request_only_while_the_generation_is_pendin
 
 
 def test_with_exactly_once_offsets_change_only_after_the_tasks_were_fenced() -> None:
-    """KIP-875 under exactly-once (reference §10.3): before a stopped source connector's offsets are
+    """KIP-875 under exactly-once (docs/exactly-once.md): before a stopped source connector's offsets are
     altered or reset, the ids of its last task generation are fenced (a zombie could still commit offsets
     over the new ones); a failed fencing writes no offset."""
     c = Cluster(exactly_once=True)

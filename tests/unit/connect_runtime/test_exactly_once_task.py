@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.records import SourceMap, SourceRecord
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.model import ConnectorTaskId, State
 from connect_runtime.runtime.exactly_once_task import ExactlyOnceWorkerSourceTask, transactional_producer_config
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.storage.memory import MemoryOffsetStore
@@ -137,7 +137,7 @@ def test_a_refused_record_aborts_the_transaction_and_fails_the_task() -> None:
     assert "abort" in log and "commit" not in log
     assert not any(e == ("acknowledged", 2) for e in log)
     assert "fenced: a newer instance of this task" in str(worker_task.failure)
-    assert worker_task.state == "FAILED"
+    assert worker_task.state is State.FAILED
 
 
 def test_a_target_without_transactions_fails_the_task_with_one_line_naming_the_cluster() -> None:
@@ -148,7 +148,7 @@ def test_a_target_without_transactions_fails_the_task_with_one_line_naming_the_c
     assert worker_task.join(10)
     message = str(worker_task.failure)
     assert "target cluster of flow A->B (b:9092)" in message and "exactly.once.source.support" in message
-    assert "\n" not in message and worker_task.state == "FAILED"
+    assert "\n" not in message and worker_task.state is State.FAILED
 
 
 def test_transactional_producer_config_bounds_the_delivery_timeout() -> None:

@@ -136,7 +136,7 @@ def test_stage_summary_reads_like_javas() -> None:
 
 def test_health_is_unhealthy_while_the_tick_thread_is_stuck() -> None:
     """KIP-1017: a tick thread that cannot run a no-op request in time makes /health answer 500."""
-    from connect_runtime.runtime.health_probe import probe_health
+    from connect_runtime.runtime.worker_health_check import probe_health
 
     ticks = TickExecutor("stuck", 5.0)
     release = threading.Event()

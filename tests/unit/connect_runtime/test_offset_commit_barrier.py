@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import DurabilityBarrier
 from connect_runtime.metrics import ConnectMetrics
+from connect_runtime.model import State
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker_source_task import WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore
@@ -126,7 +127,7 @@ def test_a_hook_that_raises_fails_the_commit_and_the_offsets_are_retried() -> No
     finally:
         worker_task.stop()
         assert worker_task.join(10)
-    assert worker_task.state == "UNASSIGNED"  # a failed commit never fails the task
+    assert worker_task.state is State.UNASSIGNED  # a failed commit never fails the task
 
 
 def test_the_final_commit_at_stop_writes_nothing_past_undelivered_side_writes() -> None:
@@ -152,4 +153,4 @@ def test_the_final_commit_at_stop_waits_for_the_barrier_then_writes() -> None:
     assert events == ["barrier delivered", "put"]
     assert store.get("c", {"p": "a"}) == {"seq": 1}
     assert task.commits == 1
-    assert worker_task.state == "UNASSIGNED"
+    assert worker_task.state is State.UNASSIGNED

@@ -1,6 +1,6 @@
 """Java SASL settings -> librdkafka, tested at the client seam.
 
-The test broker cannot authenticate anyone (tansu.md: with ``--authentication`` PLAIN has no shared
+The test broker cannot authenticate anyone (docs/tansu.md: with ``--authentication`` PLAIN has no shared
 mechanism and SCRAM finds no user), so no SASL login can be exercised end to end here. What is tested
 instead is the seam: the librdkafka config each Java config becomes, that a real confluent-kafka client
 accepts it, and, where the login starts without a broker, that it really happens: librdkafka's OIDC

@@ -1,6 +1,6 @@
 """The OffsetSyncStore as it was before its update was made faster (commit b19a54f), kept as the reference.
 
-A direct transcription of Kafka's ``OffsetSyncStore`` (reference §6.4): ``test_offset_sync_store_differential``
+A direct transcription of Kafka's ``OffsetSyncStore``: ``test_offset_sync_store_differential``
 feeds the same offset-syncs stream to it and to ``mirror.checkpoint.offset_sync_store`` and asserts the
 same arrays (slot by slot, by identity) and the same translations. Do not optimise this file.
 """

@@ -1,4 +1,4 @@
-"""Checkpoint renaming and monotonicity (reference §6.3 steps 3 and 4)."""
+"""Checkpoint renaming and monotonicity (Java's ``MirrorCheckpointTask``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pure rules of the checkpoint connector and task (§6.1, §6.3, §6.5), with fakes at the admin seam."""
+"""Pure rules of the checkpoint connector and task, with fakes at the admin seam."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def test_connector_validation_needs_checkpoints_and_offset_syncs() -> None:
     assert not result["emit.checkpoints.enabled"].errors
 
 
-# ---- §6.3 checkpoints ---------------------------------------------------------------------------------
+# ---- checkpoints --------------------------------------------------------------------------------------
 
 
 def make_checkpoints(upstream: dict[tuple[str, int], tuple[int, str | None]],
@@ -168,7 +168,7 @@ def test_checkpoints_never_go_backwards_unless_upstream_rewinds() -> None:
     assert make_checkpoints({("t", 0): (50, None)}, {("t", 0): 41}, last)[tp].downstream_offset == 41  # rewind
 
 
-# ---- §6.5 sync.group.offsets ---------------------------------------------------------------------------
+# ---- sync.group.offsets --------------------------------------------------------------------------------
 
 
 def test_plan_group_sync_moves_forward_inside_the_target_log() -> None:

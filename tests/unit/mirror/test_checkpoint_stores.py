@@ -1,4 +1,4 @@
-"""CheckpointStore and OffsetSyncReader over a scripted fake consumer (§6.2)."""
+"""CheckpointStore and OffsetSyncReader over a scripted fake consumer."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ def test_security_protocol_is_validated() -> None:
 
 
 def test_source_consumer_precedence_and_forced_settings() -> None:
-    """Lowest first: source.cluster.* (connection keys only), consumer.*, source.consumer.* (§1.3)."""
+    """Lowest first: source.cluster.* (connection keys only), consumer.*, source.consumer.*."""
     config = MirrorSourceConfig(props(**{
         "source.cluster.security.protocol": "SSL",
         "source.cluster.isolation.level": "read_uncommitted",  # not a connection key: dropped

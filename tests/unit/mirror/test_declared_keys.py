@@ -271,7 +271,7 @@ def test_refused_connector_key_fails_the_file_naming_it(tmp_path: Path, key: str
 
 
 def test_exactly_once_required_needs_the_worker_setting_and_read_committed(tmp_path: Path) -> None:
-    """Connect's pre-flight check (reference §10.1): one line naming the key and what is missing."""
+    """Connect's pre-flight check: one line naming the key and what is missing."""
     with pytest.raises(ConfigError, match=r"mm2.properties:5: .*exactly\.once\.support.*does not have exactly-once"):
         validate_flows(_file(tmp_path, "A->B.exactly.once.support = required",
                              "A.consumer.isolation.level = read_committed"))

@@ -1,4 +1,4 @@
-"""Topic, group and config-property filters (reference §1.4.2, §1.4.3): defaults and Java regex semantics."""
+"""Topic, group and config-property filters: defaults and Java regex semantics."""
 
 from __future__ import annotations
 

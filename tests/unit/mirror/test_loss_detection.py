@@ -1,6 +1,6 @@
 """Source records deleted before replication (DeleteRecords, retention): found through the consumer seam.
 
-Tansu cannot delete records (DeleteRecords panics its broker task, retention never runs: tansu.md §6, §8),
+Tansu cannot delete records (DeleteRecords panics its broker task, retention never runs: docs/tansu.md),
 so this case is played on a fake consumer: after librdkafka's OFFSET_OUT_OF_RANGE reset
 (``auto.offset.reset=earliest``) it hands out records from the new log start, and its cached low
 watermark is that log start. The other cases (a re-created source topic, a remote topic deleted on the
@@ -135,7 +135,7 @@ def test_status_shows_a_partition_replicated_beyond_its_source_end() -> None:
 def test_status_shows_records_deleted_at_the_source_before_they_were_replicated() -> None:
     """`mirror status`: a Connect offset below the source's log start (retention or DeleteRecords ran
     ahead of replication) is a loss of exactly the records in between. Tansu never moves a log start
-    (tansu.md: no DeleteRecords, no retention), so the rule is checked here, on the model."""
+    (docs/tansu.md: no DeleteRecords, no retention), so the rule is checked here, on the model."""
     from mirror.health.model import FlowHealth, PartitionLag, State, Thresholds, evaluate, loss_of
 
     assert loss_of(50, 10, 25) == ("15 record(s) deleted at the source before they were replicated (offsets 10 "

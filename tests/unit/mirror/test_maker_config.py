@@ -1,4 +1,4 @@
-"""MirrorMakerConfig: the four derivations, their precedence, and which herders exist (§1.3, §2.2)."""
+"""MirrorMakerConfig: the four derivations, their precedence, and which herders exist."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def pairs(config: MirrorMakerConfig) -> set[str]:
     return {str(p) for p in config.cluster_pairs()}
 
 
-# ---- pairs (§2.2 and UT/MirrorMakerConfigTest) ----
+# ---- pairs (Java's MirrorMakerConfigTest) ----
 
 
 def test_three_clusters_and_nothing_else_give_six_pairs() -> None:
@@ -233,7 +233,7 @@ def test_reverse_herder_connectors_are_disabled_by_default() -> None:
 
 
 def test_connector_base_config_feeds_the_connector_config_precedence() -> None:
-    """End to end: mm2.properties -> connector config -> MirrorSourceConfig client configs (§1.3 examples)."""
+    """End to end: mm2.properties -> connector config -> MirrorSourceConfig client configs."""
     config = make(CONNECTOR_PROPS + "a->b.consumer.max.poll.records = 5\na.consumer.max.poll.records = 50\n")
     source = MirrorSourceConfig(config.connector_base_config(AB, SOURCE_CONNECTOR_CLASS))
     consumer = source.source_consumer_config()

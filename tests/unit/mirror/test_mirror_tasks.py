@@ -1,7 +1,7 @@
 """Source and heartbeat tasks and the connectors' KIP-875 / exactly-once answers, without a broker.
 
 The consumer and the offset-syncs producer are replaced by fakes at their factories, so the seek
-rules (§5.8), record conversion (§5.7) and offset-sync sending (§5.6: partition 0, at most 10 in flight)
+rules, record conversion and offset-sync sending (partition 0, at most 10 in flight)
 are checked exactly.
 """
 
@@ -245,7 +245,7 @@ def test_heartbeat_task_emits_one_record_per_poll() -> None:
     assert task.poll() is None
 
 
-# ---- KIP-875 offsets validation (§3.7) and exactly-once ---------------------------------------------
+# ---- KIP-875 offsets validation and exactly-once --------------------------------------------------
 
 
 def offsets(*pairs: tuple[dict[str, Any], dict[str, Any] | None]) -> dict[str, tuple[SourceMap, Any]]:

@@ -1,4 +1,4 @@
-"""OffsetSyncStore (reference §6.4): Kafka's OffsetSyncStoreTest golden examples plus property tests."""
+"""OffsetSyncStore: Kafka's OffsetSyncStoreTest golden examples plus property tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Offset-sync emission rules (reference §5.6), pinned with Kafka's MirrorSourceTaskTest.testOffsetSync."""
+"""Offset-sync emission rules, pinned with Kafka's MirrorSourceTaskTest.testOffsetSync."""
 
 from __future__ import annotations
 

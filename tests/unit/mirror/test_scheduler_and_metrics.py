@@ -1,4 +1,4 @@
-"""The MM2 scheduler (Kafka ``Scheduler`` semantics) and the Prometheus metrics of §9."""
+"""The MM2 scheduler (Kafka ``Scheduler`` semantics) and the Prometheus metrics of docs/metrics.md."""
 
 from __future__ import annotations
 

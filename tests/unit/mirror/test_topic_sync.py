@@ -1,6 +1,6 @@
-"""Pure rules of the source connector (§4.4, §5.2-§5.5, §5.9), with recording fake admins at the seam.
+"""Pure rules of the source connector, with recording fake admins at the seam.
 
-ACL creation cannot be exercised on Tansu (create_acls aborts the client process, tansu.md §7), nor can
+ACL creation cannot be exercised on Tansu (create_acls aborts the client process, docs/tansu.md), nor can
 partition growth (CreatePartitions unsupported), so those paths are checked here through fakes that
 record the calls TopicSync makes on the TopicAdmin seam.
 """
@@ -40,7 +40,7 @@ def accepts(topic: str, *, policy: Any = None, topic_filter: Any = None, heartbe
                                   topic_filter or DefaultTopicFilter({"topics": ".*"}), "target", heartbeats)
 
 
-# ---- §4.4 topic selection and cycles -------------------------------------------------------------------
+# ---- topic selection and cycles ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("topic", ["target.topic1", "target.source.topic1", "source.target.topic1",
@@ -84,7 +84,7 @@ def test_identity_policy_prevents_heartbeat_cycles_only() -> None:
     assert accepts("target.topic1", policy=identity)  # ordinary topics: the identity policy cannot tell
 
 
-# ---- §5.9 task assignment ------------------------------------------------------------------------------
+# ---- task assignment -----------------------------------------------------------------------------------
 
 
 def test_round_robin_assignment_matches_mm2_example() -> None:
@@ -99,7 +99,7 @@ def test_assignment_never_creates_more_tasks_than_partitions() -> None:
     assert assign_round_robin([], 5) == []
 
 
-# ---- §5.3 / §5.4 config filtering ----------------------------------------------------------------------
+# ---- config filtering ---------------------------------------------------------------------------------
 
 
 def entry(name: str, value: str | None, source: str = "DYNAMIC_TOPIC_CONFIG", *, read_only: bool = False,
@@ -118,7 +118,7 @@ KAFKA_DESCRIBE = [  # what Apache Kafka reports for a topic created with two ove
     entry("message.format.version", "3.0", read_only=True),
 ]
 
-# Tansu reports only the explicit keys, each flagged DEFAULT_CONFIG / is_default (tansu.md §6), while
+# Tansu reports only the explicit keys, each flagged DEFAULT_CONFIG / is_default (docs/tansu.md), while
 # Kafka flags them DYNAMIC_TOPIC_CONFIG and lists every default too. The client may also hand the source
 # over as its numeric code ("5" = DEFAULT_CONFIG).
 TANSU_DESCRIBE = [entry("retention.bytes", "1000", "5"), entry("delete.retention.ms", "1000", "5")]

@@ -1,4 +1,4 @@
-"""Every public endpoint of reference §11.2: success status and JSON shape, against a FakeHerder."""
+"""Every public endpoint of the Connect REST API: success status and JSON shape, against a FakeHerder."""
 
 from __future__ import annotations
 

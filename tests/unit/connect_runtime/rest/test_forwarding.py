@@ -1,4 +1,4 @@
-"""Forwarding between workers (reference §11.3) over real HTTP: RestServers on loopback, port 0.
+"""Forwarding between workers (docs/architecture.md) over real HTTP: RestServers on loopback, port 0.
 
 Each server wraps its app in a recorder so the test can see what actually arrived: path, query
 (``forward=true``/``false``) and headers (only ``Authorization`` is copied).

@@ -367,7 +367,7 @@ def test_encrypted_key_and_required_client_certificates(tmp_path: Path) -> None:
 
 
 def test_internal_endpoints_can_be_left_out() -> None:
-    """MM2 without dedicated.mode.enable.internal.rest: no internal endpoint, as in Java (§2.4)."""
+    """MM2 without dedicated.mode.enable.internal.rest: no internal endpoint, as in Java (KIP-710)."""
     herder = FakeHerder()
     served = Served(create_app({("A", "B"): herder}, internal_endpoints=False), RestSecurity(), "http")
     try:

@@ -1,4 +1,4 @@
-"""MirrorClient topology answers (reference §8) over a fake topic listing, and its client-config split."""
+"""MirrorClient topology answers over a fake topic listing, and its client-config split."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire formats of MM2's internal topics (reference §3): golden vectors, round trips, malformed input."""
+"""Wire formats of MM2's internal topics (Java's, docs/migration.md): golden vectors, round trips, malformed input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ReplicationPolicy semantics (reference §4), including the Java String.split edge cases and §4.4 cycles."""
+"""ReplicationPolicy semantics, including the Java String.split edge cases and cycles."""
 
 from __future__ import annotations
 

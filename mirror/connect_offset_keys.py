@@ -19,7 +19,7 @@ TARGET_CLUSTER_ALIAS_KEY = "targetClusterAlias"
 
 
 def wrap_partition(source_alias: str, topic: str, partition: int) -> dict[str, Any]:
-    """The source task's Connect partition, keys in Java ``HashMap`` order (cluster, partition, topic, §13).
+    """The source task's Connect partition, keys in Java ``HashMap`` order (cluster, partition, topic).
 
     The order matters only for byte-identical keys in a shared offsets topic (compaction compares bytes).
     """
