@@ -9,7 +9,6 @@ where Java and Maven are.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
