@@ -9,6 +9,7 @@ where Java and Maven are.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -118,7 +119,9 @@ def java(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     }
     try:
         return run_connect_protocol_probe(cases, tmp_path_factory.mktemp("connect-protocol"))
-    except KafkaStartError as exc:
+    except KafkaStartError as exc:  # no JDK or Maven: skipped locally, a failure under CI (as conftest.py's brokers)
+        if os.environ.get("MIRROR_REQUIRE_BROKERS") == "1" or os.environ.get("CI", "").lower() == "true":
+            raise
         pytest.skip(f"no Java Connect runtime: {exc}")
 
 
