@@ -9,7 +9,8 @@ compiled with javac against it on first use, into the same cache.
 :class:`JavaMirrorMaker` runs ``org.apache.kafka.connect.mirror.MirrorMaker <mm2.properties> [--clusters ..]``
 as a subprocess with a log4j2 config of its own (INFO for Connect and MM2, WARN for the clients), its output in
 a file that failing assertions quote; it stops with SIGTERM (Java's clean stop commits the source offsets) or
-SIGKILL. :func:`run_probe` runs the probe and returns what Java's ``RemoteClusterUtils`` read.
+SIGKILL. :func:`run_probe` runs the probe and returns what Java's ``RemoteClusterUtils`` read;
+:func:`run_connect_protocol_probe` runs ``ConnectProtocolProbe.java``, Java Connect's group-protocol code.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from tests.support.kafka import wait_until
 JAVA_DIR = Path(__file__).resolve().parents[1] / "kafka" / "mirrormaker"
 POM = JAVA_DIR / "pom.xml"
 PROBE_SOURCE = JAVA_DIR / "MirrorClientProbe.java"
+#: Java Connect's group-protocol code on given cases (tests/kafka/test_java_connect_protocol.py).
+CONNECT_PROTOCOL_PROBE_SOURCE = JAVA_DIR / "ConnectProtocolProbe.java"
 #: The Java MirrorMaker these tests run (the pom's ``mirrormaker.version``).
 MIRRORMAKER_VERSION = "4.3.1"
 #: Each Java process's heap: two cores, two brokers and one Java MirrorMaker or probe at a time.
@@ -60,31 +63,37 @@ def mirrormaker_libs() -> Path:
     return maven_libs(POM, f"java-mirrormaker-{MIRRORMAKER_VERSION}")
 
 
-def probe_classes() -> Path:
-    """``MirrorClientProbe`` compiled against :func:`mirrormaker_libs`, once per source (under a file lock)."""
+def probe_classes(source: Path = PROBE_SOURCE) -> Path:
+    """A probe (``MirrorClientProbe`` unless told) compiled against :func:`mirrormaker_libs`, once per source
+    (under a file lock)."""
     libs = mirrormaker_libs()
-    digest = hashlib.sha256(PROBE_SOURCE.read_bytes() + libs.name.encode()).hexdigest()[:12]
+    digest = hashlib.sha256(source.read_bytes() + libs.name.encode()).hexdigest()[:12]
     root = cache_root()
-    target = root / f"mirror-client-probe-{digest}"
+    target = root / f"{_kebab(source.stem)}-{digest}"
     if (target / ".complete").exists():
         return target
     with (root / f"{target.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (target / ".complete").exists():
-            _compile(libs, target)
+            _compile(libs, target, source)
     return target
 
 
-def _compile(libs: Path, target: Path) -> None:
+def _kebab(name: str) -> str:
+    """``MirrorClientProbe`` -> ``mirror-client-probe`` (the cache directory's name)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
+
+
+def _compile(libs: Path, target: Path, source: Path) -> None:
     javac = shutil.which("javac")
     if javac is None:
-        raise KafkaStartError("the MirrorClient probe needs a JDK: apt-get install openjdk-17-jdk-headless")
+        raise KafkaStartError(f"{source.stem} needs a JDK: apt-get install openjdk-17-jdk-headless")
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    done = subprocess.run([javac, "-d", str(partial), "-cp", f"{libs}/*", str(PROBE_SOURCE)],
+    done = subprocess.run([javac, "-d", str(partial), "-cp", f"{libs}/*", str(source)],
                           capture_output=True, text=True, timeout=300, check=False)
     if done.returncode != 0:
-        raise KafkaStartError(f"javac failed on {PROBE_SOURCE.name} (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        raise KafkaStartError(f"javac failed on {source.name} (exit {done.returncode}):\n{done.stderr[-3000:]}")
     (partial / ".complete").touch()
     partial.rename(target)
 
@@ -113,6 +122,22 @@ def run_probe(client_config: Mapping[str, str], properties: Path, aliases: Seque
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines:
         raise AssertionError(f"MirrorClientProbe failed ({result.returncode}):\n{result.stdout[-3000:]}"
+                             f"\n{result.stderr[-3000:]}")
+    answer: dict[str, Any] = json.loads(lines[-1])
+    return answer
+
+
+def run_connect_protocol_probe(cases: Mapping[str, Any], work_dir: Path) -> dict[str, Any]:
+    """What Java Connect's group-protocol code writes and reads for ``cases`` (``ConnectProtocolProbe.java``
+    says the shapes); ``work_dir`` holds the cases file and the log4j2 config."""
+    cases_file = work_dir / "connect-protocol-cases.json"
+    cases_file.write_text(json.dumps(cases), encoding="utf-8")
+    command = _java("ConnectProtocolProbe", [str(cases_file)], work_dir,
+                    [probe_classes(CONNECT_PROTOCOL_PROBE_SOURCE)])
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if result.returncode != 0 or not lines:
+        raise AssertionError(f"ConnectProtocolProbe failed ({result.returncode}):\n{result.stdout[-3000:]}"
                              f"\n{result.stderr[-3000:]}")
     answer: dict[str, Any] = json.loads(lines[-1])
     return answer
