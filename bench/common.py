@@ -86,9 +86,15 @@ class Clusters:
 
 @contextmanager
 def local_brokers(names: tuple[str, ...] = ("bench-a", "bench-b")) -> Iterator[list[str]]:
-    """Fresh embedded Tansu brokers (in-memory), stopped on exit; yields their bootstrap strings."""
+    """Fresh brokers, stopped on exit; yields their bootstrap strings. Embedded Tansu (in-memory), or
+    single-node Apache Kafka clusters after ``--broker kafka`` (bench/kafka_brokers.py)."""
+    from bench import kafka_brokers
     from mirror.local.broker import LocalBroker
 
+    if kafka_brokers.current() == "kafka":
+        with kafka_brokers.kafka_brokers(names) as bootstraps:
+            yield bootstraps
+        return
     brokers: list[Any] = []
     try:
         for name in names:
