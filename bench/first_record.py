@@ -41,7 +41,7 @@ PARTITIONS = 8
 #: (milestone, text of the first log line that marks it), in the order they are expected.
 MILESTONES = (
     ("internal topics created and read", "Loaded "),
-    ("group joined (leader)", " generation 0 "),
+    ("group joined (leader)", "Joined group "),  # the first join: generation 0 on Tansu, 1 on Kafka
     ("connectors assigned", "Assigned "),
     ("connectors started", "Starting connector"),
     ("task configs written", "task config"),
