@@ -260,7 +260,7 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
         def first() -> None:
             nonlocal profiler
             cpu_at_first.extend(cpu_seconds(p.pid) for p in copier.processes)
-            if copier.repl is not None:
+            if copier.repl is not None or mode in JAVA_MODES:  # Java's threads by their JVM names
                 threads_at_first.update(thread_cpu.snapshot(copier.processes[0].pid))
             if profile is not None and copier.repl is not None:
                 profiler = start_profiler(copier.processes[0].pid, profile, PROFILE_GIL)
@@ -278,10 +278,10 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
                 return result
             result.cpu_s = sum(cpu_seconds(p.pid) for p in copier.processes) - sum(cpu_at_first)
             result.rss_mib = copier_rss_mib(copier) if mode not in ("pipe", "spark") else None
-            if copier.repl is not None:
+            if threads_at_first:
                 pid = copier.processes[0].pid
                 result.threads = thread_cpu.by_thread(threads_at_first, thread_cpu.snapshot(pid),
-                                                      thread_cpu.python_thread_names(pid),
+                                                      thread_cpu.python_thread_names(pid) if copier.repl else {},
                                                       cpu_seconds(pid) - cpu_at_first[0])
             if profiler is not None:
                 stop_profiler(profiler)
