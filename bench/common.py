@@ -73,9 +73,15 @@ def machine_facts() -> dict[str, str]:
 # -- brokers and topics -------------------------------------------------------------------------------
 @contextmanager
 def local_brokers(names: tuple[str, ...] = ("bench-a", "bench-b")) -> Iterator[list[str]]:
-    """Fresh embedded Tansu brokers (in-memory), stopped on exit; yields their bootstrap strings."""
+    """Fresh brokers, stopped on exit; yields their bootstrap strings. Embedded Tansu (in-memory), or
+    single-node Apache Kafka clusters after ``--broker kafka`` (bench/kafka_brokers.py)."""
+    from bench import kafka_brokers
     from mirror.local.broker import LocalBroker
 
+    if kafka_brokers.current() == "kafka":
+        with kafka_brokers.kafka_brokers(names) as bootstraps:
+            yield bootstraps
+        return
     brokers: list[Any] = []
     try:
         for name in names:
@@ -93,6 +99,28 @@ def admin(bootstrap: str) -> AdminClient:
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     client = admin(bootstrap)  # keep a reference: a destroyed client fails its futures
     client.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(timeout=30)
+    from bench import kafka_brokers
+
+    if kafka_brokers.current() == "kafka":
+        _wait_for_leaders(client, name, partitions)
+
+
+def _wait_for_leaders(client: AdminClient, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
+    """Apache Kafka answers ListOffsets of a topic just created with NOT_LEADER_FOR_PARTITION until its
+    leaders are elected: wait for an answer from every partition, so the benchmarks' readers can start."""
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    request = {TopicPartition(topic, p): latest for p in range(partitions)}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            result = client.list_offsets(request, request_timeout=10)
+            for tp in request:
+                result[tp].result(timeout=15)
+            return
+        except confluent_kafka.KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def preload(bootstrap: str, topic: str, records: int, value_bytes: int, partitions: int) -> float:

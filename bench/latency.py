@@ -43,6 +43,7 @@ if __package__ in (None, ""):
 
 from confluent_kafka import Consumer, TopicPartition
 
+from bench import kafka_brokers
 from bench.common import EndOffsets, create_topic, python_child, stop_child, unique
 from bench.replication import DEFAULT_FLOW
 from bench.steady import PARTITIONS, Steady, steady_replication, stop_load
@@ -252,7 +253,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the replication on the packages in DIR (e.g. an older `git archive`)")
     parser.add_argument("--load-linger-ms", type=int, metavar="MS", default=LOAD_LINGER_MS,
                         help="the load generator's linger.ms (default %(default)s: see LOAD_LINGER_MS)")
+    parser.add_argument("--broker", choices=kafka_brokers.BROKERS,
+                        help="the clusters: embedded Tansu (default), or single-node Apache Kafka 4.4 (KRaft)")
     args = parser.parse_args(argv)
+    if args.broker:
+        kafka_brokers.select(args.broker)
     result = run(args.rate, args.duration, args.value_bytes, dict(s.split("=", 1) for s in args.set), args.code,
                  load_linger_ms=args.load_linger_ms)
     print(json.dumps(result))

@@ -37,6 +37,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import kafka_brokers
 from bench.common import EndOffsets, cpu_seconds, rss_kb
 from bench.steady import PARTITIONS, steady_replication, stop_load
 
@@ -183,7 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-tracemalloc", action="store_true", help="with --trace: RSS and client stats only")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="environment variable of the replication process (repeatable)")
+    parser.add_argument("--broker", choices=kafka_brokers.BROKERS,
+                        help="the clusters: embedded Tansu (default), or single-node Apache Kafka 4.4 (KRaft)")
     args = parser.parse_args(argv)
+    if args.broker:
+        kafka_brokers.select(args.broker)
     env = dict(e.split("=", 1) for e in args.env)
     if args.trace is not None:
         env.update(trace_env(args.trace.resolve(), args.snapshots, args.frames, not args.no_tracemalloc))

@@ -26,9 +26,10 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import latency, memory, throughput
+from bench import kafka_brokers, latency, memory, throughput
 from bench.common import BENCH_DIR, machine_facts
 
+DEFAULT_MODES = (*throughput.MODES, *throughput.EOS_WORKER, *throughput.PERIODIC, *throughput.SCALING, "spark")
 ALL = ("throughput", "latency", "first_record", "memory", "startup", "backfill", "hot_path", "failover_replay")
 
 
@@ -72,12 +73,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=BENCH_DIR / "results.md")
     parser.add_argument("--compare-code", type=Path, metavar="DIR",
                         help="also run (b) and the hot path on the packages in DIR (before a change), interleaved")
-    parser.add_argument("--modes", default=",".join((*throughput.MODES, *throughput.EOS_WORKER,
-                                                     *throughput.PERIODIC, *throughput.SCALING, "spark")),
-                        help="throughput modes (bench/throughput.py); (b), mm2-1, is the flow as shipped")
+    parser.add_argument("--modes", help="throughput modes (bench/throughput.py); (b), mm2-1, is the flow as shipped. "
+                                         "Default: " + ",".join(DEFAULT_MODES) + " (with --broker kafka also "
+                                         "java-mm2-1, Java's MirrorMaker 2)")
+    parser.add_argument("--broker", choices=kafka_brokers.BROKERS, default="tansu",
+                        help="the clusters of every benchmark: embedded Tansu, or single-node Apache Kafka 4.4 "
+                             "(KRaft); the throughput mode java-mm2-1 (Java's MirrorMaker 2) needs kafka")
     parser.add_argument("--runs", type=int, help="throughput: interleaved runs per mode (default 5, quick 2); "
                                                   "each figure is their median with min-max")
     args = parser.parse_args(argv)
+    kafka_brokers.select(args.broker)  # this process and every bench script it spawns
     only = set(args.only.split(","))
     records = args.records or (100_000 if args.quick else 1_000_000)
     facts = machine_facts()
@@ -91,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
 
     mm2_rate: float | None = None
     if "throughput" in only:
-        modes = args.modes.split(",")
+        modes = (args.modes.split(",") if args.modes else
+                 [*DEFAULT_MODES[:2], *(throughput.JAVA_MODES if args.broker == "kafka" else ()), *DEFAULT_MODES[2:]])
         if args.compare_code is not None:
             modes.insert(modes.index("mm2-1"), "mm2-1-base")
         runs = args.runs or (2 if args.quick else throughput.RUNS)
@@ -118,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
                  if result["sustained"] else f"latency at {rate:,} records/s (still not sustained)",
                  latency.table(result))
     if "first_record" in only:
-        show("start-up to the first record (bench/first_record.py --runs 3)",
-             script_table("first_record.py", ["--runs", "1" if args.quick else "3"], 900))
+        first_args = ["--runs", "1" if args.quick else "3", *(["--java"] if args.broker == "kafka" else [])]
+        show("start-up to the first record (bench/first_record.py " + " ".join(first_args) + ")",
+             script_table("first_record.py", first_args, 1800 if args.broker == "kafka" else 900))
     if "memory" in only:
         result = memory.run(round(base_rate * 0.50), 60.0 if args.quick else 600.0)
         show("memory (RSS of the replication process at 50% of (b)'s 100 B rate)", memory.table(result))
@@ -141,8 +148,10 @@ def main(argv: list[str] | None = None) -> int:
 
     lines = [
         "# Benchmark results", "",
-        f"Written by `python bench/run.py{' --quick' if args.quick else ''}` on {started}, "
-        f"took {time.monotonic() - began:.0f} s. See bench/README.md for what each figure means.", "",
+        f"Written by `python bench/run.py{' --quick' if args.quick else ''}"
+        f"{' --broker kafka' if args.broker == 'kafka' else ''}` on {started}, "
+        f"took {time.monotonic() - began:.0f} s, on {kafka_brokers.label()} brokers. "
+        "See bench/README.md for what each figure means.", "",
         "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in facts.items()), "",
     ]
     for title, body in sections:

@@ -9,7 +9,11 @@ an 8-partition topic of a fresh embedded cluster A. Then, each against a fresh e
 * ``mm2-1-eos``, ``mm2-1-eos-1s``: (b) with exactly-once source support on;
 * ``mm2-1-periodic``, ``mm2-1-periodic-1s``: (b) with the checkpoint and heartbeat connectors and every
   periodic job, at MM2's default intervals and at 1 s;
-* ``spark``: the same backlog copied by ``mirror backfill`` on Spark (``local[2]``).
+* ``spark``: the same backlog copied by ``mirror backfill`` on Spark (``local[2]``);
+* ``java-mm2-1``: Java's MirrorMaker 2, tasks.max=1 as shipped (bench/java_copier.py; ``--broker kafka`` only).
+
+``--broker kafka`` runs every cluster as a single-node Apache Kafka 4.4 (bench/kafka_brokers.py) instead
+of embedded Tansu; the table's last column names the broker of each row.
 
 Each copier runs as its own process. The clock starts when the first record is visible on B (so process
 start-up, group joins and topic creation are excluded; they are reported as "start-up") and stops when
@@ -20,7 +24,7 @@ while copying (the pipe: its whole life, as it reports it; Spark: not measured, 
 Usage::
 
     python bench/throughput.py [--records 1000000] [--sizes 100,1000] [--modes pipe,mm2-1,mm2-2]
-                               [--runs 1] [--json out.json]
+                               [--runs 1] [--json out.json] [--broker tansu|kafka]
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import replication, thread_cpu
+from bench import java_copier, kafka_brokers, replication, thread_cpu
 from bench.common import (
     CommittedRecords,
     EndOffsets,
@@ -54,6 +58,7 @@ from bench.common import (
     local_brokers,
     preload,
     python_child,
+    rss_kb,
     stop_child,
     unique,
     wait_for_records,
@@ -92,7 +97,8 @@ EOS_CONNECTOR = {"mm2-1-eos-1s": {"transaction.boundary": "interval", "transacti
 #: records costs the copy.
 VARIANTS = {"mm2-1-nosyncs": {"emit.offset-syncs.enabled": "false"}}
 #: Modes that run the flow as shipped (plus what their own table adds); the others run the data path only.
-ON_DEFAULT_FLOW = ("mm2-1", "mm2-1-base", "mm2-1-eos", "mm2-1-eos-1s", "mm2-1-periodic", "mm2-1-periodic-1s")
+ON_DEFAULT_FLOW = ("mm2-1", "mm2-1-base", "java-mm2-1", "mm2-1-eos", "mm2-1-eos-1s", "mm2-1-periodic",
+                   "mm2-1-periodic-1s")
 SOURCE_GROUPS = 5
 #: Runs per mode: every figure is the median of this many interleaved runs, with its min-max.
 RUNS = 5
@@ -106,10 +112,13 @@ LABELS = {"pipe": "(a) raw pipe, the task's client settings",
           "mm2-2": "(c) data path, tasks.max=2, 2 workers", "mm2-2w1": "(c) data path, tasks.max=2, 1 process",
           "mm2-4w1": "(c) data path, tasks.max=4, 1 process", "mm2-4w2": "(c) data path, tasks.max=4, 2 processes",
           "mm2-1-eos": "(b) exactly-once, transaction per poll", "mm2-1-eos-1s": "(b) exactly-once, 1 s transactions",
-          "mm2-1-nosyncs": "(b) data path without offset syncs", "spark": "(d) Spark backfill, local[2]"}
+          "mm2-1-nosyncs": "(b) data path without offset syncs", "spark": "(d) Spark backfill, local[2]",
+          "java-mm2-1": "(j) Java MM2 tasks.max=1 as shipped: checkpoints, heartbeats on"}
+#: Java's MirrorMaker 2 (bench/java_copier.py), on the same mm2.properties as (b): ``--broker kafka`` only.
+JAVA_MODES = ("java-mm2-1",)
 #: The order of the summary's rows.
-ROW_ORDER = ("pipe", "mm2-1", "mm2-1-base", "mm2-1-datapath", "mm2-1-nosyncs", "mm2-1-eos", "mm2-1-eos-1s",
-             "mm2-1-periodic", "mm2-1-periodic-1s", *SCALING, "spark")
+ROW_ORDER = ("pipe", "mm2-1", "java-mm2-1", "mm2-1-base", "mm2-1-datapath", "mm2-1-nosyncs", "mm2-1-eos",
+             "mm2-1-eos-1s", "mm2-1-periodic", "mm2-1-periodic-1s", *SCALING, "spark")
 #: ``spark``: the same backlog copied by ``mirror backfill`` (Spark, ``--master local[2]``) instead of
 #: streaming replication, timed the same way (first record on B to the last); its start-up includes the
 #: JVM's. Its CPU is not measured (shown as -): most of it is spent in Spark's JVM, which the command's
@@ -149,6 +158,11 @@ class Result:
     threads: dict[str, float] | None = None
     #: Which round of the interleaved runs (the pipe run of the same round is its ratio's base).
     round: int = 0
+    #: The brokers it ran on (bench/kafka_brokers.py: ``Tansu`` or ``Kafka 4.4.0``).
+    broker: str = "Tansu"
+    #: Resident memory of the copier's processes when the last record was on the target (MiB; None: not
+    #: measured, e.g. the pipe, which has exited by then).
+    rss_mib: float | None = None
 
 
 def start_profiler(pid: int, output: Path, gil: bool = False) -> Popen[bytes]:
@@ -209,13 +223,17 @@ def start_copier(mode: str, source: str, target: str, topic: str, records: int, 
         return Copier([process], lambda: stop_child(process, 120), lambda: process.poll() in (None, 0),
                       target_topic, lambda: (workdir / "backfill.log").read_text(errors="replace")[-20000:],
                       final_cpu=lambda: float("nan"))
-    tasks, workers = tasks_and_workers(mode)
     alias = f"A{unique('')[1:6]}"
+    flow = {**(DEFAULT_FLOW if mode in ON_DEFAULT_FLOW else {}), **PERIODIC.get(mode, {}),
+            **EOS_CONNECTOR.get(mode, {}), **VARIANTS.get(mode, {}), **(extra or {})}
+    if mode in JAVA_MODES:
+        java = java_copier.start(workdir, source, target, topic=topic, source_alias=alias, extra=flow)
+        return Copier([java.proc], java.stop, lambda: java.proc.poll() is None, f"{alias}.{topic}",
+                      lambda: java.tail(400))
+    tasks, workers = tasks_and_workers(mode)
     repl = replication.start(workdir, source, target, topic=topic, tasks=tasks, workers=workers,
-                             source_alias=alias, extra={**(DEFAULT_FLOW if mode in ON_DEFAULT_FLOW else {}),
-                                                        **PERIODIC.get(mode, {}), **EOS_CONNECTOR.get(mode, {}),
-                                                        **VARIANTS.get(mode, {}), **(extra or {})},
-                             worker_extra=EOS_WORKER.get(mode), code=code if mode == "mm2-1-base" else None)
+                             source_alias=alias, extra=flow, worker_extra=EOS_WORKER.get(mode),
+                             code=code if mode == "mm2-1-base" else None)
     alive = partial(_two_processes_or_fail, repl, began) if workers > 1 else repl.alive
     return Copier(repl.processes, repl.stop, alive, f"{alias}.{topic}", lambda: repl.tail(400), repl)
 
@@ -224,8 +242,8 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
              extra: dict[str, str] | None = None, profile: Path | None = None,
              code: Path | None = None) -> Result:
     """One copier run against a fresh cluster B; ``profile``: py-spy the replication while it copies."""
-    result = Result(mode, value_bytes, records)
-    workers = 1 if mode in ("pipe", "spark") else tasks_and_workers(mode)[1]
+    result = Result(mode, value_bytes, records, broker=kafka_brokers.label())
+    workers = 1 if mode in ("pipe", "spark", *JAVA_MODES) else tasks_and_workers(mode)[1]
     if workers > 1 and (why := replication.multi_worker_support()) is not None:
         result.skipped = why
         return result
@@ -242,7 +260,7 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
         def first() -> None:
             nonlocal profiler
             cpu_at_first.extend(cpu_seconds(p.pid) for p in copier.processes)
-            if copier.repl is not None:
+            if copier.repl is not None or mode in JAVA_MODES:  # Java's threads by their JVM names
                 threads_at_first.update(thread_cpu.snapshot(copier.processes[0].pid))
             if profile is not None and copier.repl is not None:
                 profiler = start_profiler(copier.processes[0].pid, profile, PROFILE_GIL)
@@ -259,10 +277,11 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
                 result.skipped = f"failed: {exc} (log tail: {kept})"
                 return result
             result.cpu_s = sum(cpu_seconds(p.pid) for p in copier.processes) - sum(cpu_at_first)
-            if copier.repl is not None:
+            result.rss_mib = copier_rss_mib(copier) if mode not in ("pipe", "spark") else None
+            if threads_at_first:
                 pid = copier.processes[0].pid
                 result.threads = thread_cpu.by_thread(threads_at_first, thread_cpu.snapshot(pid),
-                                                      thread_cpu.python_thread_names(pid),
+                                                      thread_cpu.python_thread_names(pid) if copier.repl else {},
                                                       cpu_seconds(pid) - cpu_at_first[0])
             if profiler is not None:
                 stop_profiler(profiler)
@@ -283,6 +302,14 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
         result.startup_s = done.first_at - began
         result.records_per_s, result.mb_per_s = fmt_rate(records, done.seconds, value_bytes)
     return result
+
+
+def copier_rss_mib(copier: Copier) -> float | None:
+    """Resident memory of the copier's processes now (MiB), None when one has exited."""
+    try:
+        return sum(rss_kb(p.pid) for p in copier.processes) / 1024
+    except OSError:
+        return None
 
 
 def start_backfill(workdir: Path, source: str, target: str, topic: str) -> tuple[Popen[bytes], str]:
@@ -333,6 +360,8 @@ def run(records: int, sizes: list[int], modes: list[str], runs: int = RUNS,
     no mode always runs first (after the pre-load) or right after the same neighbour. A mode's ratio to
     the pipe is taken per round, against the pipe run of the same round.
     """
+    if java := [mode for mode in modes if mode in JAVA_MODES]:
+        java_copier.require_kafka(f"--modes {','.join(java)}")
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
         workdir = Path(tmp)
@@ -394,7 +423,7 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
                 continue
             done = [r for r in runs if r.skipped is None]
             if not done:
-                rows.append({"mode": mode, "size": size, "skipped": runs[0].skipped})
+                rows.append({"mode": mode, "size": size, "skipped": runs[0].skipped, "broker": runs[0].broker})
                 continue
             ratios = [r.records_per_s / pipes[r.round] for r in done if r.round in pipes]
             cpu_values = [r.cpu_s / r.records * 1e6 for r in done if not math.isnan(r.cpu_s)]
@@ -406,6 +435,9 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
                 "ratio": spread(ratios) if ratios else None,
                 "cpu_us_per_record": spread(cpu_values) if cpu_values else None,
                 "startup_s": statistics.median(r.startup_s for r in done),
+                "rss_mib": (statistics.median(rss) if (rss := [r.rss_mib for r in done if r.rss_mib is not None])
+                            else None),
+                "broker": done[0].broker,
                 "seconds": statistics.median(r.seconds for r in done),
                 "threads": thread_medians(done),
                 "task_start_gap_s": (statistics.median(gaps) if (gaps := [r.task_start_gap_s for r in done
@@ -442,15 +474,15 @@ def fmt_spread(figure: dict[str, float] | None, fmt: str, suffix: str = "") -> s
 def table(rows: list[dict[str, Any]]) -> str:
     """Medians with [min-max] over the runs; the ratio is paired per round with the pipe."""
     lines = ["| copier | value | runs | records/s | MB/s | ratio to (a), paired | CPU us/record | copy time (s) "
-             "| start-up (s) | once all processes ran tasks |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| start-up (s) | once all processes ran tasks | RSS at the end (MiB) | broker |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     pipe = {row["size"]: row["records_per_s"]["median"] for row in rows
             if row["mode"] == "pipe" and "skipped" not in row}
     for row in rows:
         label = LABELS[row["mode"]]
         size = f"{row['size']} B"
         if "skipped" in row:
-            lines.append(f"| {label} | {size} | 0 | skipped: {row['skipped']} | | | | | | |")
+            lines.append(f"| {label} | {size} | 0 | skipped: {row['skipped']} | | | | | | | | {row['broker']} |")
             continue
         later = "-"
         if row.get("all_running_records_per_s"):
@@ -462,7 +494,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {label} | {size} | {runs} | {fmt_spread(row['records_per_s'], ',.0f')} "
                      f"| {row['mb_per_s']:.1f} | {fmt_spread(row['ratio'], '.2f', 'x')} "
                      f"| {fmt_spread(row['cpu_us_per_record'], '.2f')} | {row['seconds']:.2f} "
-                     f"| {row['startup_s']:.1f} | {later} |")
+                     f"| {row['startup_s']:.1f} | {later} "
+                     f"| {'-' if row['rss_mib'] is None else format(row['rss_mib'], '.0f')} | {row['broker']} |")
     return "\n".join(lines)
 
 
@@ -487,6 +520,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="extra mm2.properties entry for the replication runs (repeatable)")
     parser.add_argument("--json", help="also write the summary rows to this file")
+    parser.add_argument("--broker", choices=kafka_brokers.BROKERS, default="tansu",
+                        help="the clusters: embedded Tansu, or single-node Apache Kafka 4.4 (KRaft); "
+                             "java-mm2-1 needs kafka")
     parser.add_argument("--compare-code", type=Path, metavar="DIR",
                         help="also run (b) on the packages in DIR (e.g. `git archive HEAD~1 | tar -x -C DIR`), "
                              "interleaved with (b) on the current code: before/after figures of a change")
@@ -498,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile-gil", action="store_true",
                         help="profile only the thread holding the GIL (py-spy --gil): each thread's GIL share")
     args = parser.parse_args(argv)
+    kafka_brokers.select(args.broker)
     global PROFILE_GIL
     PROFILE_GIL = args.profile_gil
     extra = dict(item.split("=", 1) for item in args.set)

@@ -47,6 +47,12 @@ POM = Path(__file__).resolve().parents[1] / "kafka" / "pom.xml"
 #: JVM options of every broker and tool: a capped heap and a quick start on a small machine.
 JVM_OPTIONS = ("-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:+UseCompressedOops",
                "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true")
+#: The JVM options Kafka's own scripts give a broker, a Connect worker or MirrorMaker
+#: (``KAFKA_JVM_PERFORMANCE_OPTS`` of ``kafka-run-class.sh``): the benchmarks run Kafka and Java's MirrorMaker
+#: as shipped (G1, the C2 compiler), not the tier's quick-start options (serial GC, C1 only).
+SHIPPED_JVM_OPTIONS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+                       "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true",
+                       "-Djava.net.preferIPv4Stack=true")
 
 #: Listener name -> security protocol. MTLS is an SSL listener that requires a client certificate.
 LISTENERS = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "MTLS": "SSL",
@@ -182,9 +188,11 @@ def classpath(*extra: Path) -> str:
 
 
 def java_command(main_class: str, args: Sequence[str], *, heap_mb: int = 384, log4j2: Path | None = None,
-                 extra_classpath: Sequence[Path] = (), jvm_options: Sequence[str] = ()) -> list[str]:
-    """The command line that runs ``main_class`` on Kafka's class path with the tier's JVM options."""
-    cmd = [java_binary(), f"-Xmx{heap_mb}m", *JVM_OPTIONS, *jvm_options]
+                 extra_classpath: Sequence[Path] = (), jvm_options: Sequence[str] = (),
+                 base_options: Sequence[str] = JVM_OPTIONS) -> list[str]:
+    """The command line that runs ``main_class`` on Kafka's class path with the tier's JVM options
+    (``base_options``: :data:`SHIPPED_JVM_OPTIONS` for a broker as Kafka's scripts start it)."""
+    cmd = [java_binary(), f"-Xmx{heap_mb}m", *base_options, *jvm_options]
     if log4j2 is not None:
         cmd.append(f"-Dlog4j2.configurationFile={log4j2}")
     return [*cmd, "-cp", classpath(*extra_classpath), main_class, *args]
@@ -230,6 +238,8 @@ class KafkaBroker:
     super_users: Sequence[str] = ("User:ANONYMOUS", "User:admin")
     config: Mapping[str, str] = field(default_factory=dict)
     heap_mb: int = 384
+    #: The broker JVM's options besides the heap (the benchmarks pass :data:`SHIPPED_JVM_OPTIONS`).
+    jvm_options: Sequence[str] = JVM_OPTIONS
     ports: dict[str, int] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     start_seconds: float = 0.0
@@ -322,7 +332,8 @@ class KafkaBroker:
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                java_command("kafka.Kafka", [str(props)], heap_mb=self.heap_mb, log4j2=log4j2),
+                java_command("kafka.Kafka", [str(props)], heap_mb=self.heap_mb, log4j2=log4j2,
+                             base_options=self.jvm_options),
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent())
         self._wait_started(offset, timeout_s)
         self.start_seconds = time.monotonic() - started

@@ -98,12 +98,17 @@ def _compile(libs: Path, target: Path, source: Path) -> None:
     partial.rename(target)
 
 
-def _java(main_class: str, args: Sequence[str], log_dir: Path, extra_classpath: Sequence[Path] = ()) -> list[str]:
-    """Java MirrorMaker's class path only (not the brokers'), a capped heap, a log4j2 config in ``log_dir``."""
+def _java(main_class: str, args: Sequence[str], log_dir: Path, extra_classpath: Sequence[Path] = (),
+          jvm: Sequence[str] | None = None) -> list[str]:
+    """Java MirrorMaker's class path only (not the brokers'), a capped heap, a log4j2 config in ``log_dir``.
+
+    ``jvm``: the heap and JVM options instead of the tier's (the benchmarks run it as
+    ``connect-mirror-maker.sh`` does)."""
     log4j2 = log_dir / "java-mirrormaker-log4j2.properties"
     log4j2.write_text(_LOG4J2, encoding="utf-8")
     class_path = os.pathsep.join([*(str(p) for p in extra_classpath), f"{mirrormaker_libs()}/*"])
-    return [java_binary(), f"-Xmx{HEAP_MB}m", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={log4j2}",
+    options = [f"-Xmx{HEAP_MB}m", *JVM_OPTIONS] if jvm is None else list(jvm)
+    return [java_binary(), *options, f"-Dlog4j2.configurationFile={log4j2}",
             "-cp", class_path, main_class, *args]
 
 
@@ -146,8 +151,10 @@ def run_connect_protocol_probe(cases: Mapping[str, Any], work_dir: Path) -> dict
 class JavaMirrorMaker:
     """One Java MirrorMaker node; a context manager that always stops (or kills) it."""
 
-    def __init__(self, properties: Path, *flags: str, log: Path | None = None) -> None:
+    def __init__(self, properties: Path, *flags: str, log: Path | None = None,
+                 jvm: Sequence[str] | None = None) -> None:
         self.properties = properties
+        self.jvm = jvm
         self.flags = flags
         self.log = log or properties.with_name(f"java-mm2-{int(time.monotonic() * 1000)}.log")
         self.proc: subprocess.Popen[bytes] | None = None
@@ -161,7 +168,7 @@ class JavaMirrorMaker:
 
     def start(self) -> JavaMirrorMaker:
         command = _java("org.apache.kafka.connect.mirror.MirrorMaker", [str(self.properties), *self.flags],
-                        self.log.parent)
+                        self.log.parent, jvm=self.jvm)
         self.started_at = time.monotonic()
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -1,0 +1,75 @@
+"""Which broker the benchmarks start: embedded Tansu (the default) or Apache Kafka 4.4 in KRaft mode.
+
+``--broker kafka`` on a bench script calls :func:`select`, which sets ``$BENCH_BROKER`` so that
+:func:`bench.common.local_brokers` (in this process and in every bench script it spawns, e.g. run.py's
+``first_record.py``) starts single-node Apache Kafka clusters instead of Tansu. The Kafka brokers are the
+Kafka tier's (tests/support/apache_kafka.py: ``KafkaBroker``, jars fetched once by Maven from
+tests/kafka/pom.xml), one combined broker+controller JVM per cluster, PLAINTEXT on loopback, data in a
+temporary directory that is removed with the broker. Each JVM runs as ``kafka-server-start.sh`` starts it:
+a 1 GiB heap (``-Xmx1G -Xms1G``) and ``kafka-run-class.sh``'s options (G1, the C2 compiler), not the
+tier's quick-start options (384 MiB, serial GC, C1 only), which would slow the brokers every copier
+shares.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+BROKERS = ("tansu", "kafka")
+ENV = "BENCH_BROKER"
+#: Heap of each benchmark Kafka broker (MiB).
+KAFKA_HEAP_MB = 1024
+
+
+def select(kind: str) -> None:
+    """Use ``kind`` for every broker this process and its bench children start."""
+    if kind not in BROKERS:
+        raise SystemExit(f"--broker {kind}: unknown broker; choose one of {', '.join(BROKERS)}")
+    os.environ[ENV] = kind
+
+
+def current() -> str:
+    """The broker in use: ``$BENCH_BROKER`` (set by :func:`select`), default ``tansu``."""
+    kind = os.environ.get(ENV, "tansu")
+    if kind not in BROKERS:
+        raise SystemExit(f"${ENV}={kind}: unknown broker; choose one of {', '.join(BROKERS)}")
+    return kind
+
+
+def label(kind: str | None = None) -> str:
+    """How a results table names the broker: ``Tansu`` or ``Kafka 4.4.0``."""
+    kind = kind or current()
+    if kind == "kafka":
+        from tests.support.apache_kafka import KAFKA_VERSION
+
+        return f"Kafka {KAFKA_VERSION}"
+    return "Tansu"
+
+
+@contextmanager
+def kafka_brokers(names: tuple[str, ...]) -> Iterator[list[str]]:
+    """Fresh single-node Apache Kafka clusters, one per name, stopped and deleted on exit."""
+    from tests.support.apache_kafka import SHIPPED_JVM_OPTIONS, KafkaBroker, KafkaStartError
+
+    root = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
+    brokers: list[Any] = []
+    try:
+        for name in names:
+            broker = KafkaBroker(name, root / name, heap_mb=KAFKA_HEAP_MB,
+                                 jvm_options=(f"-Xms{KAFKA_HEAP_MB}m", *SHIPPED_JVM_OPTIONS))
+            brokers.append(broker)
+            try:
+                broker.start()
+            except KafkaStartError as exc:
+                raise SystemExit(f"Apache Kafka broker {name} did not start: {exc}") from exc
+        yield [b.bootstrap_servers for b in brokers]
+    finally:
+        for broker in brokers:
+            broker.stop()
+        shutil.rmtree(root, ignore_errors=True)
