@@ -14,6 +14,7 @@ from connect_runtime.api.records import SourceMap, SourceRecord
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.exactly_once_task import ExactlyOnceWorkerSourceTask, transactional_producer_config
+from connect_runtime.runtime.source_task_settings import SourceTaskSettings, TransactionSettings
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.storage.offset_store import OffsetMap, serialize_key, serialize_value
@@ -53,10 +54,11 @@ class TxnProducer(FakeProducer):
         self.log.append("abort")
 
 
-class Offsets:
-    """The transactional side of the offset store, over a memory store: records for the offsets topic."""
+class Offsets(MemoryOffsetStore):
+    """A memory offset store with a transactional side: records for the offsets topic."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.refreshed = 0
 
     def records_for(self, connector: str, offsets: Sequence[tuple[SourceMap, OffsetMap | None]]
@@ -86,11 +88,13 @@ def make(task: ListTask, log: list[Any], init_error: KafkaError | None = None, c
 
     listener = RecordingStatusListener()
     offsets = Offsets()
+    settings = SourceTaskSettings("w", offset_flush_interval_s=0.0, log_flow="A->B",
+                                  transactions=TransactionSettings("g-c-0", "poll"))
     worker_task = ExactlyOnceWorkerSourceTask(
-        TASK, task, {}, worker_id="w", offset_store=MemoryOffsetStore(),
+        TASK, task, {}, settings, offset_store=offsets,
         producer_config={"bootstrap.servers": "b:9092"}, status_listener=listener,
         metrics=ConnectMetrics.create(CollectorRegistry()).for_task("c", 0), producer_factory=factory,
-        metrics_registry=CollectorRegistry(), log_flow="A->B", transactional_id="g-c-0", offsets=offsets)
+        metrics_registry=CollectorRegistry())
     return worker_task, producers, listener, offsets
 
 
