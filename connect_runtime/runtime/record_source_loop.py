@@ -52,7 +52,8 @@ class RecordLoop:
 
     def __init__(self, task_id: ConnectorTaskId, task: SourceTask, settings: SourceTaskSettings, *,
                  skips: SkipReporter, metrics: TaskMetrics, stopping: threading.Event,
-                 transforms: TransformationChain | None, hold: bool) -> None:
+                 transforms: TransformationChain | None, hold: bool,
+                 active_topics: ActiveTopicRecorder | None = None) -> None:
         policy = settings.error_policy
         self._id = task_id
         self._task = task
@@ -80,7 +81,7 @@ class RecordLoop:
         #: Records acknowledged since WorkerSourceTask last counted them.
         self.written = 0
         #: KIP-558: told the topics of acknowledged records (None: topic tracking is off).
-        self.active_topics: ActiveTopicRecorder | None = None
+        self.active_topics = active_topics
 
     @property
     def tracking(self) -> SubmittedRecords:

@@ -73,6 +73,7 @@ from connect_runtime.runtime.source_task_setup import (
     is_true,
     task_producer_config,
 )
+from connect_runtime.runtime.source_task_shutdown import flush_and_commit
 from connect_runtime.runtime.status import StatusListener, report_task_state, trace_of
 from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
@@ -100,13 +101,10 @@ class WorkerSourceTask:
     ``metrics_registry`` is what the task's context offers it for its own metrics (the herder's
     registry); ``metrics`` are the runtime's own series of this task.
 
-    For subclasses (:class:`~connect_runtime.runtime.exactly_once_task.ExactlyOnceWorkerSourceTask`), the
-    only methods meant to be overridden: :meth:`_configure_producer` (the producer config, at
-    construction), :meth:`_new_committer` (what commits offsets, at construction),
-    :meth:`_producer_opened` (the producer was created, before the task starts) and
-    :meth:`_dispose_producer` (at close); with :attr:`holds_acknowledgements` the loops tell the task of
-    acknowledged records only when the committer calls ``loop.release()``. Subclasses may use
-    :attr:`loop`, :meth:`_first_failure` and :meth:`_serve_deliveries`.
+    Subclasses (:class:`~connect_runtime.runtime.exactly_once_task.ExactlyOnceWorkerSourceTask`) override
+    only the hooks below (:meth:`_configure_producer`, :meth:`_new_committer`, :meth:`_producer_opened`,
+    :meth:`_dispose_producer`) and :attr:`holds_acknowledgements`; they may use :attr:`loop`,
+    :meth:`_first_failure` and :meth:`_serve_deliveries`.
     """
 
     #: Acknowledgements reach the task only once their offsets committed (``loop.release()``), and a
@@ -145,9 +143,8 @@ class WorkerSourceTask:
         self._thread: threading.Thread | None = None
         self._producer: Producer | None = None
         #: The per-record path; replaced by the bulk path once the task started, if it offers that.
-        self._records = RecordLoop(task_id, task, settings, skips=self._skips, metrics=metrics,
-                                   stopping=self._stopping, transforms=transforms, hold=self.holds_acknowledgements)
-        self._records.active_topics = active_topics
+        self._records = RecordLoop(task_id, task, settings, skips=self._skips, metrics=metrics, stopping=self._stopping,
+                                   transforms=transforms, hold=self.holds_acknowledgements, active_topics=active_topics)
         self._loop: SourceLoop = self._records
         self._committer = self._new_committer()
         #: First error that fails the task (set on the task thread; read by anyone).
@@ -348,28 +345,10 @@ class WorkerSourceTask:
         loop = self._loop
         producer = self._producer
         if producer is not None:
-            shutdown_timeout_s = self.settings.shutdown_timeout_s
             try:
-                # The graceful-shutdown budget runs from the stop request, so that flushing and the final
-                # commit fit in the time the worker waits for this task (stop_tasks' timeout).
-                requested = self._stop_requested_at
-                budget = shutdown_timeout_s
-                if requested is not None:
-                    budget = max(0.0, budget - (time.monotonic() - requested))
-                remaining = producer.flush(budget)
-                loop.serve(producer, 0)
-                if remaining:
-                    logger.warning("%s: %d records not acknowledged within %.1fs of stopping; their offsets "
-                                   "are not committed, so they will be sent again after a restart",
-                                   self.id, remaining, shutdown_timeout_s)
-                if self._task_started:
-                    self._committer.commit_now(loop.tracking, self.settings.offset_flush_timeout_s)
-            except Exception:  # closing must always reach the status report
-                logger.exception("%s error while flushing and committing on close", self.id)
+                flush_and_commit(str(self.id), producer, loop, self._committer, self.settings,
+                                 stop_requested_at=self._stop_requested_at, commit=self._task_started)
             finally:
-                loop.closing = True
-                producer.purge()
-                loop.serve(producer, 0)
                 self._producer = None
                 self._committer.close()  # waits for its thread: the task's own producers close next
                 self._dispose_producer(producer)
