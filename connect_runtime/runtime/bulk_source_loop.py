@@ -42,7 +42,7 @@ class BulkLoop:
 
     def __init__(self, task_id: str, task: BulkSourceTask, producer: Producer, settings: SourceTaskSettings, *,
                  each_record: bool, skips: SkipReporter, metrics: TaskMetrics, stopping: threading.Event,
-                 hold: bool) -> None:
+                 hold: bool, active_topics: ActiveTopicRecorder | None = None) -> None:
         policy = settings.error_policy
         self._task_id = task_id
         self._task = task
@@ -67,7 +67,7 @@ class BulkLoop:
         self.written = 0
         self._in_poll = False
         #: KIP-558: told the target topics of acknowledged runs (None: topic tracking is off).
-        self.active_topics: ActiveTopicRecorder | None = None
+        self.active_topics = active_topics
 
     # -- BulkSink ------------------------------------------------------------------------------------
     def open_run(self, source_partition: SourceMap, source_offset: Mapping[str, Any], count: int,

@@ -238,7 +238,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
     offset store must take transactional writes (:class:`TransactionalOffsets`).
     """
 
-    holds_acknowledgements = True
+    defers_acknowledgements = True
 
     def __init__(self, task_id: ConnectorTaskId, task: SourceTask, task_config: Mapping[str, str],
                  settings: SourceTaskSettings, *, offset_store: OffsetStore, producer_config: Mapping[str, str],

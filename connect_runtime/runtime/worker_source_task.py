@@ -103,13 +103,13 @@ class WorkerSourceTask:
 
     Subclasses (:class:`~connect_runtime.runtime.exactly_once_task.ExactlyOnceWorkerSourceTask`) override
     only the hooks below (:meth:`_configure_producer`, :meth:`_new_committer`, :meth:`_producer_opened`,
-    :meth:`_dispose_producer`) and :attr:`holds_acknowledgements`; they may use :attr:`loop`,
+    :meth:`_dispose_producer`) and :attr:`defers_acknowledgements`; they may use :attr:`loop`,
     :meth:`_first_failure` and :meth:`_serve_deliveries`.
     """
 
     #: Acknowledgements reach the task only once their offsets committed (``loop.release()``), and a
     #: bulk run needs no report per record: set by a task whose commit confirms every record itself.
-    holds_acknowledgements: ClassVar[bool] = False
+    defers_acknowledgements: ClassVar[bool] = False
 
     def __init__(self, task_id: ConnectorTaskId, task: SourceTask, task_config: Mapping[str, str],
                  settings: SourceTaskSettings, *, offset_store: OffsetStore, producer_config: Mapping[str, str],
@@ -143,8 +143,9 @@ class WorkerSourceTask:
         self._thread: threading.Thread | None = None
         self._producer: Producer | None = None
         #: The per-record path; replaced by the bulk path once the task started, if it offers that.
-        self._records = RecordLoop(task_id, task, settings, skips=self._skips, metrics=metrics, stopping=self._stopping,
-                                   transforms=transforms, hold=self.holds_acknowledgements, active_topics=active_topics)
+        self._records = RecordLoop(task_id, task, settings, skips=self._skips, metrics=metrics,
+                                   stopping=self._stopping, transforms=transforms,
+                                   hold=self.defers_acknowledgements, active_topics=active_topics)
         self._loop: SourceLoop = self._records
         self._committer = self._new_committer()
         #: First error that fails the task (set on the task thread; read by anyone).
@@ -279,14 +280,13 @@ class WorkerSourceTask:
                 or self._records.stage is not None or not task.bulk_ready()):
             return self._records
         gapless = is_true(self._producer_config.get("enable.gapless.guarantee", "false"))
-        each_record = not gapless and not self.holds_acknowledgements
+        each_record = not gapless and not self.defers_acknowledgements
         logger.info("%s copies in bulk (acknowledged per run%s)", self.id,
-                    ", committed per transaction" if self.holds_acknowledgements
+                    ", committed per transaction" if self.defers_acknowledgements
                     else ", a delivery report per record" if each_record else "")
-        loop = BulkLoop(str(self.id), task, producer, self.settings, each_record=each_record, skips=self._skips,
-                        metrics=self._metrics, stopping=self._stopping, hold=self.holds_acknowledgements)
-        loop.active_topics = self._active_topics
-        return loop
+        return BulkLoop(str(self.id), task, producer, self.settings, each_record=each_record, skips=self._skips,
+                        metrics=self._metrics, stopping=self._stopping, hold=self.defers_acknowledgements,
+                        active_topics=self._active_topics)
 
     def _execute(self, producer: Producer) -> None:
         loop = self._loop

@@ -10,7 +10,9 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from prometheus_client import CollectorRegistry
 
+from connect_runtime.api.bulk import BulkSink, BulkSourceTask
 from connect_runtime.api.records import SourceMap, SourceRecord
+from connect_runtime.api.transforms import TransformationChain, build_chain
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.exactly_once_task import ExactlyOnceWorkerSourceTask, transactional_producer_config
@@ -79,6 +81,7 @@ class NotifiedTask(ListTask):
 
 
 def make(task: ListTask, log: list[Any], init_error: KafkaError | None = None, cls: type[TxnProducer] = TxnProducer,
+         transforms: TransformationChain | None = None,
          ) -> tuple[ExactlyOnceWorkerSourceTask, list[TxnProducer], RecordingStatusListener, Offsets]:
     producers: list[TxnProducer] = []
 
@@ -94,7 +97,7 @@ def make(task: ListTask, log: list[Any], init_error: KafkaError | None = None, c
         TASK, task, {}, settings, offset_store=offsets,
         producer_config={"bootstrap.servers": "b:9092"}, status_listener=listener,
         metrics=ConnectMetrics.create(CollectorRegistry()).for_task("c", 0), producer_factory=factory,
-        metrics_registry=CollectorRegistry())
+        metrics_registry=CollectorRegistry(), transforms=transforms)
     return worker_task, producers, listener, offsets
 
 
@@ -116,6 +119,33 @@ def test_each_poll_batch_commits_with_its_offsets_and_the_task_hears_after_the_c
     # commit_records only after the transaction holding the records committed
     assert log.index(("acknowledged", 2)) > log.index("commit")
     assert worker_task.committed_transactions >= 2 and worker_task.failure is None
+
+
+class BulkListTask(NotifiedTask, BulkSourceTask):
+    """Offers the bulk path; with transformations the runtime must not take it (they run per record)."""
+
+    def bulk_ready(self) -> bool:
+        return True
+
+    def poll_bulk(self, sink: BulkSink) -> int:
+        raise AssertionError("a task with transformations was run on the bulk path")
+
+
+def test_a_bulk_task_with_transformations_runs_per_record_and_transformed() -> None:
+    """As at least once: the bulk path produces the task's input as it is, so transformations keep a task
+    on the per-record path (exactly-once took the bulk path regardless before issue 30)."""
+    log: list[Any] = []
+    task = BulkListTask([[rec("a", 0), rec("a", 1)]], log)
+    chain = build_chain({"transforms": "h", "transforms.h.type": "InsertHeader", "transforms.h.header": "via",
+                         "transforms.h.value.literal": "b"})
+    worker_task, producers, _, _ = make(task, log, transforms=chain)
+    worker_task.start()
+    wait_until(lambda: ("acknowledged", 2) in log, 10, "the records committed in a transaction")
+    worker_task.stop()
+    assert worker_task.join(10)
+    assert worker_task.failure is None and not worker_task.bulk
+    produced = [p for p in producers[0].delivery.produced if p.topic == "t"]
+    assert len(produced) == 2 and all(("via", b"b") in list(p.headers or []) for p in produced), produced
 
 
 def test_a_refused_record_aborts_the_transaction_and_fails_the_task() -> None:
