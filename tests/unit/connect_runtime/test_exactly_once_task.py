@@ -7,15 +7,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException
 from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.bulk import BulkSink, BulkSourceTask
+from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap, SourceRecord
 from connect_runtime.api.transforms import TransformationChain, build_chain
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.exactly_once_task import ExactlyOnceWorkerSourceTask, transactional_producer_config
+from connect_runtime.runtime.exactly_once_task import (
+    ExactlyOnceWorkerSourceTask,
+    exactly_once_settings,
+    transactional_offsets,
+    transactional_producer_config,
+)
 from connect_runtime.runtime.source_task_settings import SourceTaskSettings, TransactionSettings
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.storage.memory import MemoryOffsetStore
@@ -189,3 +196,21 @@ def test_transactional_producer_config_bounds_the_delivery_timeout() -> None:
     config = transactional_producer_config({"message.timeout.ms": "0", "acks": "1"}, "id")
     assert config["transactional.id"] == "id" and config["acks"] == "all" and config["enable.idempotence"] == "true"
     assert config["message.timeout.ms"] == config["transaction.timeout.ms"] == "60000"
+
+
+def test_the_settings_of_a_task_under_exactly_once_come_from_its_transaction_boundary() -> None:
+    """Built once by the worker: ``poll`` commits after every batch (interval 0), ``interval`` every
+    ``transaction.boundary.interval.ms`` (in seconds) or, without it, every offset flush interval."""
+    base = SourceTaskSettings("w", offset_flush_interval_s=60.0)
+    assert exactly_once_settings(base, None, TASK, {}) is base  # at least once: unchanged
+    poll = exactly_once_settings(base, "g", TASK, {})
+    assert poll.transactions == TransactionSettings("g-c-0", "poll") and poll.offset_flush_interval_s == 0.0
+    interval = exactly_once_settings(base, "g", TASK, {"transaction.boundary": "Interval",
+                                                       "transaction.boundary.interval.ms": "2500"})
+    assert interval.transactions == TransactionSettings("g-c-0", "interval")
+    assert interval.offset_flush_interval_s == 2.5
+    assert exactly_once_settings(base, "g", TASK, {"transaction.boundary": "interval"}).offset_flush_interval_s == 60
+    with pytest.raises(ConnectError, match=r"transaction\.boundary=connector"):
+        exactly_once_settings(base, "g", TASK, {"transaction.boundary": "connector"})
+    with pytest.raises(ConnectError, match="needs the Kafka offsets store, not MemoryOffsetStore"):
+        transactional_offsets(MemoryOffsetStore())
