@@ -197,11 +197,17 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
     registry = CollectorRegistry()
     metrics = ConnectMetrics.create(registry)
     task_id = ConnectorTaskId("MirrorSourceConnector", 0)
+    if "settings" in inspect.signature(WorkerSourceTask).parameters:  # one SourceTaskSettings (issue 30)
+        from connect_runtime.runtime.source_task_settings import SourceTaskSettings
+
+        settings: dict[str, Any] = {"settings": SourceTaskSettings("bench", offset_flush_interval_s=1.0)}
+    else:
+        settings = {"worker_id": "bench", "offset_flush_interval_ms": 1_000}
     worker_task = WorkerSourceTask(
-        task_id, task, task_config(partitions), worker_id="bench", offset_store=store,
+        task_id, task, task_config(partitions), offset_store=store,
         producer_config={"bootstrap.servers": "127.0.0.1:1"}, status_listener=RecordingStatusListener(),
-        metrics=metrics.for_task(task_id.connector, 0), offset_flush_interval_ms=1_000,
-        producer_factory=fake_producer, metrics_registry=registry, **extra_task)
+        metrics=metrics.for_task(task_id.connector, 0), producer_factory=fake_producer,
+        metrics_registry=registry, **settings, **extra_task)
     profiler = None
     if profile:  # profile the task thread, where the per-record work runs
         import cProfile

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import Producer
@@ -20,7 +21,9 @@ from confluent_kafka import Producer
 from connect_runtime.api.bulk import BulkRun, BulkSourceTask
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap, canonical_partition_json
-from connect_runtime.runtime.error_policy import ErrorPolicy, SkipReporter
+from connect_runtime.metrics import TaskMetrics
+from connect_runtime.runtime.error_policy import SkipReporter
+from connect_runtime.runtime.source_task_settings import SourceTaskSettings
 from connect_runtime.runtime.submitted_runs import RunGap, SubmittedRuns
 from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
 
@@ -31,18 +34,28 @@ _ROOM_WAIT_S = 0.05
 
 
 class BulkLoop:
-    """Drives one bulk task on its thread and tracks its runs; this object is the task's BulkSink."""
+    """Drives one bulk task on its thread and tracks its runs; this object is the task's BulkSink.
 
-    def __init__(self, task_id: str, task: BulkSourceTask, producer: Producer, *, policy: ErrorPolicy,
-                 each_record: bool, skips: SkipReporter, produce_errors: Any, stopping: threading.Event) -> None:
+    With ``hold`` acknowledged runs are counted and reach the task only at :meth:`release` (after their
+    transaction committed).
+    """
+
+    def __init__(self, task_id: str, task: BulkSourceTask, producer: Producer, settings: SourceTaskSettings, *,
+                 each_record: bool, skips: SkipReporter, metrics: TaskMetrics, stopping: threading.Event,
+                 hold: bool, active_topics: ActiveTopicRecorder | None = None) -> None:
+        policy = settings.error_policy
         self._task_id = task_id
         self._task = task
         self._producer = producer
         self._policy = policy
         self._tolerate = policy.tolerate
         self._skips = skips
-        self._produce_errors = produce_errors
+        self._metrics = metrics
+        self._produce_errors = metrics.produce_errors
         self._stopping = stopping
+        #: Acknowledged runs the task hears of only at release() (``hold``: exactly-once).
+        self._held: list[BulkRun] = []
+        self._on_acknowledged: Callable[[list[BulkRun]], None] = self._held.extend if hold else self._deliver
         self.produce = producer.produce
         self.each_record = each_record
         self.runs = SubmittedRuns()
@@ -54,7 +67,7 @@ class BulkLoop:
         self.written = 0
         self._in_poll = False
         #: KIP-558: told the target topics of acknowledged runs (None: topic tracking is off).
-        self.active_topics: ActiveTopicRecorder | None = None
+        self.active_topics = active_topics
 
     # -- BulkSink ------------------------------------------------------------------------------------
     def open_run(self, source_partition: SourceMap, source_offset: Mapping[str, Any], count: int,
@@ -65,7 +78,7 @@ class BulkLoop:
         self.runs.cut(run, produced, source_offset)
 
     def wait_for_room(self) -> bool:
-        self.serve(_ROOM_WAIT_S)
+        self.serve(self._producer, _ROOM_WAIT_S)
         return not self._stopping.is_set() and self.failure is None
 
     def refused(self, error: BaseException, topic: str, partition: int, source: str, key: Any,
@@ -75,10 +88,19 @@ class BulkLoop:
             raise ConnectError(f"{self._task_id}: producer refused a record for topic {topic}: {error}") from error
         self._skips.skip(error, topic, partition, source, key, value)
 
-    # -- the loop's steps ----------------------------------------------------------------------------
-    def step(self) -> int:
+    # -- the loop's steps (SourceLoop) ---------------------------------------------------------------
+    @property
+    def tracking(self) -> SubmittedRuns:
+        return self.runs
+
+    @property
+    def holds_acknowledgements(self) -> bool:
+        return bool(self._held)
+
+    def step(self, producer: Producer) -> None:
         """One bulk poll, then serve what the producer delivered meanwhile."""
         self._in_poll = True
+        started = time.monotonic()
         try:
             produced = self._task.poll_bulk(self)
         except BaseException as exc:  # a run may be half produced: never acknowledge it wholesale
@@ -87,12 +109,13 @@ class BulkLoop:
             raise
         finally:
             self._in_poll = False
-        self.serve(0)
-        return produced
+        self.serve(producer, 0)
+        if produced:  # per step (a consumed batch), never per record
+            self._metrics.poll_batch_seconds.observe(time.monotonic() - started)
+            self._metrics.records_polled.inc(produced)
 
-    def serve(self, timeout_s: float) -> None:
+    def serve(self, producer: Producer, timeout_s: float) -> None:
         """``producer.poll``, then acknowledge the runs its reports (or an empty producer) complete."""
-        producer = self._producer
         producer.poll(timeout_s)
         runs = self.runs
         acknowledged: list[BulkRun] = []
@@ -104,7 +127,7 @@ class BulkLoop:
             # and no failure was reported: every run was written.
             runs.ack_all(acknowledged)
         if acknowledged:
-            self._acknowledged(acknowledged)
+            self._on_acknowledged(acknowledged)
 
     def _process(self, acknowledged: list[BulkRun]) -> None:
         runs = self.runs
@@ -126,7 +149,18 @@ class BulkLoop:
                 self.failure = ConnectError(f"{self._task_id}: the target did not acknowledge a record for "
                                             f"{topic}: {text}")
 
-    def _acknowledged(self, acknowledged: list[BulkRun]) -> None:
+    def release(self) -> None:
+        """The transaction of the held runs committed: count them and tell the task now."""
+        held = self._held
+        if held:
+            acknowledged = held.copy()
+            held.clear()  # the same list: _on_acknowledged is its bound extend
+            self._deliver(acknowledged)
+
+    def close(self) -> None:
+        return None
+
+    def _deliver(self, acknowledged: list[BulkRun]) -> None:
         self.written += sum(run.count for run in acknowledged)
         if self.active_topics is not None:
             self.active_topics.record({run.queue.target[0] for run in acknowledged})

@@ -17,7 +17,7 @@ How it fits the at-least-once task. The loop of :class:`WorkerSourceTask` is kep
   transaction boundary: wait until every record of the transaction is acknowledged, produce the
   committable offsets into the transaction, ``commit_transaction``, begin the next. ``poll`` commits
   after every batch (the loop's offset interval is 0), ``interval`` every
-  ``transaction.boundary.interval.ms``;
+  ``transaction.boundary.interval.ms`` (:func:`exactly_once_settings`);
 * the task hears of acknowledged records (``commit_records`` / ``runs_acknowledged``: offset syncs, the
   exact offset map, metrics) only once their transaction committed, so nothing downstream ever claims
   an offset of an uncommitted transaction (Java calls ``commitRecord`` after the commit too);
@@ -32,22 +32,27 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any, Protocol, runtime_checkable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from connect_runtime.api.bulk import BulkRun, BulkSourceTask
 from connect_runtime.api.connector_config import TRANSACTION_BOUNDARY, TRANSACTION_BOUNDARY_INTERVAL_MS
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.api.records import SourceMap, SourceRecord
+from connect_runtime.api.metrics_registry import MetricsRegistry
+from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import SourceTask
+from connect_runtime.api.transforms import TransformationChain
+from connect_runtime.clients.factory import new_producer
 from connect_runtime.metrics import TaskMetrics
-from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.bulk_source_loop import BulkLoop
+from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.offset_committer import OffsetCommitter
+from connect_runtime.runtime.source_task_settings import SourceTaskSettings, TransactionSettings
+from connect_runtime.runtime.status import StatusListener
 from connect_runtime.runtime.submitted_records import SubmittedRecords
 from connect_runtime.runtime.submitted_runs import SubmittedRuns
-from connect_runtime.runtime.worker_source_task import WorkerSourceTask
+from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
+from connect_runtime.runtime.worker_source_task import ProducerFactory, WorkerSourceTask
 from connect_runtime.storage.fenced_writer import task_transactional_id
 from connect_runtime.storage.offset_store import OffsetMap, OffsetStore
 
@@ -60,6 +65,7 @@ INTERVAL = "interval"
 INIT_TIMEOUT_S = 60.0
 
 
+@runtime_checkable
 class TransactionalOffsets(Protocol):
     """An offset store whose records a task can write itself (:class:`KafkaOffsetStore`)."""
 
@@ -86,22 +92,32 @@ def is_fenced(exc: BaseException) -> bool:
         KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
 
 
-def exactly_once_options(group_id: str | None, store: OffsetStore, task_id: ConnectorTaskId,
-                         connector_config: Mapping[str, str]) -> dict[str, Any]:
-    """The :class:`ExactlyOnceWorkerSourceTask` arguments of a task, or {} when the worker runs at least
-    once (``group_id`` None). ConnectError when the offset store cannot take transactional writes."""
+def exactly_once_settings(settings: SourceTaskSettings, group_id: str | None, task_id: ConnectorTaskId,
+                          connector_config: Mapping[str, str]) -> SourceTaskSettings:
+    """A task's settings under exactly-once: its transactional id, its transaction boundary and the offset
+    commit interval that boundary sets (0 for ``poll``: after every batch); unchanged when the worker runs
+    at least once (``group_id`` None). ConnectError for a boundary the runtime does not offer."""
     if group_id is None:
-        return {}
-    if not hasattr(store, "records_for"):
-        raise ConnectError(f"exactly-once source support needs the Kafka offsets store, not {type(store).__name__}")
+        return settings
     boundary = str(connector_config.get(TRANSACTION_BOUNDARY) or POLL).strip().lower()
     if boundary not in (POLL, INTERVAL):
         raise ConnectError(f"{TRANSACTION_BOUNDARY}={boundary}: the connector does not define transaction "
                            "boundaries; use poll or interval")
+    interval_s = settings.offset_flush_interval_s
     interval = connector_config.get(TRANSACTION_BOUNDARY_INTERVAL_MS)
-    return {"transactional_id": task_transactional_id(group_id, task_id.connector, task_id.task),
-            "offsets": store, "boundary": boundary,
-            "interval_ms": int(interval) if interval not in (None, "") else None}
+    if boundary == POLL:
+        interval_s = 0.0
+    elif interval not in (None, ""):
+        interval_s = int(interval) / 1000
+    transactions = TransactionSettings(task_transactional_id(group_id, task_id.connector, task_id.task), boundary)
+    return replace(settings, offset_flush_interval_s=interval_s, transactions=transactions)
+
+
+def transactional_offsets(store: OffsetStore) -> TransactionalOffsets:
+    """``store`` as a store the task writes offsets to in its transactions; ConnectError if it cannot."""
+    if not isinstance(store, TransactionalOffsets):
+        raise ConnectError(f"exactly-once source support needs the Kafka offsets store, not {type(store).__name__}")
+    return store
 
 
 class TransactionalCommitter(OffsetCommitter):
@@ -215,99 +231,62 @@ class TransactionalCommitter(OffsetCommitter):
         return None
 
 
-class _DeferringBulkLoop(BulkLoop):
-    """The bulk path whose acknowledgements reach the task only after their transaction committed."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.held: list[BulkRun] = []
-
-    def _acknowledged(self, acknowledged: list[BulkRun]) -> None:
-        self.held.extend(acknowledged)
-
-    def release(self) -> None:
-        held, self.held = self.held, []
-        if held:
-            super()._acknowledged(held)
-
-
 class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
-    """A :class:`WorkerSourceTask` whose records and offsets commit in transactions (module docstring)."""
+    """A :class:`WorkerSourceTask` whose records and offsets commit in transactions (module docstring).
 
-    def __init__(self, *args: Any, transactional_id: str, offsets: TransactionalOffsets,
-                 boundary: str = POLL, interval_ms: int | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.transactional_id = transactional_id
-        self._producer_config = transactional_producer_config(self._producer_config, transactional_id)
-        self._offsets = offsets
-        self._boundary = boundary
-        if boundary == POLL:
-            self._flush_interval_s = 0.0
-        elif interval_ms is not None:
-            self._flush_interval_s = interval_ms / 1000
-        self._held_records: list[tuple[SourceRecord, Any]] = []
-        factory = self._producer_factory
-        self._producer_factory = lambda config: self._open_producer(factory, config)
-        store = self._store
-        committer = TransactionalCommitter(
-            str(self.id), self.id.connector, store, offsets, self._flush_timeout_s, self._metrics, self._task.commit,
-            failure=self._first_failure, held=self._holds_acknowledgements,
-            serve=lambda: self._serve(self._require_producer(), 0), release=self._release)
-        self._committer = committer
-        self._txn = committer
+    Built from the settings' :class:`TransactionSettings` (see :func:`exactly_once_settings`); the
+    offset store must take transactional writes (:class:`TransactionalOffsets`).
+    """
+
+    defers_acknowledgements = True
+
+    def __init__(self, task_id: ConnectorTaskId, task: SourceTask, task_config: Mapping[str, str],
+                 settings: SourceTaskSettings, *, offset_store: OffsetStore, producer_config: Mapping[str, str],
+                 status_listener: StatusListener, metrics: TaskMetrics, metrics_registry: MetricsRegistry,
+                 target_state: TargetState = TargetState.STARTED, producer_factory: ProducerFactory = new_producer,
+                 transforms: TransformationChain | None = None,
+                 active_topics: ActiveTopicRecorder | None = None) -> None:
+        if settings.transactions is None:
+            raise ConnectError(f"{task_id}: an exactly-once task needs transaction settings")
+        self.transactional_id = settings.transactions.transactional_id
+        self._boundary = settings.transactions.boundary
+        self._offsets = transactional_offsets(offset_store)
+        super().__init__(task_id, task, task_config, settings, offset_store=offset_store,
+                         producer_config=producer_config, status_listener=status_listener, metrics=metrics,
+                         metrics_registry=metrics_registry, target_state=target_state,
+                         producer_factory=producer_factory, transforms=transforms, active_topics=active_topics)
 
     @property
     def committed_transactions(self) -> int:
-        return self._txn.committed_transactions
+        return self._transactions().committed_transactions
 
-    def _require_producer(self) -> Producer:
-        assert self._producer is not None
-        return self._producer
+    def _transactions(self) -> TransactionalCommitter:
+        committer = self._committer
+        assert isinstance(committer, TransactionalCommitter)
+        return committer
 
-    def _open_producer(self, factory: Callable[[dict[str, str]], Producer], config: dict[str, str]) -> Producer:
-        producer = factory(config)
-        flow = f"of flow {self._log_flow} " if self._log_flow else ""
-        self._txn.begin(producer, f"{flow}({config.get('bootstrap.servers', '?')})")
-        # Read the offsets written by earlier instances: init_transactions resolved their open transaction.
-        self._offsets.refresh(max(self._flush_timeout_s, 30.0))
-        logger.info("%s runs exactly-once (transactional.id %s, transaction.boundary %s)", self.id,
-                    self.transactional_id, self._boundary)
-        return producer
+    # -- WorkerSourceTask's hooks --------------------------------------------------------------------
+    def _configure_producer(self, config: dict[str, str]) -> dict[str, str]:
+        return transactional_producer_config(config, self.transactional_id)
 
-    def _first_failure(self) -> BaseException | None:
-        bulk = self._bulk
-        return self.failure or (bulk.failure if bulk is not None else None)
-
-    def _bulk_loop(self, task: SourceTask, producer: Producer) -> BulkLoop | None:
-        if not isinstance(task, BulkSourceTask) or not task.bulk_ready():
-            return None
-        logger.info("%s copies in bulk (acknowledged per run, committed per transaction)", self.id)
-        return _DeferringBulkLoop(str(self.id), task, producer, policy=self._policy, each_record=False,
-                                  skips=self._skips, produce_errors=self._metrics.produce_errors,
-                                  stopping=self._stopping)
-
-    def _holds_acknowledgements(self) -> bool:
-        bulk = self._bulk
-        return bool(self._held_records) or (isinstance(bulk, _DeferringBulkLoop) and bool(bulk.held))
-
-    def _records_acknowledged(self, acknowledged: list[tuple[SourceRecord, Any]]) -> None:
-        self._held_records.extend(acknowledged)
+    def _new_committer(self) -> OffsetCommitter:
+        return TransactionalCommitter(
+            str(self.id), self.id.connector, self._store, self._offsets, self.settings.offset_flush_timeout_s,
+            self._metrics, self._task.commit, failure=self._first_failure,
+            held=lambda: self.loop.holds_acknowledgements, serve=self._serve_deliveries, release=self._release)
 
     def _release(self) -> None:
-        """The transaction committed: what it acknowledged reaches the task now."""
-        bulk = self._bulk
-        if isinstance(bulk, _DeferringBulkLoop):
-            bulk.release()
-        held, self._held_records = self._held_records, []
-        if held:
-            super()._records_acknowledged(held)
+        """The transaction committed: what it acknowledged reaches the task now (the loop in use then)."""
+        self.loop.release()
 
-    def _close_producer(self, producer: Producer) -> None:
+    def _producer_opened(self, producer: Producer) -> None:
+        flow = f"of flow {self.settings.log_flow} " if self.settings.log_flow else ""
+        self._transactions().begin(producer, f"{flow}({self._producer_config.get('bootstrap.servers', '?')})")
+        # Read the offsets written by earlier instances: init_transactions resolved their open transaction.
+        self._offsets.refresh(max(self.settings.offset_flush_timeout_s, 30.0))
+        logger.info("%s runs exactly-once (transactional.id %s, transaction.boundary %s)", self.id,
+                    self.transactional_id, self._boundary)
+
+    def _dispose_producer(self, producer: Producer) -> None:
         """Left to garbage collection, as before issue 32: closing a fenced zombie's transactional producer
         here kept its task from reporting FAILED (test_exactly_once.py, SIGSTOP case); not understood yet."""
-
-    def _close(self, started: bool) -> None:
-        try:
-            super()._close(started)
-        finally:
-            self._txn.abort()  # a transaction still open here was not committed: it must not count

@@ -24,7 +24,8 @@ from connect_runtime.api.task import SourceTask
 from connect_runtime.api.transforms import TransformationChain
 from connect_runtime.metrics import TaskMetrics
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.error_policy import ErrorPolicy, SkipReporter
+from connect_runtime.runtime.error_policy import SkipReporter
+from connect_runtime.runtime.source_task_settings import SourceTaskSettings
 from connect_runtime.runtime.submitted_records import SubmittedRecords
 from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
 from connect_runtime.runtime.transform_stage import TransformStage
@@ -44,39 +45,63 @@ class RecordLoop:
     """Sends one task's polled records one by one and tracks them until acknowledged.
 
     Everything here runs on the task thread (delivery callbacks run inside ``producer.poll``), so the
-    tracking needs no lock. A failure that comes with a delivery report is handed to ``fail`` (the
-    owner keeps the task's first failure); one raised while producing propagates.
+    tracking needs no lock. A failure that comes with a delivery report is kept in ``failure`` (the
+    owner raises it after the step); one raised while producing propagates. With ``hold`` the task hears
+    of acknowledged records only at :meth:`release` (after their transaction committed).
     """
 
-    def __init__(self, task_id: ConnectorTaskId, task: SourceTask, *, policy: ErrorPolicy, skips: SkipReporter,
-                 metrics: TaskMetrics, cap: int, stopping: threading.Event,
-                 transforms: TransformationChain | None,
-                 fail: Callable[[BaseException], None],
-                 records_acknowledged: Callable[[Acknowledged], None]) -> None:
+    def __init__(self, task_id: ConnectorTaskId, task: SourceTask, settings: SourceTaskSettings, *,
+                 skips: SkipReporter, metrics: TaskMetrics, stopping: threading.Event,
+                 transforms: TransformationChain | None, hold: bool,
+                 active_topics: ActiveTopicRecorder | None = None) -> None:
+        policy = settings.error_policy
         self._id = task_id
         self._task = task
         self._policy = policy
         self._skips = skips
         self._metrics = metrics
-        self._cap = cap
+        self._cap = settings.max_outstanding_records
         self._stopping = stopping
-        self._fail = fail
-        self._records_acknowledged = records_acknowledged
         self.submitted = SubmittedRecords()
         #: The connector's transformations (a task with some never copies in bulk).
         self.stage = transforms and TransformStage(transforms, task_id, policy, skips, self.submitted)
         # Collecting acknowledged records for the base class's no-op commit_record(s) is pure overhead.
         self._wants_commit_records = (type(task).commit_record is not SourceTask.commit_record
                                       or type(task).commit_records is not SourceTask.commit_records)
+        #: Acknowledged records the task hears of only at release() (``hold``: exactly-once).
+        self._held: Acknowledged = []
+        self._deliver: Callable[[Acknowledged], None] = self._held.extend if hold else self._tell_task
         #: The last poll batch while part of it is still to be sent (cap reached or queue full).
         self._batch: list[SourceRecord] | None = None
         self._batch_pos = 0
+        #: The first failure a delivery report brought (the task raises it after the current step).
+        self.failure: BaseException | None = None
         #: Set once the producer was purged at close: failed reports after that are not failures.
         self.closing = False
         #: Records acknowledged since WorkerSourceTask last counted them.
         self.written = 0
         #: KIP-558: told the topics of acknowledged records (None: topic tracking is off).
-        self.active_topics: ActiveTopicRecorder | None = None
+        self.active_topics = active_topics
+
+    @property
+    def tracking(self) -> SubmittedRecords:
+        return self.submitted
+
+    @property
+    def holds_acknowledgements(self) -> bool:
+        return bool(self._held)
+
+    def release(self) -> None:
+        """The transaction of the held acknowledgements committed: tell the task now."""
+        held = self._held
+        if held:
+            acknowledged = held.copy()
+            held.clear()  # the same list: _deliver is its bound extend
+            self._tell_task(acknowledged)
+
+    def close(self) -> None:
+        if self.stage is not None:
+            self.stage.close()
 
     def step(self, producer: Producer) -> None:
         """Poll a batch (unless one is pending), produce, serve."""
@@ -183,9 +208,16 @@ class RecordLoop:
                 submitted.ack_reports([(sub, None, message) for sub, _, message in failed])
             else:
                 sub, error, _ = failed[0]
-                self._fail(ConnectError(f"{self._id}: the target did not acknowledge a record for "
-                                        f"{sub.record.topic}: {error.str()}"))
+                if self.failure is None:
+                    self.failure = ConnectError(f"{self._id}: the target did not acknowledge a record for "
+                                                f"{sub.record.topic}: {error.str()}")
         if self.active_topics is not None:
             self.active_topics.record({sub.record.topic for sub, error, _ in reports if error is None})
         if acknowledged:
-            self._records_acknowledged(acknowledged)
+            self._deliver(acknowledged)
+
+    def _tell_task(self, acknowledged: Acknowledged) -> None:
+        try:
+            self._task.commit_records(acknowledged)
+        except Exception:  # Java logs and carries on: commit_record is a notification
+            logger.exception("%s commit_records failed", self._id)

@@ -73,7 +73,7 @@ from connect_runtime.clients.factory import new_producer, translate
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.error_policy import ErrorPolicy
-from connect_runtime.runtime.exactly_once_task import ExactlyOnceWorkerSourceTask, exactly_once_options
+from connect_runtime.runtime.exactly_once_task import ExactlyOnceWorkerSourceTask, exactly_once_settings
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import StatusListener, trace_of
 from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
@@ -81,6 +81,7 @@ from connect_runtime.runtime.worker_connector import TASK_CLASS, WorkerConnector
 from connect_runtime.runtime.worker_source_task import (
     DEFAULT_MAX_OUTSTANDING_RECORDS,
     ProducerFactory,
+    SourceTaskSettings,
     WorkerSourceTask,
 )
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
@@ -120,9 +121,10 @@ class Worker:
         #: The Java properties ``producer_config`` was translated from (None: only the translation is
         #: known, and overrides are translated on their own).
         self._producer_properties = None if producer_properties is None else dict(producer_properties)
-        self._flush_interval_ms = offset_flush_interval_ms
-        self._flush_timeout_ms = offset_flush_timeout_ms
-        self._shutdown_timeout_ms = task_shutdown_timeout_ms
+        # In seconds, as every task's SourceTaskSettings holds them.
+        self._flush_interval_s = offset_flush_interval_ms / 1000
+        self._flush_timeout_s = offset_flush_timeout_ms / 1000
+        self._shutdown_timeout_s = task_shutdown_timeout_ms / 1000
         self._transform = config_transformer
         self._max_outstanding = max_outstanding_records
         self._producer_factory = producer_factory
@@ -147,7 +149,7 @@ class Worker:
         logger.info("worker %s stopping", self.worker_id)
         for name in self.connector_names():
             self.stop_connector(name)
-        self.stop_tasks(self.task_ids(), self._shutdown_timeout_ms / 1000)
+        self.stop_tasks(self.task_ids(), self._shutdown_timeout_s)
         self.offset_store.stop()
         logger.info("worker %s stopped", self.worker_id)
 
@@ -227,18 +229,19 @@ class Worker:
             resolved_task = self._resolve(task_config)
             resolved_connector = self._resolve(connector_config)
             task = self._new_task(resolved_connector, resolved_task)
-            eos = exactly_once_options(self.exactly_once_group, self.offset_store, task_id, resolved_connector)
-            worker_task = (ExactlyOnceWorkerSourceTask if eos else WorkerSourceTask)(
-                task_id, task, resolved_task, worker_id=self.worker_id, offset_store=self.offset_store,
-                producer_config=self.task_producer_base(task_id.connector, resolved_connector),
-                status_listener=self._listener, metrics=metrics,
-                target_state=target_state, offset_flush_interval_ms=self._flush_interval_ms,
-                offset_flush_timeout_ms=self._flush_timeout_ms, shutdown_timeout_ms=self._shutdown_timeout_ms,
-                max_outstanding_records=self._max_outstanding, producer_factory=self._producer_factory,
-                metrics_registry=self.metrics_registry, log_flow=self.log_flow,
+            settings = exactly_once_settings(SourceTaskSettings(
+                self.worker_id, offset_flush_interval_s=self._flush_interval_s,
+                offset_flush_timeout_s=self._flush_timeout_s, shutdown_timeout_s=self._shutdown_timeout_s,
+                max_outstanding_records=self._max_outstanding, log_flow=self.log_flow,
                 error_policy=ErrorPolicy.from_config({**resolved_connector, **resolved_task}),
+            ), self.exactly_once_group, task_id, resolved_connector)
+            worker_task = (WorkerSourceTask if settings.transactions is None else ExactlyOnceWorkerSourceTask)(
+                task_id, task, resolved_task, settings, offset_store=self.offset_store,
+                producer_config=self.task_producer_base(task_id.connector, resolved_connector),
+                status_listener=self._listener, metrics=metrics, metrics_registry=self.metrics_registry,
+                target_state=target_state, producer_factory=self._producer_factory,
                 transforms=build_chain(resolved_connector),  # Connect builds them from the connector config
-                active_topics=self._topic_recorder(task_id), **eos)
+                active_topics=self._topic_recorder(task_id))
         except Exception as exc:
             logger.error("task %s could not be created: %s", task_id, exc)
             metrics.set_state(State.FAILED.value)
@@ -263,7 +266,7 @@ class Worker:
             stopping = [(tid, self._tasks[tid]) for tid in ids if tid in self._tasks]
         for _, task in stopping:
             task.stop()
-        deadline = time.monotonic() + timeout_s + self._flush_timeout_ms / 1000
+        deadline = time.monotonic() + timeout_s + self._flush_timeout_s
         for task_id, task in stopping:
             if not task.join(max(0.0, deadline - time.monotonic())):
                 logger.error("task %s did not stop within %.1fs; cancelling it (no further status reports, "

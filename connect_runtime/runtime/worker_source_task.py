@@ -35,10 +35,12 @@ Guarantees, and how they are kept:
   needs no lock. ``stop()``, ``transition_to()`` and ``request_commit()`` are the only calls from other
   threads; they set flags.
 
-Two paths, each in its own module. Per record (:mod:`~connect_runtime.runtime.record_source_loop`): a
-delivery callback per record, reports acknowledged in one loop after each ``producer.poll``. Bulk
-(:mod:`~connect_runtime.runtime.bulk_source_loop`), for a :class:`~connect_runtime.api.bulk.BulkSourceTask`
-without transformations: the task produces straight from its input in runs acknowledged as a whole.
+Two paths, each in its own module, both a :class:`~connect_runtime.runtime.source_loop.SourceLoop`. Per
+record (:mod:`~connect_runtime.runtime.record_source_loop`): a delivery callback per record, reports
+acknowledged in one loop after each ``producer.poll``. Bulk (:mod:`~connect_runtime.runtime.bulk_source_loop`),
+for a :class:`~connect_runtime.api.bulk.BulkSourceTask` without transformations: the task produces straight
+from its input in runs acknowledged as a whole. The task is configured by one frozen
+:class:`~connect_runtime.runtime.source_task_settings.SourceTaskSettings`.
 """
 
 from __future__ import annotations
@@ -47,11 +49,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import ClassVar
 
 from confluent_kafka import Producer
 
 from connect_runtime.api.bulk import BulkSourceTask
-from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.task import SourceTask
 from connect_runtime.api.transforms import TransformationChain
@@ -60,18 +62,19 @@ from connect_runtime.logging_context import set_context as set_log_context
 from connect_runtime.metrics import TaskMetrics
 from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.bulk_source_loop import BulkLoop
-from connect_runtime.runtime.error_policy import ErrorPolicy, SkipReporter
+from connect_runtime.runtime.error_policy import SkipReporter
 from connect_runtime.runtime.offset_committer import OffsetCommitter
-from connect_runtime.runtime.record_source_loop import Acknowledged, RecordLoop
+from connect_runtime.runtime.record_source_loop import RecordLoop
+from connect_runtime.runtime.source_loop import SourceLoop
+from connect_runtime.runtime.source_task_settings import DEFAULT_MAX_OUTSTANDING_RECORDS, SourceTaskSettings
 from connect_runtime.runtime.source_task_setup import (
     PRODUCER_DEFAULTS,
     TaskContext,
     is_true,
     task_producer_config,
 )
+from connect_runtime.runtime.source_task_shutdown import flush_and_commit
 from connect_runtime.runtime.status import StatusListener, report_task_state, trace_of
-from connect_runtime.runtime.submitted_records import SubmittedRecords
-from connect_runtime.runtime.submitted_runs import SubmittedRuns
 from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
 from connect_runtime.storage.offset_store import OffsetStore
@@ -80,11 +83,10 @@ logger = logging.getLogger(__name__)
 
 ProducerFactory = Callable[[dict[str, str]], Producer]
 
-DEFAULT_MAX_OUTSTANDING_RECORDS = 100_000
-
 _IDLE_POLL_S = 0.05
 
-__all__ = ["DEFAULT_MAX_OUTSTANDING_RECORDS", "PRODUCER_DEFAULTS", "WorkerSourceTask", "task_producer_config"]
+__all__ = ["DEFAULT_MAX_OUTSTANDING_RECORDS", "PRODUCER_DEFAULTS", "SourceTaskSettings", "WorkerSourceTask",
+           "task_producer_config"]
 
 
 class WorkerSourceTask:
@@ -92,44 +94,41 @@ class WorkerSourceTask:
 
     Lifecycle: ``start()`` launches the thread; ``stop()`` asks it to finish (non-blocking);
     ``join(timeout_s)`` waits. On the way out the thread stops the task, flushes the producer for at
-    most ``shutdown_timeout_ms``, commits the offsets of every acknowledged prefix, closes the task
-    (``SourceTask.close``, whether that commit succeeded or not) and reports UNASSIGNED (or FAILED with
-    the trace, if anything failed).
+    most ``settings.shutdown_timeout_s``, commits the offsets of every acknowledged prefix, closes the
+    task (``SourceTask.close``, whether that commit succeeded or not) and reports UNASSIGNED (or FAILED
+    with the trace, if anything failed).
 
     ``metrics_registry`` is what the task's context offers it for its own metrics (the herder's
     registry); ``metrics`` are the runtime's own series of this task.
+
+    Subclasses (:class:`~connect_runtime.runtime.exactly_once_task.ExactlyOnceWorkerSourceTask`) override
+    only the hooks below (:meth:`_configure_producer`, :meth:`_new_committer`, :meth:`_producer_opened`,
+    :meth:`_dispose_producer`) and :attr:`defers_acknowledgements`; they may use :attr:`loop`,
+    :meth:`_first_failure` and :meth:`_serve_deliveries`.
     """
 
-    def __init__(self, task_id: ConnectorTaskId, task: SourceTask, task_config: Mapping[str, str], *,
-                 worker_id: str, offset_store: OffsetStore, producer_config: Mapping[str, str],
+    #: Acknowledgements reach the task only once their offsets committed (``loop.release()``), and a
+    #: bulk run needs no report per record: set by a task whose commit confirms every record itself.
+    defers_acknowledgements: ClassVar[bool] = False
+
+    def __init__(self, task_id: ConnectorTaskId, task: SourceTask, task_config: Mapping[str, str],
+                 settings: SourceTaskSettings, *, offset_store: OffsetStore, producer_config: Mapping[str, str],
                  status_listener: StatusListener, metrics: TaskMetrics, metrics_registry: MetricsRegistry,
-                 target_state: TargetState = TargetState.STARTED,
-                 offset_flush_interval_ms: int = 60_000, offset_flush_timeout_ms: int = 5_000,
-                 shutdown_timeout_ms: int = 5_000,
-                 max_outstanding_records: int = DEFAULT_MAX_OUTSTANDING_RECORDS,
-                 producer_factory: ProducerFactory = new_producer, log_flow: str | None = None,
-                 error_policy: ErrorPolicy | None = None, transforms: TransformationChain | None = None,
+                 target_state: TargetState = TargetState.STARTED, producer_factory: ProducerFactory = new_producer,
+                 transforms: TransformationChain | None = None,
                  active_topics: ActiveTopicRecorder | None = None) -> None:
-        if max_outstanding_records < 1:
-            raise ConnectError(f"max outstanding records must be >= 1, got {max_outstanding_records}")
         self.id = task_id
+        self.settings = settings
         self._task = task
         self._config = dict(task_config)
-        self._worker_id = worker_id
         self._store = offset_store
-        self._policy = error_policy or ErrorPolicy()
-        self._producer_config = task_producer_config(producer_config, task_id,
-                                                     tolerate_errors=self._policy.tolerate)
-        self._skips = SkipReporter(self._policy, str(task_id), metrics.produce_errors)
+        self._producer_config = self._configure_producer(
+            task_producer_config(producer_config, task_id, tolerate_errors=settings.error_policy.tolerate))
+        self._skips = SkipReporter(settings.error_policy, str(task_id), metrics.produce_errors)
         self._listener = status_listener
         self._metrics = metrics
-        self._flush_interval_s = offset_flush_interval_ms / 1000
-        self._flush_timeout_s = offset_flush_timeout_ms / 1000
-        self._shutdown_timeout_s = shutdown_timeout_ms / 1000
-        self._cap = max_outstanding_records
         self._producer_factory = producer_factory
         self._metrics_registry = metrics_registry
-        self._log_flow = log_flow
         #: KIP-558: told the topics of acknowledged records (None: topic tracking is off).
         self._active_topics = active_topics
 
@@ -143,18 +142,32 @@ class WorkerSourceTask:
         self._commit_requested = False
         self._thread: threading.Thread | None = None
         self._producer: Producer | None = None
-        #: The per-record path (also what tracks records before the task started).
-        self._records = RecordLoop(task_id, task, policy=self._policy, skips=self._skips, metrics=metrics,
-                                   cap=max_outstanding_records, stopping=self._stopping, transforms=transforms,
-                                   fail=self._fail, records_acknowledged=self._records_acknowledged)
-        self._records.active_topics = active_topics
-        #: The bulk path, when the task offers it (set on the task thread once the task started).
-        self._bulk: BulkLoop | None = None
-        self._committer = OffsetCommitter(str(task_id), task_id.connector, offset_store, self._flush_timeout_s,
-                                          metrics, task.commit, task.before_offset_commit)
+        #: The per-record path; replaced by the bulk path once the task started, if it offers that.
+        self._records = RecordLoop(task_id, task, settings, skips=self._skips, metrics=metrics,
+                                   stopping=self._stopping, transforms=transforms,
+                                   hold=self.defers_acknowledgements, active_topics=active_topics)
+        self._loop: SourceLoop = self._records
+        self._committer = self._new_committer()
         #: First error that fails the task (set on the task thread; read by anyone).
         self.failure: BaseException | None = None
         self.state = State.UNASSIGNED
+
+    # -- hooks for subclasses (see the class docstring) -----------------------------------------------
+    def _configure_producer(self, config: dict[str, str]) -> dict[str, str]:
+        """The task's producer config, from the runtime's (Connect's defaults and the worker's)."""
+        return config
+
+    def _new_committer(self) -> OffsetCommitter:
+        """What commits this task's offsets (called once, at the end of construction)."""
+        return OffsetCommitter(str(self.id), self.id.connector, self._store, self.settings.offset_flush_timeout_s,
+                               self._metrics, self._task.commit, self._task.before_offset_commit)
+
+    def _producer_opened(self, producer: Producer) -> None:
+        """The task's producer was created; the task is initialized and started next."""
+
+    def _dispose_producer(self, producer: Producer) -> None:
+        """Destroy the producer (flushed and purged by now): its threads and sockets go with it."""
+        close_producer(producer)
 
     # -- control, from any thread --------------------------------------------------------------------
     def start(self) -> None:
@@ -197,12 +210,17 @@ class WorkerSourceTask:
         self._commit_requested = True
 
     @property
+    def loop(self) -> SourceLoop:
+        """The copy path: per record until the task started, then per record or in bulk."""
+        return self._loop
+
+    @property
     def outstanding(self) -> int:
-        return self._tracking.outstanding
+        return self._loop.tracking.outstanding
 
     @property
     def peak_outstanding(self) -> int:
-        return self._tracking.peak
+        return self._loop.tracking.peak
 
     @property
     def commit_cycles(self) -> int:
@@ -212,12 +230,7 @@ class WorkerSourceTask:
     @property
     def bulk(self) -> bool:
         """Whether the task copies on the bulk path (known once it started)."""
-        return self._bulk is not None
-
-    @property
-    def _tracking(self) -> SubmittedRecords | SubmittedRuns:
-        bulk = self._bulk
-        return self._records.submitted if bulk is None else bulk.runs
+        return isinstance(self._loop, BulkLoop)
 
     def _paused(self) -> bool:
         return self._target is not TargetState.STARTED
@@ -227,7 +240,7 @@ class WorkerSourceTask:
 
     # -- task thread ---------------------------------------------------------------------------------
     def _run(self) -> None:
-        set_log_context(flow=self._log_flow, connector_task=str(self.id))
+        set_log_context(flow=self.settings.log_flow, connector_task=str(self.id))
         started = False
         try:
             if self._paused():
@@ -237,106 +250,88 @@ class WorkerSourceTask:
                     pass
                 if self._stopping.is_set():
                     return
-            self._producer = self._producer_factory(self._producer_config)
+            producer = self._producer_factory(self._producer_config)
+            self._producer_opened(producer)
+            self._producer = producer
             reader = OffsetStoreReader(self._store, self.id.connector)
             # Like Java (KAFKA-10792): once initialize is attempted the task counts as started, so a start
             # that raises half-way still gets stop() and close() to release what it opened.
             started = True
-            self._task.initialize(TaskContext(self.id.task, self._worker_id, reader, self._metrics_registry))
+            self._task.initialize(TaskContext(self.id.task, self.settings.worker_id, reader,
+                                              self._metrics_registry))
             self._task.start(self._config)
-            self._bulk = self._bulk_loop(self._task, self._producer)
+            self._loop = self._copy_path(self._task, producer)
             with self._state_lock:
                 self._task_started = True
             self._metrics.task_starts.inc()
-            logger.info("%s started (worker %s)", self.id, self._worker_id)
+            logger.info("%s started (worker %s)", self.id, self.settings.worker_id)
             self._report(State.RUNNING)
-            self._execute()
+            self._execute(producer)
         except BaseException as exc:  # any failure of the task fails the task, with its trace
             if self.failure is None:
                 self.failure = exc
         finally:
             self._close(started)
 
-    def _bulk_loop(self, task: SourceTask, producer: Producer) -> BulkLoop | None:
-        """The bulk path if the task offers it and the producer acknowledges in order (idempotent)."""
+    def _copy_path(self, task: SourceTask, producer: Producer) -> SourceLoop:
+        """The bulk path if the task offers it, has no transformations and the producer acknowledges in
+        order (idempotent); the per-record path otherwise."""
         if (not isinstance(task, BulkSourceTask) or not is_true(self._producer_config["enable.idempotence"])
-                or self._records.stage is not None):
-            return None
-        if not task.bulk_ready():
-            return None
-        each_record = not is_true(self._producer_config.get("enable.gapless.guarantee", "false"))
+                or self._records.stage is not None or not task.bulk_ready()):
+            return self._records
+        gapless = is_true(self._producer_config.get("enable.gapless.guarantee", "false"))
+        each_record = not gapless and not self.defers_acknowledgements
         logger.info("%s copies in bulk (acknowledged per run%s)", self.id,
-                    ", a delivery report per record" if each_record else "")
-        loop = BulkLoop(str(self.id), task, producer, policy=self._policy, each_record=each_record,
-                        skips=self._skips, produce_errors=self._metrics.produce_errors, stopping=self._stopping)
-        loop.active_topics = self._active_topics
-        return loop
+                    ", committed per transaction" if self.defers_acknowledgements
+                    else ", a delivery report per record" if each_record else "")
+        return BulkLoop(str(self.id), task, producer, self.settings, each_record=each_record, skips=self._skips,
+                        metrics=self._metrics, stopping=self._stopping, hold=self.defers_acknowledgements,
+                        active_topics=self._active_topics)
 
-    def _execute(self) -> None:
-        producer = self._producer
-        assert producer is not None
-        bulk = self._bulk
-        records = self._records
-        path: BulkLoop | RecordLoop = records if bulk is None else bulk
-        tracking = self._tracking
-        polled = self._metrics.records_polled
-        poll_batch = self._metrics.poll_batch_seconds
-        monotonic = time.monotonic
+    def _execute(self, producer: Producer) -> None:
+        loop = self._loop
+        tracking = loop.tracking
+        cap = self.settings.max_outstanding_records
+        flush_interval_s = self.settings.offset_flush_interval_s
         outstanding_gauge = self._metrics.outstanding_records
         stopping = self._stopping
         committer = self._committer
-        next_commit = time.monotonic() + self._flush_interval_s
+        next_commit = time.monotonic() + flush_interval_s
         while not stopping.is_set():
             if self._paused():
                 if self.state is not State.PAUSED:
                     self._report(State.PAUSED)
-                self._serve(producer, _IDLE_POLL_S)
-            elif tracking.outstanding >= self._cap:
-                self._serve(producer, _IDLE_POLL_S)  # at the cap: only serve delivery reports
+                loop.serve(producer, _IDLE_POLL_S)
+            elif tracking.outstanding >= cap:
+                loop.serve(producer, _IDLE_POLL_S)  # at the cap: only serve delivery reports
             else:
                 if self.state is not State.RUNNING:
                     self._report(State.RUNNING)
-                if bulk is not None:
-                    started = monotonic()
-                    produced = bulk.step()
-                    if produced:  # per step (a consumed batch), never per record
-                        poll_batch.observe(monotonic() - started)
-                        polled.inc(produced)
-                else:
-                    records.step(producer)
-            if bulk is not None and bulk.failure is not None and self.failure is None:
-                self.failure = bulk.failure
+                loop.step(producer)
+            if loop.failure is not None and self.failure is None:
+                self.failure = loop.failure
             if self.failure is not None:
                 raise self.failure
-            written = path.written
+            written = loop.written
             if written:
-                path.written = 0
+                loop.written = 0
                 self._metrics.records_written.inc(written)
             outstanding_gauge.set(tracking.outstanding)
             committer.poll()
             if (self._commit_requested or time.monotonic() >= next_commit) and not committer.in_flight:
                 self._commit_requested = False
                 committer.start(tracking)  # the write runs on the committer's thread
-                next_commit = time.monotonic() + self._flush_interval_s
+                next_commit = time.monotonic() + flush_interval_s
 
-    def _serve(self, producer: Producer, timeout_s: float) -> None:
-        """``producer.poll``, then acknowledge what it delivered (on the task thread), on either path."""
-        if self._bulk is not None:
-            self._bulk.serve(timeout_s)
-            return
-        self._records.serve(producer, timeout_s)
+    def _first_failure(self) -> BaseException | None:
+        """The task's first failure, or one its loop has reported and the task not raised yet."""
+        return self.failure or self._loop.failure
 
-    def _fail(self, failure: BaseException) -> None:
-        """Keep the task's first failure (the loop raises it after the current step)."""
-        if self.failure is None:
-            self.failure = failure
-
-    def _records_acknowledged(self, acknowledged: Acknowledged) -> None:
-        """Tell the task (an exactly-once task defers this until its transaction committed)."""
-        try:
-            self._task.commit_records(acknowledged)
-        except Exception:  # Java logs and carries on: commit_record is a notification
-            logger.exception("%s commit_records failed", self.id)
+    def _serve_deliveries(self) -> None:
+        """Serve the producer's delivery reports now, without waiting (on the task thread)."""
+        producer = self._producer
+        assert producer is not None
+        self._loop.serve(producer, 0)
 
     def _close(self, started: bool) -> None:
         """Stop the task, flush (bounded), commit what was acknowledged, report the final state.
@@ -347,48 +342,26 @@ class WorkerSourceTask:
         """
         if started:
             self._stop_task()
+        loop = self._loop
         producer = self._producer
         if producer is not None:
             try:
-                # The graceful-shutdown budget runs from the stop request, so that flushing and the final
-                # commit fit in the time the worker waits for this task (stop_tasks' timeout).
-                requested = self._stop_requested_at
-                budget = self._shutdown_timeout_s
-                if requested is not None:
-                    budget = max(0.0, budget - (time.monotonic() - requested))
-                remaining = producer.flush(budget)
-                self._serve(producer, 0)
-                if remaining:
-                    logger.warning("%s: %d records not acknowledged within %.1fs of stopping; their offsets "
-                                   "are not committed, so they will be sent again after a restart",
-                                   self.id, remaining, self._shutdown_timeout_s)
-                if self._task_started:
-                    self._committer.commit_now(self._tracking, self._flush_timeout_s)
-            except Exception:  # closing must always reach the status report
-                logger.exception("%s error while flushing and committing on close", self.id)
+                flush_and_commit(str(self.id), producer, loop, self._committer, self.settings,
+                                 stop_requested_at=self._stop_requested_at, commit=self._task_started)
             finally:
-                self._records.closing = True
-                if self._bulk is not None:
-                    self._bulk.closing = True
-                producer.purge()
-                self._serve(producer, 0)
                 self._producer = None
                 self._committer.close()  # waits for its thread: the task's own producers close next
-                self._close_producer(producer)
+                self._dispose_producer(producer)
         if started:
             self._close_task()
-        written = self._records.written
-        self._records.written = 0
-        if self._bulk is not None:
-            written += self._bulk.written
-            self._bulk.written = 0
-            if self.failure is None and self._bulk.failure is not None:
-                self.failure = self._bulk.failure
+        written = loop.written
+        loop.written = 0
+        if self.failure is None and loop.failure is not None:
+            self.failure = loop.failure
         if written:
             self._metrics.records_written.inc(written)
         self._metrics.outstanding_records.set(0)
-        if self._records.stage is not None:
-            self._records.stage.close()
+        loop.close()
         self._metrics.produce_errors.settle()
         if self.failure is not None:
             logger.error("%s failed: %s", self.id, self.failure)
@@ -396,10 +369,6 @@ class WorkerSourceTask:
         else:
             logger.info("%s stopped", self.id)
             self._report(State.UNASSIGNED)
-
-    def _close_producer(self, producer: Producer) -> None:
-        """Destroy the producer (flushed and purged by now): its threads and sockets go with it."""
-        close_producer(producer)
 
     def _stop_task(self) -> None:
         with self._state_lock:

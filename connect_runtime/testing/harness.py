@@ -31,7 +31,11 @@ from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.error_policy import ErrorPolicy
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.worker_source_task import DEFAULT_MAX_OUTSTANDING_RECORDS, WorkerSourceTask
+from connect_runtime.runtime.worker_source_task import (
+    DEFAULT_MAX_OUTSTANDING_RECORDS,
+    SourceTaskSettings,
+    WorkerSourceTask,
+)
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.storage.offset_store import OffsetMap, OffsetStore
 
@@ -120,13 +124,15 @@ def run_source_task(task: SourceTask | type[SourceTask], config: Mapping[str, st
     metrics = ConnectMetrics.create(registry)
     listener = RecordingStatusListener()
     instance = task() if isinstance(task, type) else task
+    settings = SourceTaskSettings(worker_id, offset_flush_interval_s=offset_flush_interval_ms / 1000,
+                                  shutdown_timeout_s=shutdown_timeout_ms / 1000,
+                                  max_outstanding_records=max_outstanding_records,
+                                  error_policy=error_policy or ErrorPolicy.from_config(config))
     worker_task = WorkerSourceTask(
-        task_id, instance, config, worker_id=worker_id, offset_store=store,
+        task_id, instance, config, settings, offset_store=store,
         producer_config={"bootstrap.servers": bootstrap_servers, **(producer_config or {})},
         status_listener=listener, metrics=metrics.for_task(connector, task_number), target_state=target_state,
-        offset_flush_interval_ms=offset_flush_interval_ms, shutdown_timeout_ms=shutdown_timeout_ms,
-        max_outstanding_records=max_outstanding_records, metrics_registry=registry,
-        error_policy=error_policy or ErrorPolicy.from_config(config), transforms=build_chain(config))
+        metrics_registry=registry, transforms=build_chain(config))
     running = RunningSourceTask(worker_task, task_id, store, listener, registry, metrics)
     worker_task.start()
     try:

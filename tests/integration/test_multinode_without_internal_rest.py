@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import Cluster
 from tests.integration.support.mm2_process import aliases
 from tests.integration.support.replication import status, write_properties
-from tests.integration.support.two_nodes import RECOVERY_LIMIT_S, TwoNodes, describe
+from tests.integration.support.two_nodes import TwoNodes, kill_9_of_the_connector_holder, restart_each_node
 from tests.support.kafka import create_topic, produce, unique
 
 #: Loss-asserting: never retried (tests/conftest.py retries other integration tests once).
@@ -41,38 +41,13 @@ def two_nodes(cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> Iterato
 def test_rolling_restart_without_internal_rest_loses_nothing(two_nodes: TwoNodes) -> None:
     flow = two_nodes.start()
     time.sleep(3)  # deliberate: a steady state before the first restart
-    recoveries = []
-    for index in (0, 1):
-        flow.wait_group_stable()
-        restarted_ms = time.time() * 1000
-        assert flow.nodes[index].terminate() == 0, flow.nodes[index].tail()
-        flow.nodes[index] = flow.node(index)
-        flow.nodes[index].start().wait_running(2, 120)
-        flow.wait_settled()
-        stalls = flow.wait_flowing(restarted_ms, f"the restart of node {index}")
-        recoveries.append(max(stalls.values()))
-        print(f"\nrestart of node {index}: the longest a record sent since the SIGTERM waited: {describe(stalls)}")
-    flow.finish("rolling restart of two nodes, no internal REST")
-    assert all(r <= RECOVERY_LIMIT_S for r in recoveries), recoveries
-    for node in flow.nodes:
-        assert node.terminate() == 0, node.tail()
+    restart_each_node(flow, "rolling restart of two nodes, no internal REST", flow.wait_group_stable)
 
 
 def test_kill_9_of_the_node_holding_the_connectors_moves_them(two_nodes: TwoNodes) -> None:
     flow = two_nodes.start()
     flow.wait_group_stable()
-    [holder] = flow.connector_workers()
-    victim = next(n for n in flow.nodes if holder == f"RUNNING@{n.url.removeprefix('http://')}")
-    survivor = next(n for n in flow.nodes if n is not victim)
-    killed_ms = time.time() * 1000
-    victim.kill()
-    flow.wait_settled()
-    assert flow.connector_workers() == {f"RUNNING@{survivor.url.removeprefix('http://')}"}
-    stalls = flow.wait_flowing(killed_ms, "kill -9 of the node holding the connectors")
-    print(f"\nkill -9: the longest a record sent since the kill waited: {describe(stalls)}")
-    flow.finish("kill -9 of the node holding the connectors, no internal REST")
-    assert max(stalls.values()) <= RECOVERY_LIMIT_S, stalls
-    assert survivor.terminate() == 0, survivor.tail()
+    kill_9_of_the_connector_holder(flow, "kill -9 of the node holding the connectors, no internal REST")
 
 
 def test_mirror_status_reports_a_connector_stalled_on_a_node(cluster_a: Cluster, cluster_b: Cluster,

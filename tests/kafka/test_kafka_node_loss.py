@@ -11,14 +11,13 @@ back to back, as an operator's script would. Run with ``-s`` to see the measured
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.integration.support.two_nodes import RECOVERY_LIMIT_S, TwoNodes, describe
+from tests.integration.support.two_nodes import TwoNodes, kill_9_of_the_connector_holder, restart_each_node
 from tests.support.apache_kafka import KafkaBroker
 
 #: Loss-asserting: never retried.
@@ -42,36 +41,10 @@ def two_nodes(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path) -> Ite
 def test_kill_9_of_the_node_holding_the_connectors_on_kafka(two_nodes: TwoNodes) -> None:
     flow = two_nodes.start()
     flow.wait_settled()
-    [holder] = flow.connector_workers()
-    victim = next(n for n in flow.nodes if holder == f"RUNNING@{n.url.removeprefix('http://')}")
-    survivor = next(n for n in flow.nodes if n is not victim)
-    killed_ms = time.time() * 1000
-    victim.kill()
-    flow.wait_settled()
-    assert flow.connector_workers() == {f"RUNNING@{survivor.url.removeprefix('http://')}"}
-    stalls = flow.wait_flowing(killed_ms, "kill -9 of the node holding the connectors")
-    print(f"\nkill -9 on Kafka: the longest a record sent since the kill waited: {describe(stalls)}")
-    flow.finish("kill -9 of the node holding the connectors, Apache Kafka")
-    assert max(stalls.values()) <= RECOVERY_LIMIT_S, stalls
-    assert survivor.terminate() == 0, survivor.tail()
+    kill_9_of_the_connector_holder(flow, "kill -9 of the node holding the connectors, Apache Kafka")
 
 
 def test_rolling_restart_back_to_back_on_kafka(two_nodes: TwoNodes) -> None:
     """No wait for a stable group between the restarts (the Tansu workaround is not needed on Kafka)."""
     flow = two_nodes.start()
-    recoveries = []
-    for index in (0, 1):
-        flow.wait_settled()
-        restarted_ms = time.time() * 1000
-        assert flow.nodes[index].terminate() == 0, flow.nodes[index].tail()
-        flow.nodes[index] = flow.node(index)
-        flow.nodes[index].start().wait_running(2, 120)
-        flow.wait_settled()
-        stalls = flow.wait_flowing(restarted_ms, f"the restart of node {index}")
-        recoveries.append(max(stalls.values()))
-        print(f"\nrestart of node {index} on Kafka: the longest a record sent since the SIGTERM waited: "
-              f"{describe(stalls)}")
-    flow.finish("rolling restart of two nodes back to back, Apache Kafka")
-    assert all(r <= RECOVERY_LIMIT_S for r in recoveries), recoveries
-    for node in flow.nodes:
-        assert node.terminate() == 0, node.tail()
+    restart_each_node(flow, "rolling restart of two nodes back to back, Apache Kafka", flow.wait_settled)

@@ -10,6 +10,7 @@ fault, :meth:`TwoNodes.finish` asserts that no acknowledged record was lost. Use
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -222,3 +223,42 @@ class TwoNodes:
 def describe(stalls: dict[int, float]) -> str:
     per_partition = ", ".join(f"{p}: {s:.1f}" for p, s in sorted(stalls.items()))
     return f"{max(stalls.values()):.1f} s (per partition: {per_partition})"
+
+
+def kill_9_of_the_connector_holder(flow: TwoNodes, fault: str) -> dict[int, float]:
+    """kill -9 of the node running MM2's connectors: they move to the survivor, nothing is lost; the stalls."""
+    [holder] = flow.connector_workers()
+    victim = next(n for n in flow.nodes if holder == f"RUNNING@{n.url.removeprefix('http://')}")
+    survivor = next(n for n in flow.nodes if n is not victim)
+    killed_ms = time.time() * 1000
+    victim.kill()
+    flow.wait_settled()
+    assert flow.connector_workers() == {f"RUNNING@{survivor.url.removeprefix('http://')}"}
+    stalls = flow.wait_flowing(killed_ms, "kill -9 of the node holding the connectors")
+    print(f"\n{fault}: the longest a record sent since the kill waited: {describe(stalls)}")
+    flow.finish(fault)
+    assert max(stalls.values()) <= RECOVERY_LIMIT_S, stalls
+    assert survivor.terminate() == 0, survivor.tail()
+    return stalls
+
+
+def restart_each_node(flow: TwoNodes, fault: str, before_each: Callable[[], None]) -> list[float]:
+    """SIGTERM and restart node 0, then node 1 (``before_each`` runs before each SIGTERM); nothing is lost,
+    every partition flows again within RECOVERY_LIMIT_S; the longest stall per restart."""
+    recoveries = []
+    for index in (0, 1):
+        before_each()
+        restarted_ms = time.time() * 1000
+        assert flow.nodes[index].terminate() == 0, flow.nodes[index].tail()
+        flow.nodes[index] = flow.node(index)
+        flow.nodes[index].start().wait_running(2, 120)
+        flow.wait_settled()
+        stalls = flow.wait_flowing(restarted_ms, f"the restart of node {index}")
+        recoveries.append(max(stalls.values()))
+        print(f"\n{fault}, node {index}: the longest a record sent since the SIGTERM waited: {describe(stalls)}")
+    flow.finish(fault)
+    assert all(r <= RECOVERY_LIMIT_S for r in recoveries), recoveries
+    for node in flow.nodes:
+        assert node.terminate() == 0, node.tail()
+    return recoveries
+

@@ -7,13 +7,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException
 from prometheus_client import CollectorRegistry
 
+from connect_runtime.api.bulk import BulkSink, BulkSourceTask
+from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap, SourceRecord
+from connect_runtime.api.transforms import TransformationChain, build_chain
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State
-from connect_runtime.runtime.exactly_once_task import ExactlyOnceWorkerSourceTask, transactional_producer_config
+from connect_runtime.runtime.exactly_once_task import (
+    ExactlyOnceWorkerSourceTask,
+    exactly_once_settings,
+    transactional_offsets,
+    transactional_producer_config,
+)
+from connect_runtime.runtime.source_task_settings import SourceTaskSettings, TransactionSettings
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.storage.offset_store import OffsetMap, serialize_key, serialize_value
@@ -53,10 +63,11 @@ class TxnProducer(FakeProducer):
         self.log.append("abort")
 
 
-class Offsets:
-    """The transactional side of the offset store, over a memory store: records for the offsets topic."""
+class Offsets(MemoryOffsetStore):
+    """A memory offset store with a transactional side: records for the offsets topic."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.refreshed = 0
 
     def records_for(self, connector: str, offsets: Sequence[tuple[SourceMap, OffsetMap | None]]
@@ -77,6 +88,7 @@ class NotifiedTask(ListTask):
 
 
 def make(task: ListTask, log: list[Any], init_error: KafkaError | None = None, cls: type[TxnProducer] = TxnProducer,
+         transforms: TransformationChain | None = None,
          ) -> tuple[ExactlyOnceWorkerSourceTask, list[TxnProducer], RecordingStatusListener, Offsets]:
     producers: list[TxnProducer] = []
 
@@ -86,11 +98,13 @@ def make(task: ListTask, log: list[Any], init_error: KafkaError | None = None, c
 
     listener = RecordingStatusListener()
     offsets = Offsets()
+    settings = SourceTaskSettings("w", offset_flush_interval_s=0.0, log_flow="A->B",
+                                  transactions=TransactionSettings("g-c-0", "poll"))
     worker_task = ExactlyOnceWorkerSourceTask(
-        TASK, task, {}, worker_id="w", offset_store=MemoryOffsetStore(),
+        TASK, task, {}, settings, offset_store=offsets,
         producer_config={"bootstrap.servers": "b:9092"}, status_listener=listener,
         metrics=ConnectMetrics.create(CollectorRegistry()).for_task("c", 0), producer_factory=factory,
-        metrics_registry=CollectorRegistry(), log_flow="A->B", transactional_id="g-c-0", offsets=offsets)
+        metrics_registry=CollectorRegistry(), transforms=transforms)
     return worker_task, producers, listener, offsets
 
 
@@ -112,6 +126,33 @@ def test_each_poll_batch_commits_with_its_offsets_and_the_task_hears_after_the_c
     # commit_records only after the transaction holding the records committed
     assert log.index(("acknowledged", 2)) > log.index("commit")
     assert worker_task.committed_transactions >= 2 and worker_task.failure is None
+
+
+class BulkListTask(NotifiedTask, BulkSourceTask):
+    """Offers the bulk path; with transformations the runtime must not take it (they run per record)."""
+
+    def bulk_ready(self) -> bool:
+        return True
+
+    def poll_bulk(self, sink: BulkSink) -> int:
+        raise AssertionError("a task with transformations was run on the bulk path")
+
+
+def test_a_bulk_task_with_transformations_runs_per_record_and_transformed() -> None:
+    """As at least once: the bulk path produces the task's input as it is, so transformations keep a task
+    on the per-record path (exactly-once took the bulk path regardless before issue 30)."""
+    log: list[Any] = []
+    task = BulkListTask([[rec("a", 0), rec("a", 1)]], log)
+    chain = build_chain({"transforms": "h", "transforms.h.type": "InsertHeader", "transforms.h.header": "via",
+                         "transforms.h.value.literal": "b"})
+    worker_task, producers, _, _ = make(task, log, transforms=chain)
+    worker_task.start()
+    wait_until(lambda: ("acknowledged", 2) in log, 10, "the records committed in a transaction")
+    worker_task.stop()
+    assert worker_task.join(10)
+    assert worker_task.failure is None and not worker_task.bulk
+    produced = [p for p in producers[0].delivery.produced if p.topic == "t"]
+    assert len(produced) == 2 and all(("via", b"b") in list(p.headers or []) for p in produced), produced
 
 
 def test_a_refused_record_aborts_the_transaction_and_fails_the_task() -> None:
@@ -155,3 +196,21 @@ def test_transactional_producer_config_bounds_the_delivery_timeout() -> None:
     config = transactional_producer_config({"message.timeout.ms": "0", "acks": "1"}, "id")
     assert config["transactional.id"] == "id" and config["acks"] == "all" and config["enable.idempotence"] == "true"
     assert config["message.timeout.ms"] == config["transaction.timeout.ms"] == "60000"
+
+
+def test_the_settings_of_a_task_under_exactly_once_come_from_its_transaction_boundary() -> None:
+    """Built once by the worker: ``poll`` commits after every batch (interval 0), ``interval`` every
+    ``transaction.boundary.interval.ms`` (in seconds) or, without it, every offset flush interval."""
+    base = SourceTaskSettings("w", offset_flush_interval_s=60.0)
+    assert exactly_once_settings(base, None, TASK, {}) is base  # at least once: unchanged
+    poll = exactly_once_settings(base, "g", TASK, {})
+    assert poll.transactions == TransactionSettings("g-c-0", "poll") and poll.offset_flush_interval_s == 0.0
+    interval = exactly_once_settings(base, "g", TASK, {"transaction.boundary": "Interval",
+                                                       "transaction.boundary.interval.ms": "2500"})
+    assert interval.transactions == TransactionSettings("g-c-0", "interval")
+    assert interval.offset_flush_interval_s == 2.5
+    assert exactly_once_settings(base, "g", TASK, {"transaction.boundary": "interval"}).offset_flush_interval_s == 60
+    with pytest.raises(ConnectError, match=r"transaction\.boundary=connector"):
+        exactly_once_settings(base, "g", TASK, {"transaction.boundary": "connector"})
+    with pytest.raises(ConnectError, match="needs the Kafka offsets store, not MemoryOffsetStore"):
+        transactional_offsets(MemoryOffsetStore())

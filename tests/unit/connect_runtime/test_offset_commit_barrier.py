@@ -19,7 +19,7 @@ from connect_runtime.api.task import DurabilityBarrier
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import State
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.worker_source_task import WorkerSourceTask
+from connect_runtime.runtime.worker_source_task import SourceTaskSettings, WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.storage.offset_store import OffsetMap
 from tests.support.fakes import FakeProducer
@@ -85,10 +85,10 @@ def setup(batches: list[list[Any]], flush_timeout_ms: int = 100,
         producers.append(FakeProducer(config))
         return producers[-1]
 
-    worker_task = WorkerSourceTask(TASK, task, {}, worker_id="w", offset_store=store, producer_config={},
+    settings = SourceTaskSettings("w", offset_flush_interval_s=600.0, offset_flush_timeout_s=flush_timeout_ms / 1000)
+    worker_task = WorkerSourceTask(TASK, task, {}, settings, offset_store=store, producer_config={},
                                    status_listener=RecordingStatusListener(),
                                    metrics=ConnectMetrics.create(CollectorRegistry()).for_task("c", 0),
-                                   offset_flush_interval_ms=600_000, offset_flush_timeout_ms=flush_timeout_ms,
                                    producer_factory=factory, metrics_registry=CollectorRegistry())
     worker_task.start()
     wait_until(lambda: producers and len(producers[0].delivery.produced) == len(batches[0]), 10, "records produced")

@@ -16,7 +16,7 @@ from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import State
 from connect_runtime.runtime.error_policy import ErrorPolicy
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.worker_source_task import WorkerSourceTask
+from connect_runtime.runtime.worker_source_task import SourceTaskSettings, WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore
 from tests.support.fakes import FakeProducer
 from tests.support.kafka import wait_until
@@ -68,10 +68,10 @@ def make(task: ListTask, store: MemoryOffsetStore, config: Mapping[str, str], po
     listener = RecordingStatusListener()
     registry = CollectorRegistry()
     metrics = ConnectMetrics.create(registry).for_task("c", 0)
-    worker_task = WorkerSourceTask(TASK, task, {}, worker_id="w", offset_store=store, producer_config={},
-                                   status_listener=listener, metrics=metrics, offset_flush_interval_ms=600_000,
-                                   producer_factory=factory, metrics_registry=CollectorRegistry(),
-                                   error_policy=policy, transforms=build_chain(config))
+    settings = SourceTaskSettings("w", offset_flush_interval_s=600.0, error_policy=policy or ErrorPolicy())
+    worker_task = WorkerSourceTask(TASK, task, {}, settings, offset_store=store, producer_config={},
+                                   status_listener=listener, metrics=metrics, producer_factory=factory,
+                                   metrics_registry=CollectorRegistry(), transforms=build_chain(config))
     return worker_task, producers, listener, registry
 
 

@@ -15,7 +15,7 @@ from connect_runtime.api.task import SourceTask
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.worker_source_task import WorkerSourceTask
+from connect_runtime.runtime.worker_source_task import SourceTaskSettings, WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore
 from tests.support.fakes import FakeProducer
 from tests.support.kafka import wait_until
@@ -58,11 +58,10 @@ def make(task: SourceTask, store: MemoryOffsetStore, registry: CollectorRegistry
         return producers[-1]
 
     listener = RecordingStatusListener()
-    worker_task = WorkerSourceTask(TASK, task, {}, worker_id="w", offset_store=store, producer_config={},
-                                   status_listener=listener,
+    worker_task = WorkerSourceTask(TASK, task, {}, SourceTaskSettings("w", offset_flush_interval_s=600.0),
+                                   offset_store=store, producer_config={}, status_listener=listener,
                                    metrics=ConnectMetrics.create(CollectorRegistry()).for_task("c", 0),
-                                   offset_flush_interval_ms=600_000, producer_factory=factory,
-                                   metrics_registry=registry or CollectorRegistry())
+                                   producer_factory=factory, metrics_registry=registry or CollectorRegistry())
     return worker_task, producers, listener
 
 

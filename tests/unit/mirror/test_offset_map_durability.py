@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.worker_source_task import WorkerSourceTask
+from connect_runtime.runtime.worker_source_task import SourceTaskSettings, WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore
 from mirror.client.models import TopicPartition
 from mirror.client.offset_map import OffsetRun
@@ -94,10 +94,11 @@ class Replication:
             "emit.offset-syncs.enabled": str(offset_syncs).lower()})
         self.registry = registry = CollectorRegistry()
         self.worker_task = WorkerSourceTask(
-            TASK, task, config, worker_id="w", offset_store=self.store, producer_config=producer_config,
-            status_listener=RecordingStatusListener(),
-            metrics=ConnectMetrics.create(registry).for_task(TASK.connector, 0), offset_flush_interval_ms=600_000,
-            offset_flush_timeout_ms=flush_timeout_ms, producer_factory=producer_factory, metrics_registry=registry)
+            TASK, task, config,
+            SourceTaskSettings("w", offset_flush_interval_s=600.0, offset_flush_timeout_s=flush_timeout_ms / 1000),
+            offset_store=self.store, producer_config=producer_config, status_listener=RecordingStatusListener(),
+            metrics=ConnectMetrics.create(registry).for_task(TASK.connector, 0), producer_factory=producer_factory,
+            metrics_registry=registry)
         self.worker_task.start()
         wait_until(lambda: self.producers and len(self.producers[0].delivery.produced) == records, 10,
                    "the records replicated")
