@@ -21,7 +21,8 @@ from connect_runtime.rest.app import create_app
 from connect_runtime.runtime.herder import Herder
 from connect_runtime.runtime.request_signing import DEFAULT_SIGNATURE_ALGORITHM, signature_headers
 from mirror.config.mirror_maker import SourceAndTarget
-from mirror.maker.driver import HerderSlot, MirrorHerder
+from mirror.maker.herder_slot import HerderSlot
+from mirror.maker.mirror_herder import MirrorHerder
 
 #: Every method of the herder contract (public API, internal endpoints, optional capabilities).
 HERDER_METHODS = sorted(name for name, _ in inspect.getmembers(Herder, inspect.isfunction)
