@@ -5,9 +5,9 @@ What ``connect-mirror-maker mm2.properties [--clusters B ...]`` runs (Kafka's ``
 
 * For each herder pair of :meth:`MirrorMakerConfig.herder_pairs` (the target clusters named by
   ``--clusters``, all without it, including the heartbeat-only reverse pairs of reference §2.2) one
-  :class:`~mirror.maker.mirror_herder.MirrorHerder`: a Connect cluster member of group ``<src>-mm2`` on the *target* cluster, with
-  its own config/offset/status topics (``mm2-*.<src>.internal``). Several processes started with the
-  same file share each pair's connectors and tasks through Kafka's group coordinator.
+  :class:`~mirror.maker.mirror_herder.MirrorHerder`: a Connect cluster member of group ``<src>-mm2``
+  on the *target* cluster, with its own config/offset/status topics (``mm2-*.<src>.internal``).
+  Several processes started with the same file share each pair's connectors and tasks through Kafka's group coordinator.
 * Shared by all herders of the process: one plugin registry, one REST server (each herder's Connect
   API under ``/<src>/<tgt>/``, forwarding between nodes included, KIP-710 in spirit), one ``/metrics``
   (each herder's metrics labelled ``source``/``target``), the health monitor and the status page
@@ -16,8 +16,8 @@ What ``connect-mirror-maker mm2.properties [--clusters B ...]`` runs (Kafka's ``
   (Source, Heartbeat, Checkpoint, in Java's order) when they differ from what is stored, so the
   leader's file wins, as in Java (reference §2.3).
 * A herder that cannot reach its cluster is rebuilt with exponential backoff (1 s up to 60 s) by its
-  :class:`~mirror.maker.herder_slot.HerderSlot`; its REST namespace answers 503/409 meanwhile and ``/health`` says why; the other
-  herders are not disturbed.
+  :class:`~mirror.maker.herder_slot.HerderSlot`; its REST namespace answers 503/409 meanwhile and
+  ``/health`` says why; the other herders are not disturbed.
 
 Differences from Java MM2, on purpose: the public Connect REST API is served (namespaced), not only the
 internal endpoints, with state changes refused unless basic auth or an explicit opt-in is configured
