@@ -68,7 +68,8 @@ from connect_runtime.storage.config_records import (
     task_key,
 )
 from connect_runtime.storage.fenced_writer import TransactionalWriter
-from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
+from connect_runtime.storage.kafka_log import KafkaBasedLog
+from connect_runtime.storage.log_record import LogRecord
 
 logger = logging.getLogger(__name__)
 
