@@ -60,7 +60,8 @@ from connect_runtime.runtime.tick_executor import TickExecutor
 from connect_runtime.runtime.topic_tracking import TRACKING_OFF, TopicTracking
 from connect_runtime.runtime.worker_runtime import WorkerRuntime
 from connect_runtime.storage.config_records import RestartRequest
-from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
+from connect_runtime.storage.config_store import KafkaConfigStore
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 from connect_runtime.storage.offset_store import OffsetStore
 from connect_runtime.storage.status_store import KafkaStatusStore
 

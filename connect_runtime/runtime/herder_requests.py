@@ -29,7 +29,7 @@ from connect_runtime.runtime.local_work import LocalWork
 from connect_runtime.runtime.restarts import owner_url, restart_plan, restarting_view
 from connect_runtime.runtime.tick_executor import TickExecutor
 from connect_runtime.storage.config_records import RestartRequest
-from connect_runtime.storage.config_store import ClusterConfigState
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 logger = logging.getLogger(__name__)
 
