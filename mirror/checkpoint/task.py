@@ -37,6 +37,7 @@ from connect_runtime.logging_context import carry_context
 from mirror.checkpoint.checkpoint_filter import checkpoint_is_more_recent, rename_topic_partition
 from mirror.checkpoint.checkpoint_store import CheckpointStore
 from mirror.checkpoint.group_sync import GroupOffsetSync, GroupSyncStatus
+from mirror.checkpoint.metrics import MirrorCheckpointMetrics
 from mirror.checkpoint.offset_map_reader import OffsetMapReader
 from mirror.checkpoint.offset_sync_reader import OffsetSyncReader
 from mirror.checkpoint.offset_sync_store import OffsetSyncStore
@@ -45,7 +46,6 @@ from mirror.client.offset_map import OffsetMap, offset_map_topic
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
 from mirror.config.checkpoint import MirrorCheckpointTaskConfig
 from mirror.filters import TopicFilter, load_topic_filter
-from mirror.metrics import MirrorCheckpointMetrics
 from mirror.offset_maps import CONSUMER_GROUP_ID_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset
 from mirror.scheduler import Scheduler
 
