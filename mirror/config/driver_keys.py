@@ -1,4 +1,4 @@
-"""The keys only the MM2 driver reads (reference §1.2): ``clusters``, the REST listeners, config
+"""The keys only the MM2 driver reads (Java's ``MirrorMakerConfig``): ``clusters``, the REST listeners, config
 providers, the plugin allowlist..., and their :class:`ConfigDef` (defaults, types, docs).
 
 Their own module because they are a catalogue: :class:`~mirror.config.mirror_maker.MirrorMakerConfig`
