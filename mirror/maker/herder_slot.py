@@ -11,22 +11,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import Concatenate, ParamSpec, TypeVar
 
 from connect_runtime.api.errors import ConflictError, ConnectError
 from connect_runtime.logging_context import set_context
-from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.herder import (
-    ConfigInfos,
-    ConnectorInfo,
-    ConnectorOffset,
-    ConnectorStateInfo,
-    Created,
     Herder,
-    PluginInfo,
-    TaskInfo,
-    TaskStateInfo,
     WorkerHealth,
 )
 from mirror.config.mirror_maker import SourceAndTarget
@@ -42,6 +33,24 @@ READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 25.0
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _served_by_running_herder(method: Callable[Concatenate[Herder, P], R]) -> Callable[Concatenate[HerderSlot, P], R]:
+    """The slot's version of a :class:`Herder` method: served by the running herder, ConflictError (409,
+    with the reason) while none runs. Typed from the contract's own signature, so it cannot drift from it."""
+    name = method.__name__
+
+    def served(slot: HerderSlot, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        result: R = getattr(slot.require(), name)(*args, **kwargs)
+        return result
+
+    served.__name__ = served.__qualname__ = name
+    served.__doc__ = method.__doc__
+    return served
+
+
 class HerderSlot(Herder):
     """A stable REST target for one flow whose herder may be rebuilt (cluster unreachable at start).
 
@@ -50,8 +59,9 @@ class HerderSlot(Herder):
     slot only watches it (a herder that dies later is rebuilt the same way).
 
     The REST app is built once, before any herder exists, so the slot is the :class:`Herder` REST
-    sees: every method of the contract is written out and delegates to the running herder, which lets
-    mypy check that nothing is missing.
+    sees: each method of the contract either answers for the slot while no herder runs (health, the
+    session key, optional capabilities) or is :func:`_served_by_running_herder`, typed from the
+    contract's signature; an abstract method left out makes the slot impossible to build.
     """
 
     def __init__(self, pair: SourceAndTarget, build: Callable[[], MirrorHerder]) -> None:
@@ -149,72 +159,28 @@ class HerderSlot(Herder):
             return WorkerHealth("starting", f"Flow {self.pair}: {self._problem}")
         return herder.health()
 
-    def worker_id(self) -> str:
-        return self.require().worker_id()
-
-    def kafka_cluster_id(self) -> str | None:
-        return self.require().kafka_cluster_id()
-
-    def connectors(self) -> list[str]:
-        return self.require().connectors()
-
-    def connector_info(self, name: str) -> ConnectorInfo:
-        return self.require().connector_info(name)
-
-    def connector_config(self, name: str) -> dict[str, str]:
-        return self.require().connector_config(name)
-
-    def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,
-                             initial_state: TargetState | None = None) -> Created:
-        return self.require().put_connector_config(name, config, allow_replace, initial_state)
-
-    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> ConnectorInfo:
-        return self.require().patch_connector_config(name, patch)
-
-    def delete_connector(self, name: str) -> None:
-        self.require().delete_connector(name)
-
-    def connector_status(self, name: str) -> ConnectorStateInfo:
-        return self.require().connector_status(name)
-
-    def task_status(self, task: ConnectorTaskId) -> TaskStateInfo:
-        return self.require().task_status(task)
-
-    def task_configs(self, name: str) -> list[TaskInfo]:
-        return self.require().task_configs(name)
-
-    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> ConnectorStateInfo | None:
-        return self.require().restart_connector(name, include_tasks, only_failed)
-
-    def restart_task(self, task: ConnectorTaskId) -> None:
-        self.require().restart_task(task)
-
-    def pause_connector(self, name: str) -> None:
-        self.require().pause_connector(name)
-
-    def resume_connector(self, name: str) -> None:
-        self.require().resume_connector(name)
-
-    def stop_connector(self, name: str) -> None:
-        self.require().stop_connector(name)
-
-    def connector_offsets(self, name: str) -> list[ConnectorOffset]:
-        return self.require().connector_offsets(name)
-
-    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> None:
-        self.require().alter_connector_offsets(name, offsets)
-
-    def reset_connector_offsets(self, name: str) -> None:
-        self.require().reset_connector_offsets(name)
-
-    def connector_plugins(self, connectors_only: bool = True) -> list[PluginInfo]:
-        return self.require().connector_plugins(connectors_only)
-
-    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
-        return self.require().plugin_config(plugin)
-
-    def validate_connector_config(self, config: Mapping[str, str], plugin: str | None = None) -> ConfigInfos:
-        return self.require().validate_connector_config(config, plugin)
+    worker_id = _served_by_running_herder(Herder.worker_id)
+    kafka_cluster_id = _served_by_running_herder(Herder.kafka_cluster_id)
+    connectors = _served_by_running_herder(Herder.connectors)
+    connector_info = _served_by_running_herder(Herder.connector_info)
+    connector_config = _served_by_running_herder(Herder.connector_config)
+    put_connector_config = _served_by_running_herder(Herder.put_connector_config)
+    patch_connector_config = _served_by_running_herder(Herder.patch_connector_config)
+    delete_connector = _served_by_running_herder(Herder.delete_connector)
+    connector_status = _served_by_running_herder(Herder.connector_status)
+    task_status = _served_by_running_herder(Herder.task_status)
+    task_configs = _served_by_running_herder(Herder.task_configs)
+    restart_connector = _served_by_running_herder(Herder.restart_connector)
+    restart_task = _served_by_running_herder(Herder.restart_task)
+    pause_connector = _served_by_running_herder(Herder.pause_connector)
+    resume_connector = _served_by_running_herder(Herder.resume_connector)
+    stop_connector = _served_by_running_herder(Herder.stop_connector)
+    connector_offsets = _served_by_running_herder(Herder.connector_offsets)
+    alter_connector_offsets = _served_by_running_herder(Herder.alter_connector_offsets)
+    reset_connector_offsets = _served_by_running_herder(Herder.reset_connector_offsets)
+    connector_plugins = _served_by_running_herder(Herder.connector_plugins)
+    plugin_config = _served_by_running_herder(Herder.plugin_config)
+    validate_connector_config = _served_by_running_herder(Herder.validate_connector_config)
 
     def connector_active_topics(self, name: str) -> Collection[str]:
         herder = self.herder
@@ -236,11 +202,8 @@ class HerderSlot(Herder):
         herder = self.herder
         return None if herder is None else herder.session_key()  # None: 503 until the key is known
 
-    def put_task_configs(self, connector: str, configs: list[dict[str, str]]) -> None:
-        self.require().put_task_configs(connector, configs)
-
-    def fence_zombies(self, connector: str) -> None:
-        self.require().fence_zombies(connector)
+    put_task_configs = _served_by_running_herder(Herder.put_task_configs)
+    fence_zombies = _served_by_running_herder(Herder.fence_zombies)
 
     def verification_algorithms(self) -> Sequence[str]:
         herder = self.herder
