@@ -1,5 +1,8 @@
 """Prometheus metrics of the MM2 source and checkpoint tasks (Kafka ``MirrorSourceMetrics`` and friends).
 
+This module holds the source task's metrics and what both share (buckets, KIP-1280 names, labels); the
+checkpoint task's are in :mod:`mirror.checkpoint.metrics`, next to the task that updates them.
+
 MM2 publishes windowed JMX metrics (2 samples x 30 s). Prometheus derives rates, averages and
 quantiles itself, so we export the raw material instead: counters for counts, histograms (seconds) for
 the latency-like values, plus a last-value gauge in milliseconds that keeps MM2's unit for dashboards
@@ -50,79 +53,29 @@ from __future__ import annotations
 import threading
 import weakref
 from bisect import bisect_left
-from dataclasses import dataclass
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
 from connect_runtime.api.metrics_registry import MetricsRegistry
 
-_LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0,
-                      3600.0)
+LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0,
+                     3600.0)
 
 _SOURCE_LABELS = ("source", "target", "topic", "partition")
-_CHECKPOINT_LABELS = ("source", "target", "group", "topic", "partition")
 #: KIP-1280's names: Java's ``kafka.connect:type=plugins`` group, tagged with the connector and task first.
 NEW_PREFIX = "kafka_connect_plugins_"
-_TASK_LABELS = ("connector", "task")
+TASK_LABELS = ("connector", "task")
 LEGACY, NEW = "legacy", "new"
 
+#: Guards the per-registry families: two tasks of one registry may start at once.
 _lock = threading.Lock()
 
 
-@dataclass(frozen=True)
-class _CheckpointFamilies:
-    latency_s: Histogram
-    latency_ms: Gauge
-    translations: Counter
-    group_syncs: Counter
-    new_latency_s: Histogram
-    new_latency_ms: Gauge
-
-
-_checkpoint_families: weakref.WeakKeyDictionary[MetricsRegistry, _CheckpointFamilies] = (
-    weakref.WeakKeyDictionary())
-
-
-def _checkpoint_families_of(registry: MetricsRegistry) -> _CheckpointFamilies:
-    with _lock:
-        families = _checkpoint_families.get(registry)
-        if families is None:
-            families = _CheckpointFamilies(
-                latency_s=Histogram("mirror_checkpoint_latency_seconds",
-                                    "Time from listing a group's source offsets to the checkpoint's "
-                                    "acknowledgement (MM2 checkpoint-latency-ms).",
-                                    _CHECKPOINT_LABELS, buckets=_LATENCY_BUCKETS_S, registry=None),
-                latency_ms=Gauge("mirror_checkpoint_latency_ms",
-                                 "Last checkpoint latency in ms (MM2 checkpoint-latency-ms).",
-                                 _CHECKPOINT_LABELS, registry=None),
-                translations=Counter("mirror_checkpoint_translations",
-                                     "Group offsets translated, by basis: offset-map (exact) or offset-sync "
-                                     "(MM2's rule, where the offset map has no entry).",
-                                     ("source", "target", "basis"), registry=None),
-                group_syncs=Counter("mirror_group_offset_syncs",
-                                    "Group offset syncs onto the target by outcome: written, unchanged, "
-                                    "active (members on the target), clamped (moved inside the target's "
-                                    "log), failed.", ("source", "target", "outcome"), registry=None),
-                new_latency_s=Histogram(f"{NEW_PREFIX}checkpoint_latency_seconds",
-                                        "mirror_checkpoint_latency_seconds under KIP-1280's name.",
-                                        (*_TASK_LABELS, *_CHECKPOINT_LABELS), buckets=_LATENCY_BUCKETS_S,
-                                        registry=None),
-                new_latency_ms=Gauge(f"{NEW_PREFIX}checkpoint_latency_ms",
-                                     "mirror_checkpoint_latency_ms under KIP-1280's name.",
-                                     (*_TASK_LABELS, *_CHECKPOINT_LABELS), registry=None),
-            )
-            for family in (families.latency_s, families.latency_ms, families.translations, families.group_syncs,
-                           families.new_latency_s, families.new_latency_ms):
-                registry.register(family)
-            _checkpoint_families[registry] = families
-        return families
-
-
 #: Bucket bounds in whole ms, for ``bisect_left`` on an int age/latency (Prometheus buckets are ``le``).
-_LATENCY_BOUNDS_MS = tuple(round(b * 1000) for b in _LATENCY_BUCKETS_S)
-_BUCKET_LABELS: tuple[str, ...] = (*(str(floatToGoString(b)) for b in _LATENCY_BUCKETS_S),  # type: ignore[no-untyped-call]
+_LATENCY_BOUNDS_MS = tuple(round(b * 1000) for b in LATENCY_BUCKETS_S)
+_BUCKET_LABELS: tuple[str, ...] = (*(str(floatToGoString(b)) for b in LATENCY_BUCKETS_S),  # type: ignore[no-untyped-call]
                                    "+Inf")
 
 
@@ -202,7 +155,7 @@ class _SourceCollector:
 
     def describe(self) -> list[Metric]:
         return (self._families({}, "mirror_source_", list(_SOURCE_LABELS))
-                + self._families({}, NEW_PREFIX, [*_TASK_LABELS, *_SOURCE_LABELS]))
+                + self._families({}, NEW_PREFIX, [*TASK_LABELS, *_SOURCE_LABELS]))
 
     def collect(self) -> list[Metric]:
         with self._lock:
@@ -216,7 +169,7 @@ class _SourceCollector:
                 if task.new:
                     _merge(new, (*task.task_labels, *labels), stats)
         return (self._families(legacy, "mirror_source_", list(_SOURCE_LABELS))
-                + self._families(new, NEW_PREFIX, [*_TASK_LABELS, *_SOURCE_LABELS]))
+                + self._families(new, NEW_PREFIX, [*TASK_LABELS, *_SOURCE_LABELS]))
 
     @staticmethod
     def _families(merged: dict[tuple[str, ...], PartitionStats], prefix: str, labels: list[str]) -> list[Metric]:
@@ -342,52 +295,6 @@ class MirrorSourceMetrics:
         """Remove this task's series so a stopped task does not keep exporting stale values."""
         self._collector.discard(self)
         self._stats.clear()
-
-
-class MirrorCheckpointMetrics:
-    """Per-task checkpoint metrics, one series per (group, target-side topic, partition)."""
-
-    def __init__(self, registry: MetricsRegistry, source: str, target: str,
-                 connector: str = "MirrorCheckpointConnector", task: int = 0,
-                 formats: tuple[str, ...] = (LEGACY, NEW)) -> None:
-        self._families = _checkpoint_families_of(registry)
-        self._source = source
-        self._target = target
-        self._task_labels = (connector, str(task))
-        names = {f.strip().lower() for f in formats}
-        self._legacy = LEGACY in names
-        self._new = NEW in names
-        self._labels: set[tuple[str, str, str, str, str]] = set()
-
-    def checkpoint_latency(self, group: str, topic: str, partition: int, latency_ms: int) -> None:
-        key = (self._source, self._target, group, topic, str(partition))
-        self._labels.add(key)
-        families = self._families
-        if self._legacy:
-            families.latency_ms.labels(*key).set(latency_ms)
-            families.latency_s.labels(*key).observe(max(latency_ms, 0) / 1000.0)
-        if self._new:
-            families.new_latency_ms.labels(*self._task_labels, *key).set(latency_ms)
-            families.new_latency_s.labels(*self._task_labels, *key).observe(max(latency_ms, 0) / 1000.0)
-
-    def translated(self, basis: str, count: int = 1) -> None:
-        """``count`` group offsets translated through ``basis`` (``offset-map`` or ``offset-sync``)."""
-        self._families.translations.labels(self._source, self._target, basis).inc(count)
-
-    def group_synced(self, outcome: str, count: int = 1) -> None:
-        self._families.group_syncs.labels(self._source, self._target, outcome).inc(count)
-
-    def close(self) -> None:
-        families = self._families
-        for key in self._labels:
-            for family, labels in ((families.latency_ms, key), (families.latency_s, key),
-                                   (families.new_latency_ms, (*self._task_labels, *key)),
-                                   (families.new_latency_s, (*self._task_labels, *key))):
-                try:
-                    family.remove(*labels)
-                except KeyError:
-                    pass
-        self._labels.clear()
 
 
 _LOSS_LABELS = ("source", "target", "topic", "partition", "reason")

@@ -164,15 +164,15 @@ class ConnectDistributed:
         logger.info("REST API: %s", self.security.describe())
         worker_id = self.worker_id = wc.worker_id(config, self.rest.port)
         url = self.url = wc.advertised_url(config, self.rest.port)
-        extra: dict[str, Any] = {}
+        forwarder = None
         if self.security.client_ssl is not None:  # task configs go to the leader's https listener
             timeout = config[wc.REST_REQUEST_TIMEOUT_MS] / 1000
-            extra["forwarder"] = TaskConfigForwarder(timeout, name=f"forward-tasks-{worker_id}",
-                                                     client=httpx.Client(verify=self.security.client_ssl))
-        self.herder = build_herder(config, worker_id=worker_id, advertised_url=url, plugins=Plugins(),
-                                   registry=self.registry, providers=self.providers,
+            forwarder = TaskConfigForwarder(timeout, name=f"forward-tasks-{worker_id}",
+                                            client=httpx.Client(verify=self.security.client_ssl))
+        self.herder = build_herder(config, DistributedHerder, worker_id=worker_id, advertised_url=url,
+                                   plugins=Plugins(), registry=self.registry, providers=self.providers,
                                    membership=self.membership, cluster_id=kafka_cluster_id(config),
-                                   start_timeout_s=timeout_s, **extra)
+                                   start_timeout_s=timeout_s, forwarder=forwarder)
         self.app.target = create_app(self.herder, registry=self.registry, security=self.security)
         self.herder.start()
         if not self.herder.wait_until_ready(timeout_s):

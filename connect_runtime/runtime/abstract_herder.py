@@ -28,7 +28,8 @@ from connect_runtime.runtime.herder import (
 )
 from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.topic_tracking import RESET_DISABLED_MESSAGE, TRACKING_OFF, TopicTracking
-from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
+from connect_runtime.storage.config_store import KafkaConfigStore
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 from connect_runtime.storage.offset_store import OffsetStore
 from connect_runtime.storage.status_store import KafkaStatusStore
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry
 
+from connect_runtime.api.client_overrides import OverridePolicy
 from connect_runtime.api.config_provider import ConfigProvider, resolve
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.metrics import ConnectMetrics, RebalanceMetrics
@@ -26,6 +27,7 @@ from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.released_work import released_work
 from connect_runtime.runtime.stalled_handoffs import StalledHandoffs
 from connect_runtime.runtime.status_writer import StatusWriter
+from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder, TopicTracking
 from connect_runtime.runtime.worker import Worker
 from connect_runtime.storage.config_store import KafkaConfigStore
@@ -41,6 +43,27 @@ logger = logging.getLogger(__name__)
 MembershipFactory = Callable[[wc.DistributedWorkerConfig, str, KafkaStatusStore, Callable[[], None],
                               CollectorRegistry],
                              GroupMembership]
+
+
+H_co = TypeVar("H_co", bound=DistributedHerder, covariant=True)
+H = TypeVar("H", bound=DistributedHerder)
+
+
+class HerderFactory(Protocol[H_co]):
+    """What :func:`build_herder` calls with the parts it assembled: ``DistributedHerder`` itself, or a
+    herder built on it with its own arguments already bound (the MM2 driver binds its flow).
+
+    Typed, not ``**kwargs``, so that the caller gets back the herder class it asked for (no cast) and
+    mypy checks the parts against the constructor.
+    """
+
+    def __call__(self, *, worker_id: str, worker: Worker, plugins: Plugins, config_store: KafkaConfigStore,
+                 status_store: KafkaStatusStore, offset_store: KafkaOffsetStore, membership: GroupMembership,
+                 status_writer: StatusWriter, kafka_cluster_id: str | None, group_id: str,
+                 fence_producers: Callable[[list[str]], None], request_timeout_s: float,
+                 task_shutdown_timeout_s: float, start_timeout_s: float, session_key_ttl_s: float,
+                 override_policy: OverridePolicy, topic_tracking: TopicTracking, exactly_once: bool,
+                 stalls: StalledHandoffs, rest_prefix: str, forwarder: TaskConfigForwarder | None) -> H_co: ...
 
 
 class WakeupRelay:
@@ -84,16 +107,17 @@ def kafka_cluster_id(config: wc.DistributedWorkerConfig) -> str | None:
         return None
 
 
-def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertised_url: str, plugins: Plugins,
-                 registry: CollectorRegistry, providers: Mapping[str, ConfigProvider],
-                 membership: MembershipFactory = kafka_membership,
-                 herder_class: type[DistributedHerder] = DistributedHerder, log_flow: str | None = None,
-                 cluster_id: str | None = None, start_timeout_s: float = 120.0,
-                 **herder_kwargs: Any) -> DistributedHerder:
-    """One cluster member, not started: call ``start()`` on the result.
+def build_herder(config: wc.DistributedWorkerConfig, herder_factory: HerderFactory[H], *, worker_id: str,
+                 advertised_url: str, plugins: Plugins, registry: CollectorRegistry,
+                 providers: Mapping[str, ConfigProvider], membership: MembershipFactory = kafka_membership,
+                 log_flow: str | None = None, cluster_id: str | None = None, start_timeout_s: float = 120.0,
+                 rest_prefix: str = "", forwarder: TaskConfigForwarder | None = None) -> H:
+    """One cluster member made by ``herder_factory`` (e.g. ``DistributedHerder``), not started: call
+    ``start()`` on the result.
 
     Metrics of the worker and of its tasks go to ``registry``; ``log_flow`` names the member in every
-    log line of its task threads (the MM2 driver passes ``A->B``).
+    log line of its task threads (the MM2 driver passes ``A->B``). ``rest_prefix`` and ``forwarder``
+    are the herder's (its REST namespace; the client that hands task configs to the leader).
     """
 
     def clients(suffix: str) -> dict[str, Any]:
@@ -125,7 +149,7 @@ def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertis
                     exactly_once_group=config.group_id if config.exactly_once_source_enabled else None,
                     producer_properties=config.client_properties("producer"))
     relay = WakeupRelay()
-    herder = herder_class(
+    herder = herder_factory(
         worker_id=worker_id, worker=worker, plugins=plugins, config_store=config_store,
         status_store=status_store, offset_store=offset_store,
         membership=membership(config, advertised_url, status_store, relay, registry), status_writer=status_writer,
@@ -135,6 +159,7 @@ def build_herder(config: wc.DistributedWorkerConfig, *, worker_id: str, advertis
         task_shutdown_timeout_s=config[wc.TASK_SHUTDOWN_TIMEOUT_MS] / 1000, start_timeout_s=start_timeout_s,
         session_key_ttl_s=config[wc.INTER_WORKER_KEY_TTL_MS] / 1000, override_policy=config.override_policy,
         topic_tracking=topic_tracking, exactly_once=config.exactly_once_source_enabled,
-        stalls=StalledHandoffs(registry, status_writer.on_connector_stalled), **herder_kwargs)
+        stalls=StalledHandoffs(registry, status_writer.on_connector_stalled), rest_prefix=rest_prefix,
+        forwarder=forwarder)
     relay.target = herder
     return herder

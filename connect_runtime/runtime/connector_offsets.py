@@ -19,7 +19,7 @@ from connect_runtime.model import TargetState
 from connect_runtime.runtime.connector_validation import CONNECTOR_CLASS
 from connect_runtime.runtime.herder import ConnectorOffset
 from connect_runtime.runtime.plugins import Plugins
-from connect_runtime.storage.config_store import ClusterConfigState
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 from connect_runtime.storage.offset_store import OffsetStore
 
 logger = logging.getLogger(__name__)

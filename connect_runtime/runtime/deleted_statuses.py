@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.status_writer import StatusWriter
-from connect_runtime.storage.config_store import ClusterConfigState
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 from connect_runtime.storage.status_store import KafkaStatusStore
 
 

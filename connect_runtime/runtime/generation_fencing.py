@@ -34,7 +34,8 @@ from connect_runtime.api.errors import ConnectError
 from connect_runtime.runtime.leader_config_writer import LeaderConfigWriter
 from connect_runtime.runtime.stalled_handoffs import FENCING, StalledHandoffs
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
-from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
+from connect_runtime.storage.config_store import KafkaConfigStore
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 logger = logging.getLogger(__name__)
 

@@ -40,7 +40,8 @@ from typing import NoReturn
 from connect_runtime.api.errors import ConnectError, NotLeaderError, RetriableError
 from connect_runtime.runtime.membership import Assignment
 from connect_runtime.runtime.request_signing import new_session_key
-from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore, WritePrivilegesError
+from connect_runtime.storage.config_store import KafkaConfigStore, WritePrivilegesError
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 from connect_runtime.storage.fenced_writer import FencedError, task_transactional_id
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from connect_runtime.runtime.reconciler import ReconcilePlan, RunningWork
 from connect_runtime.runtime.reconfiguration_schedule import ReconfigurationSchedule
 from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.runtime.worker_runtime import WorkerRuntime
-from connect_runtime.storage.config_store import ClusterConfigState
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 logger = logging.getLogger(__name__)
 

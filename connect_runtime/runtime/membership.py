@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.storage.config_store import ClusterConfigState
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from connect_runtime.runtime.herder import ConnectorStateInfo, TaskStateInfo
 from connect_runtime.runtime.local_work import LocalWork
 from connect_runtime.runtime.status_writer import StatusWriter
 from connect_runtime.storage.config_records import RestartRequest
-from connect_runtime.storage.config_store import ClusterConfigState
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 from connect_runtime.storage.status_store import KafkaStatusStore
 
 logger = logging.getLogger(__name__)

@@ -22,7 +22,8 @@ from connect_runtime.runtime.reconfiguration_schedule import ReconfigurationSche
 from connect_runtime.runtime.stalled_handoffs import TASK_CONFIGS, StalledHandoffs
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.worker_runtime import WorkerRuntime
-from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
+from connect_runtime.storage.config_store import KafkaConfigStore
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 logger = logging.getLogger(__name__)
 

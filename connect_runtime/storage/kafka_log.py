@@ -28,8 +28,8 @@ writers (exactly-once offsets, the fencing leader) aborted and open writes stay 
 Partitions are assigned, not subscribed: there is no consumer group. librdkafka still wants a
 ``group.id``, so a unique throwaway id is set and nothing is ever committed.
 
-With ``transactional_id`` set, writes go through a transactional producer, one transaction per write
-(used by the leader for fencing: a zombie leader's writes fail with a fenced error).
+Writes (and, with ``transactional_id`` set, one transaction per write: the leader's fencing) are
+:mod:`connect_runtime.storage.kafka_log_writer`'s; the log creates the producer and serves its callbacks.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import (
@@ -50,17 +49,18 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Message,
-    Producer,
     TopicPartition,
 )
 
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin
-from connect_runtime.clients.errors import map_kafka_errors, to_connect_error
+from connect_runtime.clients.errors import map_kafka_errors
 from connect_runtime.clients.factory import close_producer, new_consumer, new_producer
 from connect_runtime.clients.leaders import learn_leaders
 from connect_runtime.clients.log_reader import read_to_end
 from connect_runtime.logging_context import carry_context
+from connect_runtime.storage.kafka_log_writer import LogWriter
+from connect_runtime.storage.log_record import ConsumedCallback, LogRecord, WriteCallback
 
 logger = logging.getLogger(__name__)
 
@@ -86,26 +86,6 @@ _CONSUMER_DEFAULTS = {
 }
 #: Java's KafkaBasedLog producer writes with acks=all and in order; idempotence keeps order on retries.
 _PRODUCER_DEFAULTS = {"acks": "all", "enable.idempotence": "true"}
-
-
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp: int
-
-
-ConsumedCallback = Callable[[LogRecord], None]
-#: Called once the write is acknowledged (error None) or failed (error set).
-WriteCallback = Callable[[Exception | None, LogRecord | None], None]
-
-
-def _record(msg: Message) -> LogRecord:
-    return LogRecord(msg.topic() or "", msg.partition() or 0, msg.offset() or 0, msg.key(), msg.value(),
-                     msg.timestamp()[1])
 
 
 class KafkaBasedLog:
@@ -135,8 +115,8 @@ class KafkaBasedLog:
         self._replication_factor = replication_factor
         self._topic_config = dict(topic_config or {})
         self._transactional = transactional_id is not None
+        self._writer = LogWriter(topic, transactional=self._transactional)
 
-        self._producer: Producer | None = None
         self._consumer: Consumer | None = None
         self._partitions: list[int] = []
         self._assignment: list[TopicPartition] = []
@@ -144,7 +124,6 @@ class KafkaBasedLog:
         self._consumed_cond = threading.Condition()
         self._batch_consumed: Callable[[list[Message]], None] | None = None
         self._lock = threading.Lock()
-        self._txn_lock = threading.Lock()
         self._pending: list[Future[None]] = []
         self._round: list[Future[None]] | None = None
         self._stopping = threading.Event()
@@ -173,9 +152,9 @@ class KafkaBasedLog:
         self._assignment = [TopicPartition(self.topic, p) for p in self._partitions]
         try:
             with map_kafka_errors(f"creating clients for topic {self.topic}"):
-                self._producer = new_producer(self._producer_config)
+                producer = self._writer.producer = new_producer(self._producer_config)
                 if self._transactional:
-                    self._producer.init_transactions(max(1.0, deadline - time.monotonic()))
+                    producer.init_transactions(max(1.0, deadline - time.monotonic()))
                 self._consumer = new_consumer(self._consumer_config)
             learn_leaders(self._consumer, [self.topic], max(0.1, min(5.0, deadline - time.monotonic())))
         except BaseException:  # a start that fails here (e.g. the cluster stopped answering) opens nothing
@@ -209,8 +188,8 @@ class KafkaBasedLog:
     def stop(self) -> None:
         """Flush pending writes, stop following, close clients."""
         logger.info("Stopping KafkaBasedLog for topic %s", self.topic)
-        if self._producer is not None:
-            remaining = self._producer.flush(30)
+        if self._writer.producer is not None:
+            remaining = self._writer.producer.flush(30)
             if remaining:
                 logger.warning("%d writes to topic %s not acknowledged before stop", remaining, self.topic)
         self._stopping.set()
@@ -234,16 +213,16 @@ class KafkaBasedLog:
                 consumer.close()
             except (KafkaException, RuntimeError) as exc:
                 logger.warning("Closing the consumer of topic %s failed: %s", self.topic, exc)
-        producer, self._producer = self._producer, None
+        producer, self._writer.producer = self._writer.producer, None
         if producer is not None:
             close_producer(producer)
 
-    # -- writing --------------------------------------------------------------------------------
+    # -- writing (see :mod:`connect_runtime.storage.kafka_log_writer`) -----------------------------
 
     def _serve_producer(self) -> None:
         """Delivery callbacks run here, so they never wait for the consumer thread's fetch cycle."""
         while not self._stopping.is_set():
-            producer = self._producer
+            producer = self._writer.producer
             if producer is None:
                 return
             try:
@@ -260,103 +239,18 @@ class KafkaBasedLog:
             level = logging.ERROR if err.fatal() else logging.WARNING
             logger.log(level, "Client error on topic %s: %s", self.topic, err.str())
 
-    def _require_producer(self) -> Producer:
-        if self._producer is None:
-            raise ConnectError(f"log on topic {self.topic} is not started")
-        return self._producer
-
-    def _produce(self, key: bytes | None, value: bytes | None, on_delivery: Callable[[Any, Any], None],
-                 partition: int | None) -> None:
-        producer = self._require_producer()
-        kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": on_delivery}
-        if partition is not None:
-            kwargs["partition"] = partition
-        deadline = time.monotonic() + 30.0
-        while True:
-            try:
-                with map_kafka_errors(f"writing to topic {self.topic}"):
-                    producer.produce(self.topic, **kwargs)
-                return
-            except BufferError as exc:  # local queue full: wait for deliveries, as Java's send blocks
-                if time.monotonic() >= deadline:
-                    raise RetriableError(f"producer queue for topic {self.topic} stayed full") from exc
-                producer.poll(0.05)
-
     def send(self, key: bytes | None, value: bytes | None, callback: WriteCallback | None = None,
              partition: int | None = None) -> None:
         """Write asynchronously; ``callback`` runs once acknowledged or failed."""
-        if self._transactional:
-            # One transaction per write: run it here and report through the callback like async sends.
-            try:
-                record = self.send_sync(key, value, partition=partition)
-            except ConnectError as exc:
-                self._call(callback, exc, None)
-            else:
-                self._call(callback, None, record)
-            return
-
-        def delivered(err: KafkaError | None, msg: Message) -> None:
-            if err is not None:
-                self._call(callback, to_connect_error(err, f"writing to topic {self.topic}"), None)
-            else:
-                self._call(callback, None, _record(msg))
-
-        self._produce(key, value, delivered, partition)
-
-    def _call(self, callback: WriteCallback | None, error: Exception | None,
-              record: LogRecord | None) -> None:
-        if callback is None:
-            if error is not None:
-                logger.error("Write to topic %s failed: %s", self.topic, error)
-            return
-        try:
-            callback(error, record)
-        except Exception:
-            logger.exception("Write callback for topic %s raised", self.topic)
+        self._writer.send(key, value, callback, partition)
 
     def send_sync(self, key: bytes | None, value: bytes | None, timeout_s: float = 30.0,
                   partition: int | None = None) -> LogRecord:
         """Write and wait for the acknowledgement. Raises ConnectError on failure."""
-        result: Future[LogRecord] = Future()
-
-        def delivered(err: KafkaError | None, msg: Message) -> None:
-            if err is not None:
-                result.set_exception(to_connect_error(err, f"writing to topic {self.topic}"))
-            else:
-                result.set_result(_record(msg))
-
-        if self._transactional:
-            self._send_in_transaction(key, value, delivered, partition, timeout_s)
-        else:
-            self._produce(key, value, delivered, partition)
-        try:
-            return result.result(timeout=timeout_s)
-        except FutureTimeout as exc:
-            raise RetriableError(f"write to topic {self.topic} not acknowledged within {timeout_s}s") from exc
-
-    def _send_in_transaction(self, key: bytes | None, value: bytes | None,
-                             delivered: Callable[[Any, Any], None], partition: int | None,
-                             timeout_s: float) -> None:
-        producer = self._require_producer()
-        with self._txn_lock:
-            try:
-                producer.begin_transaction()
-                self._produce(key, value, delivered, partition)
-                producer.commit_transaction(timeout_s)
-            except KafkaException as exc:
-                error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-                if error is not None and error.txn_requires_abort():
-                    try:
-                        producer.abort_transaction(timeout_s)
-                    except KafkaException as abort_exc:
-                        logger.warning("Aborting the transaction on topic %s failed: %s", self.topic,
-                                       abort_exc)
-                raise to_connect_error(exc, f"transactional write to topic {self.topic}") from exc
+        return self._writer.send_sync(key, value, timeout_s, partition)
 
     def flush(self, timeout_s: float = 30.0) -> None:
-        remaining = self._require_producer().flush(timeout_s)
-        if remaining:
-            raise RetriableError(f"{remaining} writes to topic {self.topic} not acknowledged in {timeout_s}s")
+        self._writer.flush(timeout_s)
 
     # -- reading --------------------------------------------------------------------------------
 

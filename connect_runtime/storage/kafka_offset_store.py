@@ -32,7 +32,8 @@ from confluent_kafka import Message
 
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.api.records import SourceMap
-from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
+from connect_runtime.storage.kafka_log import KafkaBasedLog
+from connect_runtime.storage.log_record import LogRecord
 from connect_runtime.storage.memory import partition_id
 from connect_runtime.storage.offset_store import OffsetMap, OffsetStore, serialize_key, serialize_value
 from connect_runtime.storage.partitioning import java_partition

@@ -37,6 +37,7 @@ from connect_runtime.logging_context import carry_context
 from mirror.checkpoint.checkpoint_filter import checkpoint_is_more_recent, rename_topic_partition
 from mirror.checkpoint.checkpoint_store import CheckpointStore
 from mirror.checkpoint.group_sync import GroupOffsetSync, GroupSyncStatus
+from mirror.checkpoint.metrics import MirrorCheckpointMetrics
 from mirror.checkpoint.offset_map_reader import OffsetMapReader
 from mirror.checkpoint.offset_sync_reader import OffsetSyncReader
 from mirror.checkpoint.offset_sync_store import OffsetSyncStore
@@ -46,7 +47,6 @@ from mirror.client.replication_policy import ReplicationPolicy, policy_from_conf
 from mirror.config.checkpoint import MirrorCheckpointTaskConfig
 from mirror.connect_offset_keys import CONSUMER_GROUP_ID_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset
 from mirror.filters import TopicFilter, load_topic_filter
-from mirror.metrics import MirrorCheckpointMetrics
 from mirror.scheduler import Scheduler
 
 logger = logging.getLogger(__name__)

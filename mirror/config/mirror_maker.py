@@ -6,8 +6,9 @@ and the same precedence, so an operator's existing file means exactly what it me
 quirks included (the heartbeat-only reverse herder, the untrimmed ``A->B.enabled`` check).
 
 Where Java silently ignores a mistake that would leave replication quietly broken (an undeclared alias
-in ``--clusters``, a cluster in use without ``bootstrap.servers``), :meth:`validate` reports it instead,
-pointing at ``file:line``; a key written where MM2 does not read it is found by
+in ``--clusters``, a cluster in use without ``bootstrap.servers``),
+:func:`mirror.config.mirror_maker_checks.validate_mirror_maker_config` reports it instead, pointing at
+``file:line``; a key written where MM2 does not read it is found by
 :mod:`mirror.maker.config_lint`.
 """
 
@@ -19,28 +20,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type
+from connect_runtime.api.config import ConfigDef
 from connect_runtime.api.config_provider import ConfigProvider, build_providers, resolve
 from connect_runtime.api.connector_config import CONNECTOR_CLASS, NAME
 from connect_runtime.api.errors import ConfigError
-from connect_runtime.api.plugin_allowlist import PLUGIN_ALLOWLIST, PLUGIN_ALLOWLIST_DOC
 from connect_runtime.api.properties import PropertiesFile, load_properties
-from connect_runtime.api.rest_config import REST_SECURITY_CONFIG_DEF
 from connect_runtime.api.secrets import SECRETS_KEYS, apply_secret_keys, is_sensitive_key, remember_secrets
 from mirror.config import checkpoint as checkpoint_config
 from mirror.config import heartbeat as heartbeat_config
 from mirror.config import source as source_config
-from mirror.config.client_keys import BOOTSTRAP_SERVERS, CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
+from mirror.config.client_keys import CLIENT_CONFIG_NAMES
 from mirror.config.connector_base import (
-    REPLICATION_POLICY_CLASS,
     SOURCE_CLUSTER_ALIAS,
     TARGET_CLUSTER_ALIAS,
-    validate_replication_policy_class,
 )
+from mirror.config.driver_keys import CLUSTERS, CONFIG_DEF, CONFIG_PROVIDERS, ENABLE_INTERNAL_REST
 from mirror.config.operator_overrides import with_operator_overrides
 from mirror.config.secret_references import (
     CONFIGS_TOPIC_COMPATIBILITY,
-    CONFIGS_TOPIC_COMPATIBILITY_KEY,
     MM2_PROVIDER,
     MirrorPropertiesProvider,
     secret_reference,
@@ -49,58 +46,6 @@ from mirror.config.secret_references import (
 from mirror.config.settings import Flag
 
 logger = logging.getLogger(__name__)
-
-# ---- driver-only keys -----------------------------------------------------------------------------------
-
-CLUSTERS = "clusters"
-STRICT = "config.strict"
-ENABLE_INTERNAL_REST = "dedicated.mode.enable.internal.rest"
-CONFIG_PROVIDERS = "config.providers"
-LISTENERS = "listeners"
-LISTENERS_DEFAULT = "http://:8083"
-REST_ADVERTISED_HOST_NAME = "rest.advertised.host.name"
-REST_ADVERTISED_PORT = "rest.advertised.port"
-REST_ADVERTISED_LISTENER = "rest.advertised.listener"
-ACCESS_CONTROL_ALLOW_ORIGIN = "access.control.allow.origin"
-ACCESS_CONTROL_ALLOW_METHODS = "access.control.allow.methods"
-RESPONSE_HTTP_HEADERS_CONFIG = "response.http.headers.config"
-
-_DRIVER = "MirrorMaker"
-
-CONFIG_DEF: ConfigDef = ConfigDef([
-    ConfigKey(CLUSTERS, Type.LIST, importance=Importance.HIGH, group=_DRIVER,
-              doc="Comma-separated list of cluster aliases, e.g. 'clusters = primary, backup'. "
-                  "Each alias then takes '<alias>.bootstrap.servers' and other '<alias>.*' settings."),
-    ConfigKey(STRICT, Type.BOOLEAN, False, Importance.LOW, group=_DRIVER,
-              doc="Whether every warning about this file (a key MM2 does not apply where it is written, an "
-                  "unknown key) refuses the start with exit 2, as the --strict flag does."),
-    ConfigKey(ENABLE_INTERNAL_REST, Type.BOOLEAN, False, Importance.HIGH, group=_DRIVER,
-              doc="Whether to serve the internal REST endpoints (KIP-710) so that followers can forward task "
-                  "configs and zombie-fencing requests to the leader of each flow. Needed when several nodes "
-                  "share the flows, as in Java MM2."),
-    ConfigKey(CONFIG_PROVIDERS, Type.LIST, [], Importance.LOW, group=_DRIVER,
-              doc="Names of ConfigProviders; declare each with 'config.providers.<name>.class'. They resolve "
-                  "${provider:[path:]key} in worker and client configs; connector configs are resolved later "
-                  "by the worker."),
-    ConfigKey(LISTENERS, Type.LIST, LISTENERS_DEFAULT, Importance.LOW, group=_DRIVER,
-              doc="Listeners of the REST server: each flow's Connect API under /<source>/<target>/, /metrics, "
-                  "/ui, and the internal endpoints with dedicated.mode.enable.internal.rest. "
-                  "http://host:port or https://host:port (with listeners.https.ssl.*)."),
-    ConfigKey(REST_ADVERTISED_HOST_NAME, Type.STRING, None, Importance.LOW, group=_DRIVER,
-              doc="Host name given to other workers to reach the internal REST server."),
-    ConfigKey(REST_ADVERTISED_PORT, Type.INT, None, Importance.LOW, group=_DRIVER,
-              doc="Port given to other workers to reach the internal REST server."),
-    ConfigKey(REST_ADVERTISED_LISTENER, Type.STRING, None, Importance.LOW, group=_DRIVER,
-              doc="Listener (http or https) given to other workers."),
-    ConfigKey(ACCESS_CONTROL_ALLOW_ORIGIN, Type.STRING, "", Importance.LOW, group=_DRIVER,
-              doc="Value of the Access-Control-Allow-Origin header of the internal REST server."),
-    ConfigKey(ACCESS_CONTROL_ALLOW_METHODS, Type.STRING, "", Importance.LOW, group=_DRIVER,
-              doc="Methods allowed by CORS on the internal REST server."),
-    ConfigKey(RESPONSE_HTTP_HEADERS_CONFIG, Type.STRING, "", Importance.LOW, group=_DRIVER,
-              doc="Rules for REST API HTTP response headers."),
-    ConfigKey(PLUGIN_ALLOWLIST, Type.LIST, [], Importance.HIGH, group=_DRIVER, doc=PLUGIN_ALLOWLIST_DOC),
-    CONFIGS_TOPIC_COMPATIBILITY_KEY,
-]).merge(CLIENT_SECURITY_CONFIG_DEF).merge(REST_SECURITY_CONFIG_DEF)
 
 # ---- connector classes, as Java MM2 writes them into connector.class -----------------------------------
 
@@ -127,7 +72,7 @@ WORKER_PREFIXES: tuple[str, ...] = (
     "header.converter", "task", "worker", "replication.policy",
 )
 BYTE_ARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
-_CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
+CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
 _CLIENT_KEY = re.compile(r"^consumer.*|^producer.*|^admin.*")  # Java's regex, no dots: kept verbatim
 _ENABLED = "enabled"
 
@@ -166,7 +111,8 @@ class MirrorMakerConfig:
 
     ``props`` are the raw strings of ``mm2.properties``; pass the :class:`PropertiesFile` itself so that
     errors can name ``file:line``. Construction parses the driver keys and builds the config
-    providers; :meth:`validate` checks everything a run would need.
+    providers; :func:`~mirror.config.mirror_maker_checks.validate_mirror_maker_config` checks everything a
+    run would need.
     """
 
     CONFIG_DEF = CONFIG_DEF
@@ -301,11 +247,11 @@ class MirrorMakerConfig:
         origins = {k[len(prefix):]: k for k in self._raw if k.startswith(prefix)}
         for key in CLIENT_CONFIG_NAMES:
             if key in origins:
-                for client in _CLIENT_PREFIXES:
+                for client in CLIENT_PREFIXES:
                     origins.setdefault(client + key, origins[key])
         for key in CLIENT_CONFIG_NAMES:
             if key in self._raw:
-                for client in _CLIENT_PREFIXES:
+                for client in CLIENT_PREFIXES:
                     origins.setdefault(client + key, key)
                 origins.setdefault(key, key)
         return origins
@@ -376,83 +322,6 @@ class MirrorMakerConfig:
         props = dict(self._raw)
         props.update(self.cluster_props(alias))
         return self._resolve(props)
-
-    # ---- validation ----
-
-    def validate(self, clusters: Iterable[str] | None = None, *,
-                 resolve_providers: bool = True) -> list[SourceAndTarget]:
-        """Check everything a run needs and return the herder pairs; the first problem is a ConfigError.
-
-        Checks, in order: ``--clusters`` aliases are declared; some
-        flow exists; every cluster of a built pair has ``bootstrap.servers``; the top-level replication
-        policy loads; every connector config of every pair parses (regexes, integers, enums...).
-        ``resolve_providers=False`` skips resolving ``${provider:...}`` (for ``config show``, which must
-        work without the secrets at hand).
-        """
-        pairs = self.herder_pairs(clusters)
-        if resolve_providers:
-            self._check_placeholders()
-        for alias in dict.fromkeys(a for p in pairs for a in (p.source, p.target)):
-            if not self.cluster_props(alias).get(BOOTSTRAP_SERVERS, "").strip():
-                users = ", ".join(str(p) for p in pairs if alias in (p.source, p.target))
-                raise ConfigError(
-                    f"{self.location(CLUSTERS)}: cluster {alias!r} has no bootstrap.servers: expected "
-                    f"'{alias}.bootstrap.servers = host:port[,host:port...]' (needed by {users})",
-                    f"{alias}.{BOOTSTRAP_SERVERS}")
-        for alias in dict.fromkeys(a for p in pairs for a in (p.source, p.target)):
-            self._check_cluster_security(alias)
-        if REPLICATION_POLICY_CLASS in self._raw:
-            try:
-                validate_replication_policy_class(REPLICATION_POLICY_CLASS,
-                                                  self._raw[REPLICATION_POLICY_CLASS].strip())
-            except ConfigError as exc:
-                raise self._error(REPLICATION_POLICY_CLASS, str(exc)) from exc
-        for pair in pairs:
-            self.worker_config(pair, resolve_providers=resolve_providers)  # a missing ${env:X} fails here
-            for connector_class in CONNECTOR_CLASSES:
-                self._check_connector(pair, connector_class, resolve_providers)
-        return pairs
-
-    def _check_placeholders(self) -> None:
-        """Resolve every ``${...}`` where it is written, so a missing secret is reported at its line."""
-        for key, value in self._raw.items():
-            if "${" in value:
-                self._resolve({key: value})
-
-    def _check_cluster_security(self, alias: str) -> None:
-        """``<alias>.security.protocol`` & co reach clients unparsed by any connector: check them here."""
-        props = self.cluster_props(alias)
-        for client in ("", *_CLIENT_PREFIXES):
-            subset = {k[len(client):]: v for k, v in props.items()
-                      if k.startswith(client) and k[len(client):] in CLIENT_CONFIG_NAMES}
-            try:
-                CLIENT_SECURITY_CONFIG_DEF.parse(subset)
-            except ConfigError as exc:
-                candidates = [f"{alias}.{client}{exc.key}", f"{alias}.{exc.key}", f"{exc.key}"]
-                origin = next((c for c in candidates if c in self._raw), None)
-                message = str(exc)
-                if origin and exc.key:
-                    message = message.replace(f"configuration {exc.key}", f"configuration {origin}")
-                raise self._error(origin, f"{message} (cluster {alias})") from exc
-
-    def _check_connector(self, pair: SourceAndTarget, connector_class: str, resolve_providers: bool) -> None:
-        """Parse a connector config as the worker will: after provider resolution."""
-        try:
-            self.connector_stored_config(pair, connector_class)
-        except ConfigError as exc:
-            raise self._error(exc.key, str(exc)) from exc
-        config = self.connector_base_config(pair, connector_class)
-        if resolve_providers:
-            config = self._resolve(config)
-        try:
-            CONNECTOR_CONFIG_DEFS[connector_class].parse(config)
-        except ConfigError as exc:
-            origin = self._origin(exc.key, pair)
-            message = str(exc)
-            if exc.key and origin and origin != exc.key:
-                message = message.replace(f"configuration {exc.key}", f"configuration {origin}")
-            raise ConfigError(f"{self.location(origin)}: {message} "
-                              f"({connector_simple_name(connector_class)} of flow {pair})", origin) from exc
 
     def _origin(self, key: str | None, pair: SourceAndTarget) -> str | None:
         """The mm2.properties key that supplied connector key ``key`` for ``pair`` (for error locations)."""

@@ -12,11 +12,12 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
 * **End-to-end latency**: when a read finds *new* records in ``A.heartbeats`` on B, their arrival is
   bounded by the read time, so ``read time - heartbeat timestamp`` of the newest new record is an upper
   bound of the latency from emit on A to visibility on B; its resolution is the time since the
-  previous read (samples with a resolution above :data:`LATENCY_RESOLUTION_S` are kept only when a watch
-  window got no finer one: on a loaded machine every read can take longer than that, and a coarse upper
-  bound beats no latency at all). The first read only sets the baseline.
-  :meth:`HealthProbe.watch_latency` reads every 0.2 s for a short window
-  to get samples (``mirror status`` once; the monitor between its passes). The last sample is kept.
+  previous read (samples with a resolution above
+  :data:`~mirror.health.flow_state.LATENCY_RESOLUTION_S` are kept only when a watch window got no finer
+  one: on a loaded machine every read can take longer than that, and a coarse upper bound beats no
+  latency at all). The first read only sets the baseline. :meth:`HealthProbe.watch_latency` reads every
+  0.2 s for a short window to get samples (``mirror status`` once; the monitor between its passes).
+  The last sample is kept.
 * **Lag per remote partition**: ``source end offset - replicated offset`` where the replicated offset
   (next upstream offset to copy) is the larger of (1) the flow's Connect offsets topic
   (``mm2-offsets.A.internal`` on B: last replicated upstream offset + 1; it trails by up to
@@ -33,8 +34,9 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
   (:func:`mirror.health.model.group_sync_state`).
 * **RPO estimate**: see :func:`mirror.health.model.estimate_rpo`.
 
-Reads are incremental: a :class:`HealthProbe` keeps its positions in the internal topics, so the
-background monitor only reads what is new at each refresh.
+Reads are incremental: a :class:`HealthProbe` keeps its positions in the internal topics
+(:mod:`mirror.health.flow_state`), so the background monitor only reads what is new at each refresh.
+What to probe per flow comes from mm2.properties through :mod:`mirror.health.flow_spec`.
 """
 
 from __future__ import annotations
@@ -42,34 +44,23 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message
 
-from connect_runtime.clients.factory import translate
-from mirror.client.mirror_client import is_connection_key
-from mirror.client.offset_map import OffsetMap, offset_map_topic
-from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
-from mirror.config.checkpoint import SYNC_GROUP_OFFSETS_ENABLED
-from mirror.config.connector_base import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
-from mirror.config.heartbeat import EMIT_HEARTBEATS_INTERVAL_SECONDS, EMIT_HEARTBEATS_INTERVAL_SECONDS_DEFAULT
+from mirror.client.offset_map import offset_map_topic
 from mirror.config.mirror_maker import (
-    CHECKPOINT_CONNECTOR_CLASS,
-    HEARTBEAT_CONNECTOR_CLASS,
-    SOURCE_CONNECTOR_CLASS,
     MirrorMakerConfig,
     SourceAndTarget,
-    parse_boolean,
 )
-from mirror.filters import GroupFilter, TopicFilter, load_group_filter, load_topic_filter
+from mirror.health.flow_spec import FlowSpec, cluster_io, flow_specs
+from mirror.health.flow_state import FlowState, sample_latency
 from mirror.health.kafka_io import TP, ClusterIO
 from mirror.health.model import (
     FlowHealth,
     GroupCheckpointHealth,
     HealthReport,
     PartitionLag,
-    Thresholds,
     estimate_rpo,
     evaluate,
     group_sync_state,
@@ -86,111 +77,7 @@ from mirror.health.record_decoding import (
 
 logger = logging.getLogger(__name__)
 
-#: Latency samples whose arrival time is known less precisely than this are dropped.
-LATENCY_RESOLUTION_S = 0.5
 DEFAULT_TIMEOUT_S = 10.0
-
-
-@dataclass(frozen=True)
-class FlowSpec:
-    """What the probe needs to know about one flow, taken from mm2.properties."""
-
-    source: str
-    target: str
-    policy: ReplicationPolicy
-    topic_filter: TopicFilter
-    group_filter: GroupFilter
-    offsets_topic: str
-    offset_syncs_on_source: bool
-    heartbeat_interval_s: float
-    thresholds: Thresholds
-    sync_group_offsets: bool = False
-    #: the flow's Connect status topic: a node that cannot do its part says so there (stalled_handoffs.py)
-    status_topic: str = ""
-
-    @property
-    def name(self) -> str:
-        return f"{self.source}->{self.target}"
-
-
-def cluster_io(config: MirrorMakerConfig, alias: str) -> ClusterIO:
-    """A read-only client pair for ``alias``: its Java client keys from mm2.properties made librdkafka's."""
-    raw = config.client_config(alias)
-    connection = {k: v for k, v in raw.items() if is_connection_key(k)}
-    configs = {}
-    for kind in ("consumer", "admin"):
-        prefix = f"{kind}."
-        java = dict(connection)
-        java.update({k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix) and len(k) > len(prefix)})
-        java.pop("client.id", None)
-        configs[kind] = translate(java, "consumer" if kind == "consumer" else "admin")
-    return ClusterIO(alias, configs["consumer"], configs["admin"])
-
-
-def flow_specs(config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
-               overrides: Mapping[str, Any] | None = None) -> list[FlowSpec]:
-    """One :class:`FlowSpec` per enabled flow among ``pairs`` (heartbeat-only pairs are left out);
-    thresholds from ``health.*`` keys, then ``overrides`` (flags)."""
-    raw = config.raw_properties()
-    specs = []
-    for pair in pairs:
-        source_cfg = config.connector_base_config(pair, SOURCE_CONNECTOR_CLASS)
-        if not parse_boolean(source_cfg.get("enabled")):
-            continue  # a heartbeat-only herder: it replicates nothing, so it has no health to judge
-        checkpoint_cfg = config.connector_base_config(pair, CHECKPOINT_CONNECTOR_CLASS)
-        heartbeat_cfg = config.connector_base_config(pair, HEARTBEAT_CONNECTOR_CLASS)
-        policy = policy_from_config(source_cfg)
-        interval = float(heartbeat_cfg.get(EMIT_HEARTBEATS_INTERVAL_SECONDS,
-                                           EMIT_HEARTBEATS_INTERVAL_SECONDS_DEFAULT))
-        location = source_cfg.get(OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT)
-        thresholds = Thresholds.from_properties(raw, str(pair)).with_overrides(overrides or {})
-        specs.append(FlowSpec(
-            source=pair.source, target=pair.target, policy=policy,
-            topic_filter=load_topic_filter(source_cfg), group_filter=load_group_filter(checkpoint_cfg),
-            offsets_topic=config.worker_config(pair)["offset.storage.topic"],
-            status_topic=config.worker_config(pair)["status.storage.topic"],
-            offset_syncs_on_source=location.strip().lower() != "target",
-            heartbeat_interval_s=interval, thresholds=thresholds,
-            sync_group_offsets=parse_boolean(checkpoint_cfg.get(SYNC_GROUP_OFFSETS_ENABLED, "false"))))
-    return specs
-
-
-@dataclass
-class _FlowState:
-    """What the probe has read so far for one flow (positions and the newest facts)."""
-
-    target_positions: dict[TP, int] = field(default_factory=dict)
-    source_positions: dict[TP, int] = field(default_factory=dict)
-    primed: bool = False
-    last_heartbeat_read: float | None = None
-    newest_replicated_ms: int | None = None
-    newest_emitted_ms: int | None = None
-    latency_s: float | None = None
-    latency_sampled: int = 0
-    #: the finest sample coarser than LATENCY_RESOLUTION_S in the current watch window: (resolution, latency)
-    coarse_latency: tuple[float, float] | None = None
-    #: (group, remote topic, partition) -> (upstream offset, downstream offset, record timestamp ms)
-    checkpoints: dict[tuple[str, str, int], tuple[int, int, int | None]] = field(default_factory=dict)
-    #: (source topic, partition) -> last replicated upstream offset, from the Connect offsets topic
-    connect_offsets: dict[TP, int] = field(default_factory=dict)
-    #: (source topic, partition) -> newest offset sync (upstream, downstream)
-    syncs: dict[TP, tuple[int, int]] = field(default_factory=dict)
-    offset_map: OffsetMap = field(default_factory=OffsetMap)
-    #: connector -> why its node cannot hand its task configs to the leader (from the status topic)
-    stalled: dict[str, str] = field(default_factory=dict)
-
-
-def _sample_latency(state: _FlowState, newest_new_ms: int, read_at: float) -> None:
-    """A read found replicated heartbeats up to ``newest_new_ms`` that the previous read had not."""
-    previous = state.last_heartbeat_read
-    if state.primed and previous is not None:
-        resolution, latency = read_at - previous, max(0.0, read_at - newest_new_ms / 1000)
-        if resolution <= LATENCY_RESOLUTION_S:
-            state.latency_s = latency
-            state.latency_sampled += 1
-        elif state.coarse_latency is None or resolution < state.coarse_latency[0]:
-            state.coarse_latency = (resolution, latency)
-    state.newest_replicated_ms = max(state.newest_replicated_ms or newest_new_ms, newest_new_ms)
 
 
 class HealthProbe:
@@ -206,7 +93,7 @@ class HealthProbe:
         #: listing every group's offsets is the costliest read: the monitor does it less often
         self._groups_interval_s = groups_interval_s
         self._group_cache: dict[str, tuple[float, dict[str, dict[TP, int]]]] = {}
-        self._state = {spec.name: _FlowState() for spec in specs}
+        self._state = {spec.name: FlowState() for spec in specs}
 
     @classmethod
     def from_config(cls, config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
@@ -312,7 +199,7 @@ class HealthProbe:
         flow.state, flow.reasons = evaluate(flow, spec.thresholds)
         return flow
 
-    def _source_heartbeats_idle(self, spec: FlowSpec, state: _FlowState, source_topics: Mapping[str, int]) -> bool:
+    def _source_heartbeats_idle(self, spec: FlowSpec, state: FlowState, source_topics: Mapping[str, int]) -> bool:
         """True when B's own heartbeats are newer than the replicated ones and the source's heartbeats topic
         holds nothing this flow has not copied yet (its Connect offsets say so): a stale replicated heartbeat
         is then the age of the source's last heartbeat, not a replication delay."""
@@ -372,7 +259,7 @@ class HealthProbe:
                 syncs.append(msg)
         apply_newest_syncs(syncs, state.syncs)
         if newest_new is not None:
-            _sample_latency(state, newest_new, read_at)
+            sample_latency(state, newest_new, read_at)
         state.last_heartbeat_read = read_at
         return topics
 
@@ -385,7 +272,7 @@ class HealthProbe:
         store.update(positions)
         apply_newest_syncs(records, self._state[spec.name].syncs)
 
-    def _lags(self, spec: FlowSpec, state: _FlowState, source_topics: Mapping[str, int],
+    def _lags(self, spec: FlowSpec, state: FlowState, source_topics: Mapping[str, int],
               target_topics: Mapping[str, int], now: float) -> list[PartitionLag]:
         policy = spec.policy
         remote: dict[str, str] = {}  # source topic -> remote topic
@@ -447,7 +334,7 @@ class HealthProbe:
         self._group_cache[alias] = (time.monotonic(), committed)
         return committed
 
-    def _groups(self, spec: FlowSpec, state: _FlowState, remote: Mapping[str, str],
+    def _groups(self, spec: FlowSpec, state: FlowState, remote: Mapping[str, str],
                 now: float) -> list[GroupCheckpointHealth]:
         committed = self._committed(spec.source)
         by_group: dict[str, list[tuple[str, int, int, int | None]]] = {}

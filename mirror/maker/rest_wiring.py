@@ -26,7 +26,8 @@ from connect_runtime.rest.security import RestSecurity
 from connect_runtime.rest.server import DEFAULT_LISTENERS, ListenerAddress, has_https_listener, parse_listeners
 from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.storage.config_records import SessionKey
-from mirror.config.mirror_maker import ENABLE_INTERNAL_REST, MirrorMakerConfig
+from mirror.config.driver_keys import ENABLE_INTERNAL_REST
+from mirror.config.mirror_maker import MirrorMakerConfig
 
 logger = logging.getLogger(__name__)
 

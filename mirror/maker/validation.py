@@ -1,13 +1,13 @@
 """Checking an ``mm2.properties`` the way the running herders will, before anything starts.
 
-:meth:`MirrorMakerConfig.validate` checks the file's own structure (aliases, flows, bootstrap servers)
-and parses each connector config against its ConfigDef. A herder does more: it parses its worker config
-(``exactly.once.source.support``, the client override policy...) and, before storing a connector
-config, runs Connect's validation, i.e. the connector's own ``validate`` (MM2's cross-key rules) and the
-worker's ``connector.client.config.override.policy`` over ``producer.override.*`` & co. Java MM2 only
-logs such a refusal and runs without that connector; here ``connect-mirror-maker`` and
-``mirror config show`` refuse the file with exit 2 and one line naming the key, so a mistake is seen
-before a node starts rather than in a log line after it.
+:func:`~mirror.config.mirror_maker_checks.validate_mirror_maker_config` checks the file's own structure
+(aliases, flows, bootstrap servers) and parses each connector config against its ConfigDef. A herder
+does more: it parses its worker config (``exactly.once.source.support``, the client override policy...)
+and, before storing a connector config, runs Connect's validation, i.e. the connector's own ``validate``
+(MM2's cross-key rules) and the worker's ``connector.client.config.override.policy`` over
+``producer.override.*`` & co. Java MM2 only logs such a refusal and runs without that connector; here
+``connect-mirror-maker`` and ``mirror config show`` refuse the file with exit 2 and one line naming the
+key, so a mistake is seen before a node starts rather than in a log line after it.
 
 One refusal is kept as Java has it, because it is how an operator switches the checkpoint connector
 off: ``emit.checkpoints.enabled=false`` or ``emit.offset-syncs.enabled=false`` on an enabled flow.
@@ -30,6 +30,7 @@ from mirror.config.mirror_maker import (
     SourceAndTarget,
     connector_simple_name,
 )
+from mirror.config.mirror_maker_checks import validate_mirror_maker_config
 from mirror.config.source import EMIT_OFFSET_SYNCS_ENABLED
 
 #: (connector class, key): refusals that mean "this connector is switched off", not a mistake.
@@ -39,12 +40,13 @@ _SWITCHED_OFF = frozenset({(CHECKPOINT_CONNECTOR_CLASS, EMIT_CHECKPOINTS_ENABLED
 
 def validate_flows(config: MirrorMakerConfig, clusters: Iterable[str] | None = None, *,
                    resolve_providers: bool = True, plugins: Plugins | None = None) -> list[str]:
-    """Run :meth:`MirrorMakerConfig.validate`, then what each herder would check; return the notices.
+    """Run :func:`~mirror.config.mirror_maker_checks.validate_mirror_maker_config`, then what each herder
+    would check; return the notices.
 
     Raises :class:`ConfigError` (``file:line: message``) for the first worker key or connector key a
     herder would refuse.
     """
-    pairs = config.validate(clusters, resolve_providers=resolve_providers)
+    pairs = validate_mirror_maker_config(config, clusters, resolve_providers=resolve_providers)
     plugins = plugins or Plugins()
     notices: list[str] = []
     for pair in pairs:

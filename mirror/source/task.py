@@ -10,6 +10,9 @@ Java ``HashMap`` order, so keys in a shared offsets topic are byte-identical) an
 
 Once the target acknowledged a record (``commit_record``) the offset-sync writer learns the
 (upstream, downstream) pair; syncs due now are sent at once, the others on the next ``commit``.
+The two per-record hot loops are their own modules: consumed messages to SourceRecords
+(:mod:`mirror.source.consumed_records`), acknowledgements to syncs, offset map and metrics
+(:mod:`mirror.source.acknowledged_records`); this module owns the consumer, the writers and the lifecycle.
 
 Backfill handover (docs/backfill.md): a partition whose backfill is done starts at
 ``max(stored offset + 1, backfill end)`` (``backfill.done.offsets`` in the task config). When the connector
@@ -28,14 +31,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaException, Message
+from confluent_kafka import Consumer, KafkaException, Message
 
 from connect_runtime.api.bulk import BulkRun, BulkSink, BulkSourceTask
-from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord, metadata_of
+from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord
 from connect_runtime.api.task import DurabilityBarrier, SourceTask
 from connect_runtime.clients.factory import new_consumer, translate
 from connect_runtime.clients.leaders import learn_leaders
@@ -46,9 +48,11 @@ from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import MirrorSourceTaskConfig
 from mirror.connect_offset_keys import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
-from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, loss_counters
+from mirror.metrics import MirrorSourceMetrics, loss_counters
+from mirror.source.acknowledged_records import feed_acknowledged, feed_run
 from mirror.source.backfill_events import BackfillEvents
 from mirror.source.bulk_copy import RunTag, copy_batch
+from mirror.source.consumed_records import convert_consumed
 from mirror.source.loss_detector import LossDetector
 from mirror.source.offset_map_writer import OffsetMapWriter
 from mirror.source.offset_sync_producer import OffsetSyncProducer
@@ -252,24 +256,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         every record's pair is implied and the run is fed whole; otherwise only the pairs that were
         reported are (a run acknowledged by a later one's report, or another writer interleaved).
         """
-        offset_map = self._offset_map
-        if offset_syncs is None and offset_map is None:
-            return
-        upstream_last = upstream_first + count - 1
-        if downstream_first >= 0 and downstream_last - downstream_first + 1 == count:
-            if offset_syncs is not None:
-                offset_syncs.record_range(state.tp, upstream_first, downstream_first, count)
-            if offset_map is not None:  # the exact offset map: the whole run, both sides contiguous
-                offset_map.record_run(state.tp, upstream_first, downstream_first, count)
-            return
-        pairs = [(upstream_first, downstream_first)] if downstream_first >= 0 else []
-        if downstream_last >= 0 and count > 1:
-            pairs.append((upstream_last, downstream_last))
-        for upstream, downstream in pairs:  # only what was reported: the records between are unknown
-            if offset_syncs is not None:
-                offset_syncs.record(state.tp, upstream, downstream)
-            if offset_map is not None:
-                offset_map.record_run(state.tp, upstream, downstream, 1)
+        feed_run(state, upstream_first, downstream_first, downstream_last, count, offset_syncs, self._offset_map)
 
     def _consume(self, consumer: Consumer) -> list[Message]:
         """Up to ``max.poll.records`` messages, returning as soon as there are any (Java's ``poll``).
@@ -289,44 +276,9 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         return [first]
 
     def _convert_all(self, messages: list[Message]) -> list[SourceRecord]:
-        """:meth:`convert` each message and count it in the source metrics, in one loop.
-
-        This loop runs once per replicated record: it calls nothing per record but the constructors
-        (the metric update of :meth:`PartitionStats.polled` is written out here).
-        """
-        records: list[SourceRecord] = []
-        append = records.append
-        now = self._clock_ms()
-        by_source = self._by_source
-        bounds = LATENCY_BOUNDS_MS
-        for message in messages:
-            if message.error() is not None:
-                logger.warning("%s consumer error on %s-%s: %s", self._label, message.topic(),
-                               message.partition(), message.error())
-                continue
-            state = by_source.get((message.topic(), message.partition()))  # type: ignore[arg-type]
-            if state is None:
-                state = self._partition_state(message.topic() or "", message.partition() or 0)
-            offset: int = message.offset()  # type: ignore[assignment]
-            if offset != state.next_offset:
-                self._consumed_jump(state, offset)
-            state.next_offset = offset + 1
-            ts_type, ts = message.timestamp()
-            value = message.value()
-            headers: Any = message.headers()  # consumed: a list of (str, bytes | None), or None
-            append(SourceRecord(state.remote, value, message.key(), state.partition, headers,
-                                None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts, state.source_map,
-                                {OFFSET_KEY: offset}))
-            stats = state.stats
-            if stats is not None:
-                age = now - ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0
-                stats.bytes += 0 if value is None else len(value)
-                stats.age_ms = age
-                if age < 0:
-                    age = 0
-                stats.age_sum_ms += age
-                stats.age_buckets[bisect_left(bounds, age)] += 1
-        return records
+        """:meth:`convert` each message and count it in the source metrics (:func:`convert_consumed`)."""
+        return convert_consumed(messages, self._by_source, self._partition_state, self._consumed_jump,
+                                self._clock_ms(), self._label)
 
     def _partition_state(self, topic: str, partition: int) -> SourcePartition:
         """The per-partition state of the hot loops, created on first use."""
@@ -361,51 +313,9 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
                 self._offset_map.record_run(source_tp, upstream, metadata.offset, 1)
 
     def commit_records(self, acknowledged: Acknowledged) -> None:
-        """What :meth:`commit_record` does for each record, in one loop (it runs once per record).
-
-        Metrics are counted per record; the (upstream, downstream) pairs are gathered per source
-        partition and handed to the offset-sync writer as runs, which decides exactly as it would one
-        record at a time (every sync that fires is sent in order).
-        """
-        by_map = self._by_map
-        now = self._clock_ms()
-        bounds = LATENCY_BOUNDS_MS
-        syncing = self._offset_syncs is not None or self._offset_map is not None
-        runs: dict[int, tuple[SourcePartition, list[int], list[int]]] = {}
-        for record, delivered in acknowledged:
-            state = by_map.get(id(record.source_partition))
-            downstream = delivered.offset()
-            if state is None or state.source_map is not record.source_partition or downstream is None:
-                self.commit_record(record, metadata_of(delivered))  # not one of ours: the general path
-                continue
-            if downstream < 0:
-                logger.error("RecordMetadata has no offset -- can't sync offsets for %s.", record.topic)
-                continue
-            if downstream < state.downstream_next:
-                self._loss.produced_regressed(state, downstream)
-            state.downstream_next = downstream + 1
-            stats = state.stats
-            if stats is not None:
-                timestamp = record.timestamp
-                latency = now - timestamp if timestamp is not None else 0
-                stats.records += 1
-                stats.latency_ms = latency
-                if latency < 0:
-                    latency = 0
-                stats.latency_sum_ms += latency
-                stats.latency_buckets[bisect_left(bounds, latency)] += 1
-            if syncing and record.source_offset is not None:
-                run = runs.get(id(state))
-                if run is None:
-                    run = runs[id(state)] = (state, [], [])
-                run[1].append(record.source_offset[OFFSET_KEY])
-                run[2].append(downstream)
-        offset_syncs, offset_map = self._offset_syncs, self._offset_map
-        for state, upstream, downstream_offsets in runs.values():
-            if offset_syncs is not None:
-                offset_syncs.record_run(state.tp, upstream, downstream_offsets)
-            if offset_map is not None:  # the exact offset map: one call per partition run
-                offset_map.record_offsets(state.tp, upstream, downstream_offsets)
+        """What :meth:`commit_record` does for each record, in one loop (:func:`feed_acknowledged`)."""
+        feed_acknowledged(acknowledged, self._by_map, self._clock_ms(), self._loss, self._offset_syncs,
+                          self._offset_map, self.commit_record)
 
     def before_offset_commit(self) -> DurabilityBarrier | None:
         """The offset map's runs of every acknowledged record are sent; the offsets wait for their delivery."""

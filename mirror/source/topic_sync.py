@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from confluent_kafka import KafkaError
-from confluent_kafka.admin._acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType
+from confluent_kafka.admin._acl import AclBinding, AclBindingFilter
 
 # Imported from the defining modules: confluent_kafka.admin re-exports them without __all__ (mypy strict).
 from confluent_kafka.admin._config import ConfigSource
@@ -40,6 +40,7 @@ from connect_runtime.clients.admin import ConfigOp, TopicConfigEntry
 from connect_runtime.clients.errors import kafka_error_of
 from mirror.client.replication_policy import ReplicationPolicy, is_cycle
 from mirror.filters import ConfigPropertyFilter, TopicFilter
+from mirror.source.acl_rules import ANY_TOPIC_ACL, should_replicate_acl, target_acl_binding
 
 logger = logging.getLogger(__name__)
 
@@ -48,10 +49,6 @@ TopicPartitionT = tuple[str, int]
 DEFAULT_CONFIG = "DEFAULT_CONFIG"
 STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
 
-# None = "any" for name, principal and host; the stubs type them as str although the client takes None.
-_ANY: Any = None
-ANY_TOPIC_ACL = AclBindingFilter(ResourceType.TOPIC, _ANY, ResourcePatternType.ANY, _ANY, _ANY,
-                                 AclOperation.ANY, AclPermissionType.ANY)
 
 
 class SourceAdmin(Protocol):
@@ -142,21 +139,6 @@ def incremental_config_ops(entries: Iterable[TopicConfigEntry],
         elif entry.value is not None:
             ops.append((entry.name, "SET", entry.value))
     return ops
-
-
-def should_replicate_acl(binding: AclBinding) -> bool:
-    """Write permissions are never mirrored: only the source's producers may write a topic."""
-    allow = binding.permission_type == AclPermissionType.ALLOW
-    return not (allow and binding.operation == AclOperation.WRITE)
-
-
-def target_acl_binding(binding: AclBinding, remote_topic: str) -> AclBinding:
-    """The same entry on the remote topic; ``ALLOW ALL`` is downgraded to ``ALLOW READ``."""
-    operation = binding.operation
-    if binding.permission_type == AclPermissionType.ALLOW and operation == AclOperation.ALL:
-        operation = AclOperation.READ
-    return AclBinding(ResourceType.TOPIC, remote_topic, ResourcePatternType.LITERAL, binding.principal,
-                      binding.host, operation, binding.permission_type)
 
 
 def assign_round_robin(partitions: Sequence[TopicPartitionT], max_tasks: int) -> list[list[TopicPartitionT]]:

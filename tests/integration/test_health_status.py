@@ -280,7 +280,9 @@ def test_latency_is_reported_when_every_read_is_slower_than_the_resolution(
     coarse sample of the window is kept (an upper bound still), not none at all. Here the probe's clock
     makes every read look a second after the previous one."""
     from mirror.config.mirror_maker import MirrorMakerConfig
-    from mirror.health.probe import LATENCY_RESOLUTION_S, HealthProbe, cluster_io, flow_specs
+    from mirror.health.flow_spec import cluster_io, flow_specs
+    from mirror.health.flow_state import LATENCY_RESOLUTION_S
+    from mirror.health.probe import HealthProbe
 
     src, tgt = unique("hl"), unique("hm")
     topic = create_topic(cluster_a.bootstrap, unique("health-slow"), partitions=1)

@@ -10,7 +10,8 @@ from confluent_kafka import Producer
 
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin
-from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
+from connect_runtime.storage.kafka_log import KafkaBasedLog
+from connect_runtime.storage.log_record import LogRecord
 from tests.conftest import Cluster
 from tests.support.kafka import consume_all, create_topic, unique, wait_until
 

@@ -17,7 +17,7 @@ import pytest
 from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.coordination import KafkaGroupMembership
 from connect_runtime.runtime.membership import Assignment
-from connect_runtime.storage.config_store import ClusterConfigState
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 from tests.conftest import Cluster
 from tests.support.kafka import unique, wait_until
 

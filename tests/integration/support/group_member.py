@@ -27,7 +27,7 @@ from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.assignor import ConnectorsAndTasks
 from connect_runtime.runtime.coordination import KafkaGroupMembership
 from connect_runtime.runtime.membership import Assignment
-from connect_runtime.storage.config_store import ClusterConfigState
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 
 def snapshot(work: dict[str, int], offset: int = 7) -> ClusterConfigState:

@@ -233,7 +233,7 @@ def test_fewer_tasks_stop_the_dropped_ones_and_forget_their_statuses(cluster: Cl
 
 
 def test_sole_member_assigns_everything_and_starts_above_existing_generations() -> None:
-    from connect_runtime.storage.config_store import ClusterConfigState
+    from connect_runtime.storage.config_topic_state import ClusterConfigState
 
     member = SoleMember("http://w:1", generation_floor=lambda: 41)
     empty = ClusterConfigState()

@@ -284,7 +284,7 @@ def test_build_herder_hands_the_membership_a_notify_that_wakes_the_herder() -> N
         captured.append(notify)
         return SoleMember(url, status_store.max_generation)
 
-    herder = build_herder(config, worker_id="h:1", advertised_url="http://h:1", plugins=Plugins(),
+    herder = build_herder(config, DistributedHerder, worker_id="h:1", advertised_url="http://h:1", plugins=Plugins(),
                           registry=CollectorRegistry(), providers={}, membership=membership)
     woken: list[bool] = []
     herder.wakeup = lambda: woken.append(True)  # type: ignore[method-assign]

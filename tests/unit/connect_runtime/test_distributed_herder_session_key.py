@@ -14,7 +14,8 @@ import pytest
 
 from connect_runtime.runtime.membership import Assignment
 from connect_runtime.storage.config_records import SessionKey
-from connect_runtime.storage.config_store import ClusterConfigState, KafkaConfigStore
+from connect_runtime.storage.config_store import KafkaConfigStore
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 from tests.support.kafka import wait_until
 from tests.unit.connect_runtime.herder_fakes import RecordingForwarder
 from tests.unit.connect_runtime.test_distributed_herder import Cluster, config

@@ -15,7 +15,7 @@ from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks
 from connect_runtime.runtime.coordination import KafkaGroupMembership, kafka_python_config, protocol
 from connect_runtime.runtime.coordination.session_lease import MustStopFirst
 from connect_runtime.runtime.worker_config import DistributedWorkerConfig
-from connect_runtime.storage.config_store import ClusterConfigState
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 WORK = {"a": 3, "b": 1}
 

@@ -8,7 +8,7 @@ import pytest
 
 from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.reconciler import ReconcilePlan, RunningWork, plan
-from connect_runtime.storage.config_store import ClusterConfigState
+from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 A0, A1, B0 = ConnectorTaskId("a", 0), ConnectorTaskId("a", 1), ConnectorTaskId("b", 0)
 STARTED, PAUSED, STOPPED = TargetState.STARTED, TargetState.PAUSED, TargetState.STOPPED

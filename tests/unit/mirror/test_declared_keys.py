@@ -29,7 +29,7 @@ from connect_runtime.api.config import ConfigDef
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.runtime.worker_config import DISTRIBUTED_CONFIG_DEF
-from mirror.config import checkpoint, heartbeat, mirror_maker, source
+from mirror.config import checkpoint, driver_keys, heartbeat, mirror_maker, source
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.forwarding_admin import forwarding_admin_class
 from mirror.maker.validation import validate_flows
@@ -181,10 +181,10 @@ CONNECTOR: dict[str, Works | Refused | Owned | str] = {
 DRIVER: dict[str, Works | Refused | Owned | str] = {
     "clusters": Works("mirror/config/mirror_maker.py", "self._values[CLUSTERS]"),
     "config.strict": Works("mirror/maker/config_lint.py", "config.get(STRICT)"),
-    "dedicated.mode.enable.internal.rest": Works("mirror/maker/driver.py", "self.config.enable_internal_rest"),
+    "dedicated.mode.enable.internal.rest": Works("mirror/maker/node.py", "self.config.enable_internal_rest"),
     "config.providers": Works("mirror/config/mirror_maker.py", "build_providers(self._raw)"),
     "listeners": Works("mirror/maker/rest_wiring.py", '"listeners"'),
-    "rest.advertised.host.name": Works("mirror/maker/driver.py", '"rest.advertised.host.name"'),
+    "rest.advertised.host.name": Works("mirror/maker/node.py", '"rest.advertised.host.name"'),
     "rest.advertised.port": REST,
     "rest.advertised.listener": REST,
     "response.http.headers.config": Works("connect_runtime/rest/security.py", "RESPONSE_HTTP_HEADERS_CONFIG"),
@@ -200,7 +200,7 @@ DEFS: dict[str, tuple[ConfigDef, dict[str, Works | Refused | Owned | str]]] = {
     "MirrorSourceConnector task": (source.TASK_CONFIG_DEF, CONNECTOR),
     "MirrorCheckpointConnector task": (checkpoint.TASK_CONFIG_DEF, CONNECTOR),
     "MirrorHeartbeatConnector": (heartbeat.CONFIG_DEF, CONNECTOR),
-    "MirrorMakerConfig": (mirror_maker.CONFIG_DEF, DRIVER),
+    "MirrorMakerConfig": (driver_keys.CONFIG_DEF, DRIVER),
 }
 
 

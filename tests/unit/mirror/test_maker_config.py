@@ -14,6 +14,7 @@ from mirror.config.mirror_maker import (
     SourceAndTarget,
     parse_boolean,
 )
+from mirror.config.mirror_maker_checks import validate_mirror_maker_config
 from mirror.config.source import MirrorSourceConfig
 
 AB = SourceAndTarget("a", "b")
@@ -285,13 +286,13 @@ def test_invalid_driver_key_names_file_and_line() -> None:
 
 def test_validate_returns_pairs_of_a_good_config() -> None:
     config = make(CONNECTOR_PROPS)
-    assert [str(p) for p in config.validate(["b"])] == ["a->b"]
+    assert [str(p) for p in validate_mirror_maker_config(config, ["b"])] == ["a->b"]
 
 
 def test_validate_reports_flow_level_origin_of_a_bad_value() -> None:
     config = make(CONNECTOR_PROPS + "a->b.offset.lag.max = lots\n")
     with pytest.raises(ConfigError) as err:
-        config.validate()
+        validate_mirror_maker_config(config)
     assert str(err.value).startswith(
         "mm2.properties:16: Invalid value 'lots' for configuration a->b.offset.lag.max")
 
@@ -299,4 +300,4 @@ def test_validate_reports_flow_level_origin_of_a_bad_value() -> None:
 def test_validate_reports_cluster_level_origin_of_a_bad_client_key() -> None:
     config = make(CONNECTOR_PROPS + "b.security.protocol = TLS\n")
     with pytest.raises(ConfigError, match=r"^mm2.properties:16: .*b.security.protocol"):
-        config.validate()
+        validate_mirror_maker_config(config)

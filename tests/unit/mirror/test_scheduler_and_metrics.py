@@ -8,7 +8,8 @@ import threading
 import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from mirror.metrics import MirrorCheckpointMetrics, MirrorSourceMetrics
+from mirror.checkpoint.metrics import MirrorCheckpointMetrics
+from mirror.metrics import MirrorSourceMetrics
 from mirror.scheduler import Scheduler
 from tests.support.kafka import wait_until
 

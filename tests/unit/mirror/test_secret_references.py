@@ -12,6 +12,7 @@ from connect_runtime.api.properties import parse_properties
 from connect_runtime.api.secrets import is_sensitive_key
 from mirror.checkpoint.connector import MirrorCheckpointConnector
 from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker_checks import validate_mirror_maker_config
 from mirror.config.secret_references import secret_reference
 from mirror.heartbeat.connector import MirrorHeartbeatConnector
 from mirror.maker.rest_wiring import NoInternalRestForwarder, rest_security, task_config_forwarder
@@ -115,8 +116,9 @@ def test_java_compatibility_stores_what_java_stores(tmp_path: Path) -> None:
 
 def test_config_storage_compatibility_takes_python_or_java() -> None:
     with pytest.raises(ConfigError, match=r"configs.topic.compatibility.*expected one of python, java"):
-        make("clusters = A, B\nA->B.enabled = true\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n"
-             "configs.topic.compatibility = jvm\n").validate()
+        validate_mirror_maker_config(make(
+            "clusters = A, B\nA->B.enabled = true\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n"
+            "configs.topic.compatibility = jvm\n"))
 
 
 def test_mm2_task_configs_name_java_task_classes() -> None:
