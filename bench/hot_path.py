@@ -161,7 +161,7 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
     from connect_runtime.metrics import ConnectMetrics
     from connect_runtime.model import ConnectorTaskId
     from connect_runtime.runtime.status import RecordingStatusListener
-    from connect_runtime.runtime.worker_source_task import WorkerSourceTask
+    from connect_runtime.runtime.task.worker_source_task import WorkerSourceTask
     from connect_runtime.storage.memory import MemoryOffsetStore
     from mirror.source.offset_sync_producer import OffsetSyncProducer
     from mirror.source.task import MirrorSourceTask
@@ -198,7 +198,7 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
     metrics = ConnectMetrics.create(registry)
     task_id = ConnectorTaskId("MirrorSourceConnector", 0)
     if "settings" in inspect.signature(WorkerSourceTask).parameters:  # one SourceTaskSettings (issue 30)
-        from connect_runtime.runtime.source_task_settings import SourceTaskSettings
+        from connect_runtime.runtime.task.source_task_settings import SourceTaskSettings
 
         settings: dict[str, Any] = {"settings": SourceTaskSettings("bench", offset_flush_interval_s=1.0)}
     else:

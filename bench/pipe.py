@@ -6,7 +6,7 @@ source, ``produce`` (positional arguments, the fastest call) of every message to
 the target (key, value, headers, timestamp kept), ``poll(0)`` per batch and a final ``flush()``.
 
 * Producer: the task producer's settings (``PRODUCER_DEFAULTS`` of
-  ``connect_runtime/runtime/source_task_setup.py``: acks=all, linger.ms, never time out, bounded queue;
+  ``connect_runtime/runtime/task/source_task_setup.py``: acks=all, linger.ms, never time out, bounded queue;
   idempotent with ``enable.gapless.guarantee``, as ``task_producer_config`` builds it) plus
   ``delivery.report.only.error=true``: no Python call per record, only failures reach the error callback.
   The task needs a report per run of records to commit offsets; the pipe needs none, which is what makes
@@ -39,7 +39,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.source_task_setup import task_producer_config
+from connect_runtime.runtime.task.source_task_setup import task_producer_config
 from mirror.source.source_consumer import copier_consumer_config
 
 

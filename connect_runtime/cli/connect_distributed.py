@@ -14,7 +14,7 @@ Exit codes (:class:`~connect_runtime.cli.process.ExitCode`): 0 stopped cleanly (
 Start order: the REST server binds first, because the worker id (``<advertised host>:<port>``, what
 status records carry) needs the bound port when ``listeners`` asks for port 0; until the herder exists
 it answers 503. Then the stores, the Worker and the DistributedHerder start (assembled by
-:func:`connect_runtime.runtime.assembly.build_herder`, the same wiring the MM2 driver uses); the
+:func:`connect_runtime.runtime.distributed.assembly.build_herder`, the same wiring the MM2 driver uses); the
 herder joins the Connect group ``group.id`` through Kafka's group coordinator
 (:class:`~connect_runtime.runtime.coordination.kafka_membership.KafkaGroupMembership`), so several
 processes with the same ``group.id`` share connectors and tasks. ``/health`` says "starting" until
@@ -47,12 +47,17 @@ from connect_runtime.logging_setup import configure_logging, log_level
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.security import RestSecurity
 from connect_runtime.rest.server import RestServer
-from connect_runtime.runtime import worker_config as wc
-from connect_runtime.runtime.assembly import MembershipFactory, build_herder, kafka_cluster_id, kafka_membership
-from connect_runtime.runtime.distributed_herder import DistributedHerder
-from connect_runtime.runtime.plugins import Plugins
-from connect_runtime.runtime.process_metrics import register_process_metrics
-from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
+from connect_runtime.runtime.distributed.assembly import (
+    MembershipFactory,
+    build_herder,
+    kafka_cluster_id,
+    kafka_membership,
+)
+from connect_runtime.runtime.distributed.distributed_herder import DistributedHerder
+from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
+from connect_runtime.runtime.worker import worker_config as wc
+from connect_runtime.runtime.worker.plugins import Plugins
+from connect_runtime.runtime.worker.process_metrics import register_process_metrics
 
 logger = logging.getLogger(__name__)
 

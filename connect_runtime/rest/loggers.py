@@ -4,7 +4,7 @@ Levels are reported with log4j's names (``WARN``, ``FATAL``, ``TRACE``...) so to
 read them; both log4j and Python names are accepted (``WARNING`` = ``WARN``, ``CRITICAL`` = ``FATAL``).
 As in Connect, setting a namespace's level also sets it on every existing descendant logger, and
 ``last_modified`` (epoch ms) is only known for levels set through this API. The levels themselves are
-kept by :mod:`connect_runtime.runtime.log_levels` (shared with the herders, which apply cluster-scope
+kept by :mod:`connect_runtime.runtime.worker.log_levels` (shared with the herders, which apply cluster-scope
 levels read from their config topics); ``scope=cluster`` asks the herder to write one there (KIP-976).
 """
 
@@ -21,7 +21,14 @@ from connect_runtime.rest.handling import route
 from connect_runtime.rest.parsing import Call, is_json_string, json_type
 from connect_runtime.rest.responses import empty_response, json_response
 from connect_runtime.runtime.herder import ClusterLoggerLevels
-from connect_runtime.runtime.log_levels import LOG_LEVELS, ROOT, LogLevels, existing_loggers, level_name, parse_level
+from connect_runtime.runtime.worker.log_levels import (
+    LOG_LEVELS,
+    ROOT,
+    LogLevels,
+    existing_loggers,
+    level_name,
+    parse_level,
+)
 
 logger = logging.getLogger(__name__)
 

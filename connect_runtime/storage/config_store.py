@@ -16,8 +16,9 @@ herder an immutable copy. Listener callbacks run on the log thread, after the re
 only once :meth:`start` has read the topic to its end (the herder takes its first snapshot then).
 Only the leader's herder calls the write methods.
 
-Leader fencing. With ``leader_transactional_id`` set (what :func:`connect_runtime.runtime.assembly.build_herder`
-does, with Java's id ``connect-cluster-<group.id>``), every write goes through a
+Leader fencing. With ``leader_transactional_id`` set (what
+:func:`connect_runtime.runtime.distributed.assembly.build_herder` does, with Java's id
+``connect-cluster-<group.id>``), every write goes through a
 :class:`~connect_runtime.storage.fenced_writer.TransactionalWriter` that the herder creates with
 :meth:`KafkaConfigStore.claim_write_privileges` when it becomes the leader. Its ``init_transactions``
 fences the previous leader's writer, so a stale leader's writes fail (``FencedError``) instead of

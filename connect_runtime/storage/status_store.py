@@ -96,7 +96,7 @@ class KafkaStatusStore:
         #: connector -> topic -> its KIP-558 topic status.
         self._topics: dict[str, dict[str, TopicStatus]] = {}
         #: Topic statuses forgotten (tombstones read) so far: a task's recorder that saw it change
-        #: records its topics again (see :mod:`connect_runtime.runtime.topic_tracking`).
+        #: records its topics again (see :mod:`connect_runtime.runtime.task.topic_tracking`).
         self.topic_resets = 0
         # Per key, a counter of local writes: a failed write is retried only if no newer one was made.
         self._sequence: dict[bytes, int] = {}

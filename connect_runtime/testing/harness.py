@@ -1,6 +1,6 @@
 """Run ONE source task through the real runtime against real brokers, for connector tests.
 
-The task goes through the production :class:`~connect_runtime.runtime.worker_source_task.WorkerSourceTask`
+The task goes through the production :class:`~connect_runtime.runtime.task.worker_source_task.WorkerSourceTask`
 (same producer settings, delivery tracking, offset commits and status reports as in a worker), so a
 connector test exercises the delivery contract, not a fake of it::
 
@@ -29,9 +29,9 @@ from connect_runtime.api.task import SourceTask
 from connect_runtime.api.transforms import build_chain
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State, TargetState
-from connect_runtime.runtime.error_policy import ErrorPolicy
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.worker_source_task import (
+from connect_runtime.runtime.task.error_policy import ErrorPolicy
+from connect_runtime.runtime.task.worker_source_task import (
     DEFAULT_MAX_OUTSTANDING_RECORDS,
     SourceTaskSettings,
     WorkerSourceTask,

@@ -84,7 +84,7 @@ def apply_connect_offset(msg: Message, source: str, store: dict[TP, int]) -> Non
 
 def apply_connector_status(msg: Message, store: dict[str, str]) -> None:
     """A ``status-connector-<name>`` record: a RUNNING connector with a trace is one whose node cannot hand
-    its task configs to the group leader (connect_runtime/runtime/stalled_handoffs.py); any later status
+    its task configs to the group leader (connect_runtime/runtime/leader/stalled_handoffs.py); any later status
     of the connector without one clears it."""
     key = (msg.key() or b"").decode("utf-8", "replace")
     if not key.startswith("status-connector-"):

@@ -4,7 +4,7 @@ One node runs a :class:`~mirror.maker.herder_slot.HerderSlot` per herder pair an
 plugin registry, the REST server (each herder's Connect API under ``/<src>/<tgt>/``), ``/metrics`` (each
 herder's metrics labelled ``source``/``target``), the health monitor and the status page. It builds each
 flow's :class:`~mirror.maker.mirror_herder.MirrorHerder` through the runtime's typed factory
-(:func:`connect_runtime.runtime.assembly.build_herder`), after probing the target cluster so that an
+(:func:`connect_runtime.runtime.distributed.assembly.build_herder`), after probing the target cluster so that an
 unreachable cluster is one short, clear failure. Kept apart from the slot (supervision of one flow) and
 from :mod:`mirror.maker.driver` (the command's run loop).
 """
@@ -27,10 +27,10 @@ from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.metrics import LabelledRegistries
 from connect_runtime.rest.app import create_app, namespace_path
 from connect_runtime.rest.server import RestServer
-from connect_runtime.runtime import worker_config as wc
-from connect_runtime.runtime.assembly import build_herder, kafka_membership
-from connect_runtime.runtime.plugins import Plugins
-from connect_runtime.runtime.process_metrics import register_process_metrics
+from connect_runtime.runtime.distributed.assembly import build_herder, kafka_membership
+from connect_runtime.runtime.worker import worker_config as wc
+from connect_runtime.runtime.worker.plugins import Plugins
+from connect_runtime.runtime.worker.process_metrics import register_process_metrics
 from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
 from mirror.health.collector import start_health_monitor
 from mirror.health.ui_routes import ui_routes

@@ -10,7 +10,7 @@
   group so in its JoinGroup and the leader keeps every connector on itself (docs/architecture.md,
   "Several nodes without internal REST"); its followers run tasks only. Should a follower still run a
   connector that computes new task configs (a transitional state), it logs Java's advice once, retries,
-  and reports the stall (:mod:`connect_runtime.runtime.stalled_handoffs`). The public API (statuses,
+  and reports the stall (:mod:`connect_runtime.runtime.leader.stalled_handoffs`). The public API (statuses,
   configs, metrics, /ui) is served either way: that is our deliberate difference from Java.
 """
 
@@ -24,7 +24,7 @@ from connect_runtime.api import plugin_allowlist
 from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.rest.security import RestSecurity
 from connect_runtime.rest.server import DEFAULT_LISTENERS, ListenerAddress, has_https_listener, parse_listeners
-from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
+from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.storage.config_records import SessionKey
 from mirror.config.driver_keys import ENABLE_INTERNAL_REST
 from mirror.config.mirror_maker import MirrorMakerConfig

@@ -53,7 +53,7 @@ def test_kill_9_of_the_node_holding_the_connectors_moves_them(two_nodes: TwoNode
 def test_mirror_status_reports_a_connector_stalled_on_a_node(cluster_a: Cluster, cluster_b: Cluster,
                                                              tmp_path: Path) -> None:
     """A node that cannot hand a connector's task configs to the leader writes the connector's status RUNNING
-    with the reason as its trace (connect_runtime/runtime/stalled_handoffs.py, unit-tested in
+    with the reason as its trace (connect_runtime/runtime/leader/stalled_handoffs.py, unit-tested in
     tests/unit/mirror/test_stalled_follower.py); ``mirror status`` reads the flow's status topic and says so
     until the connector's next status."""
     a, b = aliases("A", "B")

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.coordination import KafkaGroupMembership
-from connect_runtime.runtime.membership import Assignment
+from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
+from connect_runtime.runtime.coordination.membership import Assignment
 from connect_runtime.storage.config_topic_state import ClusterConfigState
 from tests.conftest import Cluster
 from tests.support.kafka import unique, wait_until

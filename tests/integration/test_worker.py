@@ -11,9 +11,9 @@ from prometheus_client import CollectorRegistry
 from connect_runtime.api.records import SourceRecord
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State, TargetState
-from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.worker import Worker
+from connect_runtime.runtime.worker.plugins import Plugins
+from connect_runtime.runtime.worker.worker import Worker
 from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.sequence_source import SequenceSourceConnector, SequenceSourceTask

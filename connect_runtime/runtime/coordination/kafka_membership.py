@@ -1,10 +1,10 @@
 """Membership of a Connect group through Kafka's own group coordinator (Java's ``WorkerCoordinator``).
 
-:class:`KafkaGroupMembership` implements :class:`~connect_runtime.runtime.membership.GroupMembership`
+:class:`KafkaGroupMembership` implements :class:`~connect_runtime.runtime.coordination.membership.GroupMembership`
 on kafka-python's ``BaseCoordinator``, reached only through :mod:`.kafka_python_adapter` (the one
 module that touches kafka-python): JoinGroup / SyncGroup / Heartbeat / LeaveGroup with protocol type
 ``connect`` (wire format in :mod:`.protocol`). The broker picks the leader; the leader runs the
-incremental cooperative assignor (:mod:`connect_runtime.runtime.assignor`) over the config snapshot the
+incremental cooperative assignor (:mod:`connect_runtime.runtime.coordination.assignor`) over the config snapshot the
 herder last handed to :meth:`KafkaGroupMembership.poll`; every member learns its share in SyncGroup.
 
 Threads. kafka-python runs one IO thread per client: heartbeats, and the JoinGroup/SyncGroup exchange
@@ -39,9 +39,8 @@ from typing import Any
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.metrics import RebalanceMetrics
-from connect_runtime.runtime import worker_config as wc
-from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
 from connect_runtime.runtime.coordination import protocol
+from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
 from connect_runtime.runtime.coordination.kafka_python_adapter import (
     CoordinatorCallbacks,
     CoordinatorSettings,
@@ -50,9 +49,10 @@ from connect_runtime.runtime.coordination.kafka_python_adapter import (
     kafka_python_config,
 )
 from connect_runtime.runtime.coordination.leader_rounds import LeaderRounds
+from connect_runtime.runtime.coordination.membership import Assignment
 from connect_runtime.runtime.coordination.rebalance_timing import RebalanceTimer
 from connect_runtime.runtime.coordination.session_lease import MustStopFirst, SessionLease
-from connect_runtime.runtime.membership import Assignment
+from connect_runtime.runtime.worker import worker_config as wc
 from connect_runtime.storage.config_store import ClusterConfigState
 
 logger = logging.getLogger(__name__)

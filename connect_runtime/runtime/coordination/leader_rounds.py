@@ -4,7 +4,7 @@
 :meth:`LeaderRounds.group_round` on kafka-python's IO thread when the broker made this worker the
 leader of a new generation (the SyncGroup phase), and :meth:`LeaderRounds.sole_round` on the tick
 thread when this worker led its generation alone and only the work changed (below). Both feed the same
-:class:`~connect_runtime.runtime.assignor.IncrementalCooperativeAssignor`, so its memory of the
+:class:`~connect_runtime.runtime.coordination.assignor.IncrementalCooperativeAssignor`, so its memory of the
 previous round stays right whichever path ran last. Nothing here talks to the broker.
 
 A sole leader assigns new work without a rebalance
@@ -28,13 +28,13 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
-from connect_runtime.runtime.assignor import (
+from connect_runtime.runtime.coordination import protocol
+from connect_runtime.runtime.coordination.assignor import (
     EMPTY,
     ConnectorsAndTasks,
     IncrementalCooperativeAssignor,
     MemberAssignment,
 )
-from connect_runtime.runtime.coordination import protocol
 from connect_runtime.storage.config_store import ClusterConfigState
 
 logger = logging.getLogger(__name__)

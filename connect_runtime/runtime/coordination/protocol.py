@@ -40,7 +40,7 @@ from typing import Any
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks
+from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks
 
 PROTOCOL_TYPE = "connect"
 PROTOCOL_NAME = "json-cooperative-v1"

@@ -8,7 +8,7 @@ plays a herder that applies assignments instantly and prints one JSON line per a
 SIGTERM: stop everything, LeaveGroup, exit 0 (a graceful worker shutdown). SIGKILL is the crash.
 
 A herder tells the leader which work it stopped cleanly through the status topic (UNASSIGNED, see
-connect_runtime/runtime/released_work.py); this stand-in has no status store, so on SIGTERM it writes
+connect_runtime/runtime/coordination/released_work.py); this stand-in has no status store, so on SIGTERM it writes
 the work it stops to a file in ``RELEASED_DIR`` before leaving, and the leader reads every member's
 file. A SIGKILLed member writes nothing: its work counts as crashed, as a killed herder's would.
 """
@@ -24,9 +24,9 @@ from pathlib import Path
 from types import FrameType
 
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.assignor import ConnectorsAndTasks
-from connect_runtime.runtime.coordination import KafkaGroupMembership
-from connect_runtime.runtime.membership import Assignment
+from connect_runtime.runtime.coordination.assignor import ConnectorsAndTasks
+from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
+from connect_runtime.runtime.coordination.membership import Assignment
 from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.assignor import (
+from connect_runtime.runtime.coordination.assignor import (
     EMPTY,
     AssignmentPlan,
     ConnectorsAndTasks,

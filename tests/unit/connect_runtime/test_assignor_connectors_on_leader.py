@@ -13,7 +13,12 @@ from collections.abc import Mapping
 import pytest
 
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor, union
+from connect_runtime.runtime.coordination.assignor import (
+    EMPTY,
+    ConnectorsAndTasks,
+    IncrementalCooperativeAssignor,
+    union,
+)
 
 WORK = {"source": 4, "checkpoint": 1, "heartbeat": 1}
 ALL = ConnectorsAndTasks.from_work(WORK)

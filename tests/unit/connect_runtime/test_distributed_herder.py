@@ -14,11 +14,11 @@ from connect_runtime.api.errors import AlreadyExistsError, BadRequestError, Conn
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import Task
 from connect_runtime.model import ConnectorTaskId, State, TargetState
-from connect_runtime.runtime.distributed_herder import DistributedHerder
+from connect_runtime.runtime.coordination.membership import SoleMember
+from connect_runtime.runtime.distributed.distributed_herder import DistributedHerder
 from connect_runtime.runtime.herder import ConnectorOffset
-from connect_runtime.runtime.membership import SoleMember
-from connect_runtime.runtime.plugins import Plugins
-from connect_runtime.runtime.status_writer import StatusWriter
+from connect_runtime.runtime.worker.plugins import Plugins
+from connect_runtime.runtime.worker.status_writer import StatusWriter
 from connect_runtime.storage.config_store import KafkaConfigStore
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.storage.status_store import KafkaStatusStore
@@ -264,7 +264,7 @@ class FollowerMember:
     """A group member that is not the leader and is assigned everything (for forwarding tests)."""
 
     def join(self, snapshot: Any, timeout_s: float) -> Any:
-        from connect_runtime.runtime.membership import Assignment
+        from connect_runtime.runtime.coordination.membership import Assignment
 
         tasks = snapshot.all_tasks()
         return Assignment.of(1, False, "http://leader:8083", snapshot.connectors(), tasks)
@@ -303,7 +303,7 @@ def test_follower_forwards_new_task_configs_to_the_leader() -> None:
 
 
 def test_extension_hooks_run_on_the_tick_thread_and_leadership_is_gained_once() -> None:
-    from connect_runtime.runtime.membership import Assignment
+    from connect_runtime.runtime.coordination.membership import Assignment
 
     events: list[tuple[str, str]] = []
 

@@ -14,14 +14,14 @@ import pytest
 
 from connect_runtime.api.errors import ConnectError, NotAssignedError, NotLeaderError
 from connect_runtime.model import ConnectorTaskId, State, TargetState
-from connect_runtime.runtime.assembly import WakeupRelay
-from connect_runtime.runtime.distributed_herder import DistributedHerder
+from connect_runtime.runtime.coordination.membership import Assignment, SoleMember
+from connect_runtime.runtime.distributed.assembly import WakeupRelay
+from connect_runtime.runtime.distributed.distributed_herder import DistributedHerder
 from connect_runtime.runtime.herder import ConnectorOffset
-from connect_runtime.runtime.membership import Assignment, SoleMember
-from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.request_signing import new_session_key
-from connect_runtime.runtime.status_writer import StatusWriter
-from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
+from connect_runtime.runtime.worker.plugins import Plugins
+from connect_runtime.runtime.worker.status_writer import StatusWriter
 from connect_runtime.storage.config_records import SessionKey
 from connect_runtime.storage.config_store import KafkaConfigStore, WritePrivilegesError
 from connect_runtime.storage.fenced_writer import FencedError
@@ -184,7 +184,7 @@ def test_with_exactly_once_a_new_task_generation_starts_only_after_the_old_one_w
 
 
 def test_a_failed_fencing_keeps_the_new_tasks_waiting_and_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
-    from connect_runtime.runtime import generation_fencing
+    from connect_runtime.runtime.leader import generation_fencing
 
     monkeypatch.setattr(generation_fencing, "RETRY_S", 1.0)
     c = Cluster(exactly_once=True)
@@ -272,8 +272,8 @@ def test_wakeup_relay_reaches_the_herder_set_after_the_membership() -> None:
 def test_build_herder_hands_the_membership_a_notify_that_wakes_the_herder() -> None:
     from prometheus_client import CollectorRegistry
 
-    from connect_runtime.runtime import worker_config as wc
-    from connect_runtime.runtime.assembly import build_herder
+    from connect_runtime.runtime.distributed.assembly import build_herder
+    from connect_runtime.runtime.worker import worker_config as wc
 
     config = wc.DistributedWorkerConfig({
         "bootstrap.servers": "localhost:1", "group.id": "g1", "config.storage.topic": "c",
@@ -327,7 +327,7 @@ def test_a_follower_asks_the_leader_to_fence_and_starts_its_task_once_the_record
     """KIP-618's round trip: a follower's task of an unfenced generation waits; the follower sends the
     leader a signed PUT .../fence (retried after a failure) and starts the task when the leader's
     tasks-fencing record arrives."""
-    from connect_runtime.runtime import generation_fencing
+    from connect_runtime.runtime.leader import generation_fencing
 
     monkeypatch.setattr(generation_fencing, "RETRY_S", 0.5)
     requests = FencingRequests()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from connect_runtime.runtime.membership import Assignment
+from connect_runtime.runtime.coordination.membership import Assignment
 from connect_runtime.storage.config_records import SessionKey
 from connect_runtime.storage.config_store import KafkaConfigStore
 from connect_runtime.storage.config_topic_state import ClusterConfigState

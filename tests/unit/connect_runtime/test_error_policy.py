@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.runtime.error_policy import ErrorPolicy
+from connect_runtime.runtime.task.error_policy import ErrorPolicy
 
 
 def test_policy_from_the_connector_keys() -> None:

@@ -17,14 +17,14 @@ from connect_runtime.api.records import SourceMap, SourceRecord
 from connect_runtime.api.transforms import TransformationChain, build_chain
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State
-from connect_runtime.runtime.exactly_once_task import (
+from connect_runtime.runtime.status import RecordingStatusListener
+from connect_runtime.runtime.task.exactly_once_task import (
     ExactlyOnceWorkerSourceTask,
     exactly_once_settings,
     transactional_offsets,
     transactional_producer_config,
 )
-from connect_runtime.runtime.source_task_settings import SourceTaskSettings, TransactionSettings
-from connect_runtime.runtime.status import RecordingStatusListener
+from connect_runtime.runtime.task.source_task_settings import SourceTaskSettings, TransactionSettings
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.storage.offset_store import OffsetMap, serialize_key, serialize_value
 from tests.support.fakes import FakeProducer

@@ -11,10 +11,12 @@ from types import SimpleNamespace
 import pytest
 
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.assignor import EMPTY, ConnectorsAndTasks
-from connect_runtime.runtime.coordination import KafkaGroupMembership, kafka_python_config, protocol
+from connect_runtime.runtime.coordination import protocol
+from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks
+from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
+from connect_runtime.runtime.coordination.kafka_python_adapter import kafka_python_config
 from connect_runtime.runtime.coordination.session_lease import MustStopFirst
-from connect_runtime.runtime.worker_config import DistributedWorkerConfig
+from connect_runtime.runtime.worker.worker_config import DistributedWorkerConfig
 from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 WORK = {"a": 3, "b": 1}

@@ -14,11 +14,11 @@ import pytest
 
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.config_change_inbox import ConfigChangeInbox
-from connect_runtime.runtime.log_levels import LogLevels
-from connect_runtime.runtime.plugins import Plugins
-from connect_runtime.runtime.tick_executor import TickExecutor
-from connect_runtime.runtime.topic_tracking import ActiveTopicRecorder
+from connect_runtime.runtime.distributed.config_change_inbox import ConfigChangeInbox
+from connect_runtime.runtime.distributed.tick_executor import TickExecutor
+from connect_runtime.runtime.task.topic_tracking import ActiveTopicRecorder
+from connect_runtime.runtime.worker.log_levels import LogLevels
+from connect_runtime.runtime.worker.plugins import Plugins
 from connect_runtime.storage.status_store import KafkaStatusStore
 from connect_runtime.storage.topic_status import TopicStatus, parse_topic_status_key
 from tests.unit.connect_runtime.herder_fakes import FakeBroker
@@ -136,7 +136,7 @@ def test_stage_summary_reads_like_javas() -> None:
 
 def test_health_is_unhealthy_while_the_tick_thread_is_stuck() -> None:
     """KIP-1017: a tick thread that cannot run a no-op request in time makes /health answer 500."""
-    from connect_runtime.runtime.worker_health_check import probe_health
+    from connect_runtime.runtime.distributed.worker_health_check import probe_health
 
     ticks = TickExecutor("stuck", 5.0)
     release = threading.Event()
@@ -168,7 +168,7 @@ def test_herder_topic_endpoints_follow_the_worker_keys() -> None:
     """Off: Connect's 403 for both; reset not allowed: 403 for the reset only; on: read from and
     tombstoned in the status topic."""
     from connect_runtime.api.errors import ForbiddenError
-    from connect_runtime.runtime.topic_tracking import TopicTracking
+    from connect_runtime.runtime.task.topic_tracking import TopicTracking
     from tests.unit.connect_runtime.test_distributed_herder import Cluster
 
     cluster = Cluster()

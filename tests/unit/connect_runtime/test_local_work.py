@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from connect_runtime.model import ConnectorTaskId, TargetState
-from connect_runtime.runtime.local_work import LocalWork
-from connect_runtime.runtime.status_writer import StatusWriter
+from connect_runtime.runtime.distributed.local_work import LocalWork
+from connect_runtime.runtime.worker.status_writer import StatusWriter
 from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 A0, A1 = ConnectorTaskId("a", 0), ConnectorTaskId("a", 1)

@@ -19,7 +19,7 @@ from connect_runtime.api.task import DurabilityBarrier
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import State
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.worker_source_task import SourceTaskSettings, WorkerSourceTask
+from connect_runtime.runtime.task.worker_source_task import SourceTaskSettings, WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.storage.offset_store import OffsetMap
 from tests.support.fakes import FakeProducer

@@ -10,7 +10,7 @@ import pytest
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.errors import NotFoundError
 from connect_runtime.api.task import Task
-from connect_runtime.runtime.plugins import Plugins
+from connect_runtime.runtime.worker.plugins import Plugins
 from connect_runtime.testing.sequence_source import SequenceSourceConnector, SequenceSourceTask
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import pytest
 
 from connect_runtime.model import ConnectorTaskId, TargetState
-from connect_runtime.runtime.reconciler import ReconcilePlan, RunningWork, plan
+from connect_runtime.runtime.distributed.reconciler import ReconcilePlan, RunningWork, plan
 from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 A0, A1, B0 = ConnectorTaskId("a", 0), ConnectorTaskId("a", 1), ConnectorTaskId("b", 0)

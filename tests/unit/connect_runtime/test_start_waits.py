@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from connect_runtime.clients import factory
-from connect_runtime.runtime.parallel_start import start_together
+from connect_runtime.runtime.distributed.parallel_start import start_together
 from connect_runtime.storage.fenced_writer import _unwrap
 
 

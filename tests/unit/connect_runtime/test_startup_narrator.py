@@ -9,11 +9,11 @@ import pytest
 
 from connect_runtime.logging_context import set_context
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.membership import Assignment
-from connect_runtime.runtime.startup_narrator import StartupNarrator
+from connect_runtime.runtime.coordination.membership import Assignment
+from connect_runtime.runtime.distributed.startup_narrator import StartupNarrator
 from tests.support.kafka import wait_until
 
-LOGGER = "connect_runtime.runtime.startup_narrator"
+LOGGER = "connect_runtime.runtime.distributed.startup_narrator"
 
 
 class Clock:

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from connect_runtime.api.records import SourceRecord, partition_identity
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.submitted_records import SubmittedRecords
-from connect_runtime.runtime.worker_source_task import task_producer_config
+from connect_runtime.runtime.task.submitted_records import SubmittedRecords
+from connect_runtime.runtime.task.worker_source_task import task_producer_config
 
 
 def rec(partition: int | str, seq: int | None) -> SourceRecord:

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from connect_runtime.api.bulk import BulkRun
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceRecord
-from connect_runtime.runtime.submitted_records import SubmittedRecords
-from connect_runtime.runtime.submitted_runs import RunGap, SubmittedRuns
+from connect_runtime.runtime.task.submitted_records import SubmittedRecords
+from connect_runtime.runtime.task.submitted_runs import RunGap, SubmittedRuns
 
 
 @dataclass

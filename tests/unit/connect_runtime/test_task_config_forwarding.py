@@ -9,7 +9,7 @@ import threading
 
 import httpx
 
-from connect_runtime.runtime.task_config_forwarding import TaskConfigForwarder
+from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.storage.config_records import SessionKey
 
 KEY = SessionKey(b"k" * 32, "HmacSHA256", 1)

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.runtime.tick_executor import TickExecutor
+from connect_runtime.runtime.distributed.tick_executor import TickExecutor
 
 
 def serve(executor: TickExecutor, done: threading.Event) -> None:

@@ -14,9 +14,9 @@ from connect_runtime.api.records import Acknowledged, SourceRecord
 from connect_runtime.api.transforms import build_chain
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import State
-from connect_runtime.runtime.error_policy import ErrorPolicy
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.worker_source_task import SourceTaskSettings, WorkerSourceTask
+from connect_runtime.runtime.task.error_policy import ErrorPolicy
+from connect_runtime.runtime.task.worker_source_task import SourceTaskSettings, WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore
 from tests.support.fakes import FakeProducer
 from tests.support.kafka import wait_until

@@ -11,7 +11,7 @@ import pytest
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.transforms import TransformationChain, TransformError, build_chain, validate_chain
-from connect_runtime.runtime import connector_validation
+from connect_runtime.runtime.worker import connector_validation
 from connect_runtime.testing.sequence_source import SequenceSourceConnector
 
 T = "org.apache.kafka.connect.transforms."

@@ -13,9 +13,9 @@ from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundErro
 from connect_runtime.api.task import Task
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State, TargetState
-from connect_runtime.runtime.plugins import Plugins
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.worker import Worker
+from connect_runtime.runtime.worker.plugins import Plugins
+from connect_runtime.runtime.worker.worker import Worker
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.sequence_source import SequenceSourceTask
 

@@ -15,7 +15,7 @@ from connect_runtime.api.task import SourceTask
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId, State
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.worker_source_task import SourceTaskSettings, WorkerSourceTask
+from connect_runtime.runtime.task.worker_source_task import SourceTaskSettings, WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore
 from tests.support.fakes import FakeProducer
 from tests.support.kafka import wait_until

@@ -28,7 +28,7 @@ import pytest
 from connect_runtime.api.config import ConfigDef
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.clients.admin import TopicAdmin
-from connect_runtime.runtime.worker_config import DISTRIBUTED_CONFIG_DEF
+from connect_runtime.runtime.worker.worker_config import DISTRIBUTED_CONFIG_DEF
 from mirror.config import checkpoint, driver_keys, heartbeat, mirror_maker, source
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.forwarding_admin import forwarding_admin_class
@@ -57,24 +57,24 @@ CLIENT = "client"
 REST = Owned("REST safety helper of issue 16 (item 4): internal endpoints, CORS, response headers")
 
 WORKER: dict[str, Works | Refused | Owned | str] = {
-    "group.id": Works("connect_runtime/runtime/assembly.py", "config.group_id"),
-    "bootstrap.servers": Works("connect_runtime/runtime/worker_config.py", "props[BOOTSTRAP_SERVERS]"),
-    "client.id": Works("connect_runtime/runtime/worker_config.py", "self.client_id_prefix"),
-    "config.storage.topic": Works("connect_runtime/runtime/assembly.py", "wc.CONFIG_TOPIC"),
-    "config.storage.replication.factor": Works("connect_runtime/runtime/assembly.py", "wc.CONFIG_RF"),
-    "offset.storage.topic": Works("connect_runtime/runtime/assembly.py", "wc.OFFSET_TOPIC"),
-    "offset.storage.replication.factor": Works("connect_runtime/runtime/assembly.py", "wc.OFFSET_RF"),
-    "offset.storage.partitions": Works("connect_runtime/runtime/assembly.py", "wc.OFFSET_PARTITIONS"),
-    "status.storage.topic": Works("connect_runtime/runtime/assembly.py", "wc.STATUS_TOPIC"),
-    "status.storage.replication.factor": Works("connect_runtime/runtime/assembly.py", "wc.STATUS_RF"),
-    "status.storage.partitions": Works("connect_runtime/runtime/assembly.py", "wc.STATUS_PARTITIONS"),
-    "offset.flush.interval.ms": Works("connect_runtime/runtime/assembly.py", "wc.OFFSET_FLUSH_INTERVAL_MS"),
-    "offset.flush.timeout.ms": Works("connect_runtime/runtime/assembly.py", "wc.OFFSET_FLUSH_TIMEOUT_MS"),
+    "group.id": Works("connect_runtime/runtime/distributed/assembly.py", "config.group_id"),
+    "bootstrap.servers": Works("connect_runtime/runtime/worker/worker_config.py", "props[BOOTSTRAP_SERVERS]"),
+    "client.id": Works("connect_runtime/runtime/worker/worker_config.py", "self.client_id_prefix"),
+    "config.storage.topic": Works("connect_runtime/runtime/distributed/assembly.py", "wc.CONFIG_TOPIC"),
+    "config.storage.replication.factor": Works("connect_runtime/runtime/distributed/assembly.py", "wc.CONFIG_RF"),
+    "offset.storage.topic": Works("connect_runtime/runtime/distributed/assembly.py", "wc.OFFSET_TOPIC"),
+    "offset.storage.replication.factor": Works("connect_runtime/runtime/distributed/assembly.py", "wc.OFFSET_RF"),
+    "offset.storage.partitions": Works("connect_runtime/runtime/distributed/assembly.py", "wc.OFFSET_PARTITIONS"),
+    "status.storage.topic": Works("connect_runtime/runtime/distributed/assembly.py", "wc.STATUS_TOPIC"),
+    "status.storage.replication.factor": Works("connect_runtime/runtime/distributed/assembly.py", "wc.STATUS_RF"),
+    "status.storage.partitions": Works("connect_runtime/runtime/distributed/assembly.py", "wc.STATUS_PARTITIONS"),
+    "offset.flush.interval.ms": Works("connect_runtime/runtime/distributed/assembly.py", "wc.OFFSET_FLUSH_INTERVAL_MS"),
+    "offset.flush.timeout.ms": Works("connect_runtime/runtime/distributed/assembly.py", "wc.OFFSET_FLUSH_TIMEOUT_MS"),
     "listeners": Works("connect_runtime/cli/connect_distributed.py", "config.listeners"),
-    "rest.advertised.host.name": Works("connect_runtime/runtime/worker_config.py", "config[ADVERTISED_HOST]"),
-    "rest.advertised.port": Works("connect_runtime/runtime/worker_config.py", "config[ADVERTISED_PORT]"),
-    "rest.advertised.listener": Works("connect_runtime/runtime/worker_config.py", "config[ADVERTISED_LISTENER]"),
-    "rest.request.timeout.ms": Works("connect_runtime/runtime/assembly.py", "wc.REST_REQUEST_TIMEOUT_MS"),
+    "rest.advertised.host.name": Works("connect_runtime/runtime/worker/worker_config.py", "config[ADVERTISED_HOST]"),
+    "rest.advertised.port": Works("connect_runtime/runtime/worker/worker_config.py", "config[ADVERTISED_PORT]"),
+    "rest.advertised.listener": Works("connect_runtime/runtime/worker/worker_config.py", "config[ADVERTISED_LISTENER]"),
+    "rest.request.timeout.ms": Works("connect_runtime/runtime/distributed/assembly.py", "wc.REST_REQUEST_TIMEOUT_MS"),
     "scheduled.rebalance.max.delay.ms": Works("connect_runtime/runtime/coordination/kafka_membership.py",
                                               "wc.SCHEDULED_REBALANCE_MAX_DELAY_MS"),
     "scheduled.rebalance.crash.delay.ms": Works("connect_runtime/runtime/coordination/kafka_membership.py",
@@ -86,14 +86,18 @@ WORKER: dict[str, Works | Refused | Owned | str] = {
                                   "wc.REBALANCE_TIMEOUT_MS"),
     "worker.sync.timeout.ms": Works("connect_runtime/runtime/coordination/kafka_membership.py",
                                     "wc.WORKER_SYNC_TIMEOUT_MS"),
-    "exactly.once.source.support": Works("connect_runtime/runtime/assembly.py", "config.exactly_once_source_enabled"),
+    "exactly.once.source.support": Works("connect_runtime/runtime/distributed/assembly.py",
+                                         "config.exactly_once_source_enabled"),
     "config.providers": Works("connect_runtime/api/config_provider.py", '"config.providers"'),
-    "task.shutdown.graceful.timeout.ms": Works("connect_runtime/runtime/assembly.py", "wc.TASK_SHUTDOWN_TIMEOUT_MS"),
-    "inter.worker.key.ttl.ms": Works("connect_runtime/runtime/assembly.py", "wc.INTER_WORKER_KEY_TTL_MS"),
-    "topic.tracking.enable": Works("connect_runtime/runtime/assembly.py", "wc.TOPIC_TRACKING_ENABLE"),
-    "topic.tracking.allow.reset": Works("connect_runtime/runtime/assembly.py", "wc.TOPIC_TRACKING_ALLOW_RESET"),
-    "connector.client.config.override.policy": Works("connect_runtime/runtime/assembly.py", "config.override_policy"),
-    "connector.client.config.override.allowlist": Works("connect_runtime/runtime/worker_config.py",
+    "task.shutdown.graceful.timeout.ms": Works("connect_runtime/runtime/distributed/assembly.py",
+                                               "wc.TASK_SHUTDOWN_TIMEOUT_MS"),
+    "inter.worker.key.ttl.ms": Works("connect_runtime/runtime/distributed/assembly.py", "wc.INTER_WORKER_KEY_TTL_MS"),
+    "topic.tracking.enable": Works("connect_runtime/runtime/distributed/assembly.py", "wc.TOPIC_TRACKING_ENABLE"),
+    "topic.tracking.allow.reset": Works("connect_runtime/runtime/distributed/assembly.py",
+                                        "wc.TOPIC_TRACKING_ALLOW_RESET"),
+    "connector.client.config.override.policy": Works("connect_runtime/runtime/distributed/assembly.py",
+                                                     "config.override_policy"),
+    "connector.client.config.override.allowlist": Works("connect_runtime/runtime/worker/worker_config.py",
                                                         "self.values[CONNECTOR_CLIENT_ALLOWLIST]"),
     "plugin.allowlist": Works("connect_runtime/api/plugin_allowlist.py", "props.get(PLUGIN_ALLOWLIST"),
 }
@@ -101,9 +105,9 @@ WORKER: dict[str, Works | Refused | Owned | str] = {
 CONNECTOR: dict[str, Works | Refused | Owned | str] = {
     # Connect's keys (connect_runtime/api/connector_config.py)
     "name": Works("mirror/config/connector_base.py", "Text(NAME)"),
-    "connector.class": Works("connect_runtime/runtime/worker.py", "CONNECTOR_CLASS"),
-    "tasks.max": Works("connect_runtime/runtime/connector_validation.py", "TASKS_MAX"),
-    "tasks.max.enforce": Works("connect_runtime/runtime/worker_connector.py", "TASKS_MAX_ENFORCE"),
+    "connector.class": Works("connect_runtime/runtime/worker/worker.py", "CONNECTOR_CLASS"),
+    "tasks.max": Works("connect_runtime/runtime/worker/connector_validation.py", "TASKS_MAX"),
+    "tasks.max.enforce": Works("connect_runtime/runtime/worker/worker_connector.py", "TASKS_MAX_ENFORCE"),
     "key.converter": Refused("org.apache.kafka.connect.json.JsonConverter"),
     "value.converter": Refused("org.apache.kafka.connect.json.JsonConverter"),
     "header.converter": Refused("org.apache.kafka.connect.storage.SimpleHeaderConverter"),
@@ -112,13 +116,13 @@ CONNECTOR: dict[str, Works | Refused | Owned | str] = {
     "config.action.reload": Refused("sometimes"),  # none|restart: no provider reports a change (no TTLs)
     "errors.retry.timeout": Refused("30000"),
     "errors.retry.delay.max.ms": Refused("1000"),
-    "errors.tolerance": Works("connect_runtime/runtime/error_policy.py", "ERRORS_TOLERANCE"),
-    "errors.log.enable": Works("connect_runtime/runtime/error_policy.py", "ERRORS_LOG_ENABLE"),
-    "errors.log.include.messages": Works("connect_runtime/runtime/error_policy.py", "ERRORS_LOG_INCLUDE_MESSAGES"),
+    "errors.tolerance": Works("connect_runtime/runtime/task/error_policy.py", "ERRORS_TOLERANCE"),
+    "errors.log.enable": Works("connect_runtime/runtime/task/error_policy.py", "ERRORS_LOG_ENABLE"),
+    "errors.log.include.messages": Works("connect_runtime/runtime/task/error_policy.py", "ERRORS_LOG_INCLUDE_MESSAGES"),
     # required: refused unless the worker has exactly.once.source.support=enabled (tests below)
-    "exactly.once.support": Works("connect_runtime/runtime/connector_validation.py", "EXACTLY_ONCE_SUPPORT"),
+    "exactly.once.support": Works("connect_runtime/runtime/worker/connector_validation.py", "EXACTLY_ONCE_SUPPORT"),
     "transaction.boundary": Refused("connector"),  # poll and interval work; no MM2 connector defines boundaries
-    "transaction.boundary.interval.ms": Works("connect_runtime/runtime/exactly_once_task.py",
+    "transaction.boundary.interval.ms": Works("connect_runtime/runtime/task/exactly_once_task.py",
                                               "TRANSACTION_BOUNDARY_INTERVAL_MS"),
     "offsets.storage.topic": Refused("my-offsets"),
     "topic.creation.groups": Refused("compacted"),

@@ -1,5 +1,5 @@
 """``mirror status`` reports a node that cannot do its part (issue 26): a RUNNING connector status with a
-trace in the flow's status topic (written by connect_runtime/runtime/stalled_handoffs.py) makes the flow
+trace in the flow's status topic (written by connect_runtime/runtime/leader/stalled_handoffs.py) makes the flow
 degraded, naming the connector, its node and the reason; the connector's next status clears it."""
 
 from __future__ import annotations

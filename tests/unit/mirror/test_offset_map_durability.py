@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.status import RecordingStatusListener
-from connect_runtime.runtime.worker_source_task import SourceTaskSettings, WorkerSourceTask
+from connect_runtime.runtime.task.worker_source_task import SourceTaskSettings, WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore
 from mirror.client.models import TopicPartition
 from mirror.client.offset_map import OffsetRun

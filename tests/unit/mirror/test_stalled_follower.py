@@ -12,7 +12,7 @@ import json
 
 from prometheus_client import CollectorRegistry
 
-from connect_runtime.runtime.stalled_handoffs import StalledHandoffs
+from connect_runtime.runtime.leader.stalled_handoffs import StalledHandoffs
 from connect_runtime.storage.config_records import SessionKey
 from mirror.maker.rest_wiring import NO_INTERNAL_REST_MESSAGE, NoInternalRestForwarder
 from tests.support.kafka import wait_until

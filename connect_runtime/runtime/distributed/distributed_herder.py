@@ -1,0 +1,360 @@
+"""DistributedHerder: one member of a Connect cluster (Java's ``DistributedHerder``), driven by one thread.
+
+Design: a single *tick thread* (:mod:`connect_runtime.runtime.distributed.tick_executor`) owns every state change.
+It starts the stores, joins the group, then loops over :meth:`DistributedHerder._tick`:
+
+1. apply what the config topic told us (the config store's listener only sets flags and wakes us);
+2. poll the group membership; a new assignment replaces the old one;
+3. reconcile what the worker runs with (assignment x config snapshot), see
+   :mod:`connect_runtime.runtime.distributed.reconciler` (a pure plan, stops before starts) and
+   :mod:`connect_runtime.runtime.distributed.local_work` (which applies it);
+4. run restart requests and scheduled task reconfigurations (with exponential backoff);
+5. run queued REST requests, one at a time, each against a consistent snapshot.
+
+The REST requests that change state are submitted to the tick thread by
+:class:`~connect_runtime.runtime.distributed.herder_requests.HerderRequests`, this class's base.
+
+Reads (statuses, configs, offsets) are served from the stores directly
+(:class:`~connect_runtime.runtime.distributed.abstract_herder.AbstractHerder`): they are thread-safe and any worker
+may answer them. Config writes are the leader's, fenced against stale leaders
+(:mod:`connect_runtime.runtime.leader.leader_config_writer`); a follower hands new task configs to the leader
+(:mod:`connect_runtime.runtime.leader.task_config_forwarding`). Restarts of a connector instance or task are
+owner-only (NotAssignedError with the owner's URL, taken from the worker id in the status store, so the
+REST layer forwards there; a worker id is ``host:port`` of the owner's REST listener).
+Config values are never logged: they may hold secrets or ``${provider:...}`` placeholders.
+
+Extension points (public, for herders built on this one, such as MM2's ``MirrorHerder``; all run on
+the tick thread): :meth:`on_tick_thread_start`, :meth:`on_rebalance_completed`,
+:meth:`on_leadership_gained`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from connect_runtime.api.client_overrides import ALLOW_ALL, OverridePolicy
+from connect_runtime.api.errors import ConnectError
+from connect_runtime.model import ConnectorTaskId
+from connect_runtime.runtime.coordination.membership import Assignment, GroupMembership
+from connect_runtime.runtime.distributed.config_change_inbox import ConfigChangeInbox
+from connect_runtime.runtime.distributed.deleted_statuses import forget_deleted
+from connect_runtime.runtime.distributed.herder_requests import HerderRequests
+from connect_runtime.runtime.distributed.local_work import LocalWork
+from connect_runtime.runtime.distributed.parallel_start import start_together
+from connect_runtime.runtime.distributed.restarts import apply_restart
+from connect_runtime.runtime.distributed.startup_narrator import StartupNarrator
+from connect_runtime.runtime.distributed.task_reconfiguration import TaskReconfiguration
+from connect_runtime.runtime.distributed.tick_executor import TickExecutor
+from connect_runtime.runtime.distributed.worker_health_check import HEALTH_CHECK_TIMEOUT_S, probe_health
+from connect_runtime.runtime.herder import WorkerHealth
+from connect_runtime.runtime.leader.generation_fencing import GenerationFencing
+from connect_runtime.runtime.leader.leader_config_writer import LeaderConfigWriter
+from connect_runtime.runtime.leader.stalled_handoffs import StalledHandoffs
+from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
+from connect_runtime.runtime.task.topic_tracking import TRACKING_OFF, TopicTracking
+from connect_runtime.runtime.worker.plugins import Plugins
+from connect_runtime.runtime.worker.status_writer import StatusWriter
+from connect_runtime.runtime.worker.worker_runtime import WorkerRuntime
+from connect_runtime.storage.config_records import RestartRequest
+from connect_runtime.storage.config_store import KafkaConfigStore
+from connect_runtime.storage.config_topic_state import ClusterConfigState
+from connect_runtime.storage.offset_store import OffsetStore
+from connect_runtime.storage.status_store import KafkaStatusStore
+
+logger = logging.getLogger(__name__)
+
+_IDLE_WAIT_S = 1.0
+
+
+class DistributedHerder(HerderRequests):
+    """A Connect cluster member; see the module docstring for the threading design."""
+
+    def __init__(self, *, worker_id: str, worker: WorkerRuntime, plugins: Plugins,
+                 config_store: KafkaConfigStore, status_store: KafkaStatusStore, offset_store: OffsetStore,
+                 membership: GroupMembership, status_writer: StatusWriter,
+                 kafka_cluster_id: str | None = None, request_timeout_s: float = 90.0,
+                 task_shutdown_timeout_s: float = 5.0, start_timeout_s: float = 120.0,
+                 start_offset_store: bool = False, session_key_ttl_s: float = 3600.0,
+                 group_id: str = "connect-cluster",
+                 fence_producers: Callable[[list[str]], None] | None = None,
+                 rest_prefix: str = "", forwarder: TaskConfigForwarder | None = None,
+                 override_policy: OverridePolicy = ALLOW_ALL,
+                 health_check_timeout_s: float = HEALTH_CHECK_TIMEOUT_S,
+                 topic_tracking: TopicTracking = TRACKING_OFF, exactly_once: bool = False,
+                 stalls: StalledHandoffs | None = None) -> None:
+        super().__init__(plugins, config_store, status_store, offset_store, override_policy, topic_tracking)
+        self.exactly_once = exactly_once
+        self._worker_id = worker_id
+        self._worker = worker
+        self._membership = membership
+        self._status = status_writer
+        self._cluster_id = kafka_cluster_id
+        self._start_timeout_s = start_timeout_s
+        self._start_offset_store = start_offset_store
+        self._health_check_timeout_s = health_check_timeout_s
+        self._ticks = TickExecutor(f"herder-{worker_id}", request_timeout_s, on_submit=membership.wakeup)
+        self._forwarder = forwarder or TaskConfigForwarder(request_timeout_s, name=f"forward-tasks-{worker_id}")
+        self._leader = LeaderConfigWriter(
+            config_store, assignment=lambda: self._assignment, demote=self._demote,
+            request_rebalance=membership.request_rebalance, claim_timeout_s=min(30.0, request_timeout_s),
+            session_key_ttl_s=session_key_ttl_s, group_id=group_id, fence_producers=fence_producers)
+        self.stalls = stalls or StalledHandoffs(on_change=status_writer.on_connector_stalled)  # /health, status
+        self._fencing = GenerationFencing(exactly_once, self._leader, config_store, self._forwarder, rest_prefix,
+                                          self.stalls)
+        self._work = LocalWork(worker, status_writer, self.request_task_reconfiguration, task_shutdown_timeout_s)
+        self._reconfiguration = TaskReconfiguration(
+            worker=worker, config_store=config_store, leader=self._leader, forwarder=self._forwarder,
+            schedule=self._work.reconfigurations, snapshot=lambda: self._snapshot,
+            runs_connector=self._work.runs_connector, refresh=self._refresh_snapshot, wake=self._wake_tick_thread,
+            rest_prefix=rest_prefix, stalls=self.stalls)
+
+        #: What the config store told us (on its log thread), taken by the tick thread.
+        self._inbox = ConfigChangeInbox(self._wake_tick_thread)
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        #: Start-up milestones in the log (public: a herder built on this one adds its own, e.g. MM2's first record).
+        self.narrator = StartupNarrator(worker_id, group_id)
+        self._stops: list[Callable[[], None]] = [self.narrator.close]
+
+        # Tick-thread state.
+        self._snapshot = ClusterConfigState()
+        #: Connectors and tasks as of the last rebalance request (what the group leader assigns).
+        self._group_work: tuple[frozenset[str], frozenset[ConnectorTaskId]] = (frozenset(), frozenset())
+        self._assignment: Assignment | None = None
+        #: Whether the last assignment applied made us leader (not changed by fencing, see _demote).
+        self._assigned_leader = False
+
+    # ========================================================================== extension points ===
+    def on_tick_thread_start(self) -> None:
+        """First thing the tick thread runs, before any store starts (e.g. set a logging context)."""
+
+    def on_rebalance_completed(self, assignment: Assignment) -> None:
+        """An assignment was applied: the worker now runs what it names (Java's ``rebalanceSuccess``)."""
+
+    def on_leadership_gained(self) -> None:
+        """An applied assignment made this worker the leader when the previous one did not; the config
+        topic may be written (e.g. MM2 writes its connector configs from mm2.properties)."""
+
+    # ================================================================================ lifecycle ===
+    def start(self) -> None:
+        """Start the tick thread; returns at once (see :meth:`wait_until_ready`)."""
+        self._ticks.start(self._run)
+
+    def wait_until_ready(self, timeout_s: float) -> bool:
+        """True once started; raises the start failure if the herder could not start."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._failure is not None:
+                raise ConnectError(f"Herder failed to start: {self._failure}") from self._failure
+            if self._ready.wait(0.1):
+                return True
+        return self._ready.is_set()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop every task and connector, flush, leave the group and close the stores."""
+        self._ticks.request_stop()
+        self._membership.wakeup()
+        if not self._ticks.join(timeout_s):
+            logger.error("Herder tick thread did not stop within %.0fs", timeout_s)
+
+    def _run(self) -> None:
+        try:
+            self.on_tick_thread_start()
+            self.narrator.starting()
+            self._start_services()
+            self.narrator.cluster_reached(self._cluster_id)
+            self._snapshot = self._config_store.snapshot()
+            self._group_work = self._snapshot.work()
+            with self._ticks.stage("ensuring membership in the cluster"):
+                assignment = self._membership.join(self._snapshot, self._start_timeout_s)
+            self._apply_assignment(assignment)
+            self._ready.set()
+            logger.info("Herder %s started", self._worker_id)
+            while not self._ticks.stopping:
+                try:
+                    self._tick()
+                except ConnectError:
+                    # Java's tick loop: an error in one tick (e.g. the config topic briefly unwritable)
+                    # is logged and the next tick tries again; the herder does not die of it.
+                    logger.exception("Unexpected error during tick of herder %s", self._worker_id)
+                    self._ticks.idle(_IDLE_WAIT_S)
+        except BaseException as exc:
+            self._failure = exc
+            self._ticks.mark_failed()
+            logger.exception("Herder %s failed", self._worker_id)
+        finally:
+            self._halt()
+
+    def _start_services(self) -> None:
+        """Start the stores and the worker, remembering each stop so a failed start undoes only what began."""
+        with self._ticks.stage("reading to the end of internal topics"):
+            if self._start_offset_store:
+                self._offset_store.start()
+                self._stops.append(self._offset_store.stop)
+            self._config_store.set_update_listener(self._inbox)
+            status, config, timeout_s = self._status_store, self._config_store, self._start_timeout_s
+            stops, failure = start_together([  # independent reads (the worker's reads the offsets topic)
+                (lambda: status.start(timeout_s), [status.stop, status.flush]),
+                (lambda: config.start(timeout_s), [config.stop]), (self._worker.start, [self._worker.stop])])
+            self._stops += stops
+            if failure is not None:
+                raise failure
+
+    def _halt(self) -> None:
+        """Stop what runs here, then the services (offsets are flushed by the worker's task stops)."""
+        self._ticks.fail_pending(ConnectError("The herder is shutting down"))
+        self._forwarder.close()
+        try:
+            self._work.stop_all()
+        except Exception:
+            logger.exception("Error while stopping connectors and tasks")
+        steps = list(reversed(self._stops))  # worker first, the stores it writes to last
+        if self._ready.is_set():
+            # Our work is stopped: others may take it at once. The UNASSIGNED statuses of that work
+            # are flushed first: they tell the leader that we left cleanly, so it holds our work for
+            # our return instead of reassigning it as a crashed member's (see released_work.py).
+            steps[:0] = [self._status_store.flush, self._membership.leave]
+        else:  # a start that failed joining still has a member client (IO thread, sockets): close it
+            steps.append(self._membership.leave)
+        for step in steps:
+            try:
+                step()
+            except Exception:
+                logger.exception("Error during herder shutdown")
+        logger.info("Herder %s stopped", self._worker_id)
+
+    def wakeup(self) -> None:
+        """Make the tick thread run a tick now (thread-safe): e.g. the group membership's ``notify``
+        when a rebalance completed on its IO thread."""
+        self._ticks.wake()
+
+    def _wake_tick_thread(self) -> None:
+        self._ticks.wake()
+        self._membership.wakeup()
+
+    # ==================================================================================== tick ===
+    def _tick(self) -> None:
+        config_changed, restarts = self._inbox.take()
+        previous = self._snapshot
+        if config_changed:
+            self._snapshot = self._config_store.snapshot()
+        # Compared with the work the group last saw, not with the previous tick's snapshot: request
+        # handlers refresh the snapshot themselves (e.g. a leader writing connector configs), and such
+        # a change must still reach the group, or a Kafka group member never reassigns.
+        work = self._snapshot.work()
+        if work != self._group_work:
+            self._group_work = work
+            self._membership.request_rebalance(work_changed=True)
+        stage = self._ticks.stage
+        with stage("ensuring membership in the cluster"):
+            assignment = self._membership.poll(self._snapshot, 0.0)
+        if assignment is not None:
+            self._apply_assignment(assignment)
+        elif config_changed:
+            self._reconcile()
+        if config_changed:
+            self._forget_deleted(previous)
+        for request in restarts:
+            self._process_restart(request)
+        with stage("rotating the session key"):
+            if self._leader.maybe_rotate_session_key(self._snapshot):
+                self._refresh_snapshot()
+        if self._fencing.retry_due():
+            self._reconcile()
+        with stage("reconfiguring connector tasks"):
+            self._reconfiguration.run_due()
+        self._ticks.run_pending()
+        next_due = self._reconfiguration.seconds_to_next()
+        self._ticks.idle(_IDLE_WAIT_S if next_due is None else min(_IDLE_WAIT_S, next_due))
+
+    # ============================================================ assignment and reconciliation ===
+    def _apply_assignment(self, assignment: Assignment) -> None:
+        self._assignment = assignment
+        self._status.set_generation(assignment.generation)
+        self._leader.on_assignment(assignment)
+        self._reconcile()
+        self.narrator.assigned(assignment)
+        gained = assignment.leader and not self._assigned_leader
+        self._assigned_leader = assignment.leader
+        self.on_rebalance_completed(assignment)
+        if gained:
+            self.on_leadership_gained()
+
+    def _demote(self) -> None:
+        """Our config write was fenced: act as a follower until the next assignment."""
+        a = self._assignment
+        if a is not None and a.leader:
+            self._assignment = Assignment(a.generation, False, None, a.connectors, a.tasks, a.config_offset)
+
+    def _is_leader(self) -> bool:
+        return self._leader.is_leader()
+
+    def _forget_deleted(self, previous: ClusterConfigState) -> None:
+        if self._is_leader():
+            forget_deleted(previous, self._snapshot, self._status_store, self._status)
+
+    def _reconcile(self) -> None:
+        """Make the worker run exactly (assignment x snapshot); revoked work stops before new starts; under
+        exactly-once a new task generation waits for its fencing (:mod:`.generation_fencing`)."""
+        if self._assignment is None:
+            return
+        pending = self._fencing.pending(self._snapshot)
+        with self._ticks.stage("starting and stopping connectors and tasks"):
+            self._work.reconcile(self._assignment.connectors,
+                                 [t for t in self._assignment.tasks if t.connector not in pending], self._snapshot)
+        if pending and self._is_leader():  # our own old tasks stopped above: fence, then start the new ones
+            self._fencing.fence(self._snapshot, pending)
+            self._inbox.clear_changed()
+            self._snapshot = self._config_store.snapshot()
+            pending = self._fencing.pending(self._snapshot)
+            self._work.reconcile(self._assignment.connectors,
+                                 [t for t in self._assignment.tasks if t.connector not in pending], self._snapshot)
+        elif pending:  # a follower's tasks wait: it asks the leader over REST (PUT .../fence)
+            self._fencing.ask_leader(pending & {t.connector for t in self._assignment.tasks})
+
+    def _refresh_snapshot(self) -> None:
+        """Apply our own writes now rather than on the next tick (REST answers must reflect them)."""
+        self._inbox.clear_changed()
+        previous = self._snapshot
+        self._snapshot = self._config_store.snapshot()
+        assignment = self._membership.poll(self._snapshot, 0.0)
+        if assignment is not None:
+            self._apply_assignment(assignment)
+        else:
+            self._reconcile()
+        self._forget_deleted(previous)
+
+    # ===================================================================== task reconfiguration ===
+    def request_task_reconfiguration(self, name: str) -> None:
+        """A connector asked for its task configs to be recomputed (any thread)."""
+        self._reconfiguration.request(name)
+
+    # ================================================================================ restarts ===
+    def _process_restart(self, request: RestartRequest) -> None:
+        """Apply a restart request (read from the config topic) to what this worker runs."""
+        if apply_restart(request, self._snapshot, self._status_store, self._work, self._status):
+            self._reconcile()
+
+    # ======================================================================== Herder: cluster ===
+    def worker_id(self) -> str:
+        return self._worker_id
+
+    def kafka_cluster_id(self) -> str | None:
+        return self._cluster_id
+
+    def failed(self) -> bool:
+        """The tick thread died (start failure or crash): the process should give up on this herder.
+
+        Unlike :meth:`health`, a tick thread that is only slow (a long rebalance or task stop) is not a
+        failure, and the answer never waits."""
+        return self._failure is not None or (self._ticks.started and not self._ticks.is_alive()
+                                             and not self._ticks.stopping)
+
+    def health(self) -> WorkerHealth:
+        a = self._assignment  # stalls of connectors of which something still runs here
+        here = set() if a is None else a.connectors | {t.connector for t in a.tasks}
+        return probe_health(self._ticks, failed=self.failed(), ready=self._ready.is_set(),
+                            timeout_s=self._health_check_timeout_s, stalled=self.stalls.problems(here.__contains__))

@@ -1,0 +1,128 @@
+"""Recomputing a connector's task configs and publishing them (Java's ``reconfigureConnectorTasks...``).
+
+A connector running here asks (any thread) for its task configs to be recomputed; the tick thread
+asks the connector when due and, only if they changed, the leader writes them with their commit
+record, while a follower hands them to the leader (:mod:`connect_runtime.runtime.leader.task_config_forwarding`).
+KAFKA-18021: an empty list is a valid answer (zero tasks, the connector stays RUNNING). A failure to
+compute is retried with exponential backoff up to 60 s; a failed write or forward after 1 s.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from connect_runtime.api.config_provider import reverse_transform
+from connect_runtime.api.errors import ConnectError, RetriableError
+from connect_runtime.model import TargetState
+from connect_runtime.runtime.distributed.reconciler import target_state
+from connect_runtime.runtime.distributed.reconfiguration_schedule import ReconfigurationSchedule
+from connect_runtime.runtime.leader.leader_config_writer import LeaderConfigWriter
+from connect_runtime.runtime.leader.stalled_handoffs import TASK_CONFIGS, StalledHandoffs
+from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
+from connect_runtime.runtime.worker import connector_validation as validation
+from connect_runtime.runtime.worker.worker_runtime import WorkerRuntime
+from connect_runtime.storage.config_store import KafkaConfigStore
+from connect_runtime.storage.config_topic_state import ClusterConfigState
+
+logger = logging.getLogger(__name__)
+
+#: After a failed write or forward of task configs (the leader may be moving).
+RECONFIGURE_RETRY_S = 1.0
+
+
+class TaskReconfiguration:
+    """The schedule of task-config recomputations and what runs when one is due (tick thread)."""
+
+    def __init__(self, *, worker: WorkerRuntime, config_store: KafkaConfigStore, leader: LeaderConfigWriter,
+                 forwarder: TaskConfigForwarder, schedule: ReconfigurationSchedule,
+                 snapshot: Callable[[], ClusterConfigState],
+                 runs_connector: Callable[[str], bool], refresh: Callable[[], None],
+                 wake: Callable[[], None], rest_prefix: str, stalls: StalledHandoffs | None = None) -> None:
+        self.schedule = schedule
+        #: Connectors whose task configs could not reach the leader (reported by /health and a metric).
+        self.stalls = stalls or StalledHandoffs()
+        self._worker = worker
+        self._config_store = config_store
+        self._leader = leader
+        self._forwarder = forwarder
+        self._snapshot = snapshot
+        self._runs_connector = runs_connector
+        #: Re-read the config store after our own write (the herder's snapshot refresh).
+        self._refresh = refresh
+        #: Wake the tick thread (and a membership poll it may be blocked in).
+        self._wake = wake
+        #: This herder's REST namespace path on every node (``/A/B`` for an MM2 flow, ``""`` for plain
+        #: Connect): internal requests to the leader go to ``<leader url><prefix>/connectors/...``, as
+        #: Java's ``DistributedHerder.namespacedUrl`` does. Leader URLs themselves stay the server root
+        #: because forwarded public requests repeat their full path (prefix included).
+        self._rest_prefix = rest_prefix
+
+    def request(self, name: str, delay_s: float = 0.0) -> None:
+        """Recompute ``name``'s task configs after ``delay_s`` (thread-safe)."""
+        self.schedule.schedule(name, delay_s)
+        self._wake()
+
+    def run_due(self) -> None:
+        for name in self.schedule.due():
+            self._reconfigure(name)
+
+    def seconds_to_next(self) -> float | None:
+        return self.schedule.seconds_to_next()
+
+    def _reconfigure(self, name: str) -> None:
+        """Recompute ``name``'s task configs; write them (and a commit) only if they changed."""
+        snapshot = self._snapshot()
+        if not self._runs_connector(name) or target_state(snapshot, name) is not TargetState.STARTED:
+            self.stalls.cleared(name, running=self._runs_connector(name))
+            return
+        config = snapshot.connector_configs.get(name)
+        if config is None:
+            return
+        try:
+            configs = self._worker.connector_task_configs(name, validation.max_tasks(config))
+        except Exception as exc:
+            delay = self.schedule.retry_later(name)
+            level = logging.INFO if isinstance(exc, RetriableError) else logging.ERROR
+            logger.log(level, "Connector %s: computing task configs failed (%s: %s); retrying in %.2fs", name,
+                       type(exc).__name__, exc, delay)
+            return
+        self.schedule.succeeded(name)
+        # Placeholders back in place of what they resolved to: no resolved secret is stored or forwarded.
+        configs = [reverse_transform(config, c) for c in configs]
+        current = [dict(c) for c in snapshot.task_config_list(name)]
+        if configs == current and name not in snapshot.inconsistent and snapshot.task_count(name) == len(configs):
+            logger.debug("Connector %s: task configs unchanged (%d task(s))", name, len(configs))
+            self.stalls.cleared(name)
+            return
+        if not self._leader.is_leader():
+            self._forward(name, configs)
+            return
+        logger.info("Connector %s: writing %d task config(s)", name, len(configs))
+        try:
+            self._leader.write(lambda: self._config_store.put_task_configs(name, configs))
+        except ConnectError as exc:
+            logger.error("Connector %s: writing task configs failed (%s); retrying", name, exc)
+            self.schedule.schedule(name, RECONFIGURE_RETRY_S)
+            return
+        self.stalls.cleared(name)
+        self._refresh()
+
+    def _forward(self, name: str, configs: list[dict[str, str]]) -> None:
+        """A follower hands new task configs to the leader, off the tick thread; retried on failure."""
+        # The store's key, not the snapshot's: the freshest one read (the leader verifies with its own
+        # freshest, so a key rotated since our last snapshot would be refused).
+        leader_url, key = self._leader.leader_url(), self._config_store.snapshot().session_key
+        if leader_url is None or key is None:
+            logger.info("Connector %s: no %s yet; retrying task configs later", name,
+                        "leader URL" if leader_url is None else "session key")
+            self.schedule.schedule(name, RECONFIGURE_RETRY_S)
+            return
+        def outcome(error: str | None) -> None:
+            if error is None:
+                self.stalls.cleared(name)
+            else:
+                self.stalls.failed(name, TASK_CONFIGS, error)
+
+        self._forwarder.forward(leader_url.rstrip("/") + self._rest_prefix, name, configs, key,
+                                lambda: self.request(name, RECONFIGURE_RETRY_S), outcome)

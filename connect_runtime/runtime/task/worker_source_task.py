@@ -1,0 +1,398 @@
+"""WorkerSourceTask: runs one SourceTask on its own thread (Connect's ``WorkerSourceTask``).
+
+The loop, all on the task thread::
+
+    task.poll() -> records -> producer.produce(..., on_delivery=<SubmittedRecord>) -> producer.poll(0)
+         ^                                                                               |
+         |   delivery reports, all of one poll: ack -> task.commit_records(acked) <------+
+         +-- every offset.flush.interval.ms: committable offsets -> OffsetStore.put on the committer's
+             thread; once written, task.commit() on the task thread (offset_committer)
+
+Guarantees, and how they are kept:
+
+* **No record lost (at least once).** A record's source offset reaches the offset store only once the
+  target acknowledged it *and* every earlier record of the same source partition (Invariant C in
+  :mod:`~connect_runtime.runtime.task.submitted_records`). ``OffsetStore.put`` is durable before
+  ``task.commit()`` runs. A record the producer refused is never tracked, so it cannot be committed.
+* **Order per target partition.** The producer is idempotent with ``enable.gapless.guarantee`` unless the
+  user says otherwise (:mod:`~connect_runtime.runtime.task.source_task_setup` says why).
+* **A RetriableError from ``task.poll()`` is retried**; any other exception from ``start``/``poll``
+  fails the task (FAILED with the trace), as Java does.
+* **A failed start leaks nothing.** As in Java (``AbstractWorkerSourceTask``, KAFKA-10792) a task counts
+  as started once ``initialize`` is attempted, so a ``start`` that raises half-way still gets ``stop``
+  and ``close`` (which must tolerate a partial start) and releases the clients/threads it opened; a
+  restarted task would otherwise leave them behind each time.
+* **Any delivery error fails the task** (``errors.tolerance=none``): librdkafka already retried the
+  retriable ones. With ``errors.tolerance=all`` the record is skipped, counted and logged
+  (:mod:`~connect_runtime.runtime.task.error_policy`).
+* **Bounded memory.** At most ``max_outstanding_records`` records are tracked; at the cap the loop
+  stops calling ``task.poll()`` and only serves delivery reports. Bytes are bounded by librdkafka's
+  queue (``queue.buffering.max.kbytes``, 128 MiB by default here instead of librdkafka's 1 GiB; Java's
+  ``buffer.memory`` is 32 MiB): ``BufferError`` (queue full) is answered by ``producer.poll()`` until
+  there is room, and the tracked records are the ones in that queue. Nothing queues without a bound.
+* **Threading.** Delivery callbacks run inside ``producer.poll()``/``flush()``, which only the task
+  thread calls, so ``commit_records`` runs on the task thread as the API promises and the tracking
+  needs no lock. ``stop()``, ``transition_to()`` and ``request_commit()`` are the only calls from other
+  threads; they set flags.
+
+Two paths, each in its own module, both a :class:`~connect_runtime.runtime.task.source_loop.SourceLoop`. Per
+record (:mod:`~connect_runtime.runtime.task.record_source_loop`): a delivery callback per record, reports
+acknowledged in one loop after each ``producer.poll``. Bulk (:mod:`~connect_runtime.runtime.task.bulk_source_loop`),
+for a :class:`~connect_runtime.api.bulk.BulkSourceTask` without transformations: the task produces straight
+from its input in runs acknowledged as a whole. The task is configured by one frozen
+:class:`~connect_runtime.runtime.task.source_task_settings.SourceTaskSettings`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import ClassVar
+
+from confluent_kafka import Producer
+
+from connect_runtime.api.bulk import BulkSourceTask
+from connect_runtime.api.metrics_registry import MetricsRegistry
+from connect_runtime.api.task import SourceTask
+from connect_runtime.api.transforms import TransformationChain
+from connect_runtime.clients.factory import close_producer, new_producer
+from connect_runtime.logging_context import set_context as set_log_context
+from connect_runtime.metrics import TaskMetrics
+from connect_runtime.model import ConnectorTaskId, State, TargetState
+from connect_runtime.runtime.status import StatusListener, report_task_state, trace_of
+from connect_runtime.runtime.task.bulk_source_loop import BulkLoop
+from connect_runtime.runtime.task.error_policy import SkipReporter
+from connect_runtime.runtime.task.offset_committer import OffsetCommitter
+from connect_runtime.runtime.task.record_source_loop import RecordLoop
+from connect_runtime.runtime.task.source_loop import SourceLoop
+from connect_runtime.runtime.task.source_task_settings import DEFAULT_MAX_OUTSTANDING_RECORDS, SourceTaskSettings
+from connect_runtime.runtime.task.source_task_setup import (
+    PRODUCER_DEFAULTS,
+    TaskContext,
+    is_true,
+    task_producer_config,
+)
+from connect_runtime.runtime.task.source_task_shutdown import flush_and_commit
+from connect_runtime.runtime.task.topic_tracking import ActiveTopicRecorder
+from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
+from connect_runtime.storage.offset_store import OffsetStore
+
+logger = logging.getLogger(__name__)
+
+ProducerFactory = Callable[[dict[str, str]], Producer]
+
+_IDLE_POLL_S = 0.05
+
+__all__ = ["DEFAULT_MAX_OUTSTANDING_RECORDS", "PRODUCER_DEFAULTS", "SourceTaskSettings", "WorkerSourceTask",
+           "task_producer_config"]
+
+
+class WorkerSourceTask:
+    """One running source task: its thread, producer and offset bookkeeping.
+
+    Lifecycle: ``start()`` launches the thread; ``stop()`` asks it to finish (non-blocking);
+    ``join(timeout_s)`` waits. On the way out the thread stops the task, flushes the producer for at
+    most ``settings.shutdown_timeout_s``, commits the offsets of every acknowledged prefix, closes the
+    task (``SourceTask.close``, whether that commit succeeded or not) and reports UNASSIGNED (or FAILED
+    with the trace, if anything failed).
+
+    ``metrics_registry`` is what the task's context offers it for its own metrics (the herder's
+    registry); ``metrics`` are the runtime's own series of this task.
+
+    Subclasses (:class:`~connect_runtime.runtime.task.exactly_once_task.ExactlyOnceWorkerSourceTask`) override
+    only the hooks below (:meth:`_configure_producer`, :meth:`_new_committer`, :meth:`_producer_opened`,
+    :meth:`_dispose_producer`) and :attr:`defers_acknowledgements`; they may use :attr:`loop`,
+    :meth:`_first_failure` and :meth:`_serve_deliveries`.
+    """
+
+    #: Acknowledgements reach the task only once their offsets committed (``loop.release()``), and a
+    #: bulk run needs no report per record: set by a task whose commit confirms every record itself.
+    defers_acknowledgements: ClassVar[bool] = False
+
+    def __init__(self, task_id: ConnectorTaskId, task: SourceTask, task_config: Mapping[str, str],
+                 settings: SourceTaskSettings, *, offset_store: OffsetStore, producer_config: Mapping[str, str],
+                 status_listener: StatusListener, metrics: TaskMetrics, metrics_registry: MetricsRegistry,
+                 target_state: TargetState = TargetState.STARTED, producer_factory: ProducerFactory = new_producer,
+                 transforms: TransformationChain | None = None,
+                 active_topics: ActiveTopicRecorder | None = None) -> None:
+        self.id = task_id
+        self.settings = settings
+        self._task = task
+        self._config = dict(task_config)
+        self._store = offset_store
+        self._producer_config = self._configure_producer(
+            task_producer_config(producer_config, task_id, tolerate_errors=settings.error_policy.tolerate))
+        self._skips = SkipReporter(settings.error_policy, str(task_id), metrics.produce_errors)
+        self._listener = status_listener
+        self._metrics = metrics
+        self._producer_factory = producer_factory
+        self._metrics_registry = metrics_registry
+        #: KIP-558: told the topics of acknowledged records (None: topic tracking is off).
+        self._active_topics = active_topics
+
+        self._target = target_state
+        self._state_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._stop_requested_at: float | None = None
+        self._task_stop_called = False
+        self._task_started = False
+        self._cancelled = False
+        self._commit_requested = False
+        self._thread: threading.Thread | None = None
+        self._producer: Producer | None = None
+        #: The per-record path; replaced by the bulk path once the task started, if it offers that.
+        self._records = RecordLoop(task_id, task, settings, skips=self._skips, metrics=metrics,
+                                   stopping=self._stopping, transforms=transforms,
+                                   hold=self.defers_acknowledgements, active_topics=active_topics)
+        self._loop: SourceLoop = self._records
+        self._committer = self._new_committer()
+        #: First error that fails the task (set on the task thread; read by anyone).
+        self.failure: BaseException | None = None
+        self.state = State.UNASSIGNED
+
+    # -- hooks for subclasses (see the class docstring) -----------------------------------------------
+    def _configure_producer(self, config: dict[str, str]) -> dict[str, str]:
+        """The task's producer config, from the runtime's (Connect's defaults and the worker's)."""
+        return config
+
+    def _new_committer(self) -> OffsetCommitter:
+        """What commits this task's offsets (called once, at the end of construction)."""
+        return OffsetCommitter(str(self.id), self.id.connector, self._store, self.settings.offset_flush_timeout_s,
+                               self._metrics, self._task.commit, self._task.before_offset_commit)
+
+    def _producer_opened(self, producer: Producer) -> None:
+        """The task's producer was created; the task is initialized and started next."""
+
+    def _dispose_producer(self, producer: Producer) -> None:
+        """Destroy the producer (flushed and purged by now): its threads and sockets go with it."""
+        close_producer(producer)
+
+    # -- control, from any thread --------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"task-{self.id}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the task to finish; never blocks.
+
+        Calls ``SourceTask.stop`` to interrupt a blocking ``poll`` if the task has started; a stop that
+        arrives while ``start`` is still running is applied by the task thread right after it, so
+        whatever ``start`` opened is always released (Java's ``startedShutdownBeforeStartCompleted``).
+        """
+        if not self._stopping.is_set():
+            self._stop_requested_at = time.monotonic()
+            self._stopping.set()
+        with self._state_lock:
+            started = self._task_started
+        if started:
+            self._stop_task()
+
+    def cancel(self) -> None:
+        """Give up on a task that did not stop in time: it reports no further state changes."""
+        self._cancelled = True
+        self.stop()
+
+    def join(self, timeout_s: float | None = None) -> bool:
+        """Wait for the task thread; True once it has finished."""
+        if self._thread is None:
+            return True
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    def transition_to(self, state: TargetState) -> None:
+        """Pause or resume: a paused task is not polled, but its records keep being delivered/committed."""
+        self._target = state
+
+    def request_commit(self) -> None:
+        """Commit offsets at the next loop iteration instead of waiting for the flush interval."""
+        self._commit_requested = True
+
+    @property
+    def loop(self) -> SourceLoop:
+        """The copy path: per record until the task started, then per record or in bulk."""
+        return self._loop
+
+    @property
+    def outstanding(self) -> int:
+        return self._loop.tracking.outstanding
+
+    @property
+    def peak_outstanding(self) -> int:
+        return self._loop.tracking.peak
+
+    @property
+    def commit_cycles(self) -> int:
+        """Finished offset-commit attempts (successful or not), for callers awaiting a commit."""
+        return self._committer.cycles
+
+    @property
+    def bulk(self) -> bool:
+        """Whether the task copies on the bulk path (known once it started)."""
+        return isinstance(self._loop, BulkLoop)
+
+    def _paused(self) -> bool:
+        return self._target is not TargetState.STARTED
+
+    def is_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- task thread ---------------------------------------------------------------------------------
+    def _run(self) -> None:
+        set_log_context(flow=self.settings.log_flow, connector_task=str(self.id))
+        started = False
+        try:
+            if self._paused():
+                # Like Java: a task created paused is not started until it is resumed.
+                self._report(State.PAUSED)
+                while self._paused() and not self._stopping.wait(_IDLE_POLL_S):
+                    pass
+                if self._stopping.is_set():
+                    return
+            producer = self._producer_factory(self._producer_config)
+            self._producer_opened(producer)
+            self._producer = producer
+            reader = OffsetStoreReader(self._store, self.id.connector)
+            # Like Java (KAFKA-10792): once initialize is attempted the task counts as started, so a start
+            # that raises half-way still gets stop() and close() to release what it opened.
+            started = True
+            self._task.initialize(TaskContext(self.id.task, self.settings.worker_id, reader,
+                                              self._metrics_registry))
+            self._task.start(self._config)
+            self._loop = self._copy_path(self._task, producer)
+            with self._state_lock:
+                self._task_started = True
+            self._metrics.task_starts.inc()
+            logger.info("%s started (worker %s)", self.id, self.settings.worker_id)
+            self._report(State.RUNNING)
+            self._execute(producer)
+        except BaseException as exc:  # any failure of the task fails the task, with its trace
+            if self.failure is None:
+                self.failure = exc
+        finally:
+            self._close(started)
+
+    def _copy_path(self, task: SourceTask, producer: Producer) -> SourceLoop:
+        """The bulk path if the task offers it, has no transformations and the producer acknowledges in
+        order (idempotent); the per-record path otherwise."""
+        if (not isinstance(task, BulkSourceTask) or not is_true(self._producer_config["enable.idempotence"])
+                or self._records.stage is not None or not task.bulk_ready()):
+            return self._records
+        gapless = is_true(self._producer_config.get("enable.gapless.guarantee", "false"))
+        each_record = not gapless and not self.defers_acknowledgements
+        logger.info("%s copies in bulk (acknowledged per run%s)", self.id,
+                    ", committed per transaction" if self.defers_acknowledgements
+                    else ", a delivery report per record" if each_record else "")
+        return BulkLoop(str(self.id), task, producer, self.settings, each_record=each_record, skips=self._skips,
+                        metrics=self._metrics, stopping=self._stopping, hold=self.defers_acknowledgements,
+                        active_topics=self._active_topics)
+
+    def _execute(self, producer: Producer) -> None:
+        loop = self._loop
+        tracking = loop.tracking
+        cap = self.settings.max_outstanding_records
+        flush_interval_s = self.settings.offset_flush_interval_s
+        outstanding_gauge = self._metrics.outstanding_records
+        stopping = self._stopping
+        committer = self._committer
+        next_commit = time.monotonic() + flush_interval_s
+        while not stopping.is_set():
+            if self._paused():
+                if self.state is not State.PAUSED:
+                    self._report(State.PAUSED)
+                loop.serve(producer, _IDLE_POLL_S)
+            elif tracking.outstanding >= cap:
+                loop.serve(producer, _IDLE_POLL_S)  # at the cap: only serve delivery reports
+            else:
+                if self.state is not State.RUNNING:
+                    self._report(State.RUNNING)
+                loop.step(producer)
+            if loop.failure is not None and self.failure is None:
+                self.failure = loop.failure
+            if self.failure is not None:
+                raise self.failure
+            written = loop.written
+            if written:
+                loop.written = 0
+                self._metrics.records_written.inc(written)
+            outstanding_gauge.set(tracking.outstanding)
+            committer.poll()
+            if (self._commit_requested or time.monotonic() >= next_commit) and not committer.in_flight:
+                self._commit_requested = False
+                committer.start(tracking)  # the write runs on the committer's thread
+                next_commit = time.monotonic() + flush_interval_s
+
+    def _first_failure(self) -> BaseException | None:
+        """The task's first failure, or one its loop has reported and the task not raised yet."""
+        return self.failure or self._loop.failure
+
+    def _serve_deliveries(self) -> None:
+        """Serve the producer's delivery reports now, without waiting (on the task thread)."""
+        producer = self._producer
+        assert producer is not None
+        self._loop.serve(producer, 0)
+
+    def _close(self, started: bool) -> None:
+        """Stop the task, flush (bounded), commit what was acknowledged, report the final state.
+
+        ``started``: ``initialize``/``start`` were called, even if they raised; the task's ``stop`` and
+        ``close`` then run (they must tolerate a partial start). Offsets are committed (and so
+        ``commit`` called) only for a task whose ``start`` returned.
+        """
+        if started:
+            self._stop_task()
+        loop = self._loop
+        producer = self._producer
+        if producer is not None:
+            try:
+                flush_and_commit(str(self.id), producer, loop, self._committer, self.settings,
+                                 stop_requested_at=self._stop_requested_at, commit=self._task_started)
+            finally:
+                self._producer = None
+                self._committer.close()  # waits for its thread: the task's own producers close next
+                self._dispose_producer(producer)
+        if started:
+            self._close_task()
+        written = loop.written
+        loop.written = 0
+        if self.failure is None and loop.failure is not None:
+            self.failure = loop.failure
+        if written:
+            self._metrics.records_written.inc(written)
+        self._metrics.outstanding_records.set(0)
+        loop.close()
+        self._metrics.produce_errors.settle()
+        if self.failure is not None:
+            logger.error("%s failed: %s", self.id, self.failure)
+            self._report(State.FAILED, trace_of(self.failure))
+        else:
+            logger.info("%s stopped", self.id)
+            self._report(State.UNASSIGNED)
+
+    def _stop_task(self) -> None:
+        with self._state_lock:
+            if self._task_stop_called:
+                return
+            self._task_stop_called = True
+        try:
+            self._task.stop()
+        except Exception:  # stop must not break the shutdown sequence
+            logger.exception("%s SourceTask.stop() failed", self.id)
+
+    def _close_task(self) -> None:
+        """``SourceTask.close``: after the final commit attempt, whatever its outcome."""
+        try:
+            self._task.close()
+        except Exception:  # closing must always reach the status report
+            logger.exception("%s SourceTask.close() failed", self.id)
+
+    def _report(self, state: State, trace: str | None = None) -> None:
+        previous, self.state = self.state, state
+        self._metrics.set_state(state.value)
+        if self._cancelled:
+            return
+        try:
+            report_task_state(self._listener, self.id, state, previous, trace)
+        except Exception:  # a status store hiccup must not kill the task
+            logger.exception("%s could not report state %s", self.id, state.value)
