@@ -64,7 +64,8 @@ def configure_logging(level: str | None, config_path: str | None, default_config
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read logging config: {exc.strerror or exc}") from exc
     except Exception as exc:  # yaml.YAMLError and configparser errors have no common base
-        raise ConfigError(f"{path}: invalid logging config: {exc}") from exc
+        # one line: configparser quotes the offending line on lines of its own
+        raise ConfigError(f"{path}: invalid logging config: {' '.join(str(exc).split())}") from exc
     if level:
         logging.getLogger().setLevel(level)
     scrub_secrets_in_handlers()

@@ -109,7 +109,8 @@ def seams(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 USAGE_ERROR = re.compile(r"^(connect-mirror-maker|mirror( [\w-]+)*): error: ")
-FINDING = re.compile(r"^error: \S+?(:\d+)?: ")
+#: One finding of a refused file (``file[:line]: ...``) or of a flag checked against it (``--clusters names ...``).
+FINDING = re.compile(r"^error: (\S+?(:\d+)?: |--[\w-]+ )")
 
 
 def check(code: int, err: str) -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
+
+import pytest
 
 from connect_runtime.logging_context import ContextFilter, carry_context, set_context
 
@@ -41,3 +44,17 @@ def test_a_carried_thread_logs_with_its_creators_flow_and_task_a_plain_one_does_
 
     _in_thread(creator)
     assert seen == [("A->B", "MirrorSourceConnector-0"), ("A->B", "MirrorSourceConnector-0"), ("-", "-")]
+
+
+def test_a_file_that_is_no_logging_config_is_refused_in_one_line(tmp_path: Path) -> None:
+    """configparser quotes the offending line on lines of its own: the CLI splits a ConfigError into one
+    finding per line, so the message must stay one line (found by tests/fuzz/test_fuzz_cli_flags.py)."""
+    from connect_runtime.api.errors import ConfigError
+    from connect_runtime.logging_setup import configure_logging
+
+    path = tmp_path / "mm2.properties"
+    path.write_text("clusters = A, B\n")
+    with pytest.raises(ConfigError) as refused:
+        configure_logging(None, str(path))
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{path}: invalid logging config: ")
