@@ -288,8 +288,18 @@ def _completer(future: Future[LogRecord]) -> Any:
     return done
 
 
+#: How long a task's offset read waits for the offsets topic's end (a failed read fails the task's start).
+REFRESH_TIMEOUT_S = 30.0
+
+
 class OffsetStoreReader:
-    """The :class:`~connect_runtime.api.offsets.OffsetStorageReader` of one connector over any store."""
+    """The :class:`~connect_runtime.api.offsets.OffsetStorageReader` of one connector over any store.
+
+    Each read first reads the store to its end, as Java's ``KafkaOffsetBackingStore.get`` does: a task
+    that starts right after another process wrote its offsets (the previous owner's final commit after a
+    rebalance, a backfill's hand-over, an offsets reset) must see them, or it re-copies from older ones.
+    Tasks read their offsets once, at start, so this costs one round trip per start.
+    """
 
     __slots__ = ("_connector", "_store")
 
@@ -298,7 +308,9 @@ class OffsetStoreReader:
         self._connector = connector
 
     def offset(self, partition: SourceMap) -> Mapping[str, Any] | None:
+        self._store.refresh(REFRESH_TIMEOUT_S)
         return self._store.get(self._connector, partition)
 
     def offsets(self, partitions: Iterable[SourceMap]) -> list[tuple[SourceMap, Mapping[str, Any] | None]]:
+        self._store.refresh(REFRESH_TIMEOUT_S)
         return [(p, self._store.get(self._connector, p)) for p in partitions]

@@ -203,6 +203,10 @@ def _settled(translated: dict[Any, Any], committed: dict[int, int]) -> dict[Any,
     return translated if close else None
 
 
+def _with_a(upstream: set[str]) -> set[str] | None:
+    return upstream if "A" in upstream else None
+
+
 def _newest_heartbeat(bootstrap: str) -> Any:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message
 
@@ -300,7 +304,10 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
                 translated = _wait(f"group '{GROUP}' translated onto B for all partitions",
                                    lambda: _settled(client.remote_consumer_offsets(GROUP, "A", 5.0), committed),
                                    args.timeout, driver, log, stop)
-                upstream = client.upstream_clusters()
+                # A's heartbeats reach B through the topic refresh after the B->A herder created them on A:
+                # a moment after the first A->B heartbeat, so the summary would show no upstream yet.
+                upstream = _wait("B lists A as an upstream cluster", lambda: _with_a(client.upstream_clusters()),
+                                 args.timeout, driver, log, stop)
             _summary(remote, _count(b.bootstrap_servers, remote), heartbeat, committed, translated, upstream)
             # Imported here: quickstart_live needs httpx (~100 ms, with click and rich), which `mirror
             # <command> --help` should not pay for.

@@ -376,7 +376,10 @@ def test_backfill_hands_over_to_a_running_connect_mirror_maker(cluster_a: Cluste
     path = tmp_path / "mm2.properties"
     path.write_text(mm2_properties({src: cluster_a.bootstrap, tgt: cluster_b.bootstrap},
                                    f"{src}->{tgt}.enabled = true\n{src}->{tgt}.topics = {topic}\n"
-                                   "emit.heartbeats.enabled = false\n"))
+                                   "emit.heartbeats.enabled = false\n"
+                                   # a session longer than the freeze: a node frozen past its session
+                                   # fences its tasks, and what they had in flight is copied again
+                                   f"{tgt}.session.timeout.ms = 30000\n"))
     remote = f"{src}.{topic}"
     markers = MarkerLog(marker_topic(src), {"bootstrap.servers": cluster_b.bootstrap})
     with MirrorMakerProcess(path) as node:
