@@ -93,6 +93,9 @@ class KafkaStatusStore:
         self._lock = threading.RLock()
         self._connectors: dict[str, Status] = {}
         self._tasks: dict[ConnectorTaskId, Status] = {}
+        #: per connector or task, the status of the highest generation read (the latest of those): a late
+        #: write of an older generation replaces the latest status but not this one
+        self._newest_generation: dict[Any, Status] = {}
         #: connector -> topic -> its KIP-558 topic status.
         self._topics: dict[str, dict[str, TopicStatus]] = {}
         #: Topic statuses forgotten (tombstones read) so far: a task's recorder that saw it change
@@ -192,6 +195,19 @@ class KafkaStatusStore:
             return sorted((s for t, s in self._tasks.items() if t.connector == connector),
                           key=lambda s: s.task or 0)
 
+    def released_by_last_owner(self, connector: str, task: int | None = None) -> bool:
+        """The latest status is UNASSIGNED, written by a worker that could write it safely over the status of
+        the highest generation read (invariant "generation"). A worker that lost the group stops its work
+        late and writes UNASSIGNED after the next owner's RUNNING (its status reader may lag, so its
+        ``put_safe`` cannot tell): that work was not released by its last owner, and if that owner is gone,
+        it crashed."""
+        ident: Any = connector if task is None else ConnectorTaskId(connector, task)
+        with self._lock:
+            latest = (self._connectors if task is None else self._tasks).get(ident)
+            if latest is None or latest.state is not State.UNASSIGNED:
+                return False
+            return can_write_safely(self._newest_generation.get(ident), latest)
+
     def max_generation(self) -> int:
         """The highest group generation of any status read (0 if none)."""
         with self._lock:
@@ -221,8 +237,12 @@ class KafkaStatusStore:
             ident: Any = connector if task is None else ConnectorTaskId(connector, task)
             if status is None:
                 table.pop(ident, None)
+                self._newest_generation.pop(ident, None)
             else:
                 table[ident] = status
+                newest = self._newest_generation.get(ident)
+                if newest is None or status.generation >= newest.generation:
+                    self._newest_generation[ident] = status
 
     def _consume_topic(self, key: str, record: LogRecord) -> None:
         parsed = parse_topic_status_key(key)

@@ -138,3 +138,32 @@ def test_status_records_tombstones_and_generation_rule(cluster_a: Cluster, store
     assert reloaded.get_task("c", 2) is None
     assert [s.task for s in reloaded.get_all("c")] == [0, 1]
     assert reloaded.max_generation() == 7
+
+
+def test_a_late_unassigned_of_an_older_generation_is_not_a_release(cluster_a: Cluster, stores: Started) -> None:
+    """Found by the 2-hour soak: a worker that lost the group stopped its work after the next owner wrote
+    RUNNING, and its status reader lagged (the network to the broker had been cut), so its ``put_safe``
+    wrote UNASSIGNED over the newer RUNNING. When the next owner was then killed, the leader read that
+    UNASSIGNED as a clean release and held the work 300 s for a return that never came. Released means
+    written by a worker that could write it safely over the newest generation read."""
+    topic = unique("status-release")
+    lagging = status_store(cluster_a.bootstrap, topic, stores)
+    lagging.put(Status("c", State.RUNNING, "w1:8083", 79, task=0))
+    lagging.put(Status("c", State.RUNNING, "w1:8083", 79, task=1))
+    lagging.flush()
+    leader = status_store(cluster_a.bootstrap, topic, stores)
+    leader.put(Status("c", State.RUNNING, "w2:8083", 80, task=0))  # the next owner
+    leader.put(Status("c", State.RUNNING, "w2:8083", 80, task=1))
+    leader.put(Status("c", State.UNASSIGNED, "w2:8083", 80, task=1))  # which released task 1 cleanly
+    leader.flush()
+    lagging.put(Status("c", State.UNASSIGNED, "w1:8083", 79, task=0))  # the late stop, written blindly
+    lagging.flush()
+    wait_until(lambda: getattr(leader.get_task("c", 0), "worker_id", None) == "w1:8083", 15,
+               "the leader reads the late UNASSIGNED")
+    wait_until(lambda: leader.released_by_last_owner("c", 1), 15, "the leader reads the clean release")
+    assert not leader.released_by_last_owner("c", 0)
+    reloaded = status_store(cluster_a.bootstrap, topic, stores)  # the same from a full read of the topic
+    assert not reloaded.released_by_last_owner("c", 0) and reloaded.released_by_last_owner("c", 1)
+    lagging.put(Status("c", State.UNASSIGNED, "w1:8083", 81, task=0))  # a later generation's release
+    lagging.flush()
+    wait_until(lambda: leader.released_by_last_owner("c", 0), 15, "a release of a newer generation")

@@ -13,17 +13,13 @@ records when it assigns, that work counts as crashed and moves at once, as it wo
 
 from __future__ import annotations
 
-from connect_runtime.model import State
 from connect_runtime.runtime.coordination.assignor import ConnectorsAndTasks
-from connect_runtime.storage.status_store import KafkaStatusStore, Status
+from connect_runtime.storage.status_store import KafkaStatusStore
 
 
 def released_work(statuses: KafkaStatusStore, work: ConnectorsAndTasks) -> ConnectorsAndTasks:
-    """The part of ``work`` whose latest status is UNASSIGNED (stopped by its owner)."""
-    connectors = [c for c in work.connectors if _is_released(statuses.get(c))]
-    tasks = [t for t in work.tasks if _is_released(statuses.get_task(t.connector, t.task))]
+    """The part of ``work`` its last owner stopped: latest status UNASSIGNED, not a stale write of an
+    older generation (see :meth:`KafkaStatusStore.released_by_last_owner`)."""
+    connectors = [c for c in work.connectors if statuses.released_by_last_owner(c)]
+    tasks = [t for t in work.tasks if statuses.released_by_last_owner(t.connector, t.task)]
     return ConnectorsAndTasks.of(connectors, tasks)
-
-
-def _is_released(status: Status | None) -> bool:
-    return status is not None and status.state is State.UNASSIGNED
