@@ -288,8 +288,8 @@ def _completer(future: Future[LogRecord]) -> Any:
     return done
 
 
-#: How long a task's offset read waits for the offsets topic's end (a failed read fails the task's start).
-REFRESH_TIMEOUT_S = 30.0
+#: How long a task's offset read waits for the offsets topic's end.
+REFRESH_TIMEOUT_S = 10.0
 
 
 class OffsetStoreReader:
@@ -308,9 +308,21 @@ class OffsetStoreReader:
         self._connector = connector
 
     def offset(self, partition: SourceMap) -> Mapping[str, Any] | None:
-        self._store.refresh(REFRESH_TIMEOUT_S)
+        self._catch_up()
         return self._store.get(self._connector, partition)
 
     def offsets(self, partitions: Iterable[SourceMap]) -> list[tuple[SourceMap, Mapping[str, Any] | None]]:
-        self._store.refresh(REFRESH_TIMEOUT_S)
+        self._catch_up()
         return [(p, self._store.get(self._connector, p)) for p in partitions]
+
+    def _catch_up(self) -> None:
+        """Read the store to its end; when that takes too long, go on with what was read so far.
+
+        Java fails the task's start instead. Older offsets only make records be copied again, never
+        lost, and a replicator that does not start loses more than it duplicates.
+        """
+        try:
+            self._store.refresh(REFRESH_TIMEOUT_S)
+        except RetriableError as exc:
+            logger.warning("%s: %s; starting from the offsets read so far (records after them may be copied "
+                           "again)", self._connector, exc)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from connect_runtime.api.errors import ConnectError
+from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader, connector_of
 from connect_runtime.storage.memory import MemoryOffsetStore, partition_id
 from connect_runtime.storage.offset_store import serialize_key
@@ -65,3 +65,32 @@ def test_memory_store_records_puts_fails_on_request_and_lists_in_partition_order
     assert store.get("c", {"p": "a"}) == {"seq": 2} and len(store.history) == 3  # a failed put changes nothing
     store.stop()
     assert not store.started
+
+
+class _SlowToCatchUp(MemoryOffsetStore):
+    """A store whose log cannot be read to its end in time (Tansu on s3:// under load, a broker far away)."""
+
+    def __init__(self, fail: bool) -> None:
+        super().__init__()
+        self.refreshes = 0
+        self._fail = fail
+
+    def refresh(self, timeout_s: float = 30.0) -> None:
+        self.refreshes += 1
+        if self._fail:
+            raise RetriableError(f"Timed out after {timeout_s}s reading topic offsets to its end")
+
+
+def test_a_task_reads_its_offsets_after_reading_the_store_to_its_end(caplog: pytest.LogCaptureFixture) -> None:
+    """As Java's KafkaOffsetBackingStore.get: what another process wrote last (a hand-over, the previous
+    owner's final commit) is seen. When the end cannot be reached in time, the task starts from what was
+    read, with a warning (older offsets copy records again, never lose them)."""
+    for fail in (False, True):
+        store = _SlowToCatchUp(fail)
+        store.put("c1", [({"p": 0}, {"o": 7})])
+        reader = OffsetStoreReader(store, "c1")
+        assert reader.offsets([{"p": 0}]) == [({"p": 0}, {"o": 7})]
+        assert reader.offset({"p": 0}) == {"o": 7}
+        assert store.refreshes == 2
+    assert [r.levelname for r in caplog.records if "starting from the offsets read so far" in r.getMessage()] == \
+        ["WARNING", "WARNING"]
