@@ -51,14 +51,14 @@ def _paced(bootstrap: str, topic: str, first: int, last: int, chunks: int = 30) 
 @pytest.mark.parametrize("boundary", ["poll", "interval"])
 def test_kill_9_and_restart_with_exactly_once_lose_and_duplicate_nothing(
         cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path, boundary: str) -> None:
-    """With transaction.boundary=interval (2 s) the kill lands inside an open transaction whose records are
+    """With transaction.boundary=interval (5 s) the kill lands inside an open transaction whose records are
     already on the target: they must stay uncounted and be copied again, once."""
     a, b = aliases("A", "B")
     topic = create_topic(cluster_a.bootstrap, unique("eos"), 2)
     remote = f"{a}.{topic}"
     total = 30_000
     produce(cluster_a.bootstrap, topic, [(None, f"v{i}".encode()) for i in range(total // 2)])
-    extra = (f"{a}->{b}.transaction.boundary = interval\n{a}->{b}.transaction.boundary.interval.ms = 2000\n"
+    extra = (f"{a}->{b}.transaction.boundary = interval\n{a}->{b}.transaction.boundary.interval.ms = 5000\n"
              if boundary == "interval" else "")
     props = _eos_properties(tmp_path, a, b, cluster_a, cluster_b, topic, extra)
     with MirrorMakerProcess(props, log=tmp_path / "first.log") as node:
@@ -67,9 +67,15 @@ def test_kill_9_and_restart_with_exactly_once_lose_and_duplicate_nothing(
                    90, "the first records copied in committed transactions", interval_s=0.5)
         producing = threading.Thread(target=_paced, args=(cluster_a.bootstrap, topic, total // 2, total))
         producing.start()
-        time.sleep(1.5)  # not synchronisation: the kill should land while the second half flows
+        if boundary == "interval":
+            # the kill lands once records of an open transaction are on the target (a fixed sleep missed
+            # them under load: the kill fell between two transactions), seconds before its commit
+            wait_until(lambda: read_transactions(cluster_b.bootstrap, remote).pending > 0, 60,
+                       "records of an open transaction on the target", interval_s=0.1)
+        else:
+            time.sleep(1.5)  # not synchronisation: the kill should land while the second half flows
+        node.kill()  # SIGKILL mid-stream
         before = read_transactions(cluster_b.bootstrap, remote)
-        node.kill()  # SIGKILL mid-stream: a transaction is typically open
         producing.join()
         assert "runs exactly-once" in node.log_text()
     assert len(before.committed) < total, "the kill came after everything was copied: it tested nothing"
