@@ -30,7 +30,7 @@ class FlowState:
     newest_emitted_ms: int | None = None
     latency_s: float | None = None
     latency_sampled: int = 0
-    #: the finest sample coarser than LATENCY_RESOLUTION_S in the current watch window: (resolution, latency)
+    #: the finest sample coarser than LATENCY_RESOLUTION_S since the last kept one: (resolution, latency)
     coarse_latency: tuple[float, float] | None = None
     #: (group, remote topic, partition) -> (upstream offset, downstream offset, record timestamp ms)
     checkpoints: dict[tuple[str, str, int], tuple[int, int, int | None]] = field(default_factory=dict)
@@ -51,6 +51,19 @@ def sample_latency(state: FlowState, newest_new_ms: int, read_at: float) -> None
         if resolution <= LATENCY_RESOLUTION_S:
             state.latency_s = latency
             state.latency_sampled += 1
+            state.coarse_latency = None
         elif state.coarse_latency is None or resolution < state.coarse_latency[0]:
             state.coarse_latency = (resolution, latency)
     state.newest_replicated_ms = max(state.newest_replicated_ms or newest_new_ms, newest_new_ms)
+
+
+def settle_latency(state: FlowState) -> None:
+    """Keep the finest coarse sample taken since the last kept one (no fine one came after it).
+
+    Called at the end of a latency watch and before each full report: on a loaded machine a watch may
+    not fit between two passes, and each pass's own read is a second or more after the previous one.
+    """
+    if state.coarse_latency is not None:
+        state.latency_s = state.coarse_latency[1]
+        state.latency_sampled += 1
+        state.coarse_latency = None

@@ -54,7 +54,7 @@ from mirror.config.mirror_maker import (
     SourceAndTarget,
 )
 from mirror.health.flow_spec import FlowSpec, cluster_io, flow_specs
-from mirror.health.flow_state import FlowState, sample_latency
+from mirror.health.flow_state import FlowState, sample_latency, settle_latency
 from mirror.health.kafka_io import TP, ClusterIO
 from mirror.health.model import (
     FlowHealth,
@@ -121,8 +121,6 @@ class HealthProbe:
         sample, ``window_s`` passed or ``stop()`` is true. Unreachable targets are skipped (check() reports them)."""
         deadline = time.monotonic() + window_s
         waiting = {s.name for s in self.specs}
-        for spec in self.specs:
-            self._state[spec.name].coarse_latency = None
         for spec in self.specs:  # the first read of a flow is the baseline
             if not self._state[spec.name].primed:
                 self._watch_once(spec, waiting, baseline=True)
@@ -131,11 +129,8 @@ class HealthProbe:
             for spec in self.specs:
                 if spec.name in waiting:
                     self._watch_once(spec, waiting, baseline=False)
-        for spec in self.specs:  # no fine sample in the window: the finest coarse one
-            state = self._state[spec.name]
-            if spec.name in waiting and state.coarse_latency is not None:
-                state.latency_s = state.coarse_latency[1]
-                state.latency_sampled += 1
+        for spec in self.specs:  # no fine sample after it: the finest coarse one
+            settle_latency(self._state[spec.name])
 
     def _watch_once(self, spec: FlowSpec, waiting: set[str], baseline: bool) -> None:
         state = self._state[spec.name]
@@ -167,6 +162,7 @@ class HealthProbe:
         if state.newest_replicated_ms is not None:
             flow.heartbeat_age_seconds = max(0.0, now - state.newest_replicated_ms / 1000)
             flow.heartbeat_basis = "replicated"
+            settle_latency(state)
             flow.latency_seconds = state.latency_s
             flow.latency_basis = "heartbeats" if state.latency_s is not None else "none"
         elif state.newest_emitted_ms is not None:

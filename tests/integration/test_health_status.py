@@ -298,12 +298,20 @@ def test_latency_is_reported_when_every_read_is_slower_than_the_resolution(
     probe = HealthProbe(specs, {a: cluster_io(config, a) for a in (src, tgt)}, clock=slow_clock)
     try:
         with replication(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic):
-            def sampled() -> float | None:
-                probe.watch_latency(3.0)
+            def sampled_by_passes_alone() -> float | None:  # the monitor when a pass fills its interval
                 [only] = probe.check().flows
                 return only.latency_seconds
 
-            latency = wait_until(sampled, 90, "a latency sample from coarse reads", interval_s=0.5)
+            latency = wait_until(sampled_by_passes_alone, 90, "a latency sample from the passes' coarse reads",
+                                 interval_s=0.5)
             assert latency is not None and latency >= 0
+
+            def sampled_by_a_watch() -> float | None:
+                before = probe.check().flows[0].latency_seconds
+                probe.watch_latency(3.0)
+                after = probe.check().flows[0].latency_seconds
+                return after if after is not None and after != before else None
+
+            wait_until(sampled_by_a_watch, 90, "a latency sample from a watch's coarse reads", interval_s=0.5)
     finally:
         probe.close()
