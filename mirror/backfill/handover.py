@@ -62,10 +62,12 @@ def final_stored_offsets(store: KafkaOffsetStore, connector: str, source_alias: 
                          timeout_s: float, settle_s: float = 3.0, poll_s: float = 0.25) -> dict[TopicPartitionT, int]:
     """The stored offsets once the released tasks' final offset commits landed.
 
-    A task reports ``stopped`` from the first ``commit()`` after its stop; the runtime may still run its
-    final flush and commit after that one. Done when every partition's stored offset reached the closing
-    position its task reported (the quiet case), or when the stored offsets have not changed for
-    ``settle_s`` (records polled but never sent at stop, or undelivered, never reach the position).
+    A task reports ``stopped`` from ``close()``, after the runtime's final flush and offset commit, so
+    the offsets are final once it did; nodes of earlier versions reported it from the first ``commit()``
+    after the stop, before that final commit. For them: done when every partition's stored offset
+    reached the closing position its task reported (the quiet case), or when the stored offsets have not
+    changed for ``settle_s`` (records polled but never sent at stop, or undelivered, never reach the
+    position).
     """
     wanted = list(partitions)
     deadline = time.monotonic() + timeout_s

@@ -21,9 +21,9 @@ passes the marker topic, the task records its lifecycle there (:mod:`mirror.sour
 Threading: ``stop`` comes from another thread and must not block. The consumer is guarded by a lock:
 ``stop`` closes it at once if no poll is running, otherwise the running poll closes it on its way out.
 The runtime still delivers acknowledgements and calls ``commit`` after ``stop`` (its final flush), so
-the offset-sync and offset-map producers, the metrics and the marker log are released by the first
-``commit`` after ``stop``: the last syncs are not lost. When that final commit fails ``commit`` is not
-called; ``close``, which the runtime calls after it either way, releases them then.
+the offset-sync and offset-map producers, the metrics and the marker log stay open until ``close``,
+which the runtime calls once after its final offset commit attempt: the last syncs are not lost, and the
+STOPPED marker is written only when the task writes nothing more.
 """
 
 from __future__ import annotations
@@ -323,21 +323,21 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
 
     def commit(self) -> None:
         """After each offset flush: emit every partition's latest sync (KAFKA-15906) and the offset map's
-        new or grown runs; release everything once stopped."""
+        new or grown runs (once stopped, :meth:`close` sends what is left)."""
         if self._offset_map is not None and not self._stopping:
             self._offset_map.flush()
         if self._offset_syncs is not None:
             self._offset_syncs.promote_delayed_and_send()
-        if self._stopping:
-            self.close()
 
     def close(self) -> None:
-        """Release the producers, the metrics and the marker log (STOPPED first); each only once.
+        """Release the producers, the metrics and the marker log (STOPPED last); each only once.
 
-        The first ``commit`` after ``stop`` does it; the runtime calls this after its final commit
-        attempt as well, so they are released even when that commit failed and ``commit`` never ran,
-        and after a ``start`` that raised half-way (whatever it had opened is released). Each is
-        released even if releasing another raised.
+        The runtime calls this once, after its final flush and offset commit attempt (also when that
+        commit failed and ``commit`` never ran, and after a ``start`` that raised half-way). Never
+        earlier: a ``commit`` after ``stop`` may be a periodic one that finished while the task thread
+        was still copying, and STOPPED tells a backfill that this task writes no more records and its
+        stored offsets are final (a STOPPED written before the final flush let a backfill copy records
+        the flush then delivered too). Each is released even if releasing another raised.
         """
         offset_map, self._offset_map = self._offset_map, None
         offset_syncs, self._offset_syncs = self._offset_syncs, None

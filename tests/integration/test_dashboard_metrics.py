@@ -20,9 +20,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mirror.local.broker import free_port
 from tests.conftest import Cluster
-from tests.integration.support.replication import ROOT, mirror_maker, write_properties
+from tests.integration.support.mm2_process import MirrorMakerProcess
+from tests.integration.support.replication import ROOT, write_properties
 from tests.support.kafka import commit_group_offsets, create_topic, produce, unique, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -67,21 +67,22 @@ def test_every_dashboard_metric_is_served_by_a_live_driver(cluster_a: Cluster, c
                                            "sync.group.offsets.enabled = true\n"
                                            "sync.group.offsets.interval.seconds = 1\n"
                                            "health.refresh.interval.ms = 1000\n"))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with mirror_maker(props, "--rest-port", str(port)):
+    # The node binds a port of its own choosing (--rest-port 0) and logs it: a port picked here and
+    # passed in could be taken by another test's client socket before the node binds it.
+    with MirrorMakerProcess(props, "--rest-port", "0") as node:
+        url = node.url
         missing = set(used)
 
         def all_served() -> bool:
             missing.intersection_update(used - set(scrape(url)))
             return not missing
 
-        # The driver's REST server may not listen yet; checkpoints follow the first group refresh (5 s).
+        # checkpoints follow the first group refresh (5 s)
         try:
-            wait_until(all_served, 120, "every dashboard metric on /metrics", interval_s=1,
-                       retry_on=(httpx.TransportError,))
+            wait_until(all_served, 120, "every dashboard metric on /metrics", interval_s=1)
         except AssertionError as exc:
-            raise AssertionError(f"the dashboard uses metrics the driver never served: {sorted(missing)}") from exc
+            raise AssertionError(f"the dashboard uses metrics the driver never served: {sorted(missing)}\n"
+                                 f"its log ends:\n{node.tail()}") from exc
         samples = scrape(url)
 
     flow = {"source": src, "target": tgt}

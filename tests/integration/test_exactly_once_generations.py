@@ -91,8 +91,18 @@ def test_changing_tasks_max_fences_the_old_generation_before_the_new_one_starts(
         assert one.request("PUT", flow + "/config", json=config).status_code == 200
         producing.join()
         wait_until(lambda: _states(one, flow) == ["RUNNING"], 90, "1 task running")
-        wait_until(lambda: len(read_transactions(cluster_b.bootstrap, remote).committed) >= total, 120,
-                   f"{total} committed records on the target", interval_s=1)
+        committed: list[int] = [0]
+
+        def all_committed() -> bool:
+            committed[0] = len(read_transactions(cluster_b.bootstrap, remote).committed)
+            return committed[0] >= total
+
+        try:
+            wait_until(all_committed, 120, f"{total} committed records on the target", interval_s=1)
+        except AssertionError as exc:
+            exc.add_note(f"{committed[0]} committed; task states {_states(one, flow)}\n"
+                         f"node one's log ends:\n{one.tail(60)}\nnode two's log ends:\n{two.tail(60)}")
+            raise
 
         fenced = f"Connector {SOURCE}: fencing 3 task producer(s) (previous task count 3, current 1)"
         [leader] = [n for n in (one, two) if fenced in n.log_text()]

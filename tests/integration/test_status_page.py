@@ -24,11 +24,10 @@ from connect_runtime.rest.server import RestServer
 from mirror.config.mirror_maker import MirrorMakerConfig
 from mirror.health.collector import start_health_monitor
 from mirror.health.ui_routes import ui_routes
-from mirror.local.broker import free_port
 from tests.conftest import Cluster
+from tests.integration.support.mm2_process import MirrorMakerProcess
 from tests.integration.support.replication import (
     ROOT,
-    mirror_maker,
     replication,
     write_properties,
 )
@@ -67,9 +66,8 @@ def page_server(request: pytest.FixtureRequest, cluster_a: Cluster, cluster_b: C
     props = write_properties(tmp_path / "mm2.properties", src, tgt, cluster_a.bootstrap, cluster_b.bootstrap,
                              topic, extra="health.refresh.interval.ms = 1000\n")
     if request.param == "driver":
-        port = free_port()
-        with mirror_maker(props, "--rest-port", str(port)):
-            yield f"http://127.0.0.1:{port}", f"{src}->{tgt}"
+        with MirrorMakerProcess(props, "--rest-port", "0") as node:  # a port of its choosing, logged
+            yield node.url, f"{src}->{tgt}"
         return
     config = MirrorMakerConfig.from_file(str(props))
     registry = CollectorRegistry()

@@ -426,3 +426,28 @@ def test_a_partition_with_nothing_stored_starts_at_auto_offset_reset(reset: str,
     task, consumer, _ = started_task({}, **{"consumer.auto.offset.reset": reset})
     assert [tp.offset for tp in consumer.assigned] == [start, start, start]
     task.stop()
+
+
+def test_stopped_marker_is_written_at_close_never_by_a_commit_after_stop() -> None:
+    """A ``commit`` after ``stop`` may be a periodic one that finished while the task thread still
+    copied; STOPPED tells a backfill that the task writes nothing more and its stored offsets are final,
+    so only ``close`` (after the runtime's final flush and commit) writes it, with the closing positions."""
+    task, consumer, _ = started_task({0: 4})
+    events: list[str] = []
+
+    class Recording:
+        def note_positions(self, c: Any) -> None:
+            events.append("positions")
+
+        def stopped(self) -> None:
+            events.append("stopped")
+
+    task._events = Recording()  # type: ignore[assignment]
+    task.stop()
+    assert consumer.closed and events == ["positions"]
+    task.commit()
+    task.commit()
+    assert events == ["positions"]
+    task.close()
+    task.close()  # once only
+    assert events == ["positions", "stopped"]
