@@ -13,9 +13,12 @@ import uuid
 from confluent_kafka import Consumer
 
 from mirror.backfill_markers.marker_log import MarkerLog
-from mirror.backfill_markers.markers import STARTED, STOPPED, TaskEvent
+from mirror.backfill_markers.markers import STARTED, STOPPED, TaskEvent, TopicPartitionT
 
 logger = logging.getLogger(__name__)
+
+#: Reading the marker topic at task start: it is small (one record per key and progress marker).
+_READ_TIMEOUT_S = 10.0
 
 
 class BackfillEvents:
@@ -28,8 +31,31 @@ class BackfillEvents:
         self._instance = uuid.uuid4().hex
         self._closing_positions: dict[tuple[str, int], int] = {}
 
-    def started(self) -> None:
+    def started(self) -> tuple[TopicPartitionT, ...]:
+        """Record STARTED, then leave out the partitions a backfill has claimed: returns those to copy.
+
+        The task's config may predate a claim (the connector computed it before the backfill wrote
+        ``backfilling``). Both sides write first and read second on this one-partition log: the
+        backfill writes its claim, then waits while a task's latest event is STARTED with a claimed
+        partition; the task writes STARTED, then reads the log to its end. Whichever record comes
+        first, one side sees the other: either the backfill waits for this task's STOPPED, or this
+        task sees the claim and never copies those partitions (STARTED is written again without them,
+        so a backfill still waiting is released). Reading failed: every partition is kept (logged);
+        the backfill waits for STOPPED if it saw STARTED.
+        """
         self._report(TaskEvent(STARTED, self._label, self._partitions))
+        try:
+            claimed = self._log.read_to_end(_READ_TIMEOUT_S).backfilling()
+        except Exception as exc:  # keep copying: a backfill that saw STARTED waits for STOPPED
+            logger.warning("%s could not read %s for backfill claims: %s", self._label, self._log.topic, exc)
+            return self._partitions
+        mine = [tp for tp in self._partitions if tp in claimed]
+        if mine:
+            self._partitions = tuple(tp for tp in self._partitions if tp not in claimed)
+            logger.info("%s leaves %d partitions to a backfill that claimed them after this task's config "
+                        "was written: %s", self._label, len(mine), ", ".join(f"{t}-{p}" for t, p in mine[:8]))
+            self._report(TaskEvent(STARTED, self._label, self._partitions))
+        return self._partitions
 
     def note_positions(self, consumer: Consumer) -> None:
         """Remember where the consumer stopped (before it closes): the STOPPED event carries it."""

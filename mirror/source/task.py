@@ -123,6 +123,13 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._max_records = int(java_consumer.get("max.poll.records", MAX_POLL_RECORDS_DEFAULT))
         consumer_config = copier_consumer_config(java_consumer, self._label)
         partitions = cfg.task_topic_partitions
+        if config.get(TASK_MARKER_TOPIC):
+            self._events = BackfillEvents(MarkerLog(
+                config[TASK_MARKER_TOPIC], translate(cfg.target_consumer_config("backfill-marker-consumer"),
+                                                     "consumer"),
+                translate(cfg.target_producer_config("backfill-marker-producer"), "producer")),
+                self._label, tuple(partitions))
+            partitions = list(self._events.started())  # without partitions a backfill claimed meanwhile
         self._remote = {t: policy.format_remote_topic(self._source, t) for t, _ in partitions}
         self._metrics = MirrorSourceMetrics(self.context.metrics_registry, self._source, self._target,
                                             cfg.connector_name, self.context.task_id,
@@ -154,13 +161,6 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         consumer = self._consumer = self._consumer_factory(consumer_config)
         learn_leaders(consumer, (t for t, _ in partitions))  # else the first fetch waits 500 ms
         consumer.assign(assignment)
-        if config.get(TASK_MARKER_TOPIC):
-            self._events = BackfillEvents(MarkerLog(
-                config[TASK_MARKER_TOPIC], translate(cfg.target_consumer_config("backfill-marker-consumer"),
-                                                     "consumer"),
-                translate(cfg.target_producer_config("backfill-marker-producer"), "producer")),
-                self._label, tuple(partitions))
-            self._events.started()
         resumed = sum(1 for tp in assignment if tp.offset >= 0)
         logger.info("%s replicating %d topic-partitions %s->%s (%d resuming after stored offsets): %s",
                     self._label, len(partitions), self._source, self._target, resumed,

@@ -28,7 +28,7 @@ from connect_runtime.testing.harness import run_source_task
 from mirror.backfill.command import BackfillOptions, BackfillSummary, run_backfill
 from mirror.backfill.copier import HANG_AFTER_ENV, ChunkResult
 from mirror.backfill_markers.marker_log import MarkerLog
-from mirror.backfill_markers.markers import BACKFILLING, DONE, marker_topic
+from mirror.backfill_markers.markers import BACKFILLING, DONE, STARTED, STOPPED, PartitionMarker, marker_topic
 from mirror.checkpoint.connector import MirrorCheckpointConnector
 from mirror.checkpoint.task import MirrorCheckpointTask
 from mirror.cli.main import main
@@ -356,6 +356,45 @@ def test_multi_process_spark_cluster(cluster_a: Cluster, cluster_b: Cluster, tmp
 
 
 BACKLOG = 600_000
+
+
+def test_a_task_whose_config_predates_a_claim_leaves_the_claimed_partitions_alone(
+        cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
+    """The connector computed the task's config, then a backfill claimed partition 1, then the task
+    started (a rebalance in flight while the backfill began). The backfill may already have found no
+    STARTED task holding partition 1; the task, reading the marker topic after writing STARTED, must
+    leave partition 1 alone: it copies partition 0 only and records STARTED and STOPPED without 1."""
+    src, tgt = unique("bfc"), unique("bfd")
+    topic = create_topic(cluster_a.bootstrap, unique("late"), partitions=2)
+    seed(cluster_a, topic, 2_000, 2)
+    remote = f"{src}.{topic}"
+    props, worker = flow_props(write_mm2(tmp_path, src, tgt, cluster_a, cluster_b, topic), src, tgt)
+    connector = MirrorSourceConnector()
+    connector.initialize(RecordingConnectorContext())
+    connector.start(props)
+    store = offsets_store(cluster_b, worker)
+    markers = MarkerLog(marker_topic(src), {"bootstrap.servers": cluster_b.bootstrap},
+                        {"bootstrap.servers": cluster_b.bootstrap})
+    try:
+        [config] = connector.task_configs(1)
+        assert {f"{topic}-0", f"{topic}-1"} <= set(config["task.assigned.partitions"].split(","))
+        markers.write_partition(topic, 1, PartitionMarker(BACKFILLING, 0, 1_000, -1, -1))
+        markers.flush()
+        with run_source_task(MirrorSourceTask, config, bootstrap_servers=cluster_b.bootstrap, connector=CONNECTOR,
+                             offset_store=store, offset_flush_interval_ms=500):
+            wait_until(lambda: len(consume_all(cluster_b.bootstrap, remote, timeout_s=10)) >= 1_000, 60,
+                       "partition 0 copied")
+            started = [e for e in markers.read_to_end().tasks.values() if e.state == STARTED]
+            time.sleep(2)  # a task that copied partition 1 would have written some of it by now
+        copied = by_partition(consume_all(cluster_b.bootstrap, remote, timeout_s=10))
+        assert len(copied.get(0, [])) == 1_000 and not copied.get(1), {p: len(r) for p, r in copied.items()}
+        assert [[tp for tp in e.partitions if tp[0] == topic] for e in started] == [[(topic, 0)]], started
+        stopped = [e for e in markers.read_to_end().tasks.values() if e.state == STOPPED]
+        assert [[tp for tp in e.partitions if tp[0] == topic] for e in stopped] == [[(topic, 0)]], stopped
+    finally:
+        markers.close()
+        store.stop()
+        connector.stop()
 
 
 @pytest.mark.slow
