@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from connect_runtime.clients import java_stores, security_keys, tls_policy
 
 HTTPS_PREFIX = "listeners.https."
@@ -46,7 +47,7 @@ StoreLoader = Callable[[Mapping[str, str]], PemMaterial]
 def listener_ssl_props(props: Mapping[str, str]) -> dict[str, str]:
     """The ``ssl.*`` keys of the HTTPS listener, Connect's "all or nothing" way: the
     ``listeners.https.ssl.*`` keys if any is set, else the top-level ``ssl.*`` keys."""
-    prefixed = {k[len(HTTPS_PREFIX):]: str(v) for k, v in props.items() if k.startswith(HTTPS_PREFIX)}
+    prefixed = {k: str(v) for k, v in with_prefix_stripped(props, HTTPS_PREFIX).items()}
     if prefixed:
         return prefixed
     return {k: str(v) for k, v in props.items() if k.startswith("ssl.")}
