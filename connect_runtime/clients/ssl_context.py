@@ -68,7 +68,8 @@ def private_file(content: str, name: str) -> str:
 
 def client_context(ca_pem: str | None = None, key: KeyMaterial | None = None, *, verify: bool = True,
                    check_hostname: bool = True) -> ssl.SSLContext:
-    """A TLS client context trusting ``ca_pem`` (the system's CAs when None) and presenting ``key``."""
+    """A TLS client context trusting ``ca_pem`` (the system's CAs when None) and presenting ``key``; a
+    caller with files rather than PEM text loads them on the context it gets (:mod:`connect_runtime.rest.tls`)."""
     context = ssl.create_default_context(cadata=ca_pem) if ca_pem else ssl.create_default_context()
     if not verify:
         context.check_hostname = False
@@ -78,6 +79,12 @@ def client_context(ca_pem: str | None = None, key: KeyMaterial | None = None, *,
     if key is not None:
         load_key_material(context, key)
     return context
+
+
+def server_context() -> ssl.SSLContext:
+    """A TLS server context with Python's defaults for serving clients (no client certificate asked yet):
+    the caller loads its certificate chain, trust store and client-auth mode."""
+    return ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
 
 
 def load_key_material(context: ssl.SSLContext, key: KeyMaterial) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from connect_runtime.clients import java_stores, security_keys, tls_policy
-from connect_runtime.clients.ssl_context import private_file, private_files
+from connect_runtime.clients.ssl_context import client_context, private_file, private_files, server_context
 
 HTTPS_PREFIX = "listeners.https."
 CLIENT_AUTH = "ssl.client.auth"
@@ -109,12 +109,8 @@ def _server_ssl_context(props: Mapping[str, str], store_loader: StoreLoader) -> 
         raise ConfigError("an https listener needs a key store: set listeners.https.ssl.keystore.location "
                           "(PEM: private key and certificate chain) and listeners.https.ssl.keystore.type=PEM",
                           f"{HTTPS_PREFIX}ssl.keystore.location")
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    try:
-        context.load_cert_chain(material.cert_chain_path, material.key_path, material.key_password)
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(f"cannot load the REST listener's key store {material.cert_chain_path}: {exc}",
-                          f"{HTTPS_PREFIX}ssl.keystore.location") from None
+    context = server_context()
+    _load_key_store(context, material)
     mode = (ssl_props.get(CLIENT_AUTH) or "none").strip().lower()
     if mode not in _CLIENT_AUTH_MODES:
         raise ConfigError(f"Invalid value {mode!r} for configuration {HTTPS_PREFIX}{CLIENT_AUTH}: expected "
@@ -141,15 +137,11 @@ def client_ssl_context(props: Mapping[str, str], store_loader: StoreLoader = pem
 
 def _client_ssl_context(props: Mapping[str, str], store_loader: StoreLoader) -> ssl.SSLContext:
     material = store_loader(listener_ssl_props(props))
-    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    context = client_context()
     if material.ca_path:
         _load_ca(context, material.ca_path)
     if material.cert_chain_path:
-        try:
-            context.load_cert_chain(material.cert_chain_path, material.key_path, material.key_password)
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigError(f"cannot load the REST listener's key store {material.cert_chain_path}: {exc}",
-                              f"{HTTPS_PREFIX}ssl.keystore.location") from None
+        _load_key_store(context, material)
     apply_tls_keys(context, props)
     algorithm = listener_ssl_props(props).get("ssl.endpoint.identification.algorithm", "https").strip()
     if not algorithm:
@@ -172,6 +164,14 @@ def apply_tls_keys(context: ssl.SSLContext, props: Mapping[str, str]) -> None:
     except ValueError:
         raise ConfigError(f"{prefix}ssl.protocol and {prefix}ssl.enabled.protocols leave no TLS version to use",
                           f"{prefix}{tls_policy.PROTOCOL}") from None
+
+
+def _load_key_store(context: ssl.SSLContext, material: PemMaterial) -> None:
+    try:
+        context.load_cert_chain(material.cert_chain_path or "", material.key_path, material.key_password)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"cannot load the REST listener's key store {material.cert_chain_path}: {exc}",
+                          f"{HTTPS_PREFIX}ssl.keystore.location") from None
 
 
 def _load_ca(context: ssl.SSLContext, path: str) -> None:
