@@ -117,11 +117,6 @@ validate_policy_name.__doc__ = "All, None, Principal, Allowlist"
 ALLOW_ALL = OverridePolicy("All")
 
 
-def overrides(config: Mapping[str, str], prefix: str) -> dict[str, str]:
-    """The client keys a connector config overrides under ``prefix`` (e.g. ``producer.override.``), stripped."""
-    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and len(k) > len(prefix)}
-
-
 #: Principal keys by the ``security.protocol`` values under which a client reads them.
 _PRINCIPAL_KEYS_READ_UNDER = (("sasl.", ("SASL_PLAINTEXT", "SASL_SSL")),
                               ("ssl.keystore.", ("SSL", "SASL_SSL")), ("ssl.key.password", ("SSL", "SASL_SSL")))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from connect_runtime.api.secrets import remember_secrets
 
 #: ``${provider:path:key}`` or ``${provider:key}`` (Kafka's ConfigTransformer pattern).
@@ -185,7 +186,7 @@ def build_providers(config: Mapping[str, str]) -> dict[str, ConfigProvider]:
             raise ConfigError(f"Invalid value {class_name!r} for configuration {key}: not a ConfigProvider",
                               key)
         prefix = f"config.providers.{name}.param."
-        provider.configure({k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)})
+        provider.configure(with_prefix_stripped(config, prefix))
         providers[name] = provider
     return providers
 

@@ -257,8 +257,11 @@ class TopicAdmin:
             result[group] = offsets
         return result
 
-    def describe_consumer_groups(self, groups: Iterable[str]) -> dict[str, str]:
-        """Group state per group: the ConsumerGroupState name (``EMPTY``, ``STABLE``, ``DEAD``, ...)."""
+    def describe_consumer_groups(self, groups: Iterable[str], *, refused_state: str | None = None) -> dict[str, str]:
+        """Group state per group: the ConsumerGroupState name (``EMPTY``, ``STABLE``, ``DEAD``, ...).
+
+        ``refused_state``: the state to report for a group the cluster answered with an error (the health
+        probe reads such a group as ``DEAD``) instead of raising; a timeout still raises."""
         groups = list(groups)
         if not groups:
             return {}
@@ -266,7 +269,13 @@ class TopicAdmin:
             futures = self._client.describe_consumer_groups(groups, request_timeout=self._timeout_s)
         result: dict[str, str] = {}
         for group, future in futures.items():
-            description = self._wait(future, f"describing group {group}")
+            try:
+                description = self._wait(future, f"describing group {group}")
+            except ConnectError as exc:
+                if refused_state is None or kafka_error_of(exc.__cause__ or exc) is None:
+                    raise
+                result[group] = refused_state
+                continue
             state = description.state
             result[group] = state.name if hasattr(state, "name") else str(state)
         return result

@@ -38,6 +38,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from connect_runtime.clients import librdkafka_properties as props_table
 from connect_runtime.clients import security_keys, tls_policy
 from connect_runtime.clients.librdkafka_logging import LIBRDKAFKA_LOG, pump_admin_logs
@@ -183,7 +184,7 @@ def client_properties(props: Mapping[str, Any], prefix: str | None) -> dict[str,
     other client prefix (``producer.``, ``consumer.``, ``admin.``) are not base properties."""
     base = {k: v for k, v in props.items() if not k.startswith(CLIENT_PREFIXES)}
     if prefix:
-        base.update({k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)})
+        base.update(with_prefix_stripped(props, prefix))
     return base
 
 

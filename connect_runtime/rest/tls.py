@@ -14,15 +14,14 @@ stripped) to :class:`PemMaterial`. :func:`pem_store_loader` handles ``ssl.keysto
 
 from __future__ import annotations
 
-import contextlib
-import os
 import ssl
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from connect_runtime.clients import java_stores, security_keys, tls_policy
+from connect_runtime.clients.ssl_context import client_context, private_file, private_files, server_context
 
 HTTPS_PREFIX = "listeners.https."
 CLIENT_AUTH = "ssl.client.auth"
@@ -46,49 +45,10 @@ StoreLoader = Callable[[Mapping[str, str]], PemMaterial]
 def listener_ssl_props(props: Mapping[str, str]) -> dict[str, str]:
     """The ``ssl.*`` keys of the HTTPS listener, Connect's "all or nothing" way: the
     ``listeners.https.ssl.*`` keys if any is set, else the top-level ``ssl.*`` keys."""
-    prefixed = {k[len(HTTPS_PREFIX):]: str(v) for k, v in props.items() if k.startswith(HTTPS_PREFIX)}
+    prefixed = {k: str(v) for k, v in with_prefix_stripped(props, HTTPS_PREFIX).items()}
     if prefixed:
         return prefixed
     return {k: str(v) for k, v in props.items() if k.startswith("ssl.")}
-
-
-#: memfds backing the in-memory PEM "files" (kept open: an SSL context may be rebuilt from the path).
-_MEMORY_FILES: list[int] = []
-#: Temporary files written where memfd is missing, each deleted once the context that reads it is built.
-_DISK_FILES: list[str] = []
-
-
-def _private_file(content: str, suffix: str) -> str:
-    """``content`` as a file only this process can read: in memory (``memfd_create``) where Linux offers
-    it, so no decrypted key ever reaches a disk, else a new 0600 temporary file that
-    :func:`_scratch_files` deletes as soon as the SSL context has read it (on every path); its path."""
-    if hasattr(os, "memfd_create"):
-        fd = os.memfd_create(f"rest-tls{suffix}", 0)
-        os.write(fd, content.encode("utf-8"))
-        _MEMORY_FILES.append(fd)
-        return f"/proc/self/fd/{fd}"
-    fd, path = tempfile.mkstemp(prefix="rest-tls-", suffix=suffix)
-    _DISK_FILES.append(path)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, content.encode("utf-8"))
-    finally:
-        os.close(fd)
-    return path
-
-
-@contextlib.contextmanager
-def _scratch_files() -> Iterator[None]:
-    """Delete every temporary key or trust file written inside the block, however the block ends: an
-    ``ssl.SSLContext`` keeps what it loaded in memory, so no copy of key material stays on disk."""
-    first = len(_DISK_FILES)
-    try:
-        yield
-    finally:
-        for path in _DISK_FILES[first:]:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-        del _DISK_FILES[first:]
 
 
 def _java_store(ssl_props: Mapping[str, str], kind: str) -> str | tuple[str, str] | None:
@@ -100,13 +60,13 @@ def _java_store(ssl_props: Mapping[str, str], kind: str) -> str | tuple[str, str
         return None
     prefix = f"{HTTPS_PREFIX}ssl.{kind}"
     if kind == "truststore":
-        return _private_file(java_stores.load_trust_store(
-            location, ssl_props.get("ssl.truststore.password"), declared, prefix=prefix), ".ca.pem")
+        return private_file(java_stores.load_trust_store(
+            location, ssl_props.get("ssl.truststore.password"), declared, prefix=prefix), "rest-tls.ca.pem")
     material = java_stores.load_key_store(
         location, ssl_props.get("ssl.keystore.password"), declared, ssl_props.get("ssl.key.password"),
         prefix=prefix, key_password_key=f"{HTTPS_PREFIX}ssl.key.password")
-    return (_private_file(material.certificate_chain_pem, ".crt.pem"),
-            _private_file(material.private_key_pem, ".key.pem"))
+    return (private_file(material.certificate_chain_pem, "rest-tls.crt.pem"),
+            private_file(material.private_key_pem, "rest-tls.key.pem"))
 
 
 def pem_store_loader(ssl_props: Mapping[str, str]) -> PemMaterial:
@@ -119,7 +79,7 @@ def pem_store_loader(ssl_props: Mapping[str, str]) -> PemMaterial:
         if not (inline_key and inline_chain):
             raise ConfigError("ssl.keystore.key and ssl.keystore.certificate.chain must be given together",
                               f"{HTTPS_PREFIX}ssl.keystore.key")
-        key, cert = _private_file(inline_key, ".key.pem"), _private_file(inline_chain, ".crt.pem")
+        key, cert = private_file(inline_key, "rest-tls.key.pem"), private_file(inline_chain, "rest-tls.crt.pem")
     elif isinstance(java_key, tuple):
         cert, key = java_key  # converted, the key decrypted: no password
         return PemMaterial(cert, key, None, java_trust if isinstance(java_trust, str) else _pem_ca(ssl_props))
@@ -132,13 +92,13 @@ def pem_store_loader(ssl_props: Mapping[str, str]) -> PemMaterial:
 
 def _pem_ca(ssl_props: Mapping[str, str]) -> str | None:
     if ssl_props.get("ssl.truststore.certificates"):
-        return _private_file(ssl_props["ssl.truststore.certificates"], ".ca.pem")
+        return private_file(ssl_props["ssl.truststore.certificates"], "rest-tls.ca.pem")
     return ssl_props.get("ssl.truststore.location") or None
 
 
 def server_ssl_context(props: Mapping[str, str], store_loader: StoreLoader = pem_store_loader) -> ssl.SSLContext:
     """The server-side context of an HTTPS listener; ConfigError naming the key when it cannot be built."""
-    with _scratch_files():
+    with private_files():
         return _server_ssl_context(props, store_loader)
 
 
@@ -149,12 +109,8 @@ def _server_ssl_context(props: Mapping[str, str], store_loader: StoreLoader) -> 
         raise ConfigError("an https listener needs a key store: set listeners.https.ssl.keystore.location "
                           "(PEM: private key and certificate chain) and listeners.https.ssl.keystore.type=PEM",
                           f"{HTTPS_PREFIX}ssl.keystore.location")
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    try:
-        context.load_cert_chain(material.cert_chain_path, material.key_path, material.key_password)
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(f"cannot load the REST listener's key store {material.cert_chain_path}: {exc}",
-                          f"{HTTPS_PREFIX}ssl.keystore.location") from None
+    context = server_context()
+    _load_key_store(context, material)
     mode = (ssl_props.get(CLIENT_AUTH) or "none").strip().lower()
     if mode not in _CLIENT_AUTH_MODES:
         raise ConfigError(f"Invalid value {mode!r} for configuration {HTTPS_PREFIX}{CLIENT_AUTH}: expected "
@@ -175,21 +131,17 @@ def client_ssl_context(props: Mapping[str, str], store_loader: StoreLoader = pem
     It trusts the listener trust store (or the system's when none is set) and presents the listener's
     own certificate, so forwarding works when the listeners require client certificates.
     """
-    with _scratch_files():
+    with private_files():
         return _client_ssl_context(props, store_loader)
 
 
 def _client_ssl_context(props: Mapping[str, str], store_loader: StoreLoader) -> ssl.SSLContext:
     material = store_loader(listener_ssl_props(props))
-    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    context = client_context()
     if material.ca_path:
         _load_ca(context, material.ca_path)
     if material.cert_chain_path:
-        try:
-            context.load_cert_chain(material.cert_chain_path, material.key_path, material.key_password)
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigError(f"cannot load the REST listener's key store {material.cert_chain_path}: {exc}",
-                              f"{HTTPS_PREFIX}ssl.keystore.location") from None
+        _load_key_store(context, material)
     apply_tls_keys(context, props)
     algorithm = listener_ssl_props(props).get("ssl.endpoint.identification.algorithm", "https").strip()
     if not algorithm:
@@ -212,6 +164,14 @@ def apply_tls_keys(context: ssl.SSLContext, props: Mapping[str, str]) -> None:
     except ValueError:
         raise ConfigError(f"{prefix}ssl.protocol and {prefix}ssl.enabled.protocols leave no TLS version to use",
                           f"{prefix}{tls_policy.PROTOCOL}") from None
+
+
+def _load_key_store(context: ssl.SSLContext, material: PemMaterial) -> None:
+    try:
+        context.load_cert_chain(material.cert_chain_path or "", material.key_path, material.key_password)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"cannot load the REST listener's key store {material.cert_chain_path}: {exc}",
+                          f"{HTTPS_PREFIX}ssl.keystore.location") from None
 
 
 def _load_ca(context: ssl.SSLContext, path: str) -> None:

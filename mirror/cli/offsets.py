@@ -92,16 +92,11 @@ def _client_config(path: str, source: str, target: str) -> dict[str, Any]:
 
 
 def mirror_client_config(raw: dict[str, str]) -> dict[str, Any]:
-    """A MirrorClient config from ``MirrorMakerConfig.client_config``: Java client keys made librdkafka's.
-
-    ``mm2.properties`` speaks Java (``ssl.truststore.location``, ``sasl.jaas.config``); librdkafka would
-    refuse those keys. Each internal client's Java properties (connection keys overlaid with its
-    ``admin.``/``consumer.`` keys, as ``MirrorClientConfig`` builds them) go through the runtime's client
-    translation and come back under the same prefix; the policy keys are kept as they are.
-    """
-    # Imported here: translation_routes brings starlette and the config machinery, which `mirror
-    # <command> --help` should not pay for.
-    from mirror.maker.translation_routes import mirror_client_config as convert_client_config
+    """A MirrorClient config from ``MirrorMakerConfig.client_config``: Java client keys made librdkafka's
+    (:func:`mirror.config.mirror_client_configs.mirror_client_config`, imported on first use)."""
+    # Imported here: the config machinery and the client translation, which `mirror <command> --help`
+    # should not pay for.
+    from mirror.config.mirror_client_configs import mirror_client_config as convert_client_config
 
     return convert_client_config(raw)
 

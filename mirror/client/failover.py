@@ -53,7 +53,7 @@ from mirror.client.mirror_client import (
 )
 from mirror.client.models import Checkpoint, MalformedRecordError, OffsetSync
 from mirror.client.replication_policy import policy_from_config
-from mirror.client.translation import load_offset_map, read_topic, reader_consumer
+from mirror.client.translation import committed_offsets, load_offset_map, read_topic, reader_consumer
 from mirror.errors import MirrorError
 
 logger = logging.getLogger(__name__)
@@ -161,7 +161,7 @@ def plan_failover(target_config: Mapping[str, str], source_alias: str, group: st
     if source_config is not None:
         source_admin = AdminClient(_admin_config(source_config, ADMIN_CLIENT_PREFIX))
         try:  # every partition the group committed, also those not checkpointed yet
-            committed = _committed(source_admin, group, None, source_timeout_s)
+            committed = committed_offsets(source_admin, group, None, source_timeout_s)
         except (KafkaException, TimeoutError) as exc:
             plan.notes.append(f"source cluster unreachable ({exc}); translating the checkpoints' upstream offsets")
             source_config = None
@@ -175,7 +175,7 @@ def plan_failover(target_config: Mapping[str, str], source_alias: str, group: st
     if not positions:
         plan.notes.append(f"no checkpoints for group {group!r} in {policy.checkpoints_topic(source_alias)}")
         return plan
-    current = _committed(target_admin, group, list(positions), timeout_s)
+    current = committed_offsets(target_admin, group, list(positions), timeout_s)
     syncs_config = source_config if offset_syncs_location == "source" else target_config
     syncs_alias = target_alias if offset_syncs_location == "source" else source_alias
     if syncs_config is not None and syncs_alias is not None:
@@ -282,6 +282,8 @@ def commit_if_inactive(config: Mapping[str, str], group: str, offsets: Mapping[t
 
 
 def _group_state(admin: AdminClient, group: str, timeout_s: float) -> str:
+    """``group``'s state on the cluster of ``admin``; a group it does not know is ``DEAD``. Read here, not
+    with the runtime's ``TopicAdmin.describe_consumer_groups``: ``mirror.client`` may import only confluent-kafka."""
     future = admin.describe_consumer_groups([group], request_timeout=timeout_s)[group]
     try:
         description = future.result(timeout=timeout_s)
@@ -290,16 +292,6 @@ def _group_state(admin: AdminClient, group: str, timeout_s: float) -> str:
             return ConsumerGroupState.DEAD.name
         raise
     return str(description.state.name)
-
-
-def _committed(admin: AdminClient, group: str, tps: list[tuple[str, int]] | None,
-               timeout_s: float) -> dict[tuple[str, int], int]:
-    """The group's committed offsets of ``tps`` (None: of every partition it committed)."""
-    request = ConsumerGroupTopicPartitions(
-        group, None if tps is None else [KafkaTopicPartition(t, p) for t, p in tps])
-    answer = admin.list_consumer_group_offsets([request], request_timeout=timeout_s)[group].result(timeout=timeout_s)
-    return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions
-            if tp.error is None and tp.offset >= 0}
 
 
 def _admin_config(config: Mapping[str, str], prefix: str) -> dict[str, str | int | float | bool]:

@@ -64,15 +64,25 @@ def is_connection_key(key: str) -> bool:
     return key in _CONNECTION_KEYS or key.startswith(_CONNECTION_PREFIXES)
 
 
+def client_properties(config: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """One internal client's keys (Java ``MirrorClientConfig.adminConfig``/``consumerConfig``): the
+    connection keys of ``config`` overlaid with its ``prefix`` keys (``admin.``, ``consumer.``), stripped.
+
+    Every MirrorClient config is cut this way, the Java ones of ``mm2.properties`` too
+    (:mod:`mirror.config.mirror_client_configs`). The prefix is stripped here rather than with
+    ``connect_runtime.api.prefixed_keys``, the same rule: ``mirror.client`` may import only confluent-kafka."""
+    result = {key: value for key, value in config.items() if is_connection_key(key)}
+    result.update({key[len(prefix) :]: value for key, value in config.items()
+                   if key.startswith(prefix) and len(key) > len(prefix)})
+    return result
+
+
 def client_config(config: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    """The librdkafka config for one internal client: connection keys overlaid with ``prefix`` keys.
+    """The librdkafka config for one internal client: :func:`client_properties`.
 
     Values become strings except Python objects confluent-kafka takes as they are (a token callback
     ``oauth_cb``, a ``logger``)."""
-    result = {key: _value(value) for key, value in config.items() if is_connection_key(key)}
-    for key, value in config.items():
-        if key.startswith(prefix) and len(key) > len(prefix):
-            result[key[len(prefix) :]] = _value(value)
+    result = {key: _value(value) for key, value in client_properties(config, prefix).items()}
     # A metadata request for a missing topic must not create it (Kafka brokers with auto-create on,
     # and Tansu, would); the checkpoints topic in particular must only ever be created by MM2.
     result["allow.auto.create.topics"] = "false"

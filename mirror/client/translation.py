@@ -44,6 +44,20 @@ logger = logging.getLogger(__name__)
 TP = tuple[str, int]
 
 
+def committed_offsets(admin: AdminClient, group: str, partitions: list[TP] | None,
+                      timeout_s: float) -> dict[TP, int]:
+    """``group``'s committed offsets of ``partitions`` (None: of every partition it committed).
+
+    The runtime's ``TopicAdmin.list_consumer_group_offsets`` reads the same for the runtime and the health
+    probe; ``mirror.client`` may import only confluent-kafka, so the failover and translation APIs read
+    through this one copy."""
+    request = ConsumerGroupTopicPartitions(
+        group, None if partitions is None else [KafkaTopicPartition(t, p) for t, p in partitions])
+    answer = admin.list_consumer_group_offsets([request], request_timeout=timeout_s)[group].result(timeout=timeout_s)
+    return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions or []
+            if tp.error is None and tp.offset >= 0}
+
+
 @dataclass(frozen=True)
 class Translation:
     """One position on both clusters: ``upstream`` on ``source_topic``, ``downstream`` on ``remote_topic``."""
@@ -201,14 +215,7 @@ class OffsetTranslator:
     def committed(self, config: Mapping[str, str], groups: Iterable[str]) -> dict[str, dict[TP, int]]:
         """Each group's committed offsets on the cluster of ``config`` (one request per group)."""
         admin = self._admin_of(config)
-        result: dict[str, dict[TP, int]] = {}
-        for group in groups:
-            future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
-                                                       request_timeout=self._timeout_s)[group]
-            answer = future.result(timeout=self._timeout_s)
-            result[group] = {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions or []
-                             if tp.error is None and tp.offset >= 0}
-        return result
+        return {group: committed_offsets(admin, group, None, self._timeout_s) for group in groups}
 
     def checkpointed(self, groups: Iterable[str]) -> dict[str, dict[TP, Checkpoint]]:
         """The newest checkpoint per (group, remote partition) in ``<source>.checkpoints.internal``."""

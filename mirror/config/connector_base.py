@@ -18,7 +18,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from connect_runtime.api.client_overrides import overrides
 from connect_runtime.api.config import (
     NO_DEFAULT,
     ConfigDef,
@@ -32,6 +31,7 @@ from connect_runtime.api.config import (
 )
 from connect_runtime.api.connector_config import CONNECTOR_CONFIG_DEF, NAME
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from mirror.client.replication_policy import load_policy_class
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_ID, CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.forwarding_admin import (
@@ -175,11 +175,6 @@ def _without_overrides(props: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in props.items() if not k.startswith("override.")}
 
 
-def entries_with_prefix(props: Mapping[str, str], prefix: str) -> dict[str, str]:
-    """Entries whose key starts with ``prefix``, prefix stripped (Kafka ``originalsWithPrefix``)."""
-    return {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
-
-
 class MirrorConnectorConfig:
     """Typed view of one connector's or task's config map (Kafka ``MirrorConnectorConfig``).
 
@@ -199,7 +194,7 @@ class MirrorConnectorConfig:
         return dict(self._originals)
 
     def originals_with_prefix(self, prefix: str) -> dict[str, str]:
-        return entries_with_prefix(self._originals, prefix)
+        return with_prefix_stripped(self._originals, prefix)
 
     def get(self, name: str) -> Any:
         """The parsed value of a defined key."""
@@ -265,7 +260,7 @@ class MirrorConnectorConfig:
         config.update(_without_overrides(self.originals_with_prefix(f"{client}.")))
         config.update(_without_overrides(self.originals_with_prefix(f"{side}.{client}.")))
         if client != "producer":  # producer.override.* is the runtime's task producer's (Connect's rule)
-            config.update(overrides(self._originals, f"{client}.override."))
+            config.update(with_prefix_stripped(self._originals, f"{client}.override."))
         if client == "consumer":
             config["enable.auto.commit"] = "false"
             config.setdefault("auto.offset.reset", "earliest")

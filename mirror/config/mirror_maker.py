@@ -24,6 +24,7 @@ from connect_runtime.api.config import ConfigDef
 from connect_runtime.api.config_provider import ConfigProvider, build_providers, resolve
 from connect_runtime.api.connector_config import CONNECTOR_CLASS, NAME
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from connect_runtime.api.properties import PropertiesFile, load_properties
 from connect_runtime.api.secrets import SECRETS_KEYS, apply_secret_keys, is_sensitive_key, remember_secrets
 from mirror.config import checkpoint as checkpoint_config
@@ -244,7 +245,7 @@ class MirrorMakerConfig:
     def _cluster_origins(self, alias: str) -> dict[str, str]:
         """:meth:`cluster_props`'s keys, each mapped to the mm2.properties key its value comes from."""
         prefix = f"{alias}."
-        origins = {k[len(prefix):]: k for k in self._raw if k.startswith(prefix)}
+        origins = with_prefix_stripped({k: k for k in self._raw}, prefix)
         for key in CLIENT_CONFIG_NAMES:
             if key in origins:
                 for client in CLIENT_PREFIXES:
@@ -310,7 +311,7 @@ class MirrorMakerConfig:
                            (TARGET_CLUSTER_ALIAS, pair.target)):
             origins.setdefault(key, (value, None))
         prefix = f"{pair}."
-        origins.update({k[len(prefix):]: ("", k) for k in self._raw if k.startswith(prefix)})
+        origins.update(with_prefix_stripped({k: ("", k) for k in self._raw}, prefix))
         origins.setdefault(_ENABLED, ("false", None))
         return origins
 

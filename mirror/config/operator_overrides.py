@@ -13,14 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from connect_runtime.api import client_overrides as co
+from connect_runtime.api.prefixed_keys import with_prefix_stripped
 
 
 def with_operator_overrides(worker: dict[str, str], connector_configs: Iterable[Mapping[str, str]]) -> dict[str, str]:
     """``worker`` (a flow's worker config) with the override keys of ``connector_configs`` allowed."""
     if co.POLICY in worker:
         return worker
-    used = sorted({key[len(prefix):] for config in connector_configs for key in config
-                   for prefix in co.OVERRIDE_PREFIXES if key.startswith(prefix) and len(key) > len(prefix)})
+    used = sorted({key for config in connector_configs for prefix in co.OVERRIDE_PREFIXES
+                   for key in with_prefix_stripped(config, prefix)})
     if not used:
         return worker
     listed = worker.get(co.ALLOWLIST)

@@ -12,12 +12,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connect_runtime.clients.factory import translate
-from mirror.client.mirror_client import is_connection_key
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
 from mirror.config.checkpoint import SYNC_GROUP_OFFSETS_ENABLED
 from mirror.config.connector_base import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
 from mirror.config.heartbeat import EMIT_HEARTBEATS_INTERVAL_SECONDS, EMIT_HEARTBEATS_INTERVAL_SECONDS_DEFAULT
+from mirror.config.mirror_client_configs import ReaderKind, reader_config
 from mirror.config.mirror_maker import (
     CHECKPOINT_CONNECTOR_CLASS,
     HEARTBEAT_CONNECTOR_CLASS,
@@ -56,14 +55,10 @@ class FlowSpec:
 def cluster_io(config: MirrorMakerConfig, alias: str) -> ClusterIO:
     """A read-only client pair for ``alias``: its Java client keys from mm2.properties made librdkafka's."""
     raw = config.client_config(alias)
-    connection = {k: v for k, v in raw.items() if is_connection_key(k)}
-    configs = {}
+    configs: dict[ReaderKind, dict[str, Any]] = {}
     for kind in ("consumer", "admin"):
-        prefix = f"{kind}."
-        java = dict(connection)
-        java.update({k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix) and len(k) > len(prefix)})
-        java.pop("client.id", None)
-        configs[kind] = translate(java, "consumer" if kind == "consumer" else "admin")
+        configs[kind] = reader_config(raw, kind)
+        configs[kind].pop("client.id", None)
     return ClusterIO(alias, configs["consumer"], configs["admin"])
 
 

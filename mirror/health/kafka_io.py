@@ -8,7 +8,8 @@ record, whose timestamp is the lag in seconds.
 
 One consumer per cluster is reused for every read (``assign`` replaces the assignment and restarts the
 fetch state, so each read ends with a fresh end-of-partition event). Nothing here joins a group or
-commits: the group id only satisfies librdkafka.
+commits: the group id only satisfies librdkafka. Group states and committed offsets are read through the
+runtime's :class:`~connect_runtime.clients.admin.TopicAdmin`, as every other admin read is.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.factory import new_admin, new_consumer
 from connect_runtime.clients.log_reader import end_offsets, ignore_error, read_to_end
 
@@ -144,35 +145,21 @@ class ClusterIO:
     def _retry(self, error: KafkaError) -> None:
         logger.debug("%s: read error (retrying until the deadline): %s", self.alias, error)
 
+    def _topic_admin(self, timeout_s: float) -> TopicAdmin:
+        """The runtime's admin operations over this cluster's admin client, each bounded by ``timeout_s``."""
+        return TopicAdmin(self._admin_config, client=self.admin, timeout_s=timeout_s)
+
     def group_states(self, groups: list[str], timeout_s: float) -> dict[str, str]:
-        """Each group's state name on this cluster (``EMPTY``, ``STABLE``, ``DEAD``...)."""
-        if not groups:
-            return {}
-        futures = self.admin.describe_consumer_groups(groups, request_timeout=timeout_s)
-        result = {}
-        for group, future in futures.items():
-            try:
-                state = future.result(timeout=timeout_s).state
-            except KafkaException:
-                result[group] = "DEAD"
-                continue
-            result[group] = state.name if hasattr(state, "name") else str(state)
-        return result
+        """Each group's state name on this cluster (``EMPTY``, ``STABLE``, ``DEAD``...); a group the cluster
+        answers with an error reads as ``DEAD``. Raises ConnectError when the cluster does not answer."""
+        return self._topic_admin(timeout_s).describe_consumer_groups(groups, refused_state="DEAD")
 
     def committed_offsets(self, timeout_s: float) -> dict[str, dict[TP, int]]:
-        """Every consumer group's committed offsets (group -> (topic, partition) -> offset)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
-        listing = self.admin.list_consumer_groups(request_timeout=timeout_s).result(timeout=timeout_s)
-        groups = [g.group_id for g in listing.valid]
-        result: dict[str, dict[TP, int]] = {}
-        for group in groups:
-            futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
-                                                             request_timeout=timeout_s)
-            answer: Any = futures[group].result(timeout=timeout_s)
-            result[group] = {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions
-                             if tp.offset >= 0 and tp.error is None}
-        return result
+        """Every consumer group's committed offsets (group -> (topic, partition) -> offset); raises
+        ConnectError when they cannot be read."""
+        admin = self._topic_admin(timeout_s)
+        committed = admin.list_consumer_group_offsets(admin.list_consumer_groups())
+        return {group: {tp: offset for tp, (offset, _) in offsets.items()} for group, offsets in committed.items()}
 
 
 def _timestamp(msg: Message) -> int | None:

@@ -48,6 +48,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message
 
+from connect_runtime.api.errors import ConnectError
 from mirror.client.offset_map import offset_map_topic
 from mirror.config.mirror_maker import (
     MirrorMakerConfig,
@@ -183,7 +184,7 @@ class HealthProbe:
             return self._finish(flow, spec, source_readable=False)
         try:
             flow.groups = self._groups(spec, state, {p.source_topic: p.remote_topic for p in flow.partitions}, now)
-        except (KafkaException, TimeoutError) as exc:
+        except (KafkaException, ConnectError, TimeoutError) as exc:
             # e.g. no Describe permission on groups: the data figures above still stand
             logger.warning("%s: cannot read consumer groups on %s: %s", spec.name, spec.source, exc)
             flow.notes.append(f"consumer groups on {spec.source} unreadable: {exc}")
@@ -348,7 +349,7 @@ class HealthProbe:
             try:
                 target_offsets = self._committed(spec.target)
                 target_states = self._clusters[spec.target].group_states(sorted(by_group), self._timeout_s)
-            except (KafkaException, TimeoutError) as exc:
+            except (KafkaException, ConnectError, TimeoutError) as exc:
                 logger.warning("%s: cannot read consumer groups on %s: %s", spec.name, spec.target, exc)
         result = []
         for group in sorted(committed):

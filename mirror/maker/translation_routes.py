@@ -22,31 +22,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from connect_runtime.clients.factory import ClientKind, translate
-from connect_runtime.clients.librdkafka_logging import LIBRDKAFKA_LOG
-from mirror.client.mirror_client import ADMIN_CLIENT_PREFIX, CONSUMER_CLIENT_PREFIX, is_connection_key
 from mirror.client.replication_policy import policy_from_config
 from mirror.client.translation import OffsetTranslator, Translation
 from mirror.config.connector_base import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
+from mirror.config.mirror_client_configs import mirror_client_config
 from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
 from mirror.errors import MirrorError
 
 
 class BadRequest(MirrorError, ValueError):
     """The request body is not what the endpoint expects (the message names the field)."""
-
-
-def mirror_client_config(raw: dict[str, str]) -> dict[str, Any]:
-    """A MirrorClient config from ``MirrorMakerConfig.client_config``: Java client keys made librdkafka's."""
-    config: dict[str, Any] = {k: v for k, v in raw.items() if k.startswith("replication.policy.")}
-    connection = {k: v for k, v in raw.items() if is_connection_key(k)}
-    kinds: tuple[tuple[str, ClientKind], ...] = ((ADMIN_CLIENT_PREFIX, "admin"), (CONSUMER_CLIENT_PREFIX, "consumer"))
-    for prefix, kind in kinds:
-        java = dict(connection)
-        java.update({k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix) and len(k) > len(prefix)})
-        config.update({prefix + k: v for k, v in translate(java, kind).items()})
-        config[prefix + "logger"] = LIBRDKAFKA_LOG  # librdkafka's lines through Python logging
-    return config
 
 
 def _list(body: dict[str, Any], key: str) -> list[Any]:

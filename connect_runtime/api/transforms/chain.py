@@ -25,6 +25,7 @@ from typing import Any
 from connect_runtime.api.config import Type, parse_value
 from connect_runtime.api.connector_config import PREDICATES, TRANSFORMS
 from connect_runtime.api.errors import ConfigError, ConnectError
+from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.transforms.base import Predicate, Transformation
 from connect_runtime.api.transforms.registry import resolve
@@ -164,8 +165,7 @@ def _instance(kind: str, prefix: str, config: Mapping[str, Any], errors: dict[st
         errors.setdefault(type_key, []).append(
             f"Invalid value {name} for configuration {type_key}: could not be instantiated: {_one_line(exc)}")
         return None
-    own = {k[len(prefix):]: str(v) for k, v in config.items()
-           if k.startswith(prefix) and k[len(prefix):] not in (PREDICATE, NEGATE)}
+    own = {k: str(v) for k, v in with_prefix_stripped(config, prefix).items() if k not in (PREDICATE, NEGATE)}
     try:
         instance.configure(own)
     except ConfigError as exc:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect_runtime.api.client_overrides import ALLOW_ALL, OVERRIDE_PREFIXES, OverridePolicy, overrides
+from connect_runtime.api.client_overrides import ALLOW_ALL, OVERRIDE_PREFIXES, OverridePolicy
 from connect_runtime.api.config import ConfigDef, ConfigKey, ConfigValue, Type, parse_value
 from connect_runtime.api.connector import Connector, ExactlyOnceSupport, SourceConnector
 from connect_runtime.api.connector_config import (
@@ -27,6 +27,7 @@ from connect_runtime.api.connector_config import (
 )
 from connect_runtime.api.connector_config import CONNECTOR_CLASS as CONNECTOR_CLASS  # read by the herders
 from connect_runtime.api.errors import BadRequestError, ConnectError
+from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from connect_runtime.api.transforms import validate_chain
 from connect_runtime.clients import security_keys
 from connect_runtime.clients.sasl_properties import check_code_keys
@@ -111,7 +112,7 @@ def _override_code_errors(config: Mapping[str, str]) -> dict[str, str]:
     400, rather than failing (or running) when the task builds its client."""
     errors = {}
     for prefix in OVERRIDE_PREFIXES:
-        for key, message in check_code_keys(overrides(config, prefix)).items():
+        for key, message in check_code_keys(with_prefix_stripped(config, prefix)).items():
             full = prefix + key
             named = message.replace(f"configuration {key}", f"configuration {full}")
             errors[full] = named if full in named else f"{full}: {named.removeprefix(f'{key}: ')}"

@@ -60,13 +60,13 @@ from connect_runtime.api.client_overrides import (
     ALLOW_ALL,
     PRODUCER_OVERRIDES_PREFIX,
     OverridePolicy,
-    overrides,
     unread_principal_overrides,
 )
 from connect_runtime.api.config import redact
 from connect_runtime.api.connector_config import CONNECTOR_CLASS
 from connect_runtime.api.errors import ConfigError, ConflictError, ConnectError, NotFoundError
 from connect_runtime.api.metrics_registry import MetricsRegistry
+from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from connect_runtime.api.task import SourceTask, Task
 from connect_runtime.api.transforms import build_chain
 from connect_runtime.clients.factory import new_producer, translate
@@ -292,7 +292,7 @@ class Worker:
         ``Worker.baseProducerConfigs`` + ``connectorClientConfigOverrides``); ConfigError naming the first
         override key the worker's policy refuses."""
         self.override_policy.check(connector_config, connector)
-        connector_overrides = overrides(connector_config, PRODUCER_OVERRIDES_PREFIX)
+        connector_overrides = with_prefix_stripped(connector_config, PRODUCER_OVERRIDES_PREFIX)
         if not connector_overrides:
             return dict(self._producer_config)
         if self._producer_properties is None:  # only the translation is known (embedding, tests)

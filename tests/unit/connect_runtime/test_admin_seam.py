@@ -106,3 +106,20 @@ def test_transient_client_errors_are_retriable() -> None:
     fake = FakeAdminClient(answers={"create_partitions": {"t": KafkaError._TRANSPORT}})
     with pytest.raises(RetriableError):
         make(fake).create_partitions({"t": 3})
+
+
+def test_a_group_the_cluster_refuses_can_be_reported_in_a_given_state() -> None:
+    """The health probe reads a group the cluster answers with an error as DEAD; a timeout still raises."""
+    from types import SimpleNamespace
+
+    from confluent_kafka import ConsumerGroupState
+
+    fake = FakeAdminClient(answers={"describe_consumer_groups": {
+        "live": SimpleNamespace(state=ConsumerGroupState.STABLE), "gone": KafkaError.GROUP_ID_NOT_FOUND}})
+    assert make(fake).describe_consumer_groups(["live", "gone"], refused_state="DEAD") == {
+        "live": "STABLE", "gone": "DEAD"}
+    with pytest.raises(ConnectError, match="describing group gone"):
+        make(fake).describe_consumer_groups(["live", "gone"])
+    fake.answers["describe_consumer_groups"]["slow"] = TimeoutError()  # the future's wait runs out
+    with pytest.raises(ConnectError, match="timed out"):
+        make(fake).describe_consumer_groups(["slow"], refused_state="DEAD")
