@@ -86,6 +86,13 @@ class Member(WorkerProcess):
         return "".join(p.read_text(errors="replace") for p in sorted(self.tmp_path.glob("worker-*.log")))
 
 
+def task_log_lines(members: list[Member], task: int, limit: int = 30) -> str:
+    """Each worker's log lines about one task (starts, stops, failures), for a failure message."""
+    name = f"{CONNECTOR}-{task}"
+    return "\n".join(f"worker {m.index}: {line}" for m in members
+                     for line in [ln for ln in m.all_logs().splitlines() if name in ln][:limit])
+
+
 @pytest.fixture
 def members(tmp_path: Path, cluster_a: Cluster) -> Iterator[list[Member]]:
     group = unique("dw")
@@ -120,6 +127,7 @@ def read_output(bootstrap: str, topic: str) -> dict[int, list[dict[str, Any]]]:
     by_task: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for record in consume_all(bootstrap, topic, timeout_s=120):
         value = json.loads(record.value or b"{}")
+        value["offset"] = record.offset  # where it landed, for the failure message
         by_task[value["task"]].append(value)
     return by_task
 
@@ -261,7 +269,12 @@ def test_three_workers_share_move_and_fence_tasks(members: list[Member], cluster
     # -- the output: no gap, no task ever written by two workers at the same moment ----------------
     for task, records in sorted(output.items()):
         seqs = {r["seq"] for r in records}
-        assert seqs == set(range(limit)), f"task {task}: missing {sorted(set(range(limit)) - seqs)[:10]}"
+        if seqs != set(range(limit)):  # say where the neighbours landed and who wrote them, and the log's head
+            head = sorted((r["offset"], r["task"], r["seq"], r["worker_id"]) for rs in output.values() for r in rs)[:12]
+            near = sorted((r["seq"], r["offset"], r["worker_id"], r["ts"]) for r in records)[:4]
+            raise AssertionError(f"task {task}: missing {sorted(set(range(limit)) - seqs)[:10]}; its first records "
+                                 f"(seq, offset, worker, ts) {near}; the topic's first offsets (offset, task, "
+                                 f"seq, worker) {head}\n{task_log_lines(members, task)}")
         sessions = ownership_sessions(records)
         assert not overlaps(sessions, FENCING_WINDOW_MS), f"task {task}: overlapping writers {sessions}"
         assert max(r["seq"] for r in records) == limit - 1

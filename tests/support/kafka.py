@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connect_runtime.clients.log_reader import read_to_end
@@ -149,7 +149,18 @@ def consume_all(bootstrap: str, topic: str, timeout_s: float = 30.0,
 def commit_group_offsets(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """Commit offsets for a group without joining it (manual assign + commit)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + 30
     try:
-        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+        while True:
+            try:
+                consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                                asynchronous=False)
+                return
+            except KafkaException as exc:
+                # e.g. COORDINATOR_LOAD_IN_PROGRESS: Kafka's coordinator for a new group's partition is
+                # still loading (seen on a fresh Kafka 4.4 broker); librdkafka does not retry a sync commit
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         consumer.close()
