@@ -66,7 +66,12 @@ def test_every_dashboard_metric_is_served_by_a_live_driver(cluster_a: Cluster, c
                              topic, extra=(f"groups = {group}\n"
                                            "sync.group.offsets.enabled = true\n"
                                            "sync.group.offsets.interval.seconds = 1\n"
-                                           "health.refresh.interval.ms = 1000\n"))
+                                           "health.refresh.interval.ms = 1000\n"
+                                           # A's heartbeats topic may not exist yet when the forward
+                                           # flow first lists topics (the reverse herder creates it
+                                           # moments later); the default 600 s refresh would then keep
+                                           # replicated heartbeats, and so latency, away for the test
+                                           "refresh.topics.interval.seconds = 2\n"))
     # The node binds a port of its own choosing (--rest-port 0) and logs it: a port picked here and
     # passed in could be taken by another test's client socket before the node binds it.
     with MirrorMakerProcess(props, "--rest-port", "0") as node:

@@ -64,7 +64,10 @@ def page_server(request: pytest.FixtureRequest, cluster_a: Cluster, cluster_b: C
     topic = create_topic(cluster_a.bootstrap, unique("page"), partitions=1)
     produce(cluster_a.bootstrap, topic, 30)
     props = write_properties(tmp_path / "mm2.properties", src, tgt, cluster_a.bootstrap, cluster_b.bootstrap,
-                             topic, extra="health.refresh.interval.ms = 1000\n")
+                             topic, extra=("health.refresh.interval.ms = 1000\n"
+                                           # replicated heartbeats even when A's heartbeats topic is
+                                           # created after the first topic listing (default refresh 600 s)
+                                           "refresh.topics.interval.seconds = 2\n"))
     if request.param == "driver":
         with MirrorMakerProcess(props, "--rest-port", "0") as node:  # a port of its choosing, logged
             yield node.url, f"{src}->{tgt}"
