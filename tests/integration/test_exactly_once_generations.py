@@ -29,7 +29,8 @@ from tests.support.transactions import TopicTransactions, read_transactions
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SOURCE = "MirrorSourceConnector"
-_STARTING = re.compile(rf"^(\S+ \S+) .*Starting task {SOURCE}-\d+$", re.M)
+#: A task start and the size of the generation it belongs to (an old task restarted by a rebalance is "of 3").
+_STARTING = re.compile(rf"^(\S+ \S+) .*Starting task {SOURCE}-\d+ \(of (\d+)\)$", re.M)
 
 
 def _at(line_start: str) -> datetime:
@@ -98,7 +99,6 @@ def check_generations(a_bootstrap: str, b_bootstrap: str, tmp_path: Path, intern
         one.wait_running(2)
         two.wait_running(2)
         wait_until(lambda: _states(one, flow) == ["RUNNING"] * 3, 90, "3 tasks running")
-        marks = {node: len(_STARTING.findall(node.log_text())) for node in (one, two)}
         producing = threading.Thread(target=_paced, args=(a_bootstrap, topic, total // 2, total))
         producing.start()
         config = one.get(flow + "/config")
@@ -138,9 +138,12 @@ def check_generations(a_bootstrap: str, b_bootstrap: str, tmp_path: Path, intern
         [leader] = [n for n in (one, two) if fenced in n.log_text()]
         follower = two if leader is one else one
         [fenced_at] = [_at(line[:23]) for line in leader.log_text().splitlines() if line.endswith(fenced)]
-        new_starts = [_at(m) for n in (one, two) for m in _STARTING.findall(n.log_text())[marks[n]:]]
+        starts = [(_at(at), int(size)) for n in (one, two) for at, size in _STARTING.findall(n.log_text())]
+        new_starts = [at for at, size in starts if size == 1]
         assert new_starts, "no task of the new generation started"
         assert all(fenced_at <= started for started in new_starts), (fenced_at, new_starts)
+        old_after = [at for at, size in starts if size == 3 and at >= fenced_at]
+        assert not old_after, f"a task of the fenced generation started after the fence: {old_after}"
 
         records = _config_records(b_bootstrap, f"mm2-configs.{a}.internal")
         generations = [(k.split("-", 1)[0], v) for k, v in records

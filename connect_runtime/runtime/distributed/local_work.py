@@ -57,7 +57,8 @@ class LocalWork:
         for name, state in plan.target_state_changes:
             self._change_target_state(name, state)
         for task, config, state in plan.start_tasks:
-            self._start_task(task, snapshot.connector_configs[task.connector], config, state)
+            self._start_task(task, snapshot.connector_configs[task.connector], config, state,
+                             snapshot.task_count(task.connector))
         moved_with_connector = {name for name, _state in plan.target_state_changes}
         for task, state in plan.task_state_changes:
             self.running.task_states[task] = state
@@ -96,10 +97,11 @@ class LocalWork:
             logger.exception("Error stopping connector %s", name)
 
     def _start_task(self, task: ConnectorTaskId, connector_config: Mapping[str, str], config: Mapping[str, str],
-                    state: TargetState) -> None:
+                    state: TargetState, generation_size: int) -> None:
         self.running.tasks[task] = config
         self.running.task_states[task] = state
-        logger.info("Starting task %s", task)
+        # The generation's size tells a restart of an old task from a task of a new generation in the log.
+        logger.info("Starting task %s (of %d)", task, generation_size)
         try:
             self._worker.start_task(task, connector_config, config, state)
         except Exception as exc:
