@@ -21,8 +21,11 @@ from connect_runtime.logging_context import ContextFilter
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(flow)s %(connector_task)s] %(name)s: %(message)s"
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 #: Third-party loggers kept at WARNING unless a log level or config file says otherwise: kafka-python
-#: (group membership) and uvicorn log every connection at INFO; librdkafka notices are rarely useful.
+#: and uvicorn log every connection at INFO; librdkafka notices are rarely useful.
 QUIET_LOGGERS = ("kafka", "librdkafka", "uvicorn", "uvicorn.error", "uvicorn.access", "httpx", "py4j")
+#: ...except kafka-python's group membership: joins, coordinator changes and rebalances, one line each
+#: (as Java's AbstractCoordinator logs them), so a rebalance that does not complete shows why.
+MEMBERSHIP_LOGGER = "kafka.coordinator"
 
 
 def log_level(value: str) -> str:
@@ -51,6 +54,7 @@ def configure_logging(level: str | None, config_path: str | None, default_config
         if level is None:
             for noisy in QUIET_LOGGERS:
                 logging.getLogger(noisy).setLevel(logging.WARNING)
+            logging.getLogger(MEMBERSHIP_LOGGER).setLevel(logging.INFO)
         scrub_secrets_in_handlers()
         return
     try:
