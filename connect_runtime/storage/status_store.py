@@ -10,8 +10,15 @@ Invariant "generation": statuses race. When a task moves from worker A to worker
 "UNASSIGNED" must not overwrite B's "RUNNING". :meth:`put_safe` therefore writes only if the status
 it would replace was written by the same worker or by an older (or equal) group generation, the
 rule of Java's ``CacheEntry.canWriteSafely``. Shutdown and failure reports use ``put_safe``; a
-worker reporting that it now runs something uses ``put``. Reads accept every record: the log order
-is the truth, the rule only filters what a worker adds to it.
+worker reporting that it now runs something uses ``put``.
+
+Reads apply the same rule to those reports (UNASSIGNED and FAILED): one that could not have been
+written safely over the status read before it is not applied. ``put_safe`` checks when the record is
+handed to the producer, and the producer may deliver it much later: a worker cut off from the broker
+stops its work, and its UNASSIGNED is sent once the link is back, after the next owner's RUNNING
+(found by the soak: every worker then showed the task UNASSIGNED on the old owner while the new one
+ran it, until the next restart). Java narrows this window with a producer that never retries; the
+read rule closes it. Every worker reads the same log in the same order, so all apply the same rule.
 
 Every status is read by every worker (the topic is read in full), so ``GET .../status`` can be served
 by any worker. The same holds for KIP-558 topic statuses (``status-topic-<t>:connector-<c>``, see
@@ -41,6 +48,8 @@ TASK_STATUS_PREFIX = "status-task-"
 
 #: Java's retries of a failed status write while it is still the latest for its key.
 _MAX_WRITE_ATTEMPTS = 5
+#: What a worker reports when it stops running something (written with ``put_safe``, read by its rule).
+_RELEASES = frozenset({State.UNASSIGNED, State.FAILED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,8 +208,8 @@ class KafkaStatusStore:
         """The latest status is UNASSIGNED, written by a worker that could write it safely over the status of
         the highest generation read (invariant "generation"). A worker that lost the group stops its work
         late and writes UNASSIGNED after the next owner's RUNNING (its status reader may lag, so its
-        ``put_safe`` cannot tell): that work was not released by its last owner, and if that owner is gone,
-        it crashed."""
+        ``put_safe`` cannot tell; reads do not apply it, see the module docstring): that work was not
+        released by its last owner, and if that owner is gone, it crashed."""
         ident: Any = connector if task is None else ConnectorTaskId(connector, task)
         with self._lock:
             latest = (self._connectors if task is None else self._tasks).get(ident)
@@ -239,7 +248,12 @@ class KafkaStatusStore:
                 table.pop(ident, None)
                 self._newest_generation.pop(ident, None)
             else:
-                table[ident] = status
+                if status.state in _RELEASES and not can_write_safely(table.get(ident), status):
+                    logger.debug("Not applying a late %s status of %s by %s (generation %d) over %s's of "
+                                 "generation %d", status.state.value, key, status.worker_id, status.generation,
+                                 table[ident].worker_id, table[ident].generation)
+                else:
+                    table[ident] = status
                 newest = self._newest_generation.get(ident)
                 if newest is None or status.generation >= newest.generation:
                     self._newest_generation[ident] = status

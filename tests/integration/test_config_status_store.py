@@ -145,25 +145,34 @@ def test_a_late_unassigned_of_an_older_generation_is_not_a_release(cluster_a: Cl
     RUNNING, and its status reader lagged (the network to the broker had been cut), so its ``put_safe``
     wrote UNASSIGNED over the newer RUNNING. When the next owner was then killed, the leader read that
     UNASSIGNED as a clean release and held the work 300 s for a return that never came. Released means
-    written by a worker that could write it safely over the newest generation read."""
+    written by a worker that could write it safely over the newest generation read.
+
+    Found by the 10-minute soak: the late UNASSIGNED (or FAILED) must not even replace the next owner's
+    RUNNING in what any worker reads, or every worker's REST shows the task UNASSIGNED on its old owner
+    while the new owner runs it, until the next restart."""
     topic = unique("status-release")
     lagging = status_store(cluster_a.bootstrap, topic, stores)
-    lagging.put(Status("c", State.RUNNING, "w1:8083", 79, task=0))
-    lagging.put(Status("c", State.RUNNING, "w1:8083", 79, task=1))
+    for task in (0, 1, 2):
+        lagging.put(Status("c", State.RUNNING, "w1:8083", 79, task=task))
     lagging.flush()
     leader = status_store(cluster_a.bootstrap, topic, stores)
-    leader.put(Status("c", State.RUNNING, "w2:8083", 80, task=0))  # the next owner
-    leader.put(Status("c", State.RUNNING, "w2:8083", 80, task=1))
+    for task in (0, 1, 2):
+        leader.put(Status("c", State.RUNNING, "w2:8083", 80, task=task))  # the next owner
     leader.put(Status("c", State.UNASSIGNED, "w2:8083", 80, task=1))  # which released task 1 cleanly
     leader.flush()
     lagging.put(Status("c", State.UNASSIGNED, "w1:8083", 79, task=0))  # the late stop, written blindly
+    lagging.put(Status("c", State.FAILED, "w1:8083", 79, "late trace", task=2))  # a late failure
+    lagging.put(Status("c", State.RUNNING, "w1:8083", 79, task=3))  # a marker: all before it was read
     lagging.flush()
-    wait_until(lambda: getattr(leader.get_task("c", 0), "worker_id", None) == "w1:8083", 15,
-               "the leader reads the late UNASSIGNED")
+    wait_until(lambda: leader.get_task("c", 3) is not None, 15, "the leader reads the late records")
     wait_until(lambda: leader.released_by_last_owner("c", 1), 15, "the leader reads the clean release")
-    assert not leader.released_by_last_owner("c", 0)
     reloaded = status_store(cluster_a.bootstrap, topic, stores)  # the same from a full read of the topic
-    assert not reloaded.released_by_last_owner("c", 0) and reloaded.released_by_last_owner("c", 1)
+    wait_until(lambda: reloaded.get_task("c", 3) is not None, 15, "a new reader reads the whole topic")
+    for store in (leader, reloaded, lagging):
+        for task in (0, 2):
+            current = store.get_task("c", task)
+            assert current is not None and (current.state, current.worker_id) == (State.RUNNING, "w2:8083"), current
+        assert not store.released_by_last_owner("c", 0) and store.released_by_last_owner("c", 1)
     lagging.put(Status("c", State.UNASSIGNED, "w1:8083", 81, task=0))  # a later generation's release
     lagging.flush()
     wait_until(lambda: leader.released_by_last_owner("c", 0), 15, "a release of a newer generation")

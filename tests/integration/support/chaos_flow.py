@@ -89,14 +89,22 @@ class ChaosFlow:
 
     def wait_tasks(self, timeout_s: float = 120) -> None:
         """Every source task RUNNING on a live node."""
+        seen: list[object] = []
+
         def ready() -> bool:
             live = [n for n in self.nodes if n.proc and n.proc.poll() is None]
             states = live[0].task_states(self.a, self.b, CONNECTOR)
             workers = self.workers()
+            seen[:] = [states, sorted(workers)]
             return bool(states) and all(s == "RUNNING" and w in workers for s, w in states)
 
-        wait_until(ready, timeout_s, "source tasks running",
-                   interval_s=0.5, retry_on=(httpx.HTTPError, OSError))
+        try:
+            wait_until(ready, timeout_s, "source tasks running",
+                       interval_s=0.5, retry_on=(httpx.HTTPError, OSError))
+        except AssertionError as exc:
+            exc.add_note(f"last (state, worker) per task seen by the first live node: {seen[:1]}; "
+                         f"live workers: {seen[1:]}")
+            raise
 
     def lifted(self) -> None:
         """The fault is over: records sent from now on measure the recovery."""
