@@ -23,7 +23,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 #: The logger librdkafka's lines go to (``etc/logging.yaml`` sets its level).
@@ -42,43 +42,19 @@ PURGED_IN_FLIGHT_MEANS = (" (the producer was closed with records in flight: the
                           "source offsets are not committed and they are sent again)")
 
 
-class RateLimitedLog:
-    """The ``logger`` object confluent-kafka calls as ``log(level, "%s [%s] %s", facility, client, text)``.
+class RepeatGate:
+    """Lets the first line of each kind through, then holds back its repeats for ``interval_s``.
 
-    It must never raise: an exception in a log callback would surface in the poll of whichever client
-    logged, on a hot path.
+    Shared by librdkafka's lines (below) and kafka-python's (:mod:`connect_runtime.clients.kafka_python_logging`).
     """
 
-    def __init__(self, logger: logging.Logger, interval_s: float = DEFAULT_INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.logger = logger
+    def __init__(self, interval_s: float = DEFAULT_INTERVAL_S, clock: Callable[[], float] = time.monotonic) -> None:
         self.interval_s = interval_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._kinds: dict[tuple[int, str, str], list[float]] = {}  # kind -> [logged at, held back]
+        self._kinds: dict[Hashable, list[float]] = {}  # kind -> [logged at, held back]
 
-    def log(self, level: int, msg: str, *args: Any) -> None:
-        try:
-            if not self.logger.isEnabledFor(level):
-                return
-            if len(args) != 3:
-                self.logger.log(level, msg, *args)
-                return
-            facility, client, text = (str(a) for a in args)
-            if PURGED_IN_FLIGHT in text and level > logging.WARNING:
-                level, text = logging.WARNING, text + PURGED_IN_FLIGHT_MEANS
-            held = self._admit((level, facility, _DETAIL.sub("", text)))
-            if held is None:
-                return
-            if held:
-                self.logger.log(level, "%s [%s] %s (%d more like this in the last %.0fs)", facility, client, text,
-                                held, self.interval_s)
-            else:
-                self.logger.log(level, "%s [%s] %s", facility, client, text)
-        except Exception:
-            pass
-
-    def _admit(self, kind: tuple[int, str, str]) -> int | None:
+    def admit(self, kind: Hashable) -> int | None:
         """None to hold this line back, else how many of its kind were held back since the last one."""
         now = self._clock()
         with self._lock:
@@ -93,6 +69,40 @@ class RateLimitedLog:
             self._kinds[kind] = [now, 0]
             return int(entry[1]) if entry is not None else 0
 
+
+class RateLimitedLog:
+    """The ``logger`` object confluent-kafka calls as ``log(level, "%s [%s] %s", facility, client, text)``.
+
+    It must never raise: an exception in a log callback would surface in the poll of whichever client
+    logged, on a hot path.
+    """
+
+    def __init__(self, logger: logging.Logger, interval_s: float = DEFAULT_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.logger = logger
+        self.interval_s = interval_s
+        self._gate = RepeatGate(interval_s, clock)
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        try:
+            if not self.logger.isEnabledFor(level):
+                return
+            if len(args) != 3:
+                self.logger.log(level, msg, *args)
+                return
+            facility, client, text = (str(a) for a in args)
+            if PURGED_IN_FLIGHT in text and level > logging.WARNING:
+                level, text = logging.WARNING, text + PURGED_IN_FLIGHT_MEANS
+            held = self._gate.admit((level, facility, _DETAIL.sub("", text)))
+            if held is None:
+                return
+            if held:
+                self.logger.log(level, "%s [%s] %s (%d more like this in the last %.0fs)", facility, client, text,
+                                held, self.interval_s)
+            else:
+                self.logger.log(level, "%s [%s] %s", facility, client, text)
+        except Exception:
+            pass
 
 #: The one log sink every client gets (its rate limit spans all clients of the process).
 LIBRDKAFKA_LOG = RateLimitedLog(logging.getLogger(LOGGER_NAME))

@@ -45,6 +45,7 @@ from typing import Any
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.clients import tls_policy
 from connect_runtime.clients.java_stores import KeyMaterial
+from connect_runtime.clients.kafka_python_logging import limit_kafka_python_logs
 from connect_runtime.clients.sasl_properties import token_source
 from connect_runtime.clients.ssl_context import client_context
 
@@ -125,6 +126,7 @@ if _missing:
 
 #: What kafka-python raises; callers catch it without importing kafka-python.
 KafkaError = kafka_errors.KafkaError
+limit_kafka_python_logs()
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +264,7 @@ class KafkaPythonCoordinator:
         ``client_config`` holds kafka-python client keywords (see :func:`kafka_python_config`).
         """
         config = dict(client_config)
+        limit_kafka_python_logs()  # the loggers of modules kafka-python imported since
         net = NetworkSelector(**config)
         client = KafkaNetClient(net=net, **config)
         net.start()

@@ -58,7 +58,7 @@ def test_disabled_levels_cost_nothing_and_a_broken_handler_never_raises(caplog: 
     caplog.set_level(logging.WARNING, logger="test.librdkafka")
     log = RateLimitedLog(target, interval_s=60)
     log.log(logging.INFO, "%s [%s] %s", "BGQUEUE", "rdkafka#producer-1", "Purging 1 unserved events")
-    assert _lines(caplog) == [] and log._kinds == {}
+    assert _lines(caplog) == [] and log._gate._kinds == {}
 
     class Broken(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
@@ -75,7 +75,7 @@ def test_factory_clients_log_through_the_librdkafka_logger(caplog: pytest.LogCap
     """A real producer with no bootstrap.servers logs a CONFWARN (syslog 5, NOTICE) at once; it arrives as a
     Python record at INFO."""
     caplog.set_level(logging.INFO, logger=LOGGER_NAME)
-    LIBRDKAFKA_LOG._kinds.clear()
+    LIBRDKAFKA_LOG._gate._kinds.clear()
     producer = new_producer({})
     wait_until(lambda: producer.poll(0.1) >= 0 and any(r.name == LOGGER_NAME for r in caplog.records), 10,
                "librdkafka's CONFWARN as a Python record")
@@ -86,7 +86,7 @@ def test_factory_clients_log_through_the_librdkafka_logger(caplog: pytest.LogCap
 
 def test_admin_clients_lines_are_collected_without_anyone_polling(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER_NAME)
-    LIBRDKAFKA_LOG._kinds.clear()
+    LIBRDKAFKA_LOG._gate._kinds.clear()
     admin = new_admin({})
     wait_until(lambda: any("rdkafka#producer" in r.getMessage() and r.name == LOGGER_NAME
                            for r in caplog.records), 10, "the admin client's CONFWARN")
