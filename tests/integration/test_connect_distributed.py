@@ -167,6 +167,21 @@ def committed_offsets(bootstrap: str, offsets_topic: str) -> dict[int, int]:
     return out
 
 
+def offsets_history(bootstrap: str, offsets_topic: str) -> str:
+    """Every record of the connector's offsets in log order (partition/offset, time, key, value): what
+    a failed assertion on where a task resumed must show."""
+    lines = []
+    for record in consume_all(bootstrap, offsets_topic, timeout_s=60):
+        if record.key is not None and json.loads(record.key)[0] == CONNECTOR:
+            lines.append(f"{record.partition}/{record.offset} {record.timestamp} {record.key!r} {record.value!r}")
+    return "\n".join(lines)
+
+
+def log_excerpt(log: str, *needles: str) -> str:
+    """The worker log's lines holding any of ``needles``."""
+    return "\n".join(line for line in log.splitlines() if any(n in line for n in needles))
+
+
 def wait_for_records(bootstrap: str, topic: str, count: int, timeout_s: float = 30.0) -> None:
     """Wait until ``topic`` holds at least ``count`` records.
 
@@ -296,7 +311,10 @@ def test_pause_resume_stop_restart_and_kip875_offsets(worker_factory: Any, clust
     wait_until(lambda: worker.states() == ("PAUSED", ["PAUSED", "PAUSED"]), 30, "paused")
     wait_for_flow_to_stop(cluster_a.bootstrap, topic)
     seen = records_by_task(cluster_a.bootstrap, topic)
-    assert (seen[0][0], seen[1][0]) == (2, 2), "both tasks started again from seq 0"
+    assert (seen[0][0], seen[1][0]) == (2, 2), (
+        "both tasks started again from seq 0\n"
+        + offsets_history(cluster_a.bootstrap, worker.props["offset.storage.topic"]) + "\n"
+        + log_excerpt(worker.log(), "offset", "task", "target state", "Stopping"))
     assert worker.rest("PUT", f"/connectors/{CONNECTOR}/resume").status_code == 202
 
     # Restart with tasks: 202 with RESTARTING states, then the tasks are re-created and RUNNING again.

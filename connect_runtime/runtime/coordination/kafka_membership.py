@@ -3,9 +3,10 @@
 :class:`KafkaGroupMembership` implements :class:`~connect_runtime.runtime.coordination.membership.GroupMembership`
 on kafka-python's ``BaseCoordinator``, reached only through :mod:`.kafka_python_adapter` (the one
 module that touches kafka-python): JoinGroup / SyncGroup / Heartbeat / LeaveGroup with protocol type
-``connect`` (wire format in :mod:`.protocol`). The broker picks the leader; the leader runs the
-incremental cooperative assignor (:mod:`connect_runtime.runtime.coordination.assignor`) over the config snapshot the
-herder last handed to :meth:`KafkaGroupMembership.poll`; every member learns its share in SyncGroup.
+``connect`` (wire format in :mod:`.protocol`, or Java's: :mod:`.group_wire`). The broker picks the leader;
+the leader runs the incremental cooperative assignor (:mod:`connect_runtime.runtime.coordination.assignor`)
+over the config snapshot the herder last handed to :meth:`KafkaGroupMembership.poll`; every member learns
+its share in SyncGroup.
 
 Threads. kafka-python runs one IO thread per client: heartbeats, and the JoinGroup/SyncGroup exchange
 including the adapter's callbacks (``_join_metadata``, ``_leader_assign`` - the leader's assignor -,
@@ -41,6 +42,7 @@ from connect_runtime.api.errors import ConnectError
 from connect_runtime.metrics import RebalanceMetrics
 from connect_runtime.runtime.coordination import protocol
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
+from connect_runtime.runtime.coordination.group_wire import OWN_WIRE, GroupWire, wire_for
 from connect_runtime.runtime.coordination.kafka_python_adapter import (
     CoordinatorCallbacks,
     CoordinatorSettings,
@@ -81,8 +83,11 @@ class KafkaGroupMembership:
                  scheduled_rebalance_crash_delay_ms: int = 0, bootstrap_timeout_s: float = 30.0,
                  worker_sync_timeout_ms: int = 3_000, notify: Callable[[], None] | None = None,
                  released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None,
-                 metrics: RebalanceMetrics | None = None, internal_rest: bool = True) -> None:
+                 metrics: RebalanceMetrics | None = None, internal_rest: bool = True,
+                 wire: GroupWire = OWN_WIRE) -> None:
         self.group_id = group_id
+        #: The group protocol on the wire: ours, or Java's ``sessioned`` (:mod:`.group_wire`).
+        self.wire = wire
         #: Whether this worker, as a follower, can reach the leader over internal REST (told to the
         #: leader in every JoinGroup; see "Connectors on the leader" in the module docstring).
         self.internal_rest = internal_rest
@@ -100,7 +105,7 @@ class KafkaGroupMembership:
         self._notify_herder = notify
         self._assignor = IncrementalCooperativeAssignor(scheduled_rebalance_max_delay_ms,
                                                         scheduled_rebalance_crash_delay_ms)
-        self._rounds = LeaderRounds(group_id, advertised_url, self._assignor, released_work)
+        self._rounds = LeaderRounds(group_id, advertised_url, self._assignor, released_work, wire)
         self._rebalance_timer = RebalanceTimer(metrics)
         self._coordinator: KafkaPythonCoordinator | None = None
         self._wakeup = threading.Event()
@@ -125,7 +130,8 @@ class KafkaGroupMembership:
                            metrics: RebalanceMetrics | None = None,
                            internal_rest: bool = True) -> KafkaGroupMembership:
         """From the worker config: group.id, the session / heartbeat / rebalance timeouts, the delay,
-        and the connection and security settings (``admin.``-prefixed overrides included)."""
+        the group protocol (``connect.protocol``) and the connection and security settings (``admin.``-prefixed
+        overrides included)."""
         client = kafka_python_config(config.admin_config("coordinator"))
         return cls(config.group_id, advertised_url, client,
                    session_timeout_ms=int(config[wc.SESSION_TIMEOUT_MS]),
@@ -134,7 +140,8 @@ class KafkaGroupMembership:
                    scheduled_rebalance_max_delay_ms=int(config[wc.SCHEDULED_REBALANCE_MAX_DELAY_MS]),
                    scheduled_rebalance_crash_delay_ms=int(config[wc.SCHEDULED_REBALANCE_CRASH_DELAY_MS]),
                    worker_sync_timeout_ms=int(config[wc.WORKER_SYNC_TIMEOUT_MS]), notify=notify,
-                   released_work=released_work, metrics=metrics, internal_rest=internal_rest)
+                   released_work=released_work, metrics=metrics, internal_rest=internal_rest,
+                   wire=wire_for(config[wc.CONNECT_PROTOCOL]))
 
     # -- what the herder and REST read ---------------------------------------------------------------
 
@@ -259,9 +266,9 @@ class KafkaGroupMembership:
                                          confirmed=self._confirm, changed=self._notify)
         self._coordinator = KafkaPythonCoordinator.connect(
             {"client_id": f"connect-{self.group_id}", **self._client_config}, self._settings,
-            protocol.PROTOCOL_TYPE, protocol.PROTOCOL_NAME, callbacks, timeout_s)
-        logger.info("Group %s: member client started (broker version %s), advertised URL %s",
-                    self.group_id, self._coordinator.broker_version, self.advertised_url)
+            protocol.PROTOCOL_TYPE, self.wire.name, callbacks, timeout_s)
+        logger.info("Group %s: member client started (broker version %s, protocol %s), advertised URL %s",
+                    self.group_id, self._coordinator.broker_version, self.wire.name, self.advertised_url)
 
     def _join_once(self, timeout_s: float) -> Assignment | None:
         assert self._coordinator is not None
@@ -280,7 +287,7 @@ class KafkaGroupMembership:
     def _apply(self, completed: _Completed) -> Assignment | None:
         assert self._coordinator is not None
         try:
-            wire = protocol.decode_assignment(completed.data)
+            wire = self.wire.decode_assignment(completed.data)
         except protocol.ProtocolError as exc:
             logger.error("Group %s generation %d: %s; rejoining", self.group_id, completed.generation, exc)
             self._rejoin_at = time.monotonic() + self._heartbeat_s
@@ -371,8 +378,8 @@ class KafkaGroupMembership:
             self._join_seq += 1
             join_seq = self._join_seq
         SessionLease.check_rejoin(bool(owned), generation_lost)
-        return protocol.encode_metadata(protocol.MemberMetadata(self.advertised_url, snapshot.offset, owned, join_seq,
-                                                                self.internal_rest))
+        return self.wire.encode_metadata(protocol.MemberMetadata(self.advertised_url, snapshot.offset, owned,
+                                                                 join_seq, self.internal_rest))
 
     def _joined(self, generation: int, member_id: str, data: bytes) -> None:
         """IO thread: a JoinGroup + SyncGroup finished; the herder's next poll applies it."""

@@ -35,6 +35,7 @@ from connect_runtime.runtime.coordination.assignor import (
     IncrementalCooperativeAssignor,
     MemberAssignment,
 )
+from connect_runtime.runtime.coordination.group_wire import OWN_WIRE, GroupWire
 from connect_runtime.storage.config_store import ClusterConfigState
 
 logger = logging.getLogger(__name__)
@@ -44,15 +45,17 @@ class LeaderRounds:
     """The assignor's rounds for group ``group_id``, this worker (advertised as ``advertised_url``) leading.
 
     ``released_work`` says which of the given work its last owner stopped cleanly (the assignor's
-    invariant D); without it every departure counts as a crash.
+    invariant D); without it every departure counts as a crash. ``wire``: the group protocol's encoding.
     """
 
     def __init__(self, group_id: str, advertised_url: str | None, assignor: IncrementalCooperativeAssignor,
-                 released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None) -> None:
+                 released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None,
+                 wire: GroupWire = OWN_WIRE) -> None:
         self._group_id = group_id
         self._advertised_url = advertised_url
         self.assignor = assignor
         self._released_work = released_work
+        self._wire = wire
 
     def group_round(self, leader_id: str, generation: int, metadata: Mapping[str, bytes],
                     snapshot: ClusterConfigState, last_completed: int | None) -> dict[str, bytes]:
@@ -60,7 +63,7 @@ class LeaderRounds:
         members: dict[str, protocol.MemberMetadata] = {}
         for member_id, data in metadata.items():
             try:
-                members[member_id] = protocol.decode_metadata(data)
+                members[member_id] = self._wire.decode_metadata(data)
             except protocol.ProtocolError as exc:
                 logger.error("Group %s: member %s: %s; treating it as owning nothing", self._group_id,
                              member_id, exc)
@@ -69,7 +72,7 @@ class LeaderRounds:
 
         def wire(plan_member: MemberAssignment | None = None, *, error: int = protocol.NO_ERROR,
                  delay_ms: int = 0) -> bytes:
-            return protocol.encode_assignment(protocol.WireAssignment(
+            return self._wire.encode_assignment(protocol.WireAssignment(
                 error, leader_id, self._advertised_url, snapshot.offset if not error else max_offset,
                 plan_member.assigned if plan_member else EMPTY, plan_member.revoked if plan_member else EMPTY,
                 delay_ms))

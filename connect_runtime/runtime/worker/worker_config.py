@@ -64,6 +64,7 @@ EXACTLY_ONCE_SOURCE_SUPPORT = "exactly.once.source.support"
 CONFIG_PROVIDERS = "config.providers"
 TASK_SHUTDOWN_TIMEOUT_MS = "task.shutdown.graceful.timeout.ms"
 WORKER_SYNC_TIMEOUT_MS = "worker.sync.timeout.ms"
+CONNECT_PROTOCOL = "connect.protocol"
 REST_REQUEST_TIMEOUT_MS = "rest.request.timeout.ms"
 INTER_WORKER_KEY_TTL_MS = "inter.worker.key.ttl.ms"
 TOPIC_TRACKING_ENABLE = "topic.tracking.enable"
@@ -75,6 +76,14 @@ _CONNECT = "Connect"
 _REST = "REST"
 _GROUP = "Group membership"
 _STORAGE = "Internal topics"
+
+
+def _java_group_protocol(name: str, value: Any) -> None:
+    """``connect.protocol``: unset, or Java's ``sessioned`` (coordination/group_wire.py says why no other)."""
+    if value is not None and str(value).strip().lower() != "sessioned":
+        raise ConfigError(f"Invalid value {value!r} for configuration {name}: only 'sessioned' (Java's protocol, to "
+                          "share a group with Java workers) is supported; delete the key for this runtime's own "
+                          "protocol", name)
 
 
 def _rf(name: str, topic: str) -> ConfigKey:
@@ -150,6 +159,13 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
               "Expected time between heartbeats to the group coordinator.", at_least(1), _GROUP),
     ConfigKey(REBALANCE_TIMEOUT_MS, Type.INT, 60000, Importance.HIGH,
               "How long each worker may take to join the group during a rebalance.", at_least(1), _GROUP),
+    ConfigKey(CONNECT_PROTOCOL, Type.STRING, None, Importance.LOW,
+              "The group protocol. Unset: this runtime's own (JSON; Java workers cannot join its group). "
+              "'sessioned': Java Connect's, byte for byte (KIP-507 signed requests), so that this worker can "
+              "share a group with Java Connect or MirrorMaker 2 workers, lead it or follow a Java leader "
+              "(replacing a Java fleet node by node: docs/migration.md). Java's 'compatible' and 'default' are "
+              "not offered: a Java worker set to either is refused by the group (INCONSISTENT_GROUP_PROTOCOL).",
+              _java_group_protocol, _GROUP),
     ConfigKey(WORKER_SYNC_TIMEOUT_MS, Type.INT, 3000, Importance.MEDIUM,
               "How long a newly elected leader waits to fence the previous leader's config writer and catch "
               "up with the config topic; when it cannot, it retries on its next config write.",

@@ -86,6 +86,7 @@ WORKER: dict[str, Works | Refused | Owned | str] = {
                                   "wc.REBALANCE_TIMEOUT_MS"),
     "worker.sync.timeout.ms": Works("connect_runtime/runtime/coordination/kafka_membership.py",
                                     "wc.WORKER_SYNC_TIMEOUT_MS"),
+    "connect.protocol": Works("connect_runtime/runtime/coordination/kafka_membership.py", "wc.CONNECT_PROTOCOL"),
     "exactly.once.source.support": Works("connect_runtime/runtime/distributed/assembly.py",
                                          "config.exactly_once_source_enabled"),
     "config.providers": Works("connect_runtime/api/config_provider.py", '"config.providers"'),
