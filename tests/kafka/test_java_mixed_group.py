@@ -14,7 +14,9 @@ and the consumer group's checkpoints keep advancing. Java's side is MirrorMaker 
   three Java nodes, each replaced by one of ours in turn (SIGTERM the Java node, start ours), then one of ours
   replaced by a Java node again (a rollback of one step). Through all of it every partition keeps flowing (no
   gap over 60 s), nothing is lost, each step duplicates at most 2,500 records, and checkpoints keep arriving.
-  The per-step timeline is printed (``-s``).
+  At the end Java's view of the group (its own ``KafkaStatusBackingStore`` reading the status topic:
+  ``StatusProbe.java``; a dedicated Java MirrorMaker serves no public REST) equals ours (our REST status), and
+  shows tasks on both kinds of node. The per-step timeline is printed (``-s``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
 from tests.kafka.test_java_interop import mm2_properties
 from tests.support.apache_kafka import KafkaBroker
 from tests.support.chaos import Arrival, Checker, LoadGenerator, analyse
-from tests.support.java_mm2 import JavaMirrorMaker
+from tests.support.java_mm2 import JavaMirrorMaker, run_status_probe
 from tests.support.kafka import commit_group_offsets, consume_all, create_topic, topics, unique, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka, pytest.mark.slow, pytest.mark.flaky(reruns=0)]
@@ -44,6 +46,7 @@ TASKS = 4
 RATE_PER_S = 500.0
 DUPLICATES_ALLOWED = 2500
 SOURCE = "MirrorSourceConnector"
+CONNECTORS = (SOURCE, "MirrorCheckpointConnector")
 
 
 class _Stoppable(Protocol):
@@ -252,6 +255,57 @@ def _step(number: int, flow: _Flow, nodes: list[JavaMirrorMaker | MirrorMakerPro
     return after
 
 
+def _our_view(node: MirrorMakerProcess, flow: _Flow) -> dict[str, object]:
+    """Our REST status of the flow's connectors, in StatusProbe.java's shape."""
+    view: dict[str, object] = {}
+    for connector in CONNECTORS:
+        status = node.get(f"/{flow.a}/{flow.b}/connectors/{connector}/status")
+        view[connector] = {"state": status["connector"]["state"], "worker_id": status["connector"]["worker_id"],
+                           "tasks": [{"id": t["id"], "state": t["state"], "worker_id": t["worker_id"]}
+                                     for t in sorted(status["tasks"], key=lambda t: t["id"])]}
+    return view
+
+
+def _views_agree(flow: _Flow, nodes: list[JavaMirrorMaker | MirrorMakerProcess]) -> dict[str, object]:
+    """Wait until Java's view of the statuses (Java's own status store) equals ours, both steady; Java's."""
+    ours = next(n for n in nodes if isinstance(n, MirrorMakerProcess))
+    seen: list[tuple[object, object]] = []
+
+    def agree() -> bool:
+        before = _our_view(ours, flow)
+        java = run_status_probe(flow.target, f"mm2-status.{flow.a}.internal", CONNECTORS, flow.properties.parent)
+        java = {c: {**v, "tasks": sorted(v["tasks"], key=lambda t: t["id"])} for c, v in java.items()}
+        seen.append((before, java))
+        return before == java == _our_view(ours, flow)
+    try:
+        wait_until(agree, 120, "Java's view of the group equal to ours", interval_s=2)
+    except AssertionError as exc:
+        exc.add_note(f"last views (ours, Java's): {seen[-1:]}")
+        raise
+    java_view = seen[-1][1]
+    assert isinstance(java_view, dict)
+    workers = {t["worker_id"] for t in java_view[SOURCE]["tasks"]}
+    kinds = {isinstance(n, JavaMirrorMaker) for n in nodes}
+    assert kinds == {True, False} and len(workers) >= 2, f"tasks on both kinds of node: {workers}"
+    return java_view
+
+
+def _rates(arrivals: list[Arrival], began_ms: float, step_starts_ms: list[float], bucket_s: float = 5.0) -> str:
+    """Records/s arriving on the target per ``bucket_s`` since ``began_ms`` (first arrivals only), each step's
+    start marked: the timeline of the migration."""
+    firsts: dict[tuple[int, int], float] = {}
+    for arrival in arrivals:
+        firsts.setdefault((arrival.partition, arrival.sequence), arrival.arrived_ms)
+    buckets: dict[int, int] = {}
+    for arrived_ms in firsts.values():
+        if arrived_ms >= began_ms:
+            buckets[int((arrived_ms - began_ms) / 1000 // bucket_s)] = buckets.get(
+                int((arrived_ms - began_ms) / 1000 // bucket_s), 0) + 1
+    starts = {int((start - began_ms) / 1000 // bucket_s): n for n, start in enumerate(step_starts_ms, 1)}
+    return " ".join(f"{'|step ' + str(starts[b]) + '| ' if b in starts else ''}{buckets.get(b, 0) / bucket_s:.0f}"
+                    for b in range(max(buckets, default=0) + 1))
+
+
 @pytest.mark.timeout(1500)
 def test_a_java_fleet_is_replaced_node_by_node_and_one_step_rolled_back(
         kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, running: list[_Stoppable]) -> None:
@@ -298,6 +352,7 @@ def test_a_java_fleet_is_replaced_node_by_node_and_one_step_rolled_back(
                             began_ms)
         time.sleep(5)  # deliberate: replicate under load between steps
 
+    java_view = _views_agree(flow, nodes)
     load.stop()
     wait_until(lambda: checker.has_all(load.acked), 180, "every acknowledged record on B", interval_s=0.5)
     checker.stop()
@@ -305,8 +360,10 @@ def test_a_java_fleet_is_replaced_node_by_node_and_one_step_rolled_back(
     report = analyse("Java fleet replaced node by node, one step rolled back", load.acked, arrivals, began_ms)
     duplicates = _duplicates_by_step(arrivals, step_starts_ms)
     gaps = _longest_gaps_s(arrivals, began_ms)
-    print("\n" + "\n".join(timeline) + f"\nduplicates per step: {duplicates}; longest gap per partition (s): "
-          + ", ".join(f"{p}: {g:.1f}" for p, g in gaps.items()) + f"\n{report.table()}")
+    print("\n" + "\n".join(timeline) + f"\nJava's view at the end: {json.dumps(java_view)}"
+          + f"\nduplicates per step: {duplicates}; longest gap per partition (s): "
+          + ", ".join(f"{p}: {g:.1f}" for p, g in gaps.items())
+          + f"\nrecords/s on B per 5 s: {_rates(arrivals, began_ms, step_starts_ms)}\n{report.table()}")
     assert not load.errors, load.errors[:3]
     assert report.lost == 0, report.table()
     assert report.out_of_order == 0, report.table()

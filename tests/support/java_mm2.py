@@ -10,7 +10,8 @@ compiled with javac against it on first use, into the same cache.
 as a subprocess with a log4j2 config of its own (INFO for Connect and MM2, WARN for the clients), its output in
 a file that failing assertions quote; it stops with SIGTERM (Java's clean stop commits the source offsets) or
 SIGKILL. :func:`run_probe` runs the probe and returns what Java's ``RemoteClusterUtils`` read;
-:func:`run_connect_protocol_probe` runs ``ConnectProtocolProbe.java``, Java Connect's group-protocol code.
+:func:`run_connect_protocol_probe` runs ``ConnectProtocolProbe.java``, Java Connect's group-protocol code;
+:func:`run_status_probe` runs ``StatusProbe.java``, Java's status store reading a group's status topic.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ POM = JAVA_DIR / "pom.xml"
 PROBE_SOURCE = JAVA_DIR / "MirrorClientProbe.java"
 #: Java Connect's group-protocol code on given cases (tests/kafka/test_java_connect_protocol.py).
 CONNECT_PROTOCOL_PROBE_SOURCE = JAVA_DIR / "ConnectProtocolProbe.java"
+#: Java's own status store reading a status topic (tests/kafka/test_java_mixed_group.py).
+STATUS_PROBE_SOURCE = JAVA_DIR / "StatusProbe.java"
 #: The Java MirrorMaker these tests run (the pom's ``mirrormaker.version``).
 MIRRORMAKER_VERSION = "4.3.1"
 #: Each Java process's heap: two cores, two brokers and one Java MirrorMaker or probe at a time.
@@ -120,13 +123,23 @@ def run_probe(client_config: Mapping[str, str], properties: Path, aliases: Seque
     for ``translateOffsets``. ``properties`` is where the config file is written.
     """
     properties.write_text("".join(f"{k}={v}\n" for k, v in client_config.items()), encoding="utf-8")
-    command = _java("MirrorClientProbe", [str(properties), ",".join(aliases),
-                                          *(f"{remote}:{group}" for remote, group in translations)],
-                    properties.parent, [probe_classes()])
+    return _probe_answer(PROBE_SOURCE, [str(properties), ",".join(aliases),
+                                        *(f"{remote}:{group}" for remote, group in translations)], properties.parent)
+
+
+def run_status_probe(bootstrap: str, status_topic: str, connectors: Sequence[str], work_dir: Path) -> dict[str, Any]:
+    """Java's view of a group's statuses: what Java's ``KafkaStatusBackingStore`` reads from ``status_topic``
+    for each connector (``StatusProbe.java`` says the shape)."""
+    return _probe_answer(STATUS_PROBE_SOURCE, [bootstrap, status_topic, *connectors], work_dir)
+
+
+def _probe_answer(source: Path, args: Sequence[str], work_dir: Path) -> dict[str, Any]:
+    """Run the probe compiled from ``source`` with ``args``; the JSON object of its last ``{`` line."""
+    command = _java(source.stem, list(args), work_dir, [probe_classes(source)])
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines:
-        raise AssertionError(f"MirrorClientProbe failed ({result.returncode}):\n{result.stdout[-3000:]}"
+        raise AssertionError(f"{source.stem} failed ({result.returncode}):\n{result.stdout[-3000:]}"
                              f"\n{result.stderr[-3000:]}")
     answer: dict[str, Any] = json.loads(lines[-1])
     return answer
@@ -137,15 +150,7 @@ def run_connect_protocol_probe(cases: Mapping[str, Any], work_dir: Path) -> dict
     says the shapes); ``work_dir`` holds the cases file and the log4j2 config."""
     cases_file = work_dir / "connect-protocol-cases.json"
     cases_file.write_text(json.dumps(cases), encoding="utf-8")
-    command = _java("ConnectProtocolProbe", [str(cases_file)], work_dir,
-                    [probe_classes(CONNECT_PROTOCOL_PROBE_SOURCE)])
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    if result.returncode != 0 or not lines:
-        raise AssertionError(f"ConnectProtocolProbe failed ({result.returncode}):\n{result.stdout[-3000:]}"
-                             f"\n{result.stderr[-3000:]}")
-    answer: dict[str, Any] = json.loads(lines[-1])
-    return answer
+    return _probe_answer(CONNECT_PROTOCOL_PROBE_SOURCE, [str(cases_file)], work_dir)
 
 
 class JavaMirrorMaker:
