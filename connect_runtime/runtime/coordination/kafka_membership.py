@@ -21,12 +21,8 @@ member the broker may have removed stops all its work at the first :meth:`poll` 
 lapsed or its generation was lost, then rejoins owning nothing; :mod:`.session_lease` states the rule
 and derives how long a task may still run there after the group reassigned it.
 
-A sole leader assigns new work without a rebalance: when only the work changed and this worker led
-its generation alone, :meth:`KafkaGroupMembership.poll` runs the assignor locally over the same
-generation instead of rejoining (why that is safe, and when it is not taken: :mod:`.leader_rounds`).
-
-Connectors on the leader: each member says in its JoinGroup whether it can reach the leader over
-internal REST (``internal_rest``); if one cannot, the leader keeps every connector (assignor invariant F).
+A sole leader assigns new work without a rebalance (why that is safe: :mod:`.leader_rounds`). Each member
+says in its JoinGroup whether it can reach the leader over internal REST (assignor invariant F).
 """
 
 from __future__ import annotations
@@ -86,8 +82,7 @@ class KafkaGroupMembership:
                  metrics: RebalanceMetrics | None = None, internal_rest: bool = True,
                  wire: GroupWire = OWN_WIRE) -> None:
         self.group_id = group_id
-        #: The group protocol on the wire: ours, or Java's ``sessioned`` (:mod:`.group_wire`).
-        self.wire = wire
+        self.wire = wire  #: the group protocol on the wire: ours, or Java's ``sessioned`` (:mod:`.group_wire`)
         #: Whether this worker, as a follower, can reach the leader over internal REST (told to the
         #: leader in every JoinGroup; see "Connectors on the leader" in the module docstring).
         self.internal_rest = internal_rest
@@ -129,9 +124,8 @@ class KafkaGroupMembership:
                            released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None,
                            metrics: RebalanceMetrics | None = None,
                            internal_rest: bool = True) -> KafkaGroupMembership:
-        """From the worker config: group.id, the session / heartbeat / rebalance timeouts, the delay,
-        the group protocol (``connect.protocol``) and the connection and security settings (``admin.``-prefixed
-        overrides included)."""
+        """From the worker config: group.id, timeouts, delays, ``connect.protocol``, the connection and security
+        settings (``admin.``-prefixed overrides included)."""
         client = kafka_python_config(config.admin_config("coordinator"))
         return cls(config.group_id, advertised_url, client,
                    session_timeout_ms=int(config[wc.SESSION_TIMEOUT_MS]),
