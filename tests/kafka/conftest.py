@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -82,3 +82,23 @@ def fresh_kafka(tmp_path: Path, pki: Pki) -> Iterator[Callable[..., KafkaBroker]
     yield make
     for broker in started:
         broker.stop()
+
+
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+@pytest.fixture
+def running(request: pytest.FixtureRequest) -> Iterator[list[Stoppable]]:
+    """Whatever a test started (nodes, load, checker), stopped in reverse order even when it fails; the
+    nodes' logs (anything with a ``tail``) are printed when it failed."""
+    started: list[Stoppable] = []
+    failed_before = request.session.testsfailed
+    yield started
+    for thing in reversed(started):
+        thing.stop()
+    if request.session.testsfailed > failed_before:
+        for thing in started:
+            tail = getattr(thing, "tail", None)
+            if callable(tail):
+                print(f"\n{getattr(thing, 'log', thing)}:\n{tail(80)}")

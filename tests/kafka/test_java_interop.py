@@ -20,15 +20,15 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from mirror.client import mirror_client
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
+from tests.kafka.conftest import Stoppable
 from tests.support.apache_kafka import KafkaBroker
 from tests.support.chaos import Arrival, Checker, LoadGenerator, analyse
 from tests.support.java_mm2 import MIRRORMAKER_VERSION, JavaMirrorMaker, run_probe
@@ -177,30 +177,11 @@ def _connector_records(bootstrap: str, alias: str) -> list[tuple[int, str]]:
             if (r.key or b"").startswith(b"connector-")]
 
 
-class _Stoppable(Protocol):
-    def stop(self) -> None: ...
-
-
-@pytest.fixture
-def running(request: pytest.FixtureRequest) -> Iterator[list[_Stoppable]]:
-    """Whatever a test started (nodes, load, checker), stopped even when it fails; the nodes' logs are
-    printed when it failed."""
-    started: list[_Stoppable] = []
-    failed_before = request.session.testsfailed
-    yield started
-    for thing in reversed(started):
-        thing.stop()
-    if request.session.testsfailed > failed_before:
-        for thing in started:
-            if isinstance(thing, JavaMirrorMaker | MirrorMakerProcess):
-                print(f"\n{thing.log}:\n{thing.tail(60)}")
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # two JVM and two driver start-ups on a loaded 2-core machine: minutes at worst
 @pytest.mark.parametrize("first", ["java", "ours"])
 def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, first: str,
-                  running: list[_Stoppable]) -> None:
+                  running: list[Stoppable]) -> None:
     second = "ours" if first == "java" else "java"
     a, b = aliases("A", "B")
     source, target = kafka_a.bootstrap_servers, kafka_b.bootstrap_servers

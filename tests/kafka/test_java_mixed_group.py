@@ -24,15 +24,15 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import pytest
 from confluent_kafka import KafkaException
 
+from mirror.client import mirror_client
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
+from tests.kafka.conftest import Stoppable
 from tests.kafka.test_java_interop import mm2_properties
 from tests.support.apache_kafka import KafkaBroker
 from tests.support.chaos import Arrival, Checker, LoadGenerator, analyse
@@ -49,24 +49,6 @@ SOURCE = "MirrorSourceConnector"
 CONNECTORS = (SOURCE, "MirrorCheckpointConnector")
 
 
-class _Stoppable(Protocol):
-    def stop(self) -> None: ...
-
-
-@pytest.fixture
-def running(request: pytest.FixtureRequest) -> Iterator[list[_Stoppable]]:
-    """Whatever the test started, stopped even when it fails; the nodes' logs printed when it failed."""
-    started: list[_Stoppable] = []
-    failed_before = request.session.testsfailed
-    yield started
-    for thing in reversed(started):
-        thing.stop()
-    if request.session.testsfailed > failed_before:
-        for thing in started:
-            if isinstance(thing, JavaMirrorMaker | MirrorMakerProcess):
-                print(f"\n{thing.log}:\n{thing.tail(80)}")
-
-
 def _task_owners(bootstrap: str, alias: str) -> dict[int, tuple[str, str]]:
     """Each source task's last status (state, worker id), read from the status topic as Java's herder does."""
     owners: dict[int, tuple[str, str]] = {}
@@ -80,30 +62,16 @@ def _task_owners(bootstrap: str, alias: str) -> dict[int, tuple[str, str]]:
 
 
 def _checkpoints(bootstrap: str, alias: str, group: str) -> dict[int, int]:
-    from mirror.client import mirror_client
-
     translated = mirror_client.translate_offsets({"bootstrap.servers": bootstrap}, alias, group, 10)
     return {tp.partition: om.offset for tp, om in translated.items()}
 
 
 @pytest.mark.timeout(900)
 def test_a_java_node_and_ours_share_the_group_and_hand_over(kafka_a: KafkaBroker, kafka_b: KafkaBroker,
-                                                            tmp_path: Path, running: list[_Stoppable]) -> None:
-    a, b = aliases("A", "B")
-    source, target = kafka_a.bootstrap_servers, kafka_b.bootstrap_servers
-    topic = create_topic(source, unique("mixed"), PARTITIONS)
-    remote, group = f"{a}.{topic}", unique("mixed-group")
-    properties = tmp_path / "mm2.properties"
-    properties.write_text(mm2_properties(
-        {a: {"bootstrap.servers": source}, b: {"bootstrap.servers": target}},
-        [f"{a}->{b}.enabled = true", f"topics = {topic}", f"groups = {group}", "emit.heartbeats.enabled = false",
-         f"tasks.max = {TASKS}", "dedicated.mode.enable.internal.rest = true", "configs.topic.compatibility = java",
-         f"{b}.connect.protocol = sessioned", f"{b}.scheduled.rebalance.max.delay.ms = 10000",
-         f"{b}.offset.flush.interval.ms = 5000", f"{b}.plugin.discovery = service_load"]), encoding="utf-8")
-
-    load = LoadGenerator(source, topic, PARTITIONS, RATE_PER_S)
-    running.append(load)
-    load.start()
+                                                            tmp_path: Path, running: list[Stoppable]) -> None:
+    flow, load = _mixed_flow(kafka_a, kafka_b, tmp_path, "mixed", running)
+    a, b, source, target, topic, group = flow.a, flow.b, flow.source, flow.target, flow.topic, flow.group
+    remote, properties = f"{a}.{topic}", flow.properties
     java = JavaMirrorMaker(properties, "--clusters", b, log=tmp_path / "java.log")
     running.append(java)
     java.start()
@@ -212,8 +180,29 @@ class _Flow:
     properties: Path
 
 
+def _mixed_flow(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, name: str,
+                running: list[Stoppable]) -> tuple[_Flow, LoadGenerator]:
+    """A->B with one consumer group, the file every node of either kind runs (Java's sessioned protocol on
+    ours, internal REST, Java's stored configs), and the load already running."""
+    a, b = aliases("A", "B")
+    source, target = kafka_a.bootstrap_servers, kafka_b.bootstrap_servers
+    topic = create_topic(source, unique(name), PARTITIONS)
+    group = unique(f"{name}-group")
+    properties = tmp_path / "mm2.properties"
+    properties.write_text(mm2_properties(
+        {a: {"bootstrap.servers": source}, b: {"bootstrap.servers": target}},
+        [f"{a}->{b}.enabled = true", f"topics = {topic}", f"groups = {group}", "emit.heartbeats.enabled = false",
+         f"tasks.max = {TASKS}", "dedicated.mode.enable.internal.rest = true", "configs.topic.compatibility = java",
+         f"{b}.connect.protocol = sessioned", f"{b}.scheduled.rebalance.max.delay.ms = 10000",
+         f"{b}.offset.flush.interval.ms = 5000", f"{b}.plugin.discovery = service_load"]), encoding="utf-8")
+    load = LoadGenerator(source, topic, PARTITIONS, RATE_PER_S)
+    running.append(load)
+    load.start()
+    return _Flow(a, b, source, target, topic, group, properties), load
+
+
 def _step(number: int, flow: _Flow, nodes: list[JavaMirrorMaker | MirrorMakerProcess], index: int, kind: str,
-          running: list[_Stoppable], load: LoadGenerator, checker: Checker, checkpoints: dict[int, int],
+          running: list[Stoppable], load: LoadGenerator, checker: Checker, checkpoints: dict[int, int],
           timeline: list[str], began_ms: float) -> dict[int, int]:
     """One migration step: SIGTERM ``nodes[index]``, start a node of ``kind`` in its place, wait until every
     source task runs on a live node and every partition flows, then until the checkpoints advance past
@@ -308,22 +297,10 @@ def _rates(arrivals: list[Arrival], began_ms: float, step_starts_ms: list[float]
 
 @pytest.mark.timeout(1500)
 def test_a_java_fleet_is_replaced_node_by_node_and_one_step_rolled_back(
-        kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, running: list[_Stoppable]) -> None:
-    a, b = aliases("A", "B")
-    source, target = kafka_a.bootstrap_servers, kafka_b.bootstrap_servers
-    topic = create_topic(source, unique("fleet"), PARTITIONS)
-    remote, group = f"{a}.{topic}", unique("fleet-group")
-    properties = tmp_path / "mm2.properties"
-    properties.write_text(mm2_properties(
-        {a: {"bootstrap.servers": source}, b: {"bootstrap.servers": target}},
-        [f"{a}->{b}.enabled = true", f"topics = {topic}", f"groups = {group}", "emit.heartbeats.enabled = false",
-         f"tasks.max = {TASKS}", "dedicated.mode.enable.internal.rest = true", "configs.topic.compatibility = java",
-         f"{b}.connect.protocol = sessioned", f"{b}.scheduled.rebalance.max.delay.ms = 10000",
-         f"{b}.offset.flush.interval.ms = 5000", f"{b}.plugin.discovery = service_load"]), encoding="utf-8")
-
-    load = LoadGenerator(source, topic, PARTITIONS, RATE_PER_S)
-    running.append(load)
-    load.start()
+        kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, running: list[Stoppable]) -> None:
+    flow, load = _mixed_flow(kafka_a, kafka_b, tmp_path, "fleet", running)
+    a, b, source, target, topic, group = flow.a, flow.b, flow.source, flow.target, flow.topic, flow.group
+    remote, properties = f"{a}.{topic}", flow.properties
     nodes: list[JavaMirrorMaker | MirrorMakerProcess] = []
     for index in range(3):
         node = _node("java", properties, tmp_path / f"java-{index}.log", b)
@@ -340,7 +317,6 @@ def test_a_java_fleet_is_replaced_node_by_node_and_one_step_rolled_back(
     wait_until(lambda: len(_checkpoints(target, a, group)) == PARTITIONS, 120, "Java fleet: checkpoints")
     checkpoints = _checkpoints(target, a, group)
 
-    flow = _Flow(a, b, source, target, topic, group, properties)
     began_ms = time.time() * 1000
     step_starts_ms: list[float] = []
     timeline: list[str] = []
