@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from confluent_kafka import Producer
 
@@ -19,9 +20,15 @@ logger = logging.getLogger(__name__)
 
 
 def flush_and_commit(name: str, producer: Producer, loop: SourceLoop, committer: OffsetCommitter,
-                     settings: SourceTaskSettings, *, stop_requested_at: float | None, commit: bool) -> None:
+                     settings: SourceTaskSettings, *, stop_requested_at: float | None, commit: bool,
+                     cancelled: Callable[[], bool] = lambda: False) -> None:
     """Flush, serve the last delivery reports, commit what was acknowledged (``commit``: the task's
     ``start`` returned), then purge what is left: it is not acknowledged, so its offsets stay uncommitted.
+
+    A task the worker gave up on (``cancelled``: it did not stop within its timeout, and the worker may
+    have gone on, e.g. to a KIP-875 offsets reset or to the task's next owner) commits nothing more, as in
+    Java (``finalOffsetCommit``): a late commit would write its offsets over whatever came meanwhile. Its
+    records are copied again from the last commit instead.
 
     Never raises for a failed flush or commit (logged): closing must always reach the status report.
     """
@@ -38,7 +45,10 @@ def flush_and_commit(name: str, producer: Producer, loop: SourceLoop, committer:
             logger.warning("%s: %d records not acknowledged within %.1fs of stopping; their offsets "
                            "are not committed, so they will be sent again after a restart",
                            name, remaining, shutdown_timeout_s)
-        if commit:
+        if commit and cancelled():
+            logger.warning("%s: skipping the final offset commit: the task was cancelled (it did not stop in "
+                           "time); its records since the last commit will be copied again", name)
+        elif commit:
             committer.commit_now(loop.tracking, settings.offset_flush_timeout_s)
     except Exception:  # closing must always reach the status report
         logger.exception("%s error while flushing and committing on close", name)

@@ -347,7 +347,8 @@ class WorkerSourceTask:
         if producer is not None:
             try:
                 flush_and_commit(str(self.id), producer, loop, self._committer, self.settings,
-                                 stop_requested_at=self._stop_requested_at, commit=self._task_started)
+                                 stop_requested_at=self._stop_requested_at, commit=self._task_started,
+                                 cancelled=lambda: self._cancelled)
             finally:
                 self._producer = None
                 self._committer.close()  # waits for its thread: the task's own producers close next

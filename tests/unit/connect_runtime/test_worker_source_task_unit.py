@@ -7,6 +7,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError
 from prometheus_client import CollectorRegistry
 
@@ -104,6 +105,25 @@ def test_delivery_error_fails_the_task_and_nothing_after_the_hole_is_committed()
     assert event is not None and event.state is State.FAILED
     assert "Message size too large" in (event.trace or "")
     assert store.get("c", {"p": "a"}) == {"seq": 0}  # the final commit stops at the hole
+
+
+@pytest.mark.parametrize("cancel", [True, False])
+def test_a_cancelled_task_commits_nothing_more_and_a_stopped_one_commits_what_was_acknowledged(cancel: bool) -> None:
+    """Java's finalOffsetCommit: a task the worker gave up on (it did not stop in time) must not write its
+    offsets later, over a KIP-875 reset or the next owner's commits; a task that stops commits them."""
+    store = MemoryOffsetStore()
+    worker_task, producers, listener = make(ListTask([[rec("a", 0), rec("a", 1)]]), store)
+    worker_task.start()
+    wait_until(lambda: producers and len(producers[0].delivery.produced) == 2, 10, "2 records produced")
+    if cancel:
+        worker_task.cancel()
+    else:
+        worker_task.stop()
+    assert worker_task.join(10)
+    assert producers[0].delivery.reported == {0, 1}  # the close flushed: both acknowledged either way
+    assert store.get("c", {"p": "a"}) == (None if cancel else {"seq": 1})
+    # a cancelled task reports nothing more: its last state stays the one it had
+    assert listener.state(TASK) is (State.RUNNING if cancel else State.UNASSIGNED)
 
 
 def test_stop_during_start_is_applied_once_start_returns() -> None:
