@@ -138,7 +138,7 @@ def test_java_mirror_client_agrees_with_ours(kafka_a: KafkaBroker, kafka_b: Kafk
 # -------------------------------------------------------------------------------------------- takeover
 
 
-def _node(kind: str, properties: Path, log: Path, clusters: str) -> JavaMirrorMaker | MirrorMakerProcess:
+def node_of_kind(kind: str, properties: Path, log: Path, clusters: str) -> JavaMirrorMaker | MirrorMakerProcess:
     """Either implementation, started and stopped the same way."""
     if kind == "java":
         return JavaMirrorMaker(properties, "--clusters", clusters, log=log)
@@ -199,7 +199,7 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
     load = LoadGenerator(source, topic, PARTITIONS, RATE_PER_S)
     running.append(load)
     load.start()
-    node = _node(first, properties, tmp_path / f"1-{first}.log", b)
+    node = node_of_kind(first, properties, tmp_path / f"1-{first}.log", b)
     running.append(node)
     began = time.monotonic()
     node.start()
@@ -225,7 +225,7 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
     figures[f"{first}: SIGTERM to exit (s)"] = time.monotonic() - stopping
     arrived_at_stop = len(checker.snapshot())
 
-    node = _node(second, properties, tmp_path / f"2-{second}.log", b)
+    node = node_of_kind(second, properties, tmp_path / f"2-{second}.log", b)
     running.append(node)
     began = time.monotonic()
     node.start()

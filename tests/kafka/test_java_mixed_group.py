@@ -33,7 +33,7 @@ from confluent_kafka import KafkaException
 from mirror.client import mirror_client
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
 from tests.kafka.conftest import Stoppable
-from tests.kafka.test_java_interop import mm2_properties
+from tests.kafka.test_java_interop import mm2_properties, node_of_kind
 from tests.support.apache_kafka import KafkaBroker
 from tests.support.chaos import Arrival, Checker, LoadGenerator, analyse
 from tests.support.java_mm2 import JavaMirrorMaker, run_status_probe
@@ -132,12 +132,6 @@ def test_a_java_node_and_ours_share_the_group_and_hand_over(kafka_a: KafkaBroker
 GAP_LIMIT_S = 60.0
 
 
-def _node(kind: str, properties: Path, log: Path, clusters: str) -> JavaMirrorMaker | MirrorMakerProcess:
-    if kind == "java":
-        return JavaMirrorMaker(properties, "--clusters", clusters, log=log)
-    return MirrorMakerProcess(properties, "--clusters", clusters, log=log)
-
-
 def _worker_of(node: JavaMirrorMaker | MirrorMakerProcess) -> str | None:
     """The worker id a node writes in its statuses: its REST server's host:port (ours; None for Java, whose
     id is learnt from the statuses it writes)."""
@@ -214,7 +208,7 @@ def _step(number: int, flow: _Flow, nodes: list[JavaMirrorMaker | MirrorMakerPro
     stopping = time.monotonic()
     assert old.terminate(90) in (0, 130, 143), f"step {number}: {old.log} did not stop cleanly:\n{old.tail()}"
     stopped_s = time.monotonic() - stopping
-    new = _node(kind, flow.properties, flow.properties.with_name(f"step{number}-{kind}.log"), b)
+    new = node_of_kind(kind, flow.properties, flow.properties.with_name(f"step{number}-{kind}.log"), b)
     running.append(new)
     nodes[index] = new.start()
     started_ms = time.time() * 1000
@@ -303,7 +297,7 @@ def test_a_java_fleet_is_replaced_node_by_node_and_one_step_rolled_back(
     remote, properties = f"{a}.{topic}", flow.properties
     nodes: list[JavaMirrorMaker | MirrorMakerProcess] = []
     for index in range(3):
-        node = _node("java", properties, tmp_path / f"java-{index}.log", b)
+        node = node_of_kind("java", properties, tmp_path / f"java-{index}.log", b)
         running.append(node)
         nodes.append(node.start())
     wait_until(lambda: remote in topics(target), 180, "Java fleet: the remote topic on B", retry_on=(KafkaException,))

@@ -23,15 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from connect_runtime.api.errors import ConfigError, ConnectError
+from connect_runtime.api.errors import ConnectError
 from connect_runtime.runtime.coordination import java_connect_protocol as java
 from connect_runtime.runtime.coordination import protocol as own
 from connect_runtime.runtime.coordination.assignor import ConnectorsAndTasks
+from connect_runtime.runtime.worker.worker_config import CONNECT_PROTOCOL, check_group_protocol
 
-#: ``connect.protocol``: the worker config key (Java's name; Java's values).
-CONNECT_PROTOCOL = "connect.protocol"
-#: The one Java protocol this worker speaks (see the module docstring).
-JAVA_SESSIONED = java.JavaConnectProtocol.SESSIONED.protocol_name
 #: The URL a member without internal REST advertises on Java's wire (what Java's MirrorMaker sends then).
 NO_REST_URL = "NOTUSED"
 
@@ -126,10 +123,9 @@ OWN_WIRE: GroupWire = OwnWire()
 
 
 def wire_for(setting: str | None) -> GroupWire:
-    """The wire of a ``connect.protocol`` setting: unset or empty, ours; ``sessioned``, Java's."""
+    """The wire of a ``connect.protocol`` setting: unset or empty, ours; ``sessioned``, Java's (anything else
+    is refused by the worker config's own check, reused here)."""
     if setting is None or not setting.strip():
         return OWN_WIRE
-    if setting.strip().lower() == JAVA_SESSIONED:
-        return JavaWire()
-    raise ConfigError(f"{CONNECT_PROTOCOL} = {setting}: only '{JAVA_SESSIONED}' (Java's protocol, to share a "
-                      f"group with Java workers) is supported; delete the key for this runtime's own protocol")
+    check_group_protocol(CONNECT_PROTOCOL, setting)
+    return JavaWire()

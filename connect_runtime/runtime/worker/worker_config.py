@@ -78,9 +78,13 @@ _GROUP = "Group membership"
 _STORAGE = "Internal topics"
 
 
-def _java_group_protocol(name: str, value: Any) -> None:
+#: The one value ``connect.protocol`` takes: Java's ``sessioned`` protocol (coordination/group_wire.py).
+JAVA_GROUP_PROTOCOL = "sessioned"
+
+
+def check_group_protocol(name: str, value: Any) -> None:
     """``connect.protocol``: unset, or Java's ``sessioned`` (coordination/group_wire.py says why no other)."""
-    if value is not None and str(value).strip().lower() != "sessioned":
+    if value is not None and str(value).strip().lower() != JAVA_GROUP_PROTOCOL:
         raise ConfigError(f"Invalid value {value!r} for configuration {name}: only 'sessioned' (Java's protocol, to "
                           "share a group with Java workers) is supported; delete the key for this runtime's own "
                           "protocol", name)
@@ -165,7 +169,7 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
               "share a group with Java Connect or MirrorMaker 2 workers, lead it or follow a Java leader "
               "(replacing a Java fleet node by node: docs/migration.md). Java's 'compatible' and 'default' are "
               "not offered: a Java worker set to either is refused by the group (INCONSISTENT_GROUP_PROTOCOL).",
-              _java_group_protocol, _GROUP),
+              check_group_protocol, _GROUP),
     ConfigKey(WORKER_SYNC_TIMEOUT_MS, Type.INT, 3000, Importance.MEDIUM,
               "How long a newly elected leader waits to fence the previous leader's config writer and catch "
               "up with the config topic; when it cannot, it retries on its next config write.",
