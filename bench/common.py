@@ -105,6 +105,16 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         _wait_for_leaders(client, name, partitions)
 
 
+def delete_topics(bootstrap: str, names: list[str]) -> None:
+    """Delete ``names`` (best effort: a run's topics on a target that outlives the run)."""
+    client = admin(bootstrap)
+    for name, future in client.delete_topics(names, operation_timeout=30).items():
+        try:
+            future.result(timeout=60)
+        except Exception as exc:  # the figures stand; only disk space is at stake
+            print(f"could not delete {name}: {exc}", file=sys.stderr)
+
+
 def _wait_for_leaders(client: AdminClient, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
     """Apache Kafka answers ListOffsets of a topic just created with NOT_LEADER_FOR_PARTITION until its
     leaders are elected: wait for an answer from every partition, so the benchmarks' readers can start."""

@@ -65,11 +65,23 @@ def backfill_args(quick: bool) -> list[str]:
     return ["--quick"] if "--quick" in helped.stdout else []
 
 
+def records_per_size(text: str) -> tuple[int, int]:
+    """``--records``: one count for both sizes, or two (100 B, 1 KB)."""
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a count or two: {text!r}") from None
+    if len(counts) not in (1, 2) or min(counts) <= 0:
+        raise argparse.ArgumentTypeError(f"one or two positive counts (100 B, 1 KB): {text!r}")
+    return counts[0], counts[-1]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small run that finishes in a few minutes")
     parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of " + ", ".join(ALL))
-    parser.add_argument("--records", type=int, help="throughput records per size (default 1M, quick 100k)")
+    parser.add_argument("--records", type=records_per_size, metavar="N[,N1K]",
+                        help="throughput records per size (default 1M, quick 100k); two counts: 100 B, then 1 KB")
     parser.add_argument("--output", type=Path, default=BENCH_DIR / "results.md")
     parser.add_argument("--compare-code", type=Path, metavar="DIR",
                         help="also run (b) and the hot path on the packages in DIR (before a change), interleaved")
@@ -84,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     kafka_brokers.select(args.broker)  # this process and every bench script it spawns
     only = set(args.only.split(","))
-    records = args.records or (100_000 if args.quick else 1_000_000)
+    records = args.records or (100_000 if args.quick else 1_000_000,) * 2
     facts = machine_facts()
     began = time.monotonic()
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -101,11 +113,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.compare_code is not None:
             modes.insert(modes.index("mm2-1"), "mm2-1-base")
         runs = args.runs or (2 if args.quick else throughput.RUNS)
-        results = throughput.run(records, [100, 1000], modes, runs, compare_code=args.compare_code)
+        results = throughput.run(records[0], [100, 1000], modes, runs, compare_code=args.compare_code,
+                                 records_by_size={100: records[0], 1000: records[1]})
         rows = throughput.summarize(results)
         mm2_rate = next((r["records_per_s"]["median"] for r in rows if r["mode"] == "mm2-1" and r["size"] == 100
                          and "skipped" not in r), None)
-        show(f"throughput ({records:,} records per size, 8 partitions; median [min-max] of {runs} interleaved "
+        counts = f"{records[0]:,}" if records[0] == records[1] else f"{records[0]:,} x 100 B, {records[1]:,} x 1 KB"
+        show(f"throughput ({counts} records per size, 8 partitions; median [min-max] of {runs} interleaved "
              "runs)", throughput.table(rows) + "\n\n" + throughput.thread_table(rows))
     base_rate = mm2_rate or 75_000.0  # without a throughput run: the last measured order of magnitude
     if "latency" in only:

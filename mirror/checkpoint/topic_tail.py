@@ -33,6 +33,12 @@ logger = logging.getLogger(__name__)
 FOLLOW_WAIT_S = 0.5
 #: At most this many records per follow step (a few MB of offset syncs or map runs).
 FOLLOW_BATCH = 10_000
+#: librdkafka fetches in the background whatever ``consume`` asks: with its default (1 byte) the broker
+#: answered as soon as one sync arrived, so a reader tailing the syncs of a backlog copy sent the source
+#: cluster about 50 fetches a second, each for a few records. With this, a fetch at the tail waits
+#: ``fetch.wait.max.ms`` (100 ms) for more: ten a second at most; the end of the first read comes up to
+#: 100 ms later. (The user's ``consumer.fetch.min.bytes`` wins.)
+FOLLOW_MIN_BYTES = "1048576"
 
 
 def read_only_consumer_config(config: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -60,6 +66,7 @@ class TopicTail:
                  consumer_factory: Callable[[Mapping[str, Any]], Consumer] = new_consumer) -> None:
         self.topic = topic
         self._config = read_only_consumer_config(consumer_config, topic)
+        self._config.setdefault("fetch.min.bytes", FOLLOW_MIN_BYTES)
         self._consumer_factory = consumer_factory
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
