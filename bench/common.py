@@ -115,6 +115,21 @@ def delete_topics(bootstrap: str, names: list[str]) -> None:
             print(f"could not delete {name}: {exc}", file=sys.stderr)
 
 
+def delete_topics_and_wait(bootstrap: str, names: list[str], timeout_s: float = 60.0) -> None:
+    """Delete those of ``names`` that exist and wait until the cluster no longer lists them."""
+    client = admin(bootstrap)
+    present = [name for name in names if name in client.list_topics(timeout=30).topics]
+    if not present:
+        return
+    delete_topics(bootstrap, present)
+    deadline = time.monotonic() + timeout_s
+    while set(present) & set(client.list_topics(timeout=30).topics):
+        if time.monotonic() > deadline:
+            print(f"topics {present} still listed {timeout_s:.0f}s after their deletion", file=sys.stderr)
+            return
+        time.sleep(0.2)
+
+
 def _wait_for_leaders(client: AdminClient, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
     """Apache Kafka answers ListOffsets of a topic just created with NOT_LEADER_FOR_PARTITION until its
     leaders are elected: wait for an answer from every partition, so the benchmarks' readers can start."""
