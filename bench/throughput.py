@@ -278,8 +278,8 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
     if workers > 1 and (why := replication.multi_worker_support()) is not None:
         result.skipped = why
         return result
+    target_shared = target is not None  # it outlives this run: delete what the run wrote on it
     with nullcontext([target]) if target is not None else local_brokers(("bench-b",)) as (target,):
-        target_shared = kafka_brokers.current() == "kafka" and target is not None
         began = time.monotonic()
         copier = start_copier(mode, source, target, topic, records, workdir, extra, code, began)
         ends: EndOffsets | CommittedRecords = (CommittedRecords if mode in EOS_WORKER else EndOffsets)(
