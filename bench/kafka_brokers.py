@@ -52,9 +52,14 @@ def label(kind: str | None = None) -> str:
     return "Tansu"
 
 
+#: The log file of each running broker, by its bootstrap address.
+BROKER_LOGS: dict[str, Path] = {}
+
+
 @contextmanager
-def kafka_brokers(names: tuple[str, ...]) -> Iterator[list[str]]:
-    """Fresh single-node Apache Kafka clusters, one per name, stopped and deleted on exit."""
+def kafka_brokers(names: tuple[str, ...], log_requests: bool = False) -> Iterator[list[str]]:
+    """Fresh single-node Apache Kafka clusters, one per name, stopped and deleted on exit (``log_requests``:
+    each logs every request it completed to its log, named in :data:`BROKER_LOGS`)."""
     from tests.support.apache_kafka import SHIPPED_JVM_OPTIONS, KafkaBroker, KafkaStartError
 
     root = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
@@ -62,12 +67,14 @@ def kafka_brokers(names: tuple[str, ...]) -> Iterator[list[str]]:
     try:
         for name in names:
             broker = KafkaBroker(name, root / name, heap_mb=KAFKA_HEAP_MB,
-                                 jvm_options=(f"-Xms{KAFKA_HEAP_MB}m", *SHIPPED_JVM_OPTIONS))
+                                 jvm_options=(f"-Xms{KAFKA_HEAP_MB}m", *SHIPPED_JVM_OPTIONS),
+                                 log_requests=log_requests)
             brokers.append(broker)
             try:
                 broker.start()
             except KafkaStartError as exc:
                 raise SystemExit(f"Apache Kafka broker {name} did not start: {exc}") from exc
+            BROKER_LOGS[broker.bootstrap_servers] = broker.log_path
         yield [b.bootstrap_servers for b in brokers]
     finally:
         for broker in brokers:

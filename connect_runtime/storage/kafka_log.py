@@ -19,15 +19,11 @@ is one such read, run by the log thread in rounds: it re-assigns every partition
 position, which discards prefetched data and starts new fetches, and librdkafka reports EOF again once
 a fetch issued *after* that reaches the high watermark. Records acknowledged before the call are below
 that watermark. Barriers requested during a round wait for the next one. Between rounds the thread
-simply follows the topic.
-
+follows the topic (with ``idle_rest_s``, resting at its end: :mod:`~connect_runtime.storage.idle_follow`).
 The consumer keeps librdkafka's default ``isolation.level=read_committed`` unless the caller sets it:
-without transactions it reads the same as read_uncommitted (Java's default), and with transactional
-writers (exactly-once offsets, the fencing leader) aborted and open writes stay invisible.
-
-Partitions are assigned, not subscribed: there is no consumer group. librdkafka still wants a
-``group.id``, so a unique throwaway id is set and nothing is ever committed.
-
+without transactions it reads as read_uncommitted (Java's default); transactional writers' (exactly-once
+offsets, the fencing leader) aborted and open writes stay invisible. Partitions are assigned, no group:
+librdkafka still wants a ``group.id``, so a unique throwaway id is set and nothing is ever committed.
 Writes (and, with ``transactional_id`` set, one transaction per write: the leader's fencing) are
 :mod:`connect_runtime.storage.kafka_log_writer`'s; the log creates the producer and serves its callbacks.
 """
@@ -41,6 +37,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
 from typing import Any
 
 from confluent_kafka import (
@@ -59,6 +56,7 @@ from connect_runtime.clients.factory import close_producer, new_consumer, new_pr
 from connect_runtime.clients.leaders import learn_leaders
 from connect_runtime.clients.log_reader import read_to_end
 from connect_runtime.logging_context import carry_context
+from connect_runtime.storage.idle_follow import IdleRest
 from connect_runtime.storage.kafka_log_writer import LogWriter
 from connect_runtime.storage.log_record import ConsumedCallback, LogRecord, WriteCallback
 
@@ -91,16 +89,15 @@ _PRODUCER_DEFAULTS = {"acks": "all", "enable.idempotence": "true"}
 class KafkaBasedLog:
     """A compacted topic read to the end at start and followed afterwards.
 
-    ``producer_config`` / ``consumer_config`` / ``admin_config`` are librdkafka configs (the factory in
-    ``connect_runtime.clients`` builds them from worker properties). ``partitions`` and
-    ``replication_factor`` apply when the topic has to be created. ``consumed`` runs on the log's own
-    thread for every record read, including during the initial read.
+    ``*_config`` are librdkafka configs (built by ``connect_runtime.clients`` from worker properties);
+    ``partitions``, ``replication_factor`` apply when the topic has to be created. ``consumed`` runs on
+    the log's own thread for every record read, including during the initial read.
     """
 
     def __init__(self, topic: str, *, producer_config: Mapping[str, str], consumer_config: Mapping[str, str],
                  admin_config: Mapping[str, str], consumed: ConsumedCallback, partitions: int = 1,
                  replication_factor: int = 3, topic_config: Mapping[str, str] | None = None,
-                 transactional_id: str | None = None) -> None:
+                 transactional_id: str | None = None, idle_rest_s: float = 0.0) -> None:
         self.topic = topic
         self._producer_config: dict[str, Any] = {**_PRODUCER_DEFAULTS, **producer_config}
         if transactional_id is not None:
@@ -130,6 +127,7 @@ class KafkaBasedLog:
         self._thread: threading.Thread | None = None
         self._producer_thread: threading.Thread | None = None
         self._error_logged: dict[int, float] = {}
+        self._idle = IdleRest(idle_rest_s)  # between follow fetches at the end (idle_follow.py)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -193,6 +191,7 @@ class KafkaBasedLog:
             if remaining:
                 logger.warning("%d writes to topic %s not acknowledged before stop", remaining, self.topic)
         self._stopping.set()
+        self._idle.wake()
         for thread in (self._thread, self._producer_thread):
             if thread is not None and thread is not threading.current_thread():
                 thread.join(timeout=30)
@@ -222,8 +221,7 @@ class KafkaBasedLog:
     def _serve_producer(self) -> None:
         """Delivery callbacks run here, so they never wait for the consumer thread's fetch cycle."""
         while not self._stopping.is_set():
-            producer = self._writer.producer
-            if producer is None:
+            if (producer := self._writer.producer) is None:
                 return
             try:
                 producer.poll(_POLL_S)
@@ -262,6 +260,7 @@ class KafkaBasedLog:
                 future.set_exception(ConnectError(f"log on topic {self.topic} is not started"))
             else:
                 self._pending.append(future)
+        self._idle.wake()
         return future
 
     def read_to_end(self, timeout_s: float = 30.0) -> None:
@@ -282,8 +281,8 @@ class KafkaBasedLog:
         while not self._stopping.is_set():
             if self._round_due():
                 self._read_round(consumer)
-            else:
-                self._follow_batch(consumer)
+            elif self._follow_batch(consumer):
+                self._idle.rest(consumer, self._next_positions, self._round_due)
 
     def _round_due(self) -> bool:
         """Whether a round is running, starting one for the barriers requested so far if none is."""
@@ -292,12 +291,14 @@ class KafkaBasedLog:
                 self._round, self._pending = self._pending, []
             return self._round is not None
 
+    def _next_positions(self) -> dict[tuple[str, int], int]:
+        with self._consumed_cond:
+            return {(self.topic, p): self._positions.get(p, OFFSET_BEGINNING) for p in self._partitions}
+
     def _read_round(self, consumer: Consumer) -> None:
         """Read every partition from what was consumed so far to its end, then complete the round."""
-        with self._consumed_cond:
-            positions = {(self.topic, p): self._positions.get(p, OFFSET_BEGINNING) for p in self._partitions}
         try:
-            reached = read_to_end(consumer, positions, lambda records: self._deliver(consumer, records), None,
+            reached = read_to_end(consumer, self._next_positions(), partial(self._deliver, consumer), None,
                                   on_error=self._client_error, stop=self._stopping.is_set)
         except (KafkaException, RuntimeError) as exc:  # the round stays open: the next try reads on
             if not self._stopping.is_set():
@@ -312,22 +313,23 @@ class KafkaBasedLog:
         if reached.complete:
             self._finish_round()
 
-    def _follow_batch(self, consumer: Consumer) -> None:
+    def _follow_batch(self, consumer: Consumer) -> bool:
+        """One consume between rounds; whether the follower may rest now (:meth:`IdleRest.at_end`)."""
         try:
             messages = consumer.consume(_BATCH, _POLL_S)
         except (KafkaException, RuntimeError) as exc:
             if not self._stopping.is_set():
                 logger.warning("Reading topic %s failed: %s", self.topic, exc)
                 time.sleep(_POLL_S)
-            return
+            return False
         records = [msg for msg in messages if msg.error() is None]
         if records:
             self._deliver(consumer, records)
-        if len(records) < len(messages):
-            for msg in messages:
-                err = msg.error()
-                if err is not None and err.code() != _EOF:  # at the end: nothing to do between rounds
-                    self._client_error(err)
+        for msg in messages if len(records) < len(messages) else ():
+            err = msg.error()
+            if err is not None and err.code() != _EOF:  # at the end: nothing to do between rounds
+                self._client_error(err)
+        return self._idle.at_end(bool(records), len(records) < len(messages))
 
     def _deliver(self, consumer: Consumer, records: list[Message]) -> None:
         """Hand records to the callbacks, then record how far each partition was consumed."""
@@ -350,8 +352,7 @@ class KafkaBasedLog:
         self._advance(consumer)
 
     def _advance(self, consumer: Consumer) -> None:
-        """Record how far each partition has been consumed (one position() call per batch, not per
-        record), for :meth:`position` and :meth:`wait_until_consumed`."""
+        """Record how far each partition was consumed (one position() per batch), for :meth:`position`."""
         try:
             positions = consumer.position(self._assignment)
         except KafkaException as exc:
@@ -375,7 +376,7 @@ class KafkaBasedLog:
         if threading.current_thread() is self._thread:
             raise ConnectError("wait_until_consumed from the log's own thread would deadlock")
         deadline = time.monotonic() + timeout_s
-        with self._consumed_cond:
+        with self._idle.waiting(), self._consumed_cond:
             while any(self._positions.get(p, 0) <= o for p, o in offsets.items()):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._thread is None:
@@ -384,15 +385,14 @@ class KafkaBasedLog:
                 self._consumed_cond.wait(min(remaining, 1.0))
 
     def use_batch_callback(self, callback: Callable[[list[Message]], None]) -> None:
-        """Hand every consumed batch of raw confluent-kafka Messages to ``callback`` instead of calling
-        ``consumed`` per record. For bulk loaders (the offset store reads millions of records at start):
-        it saves building a LogRecord per record. The list holds records only (no error events).
-        Call before :meth:`start`."""
+        """Hand each consumed batch of raw Messages (records only) to ``callback`` instead of ``consumed``
+        per record: bulk loaders (the offset store reads millions at start) build no LogRecord each."""
         if self._thread is not None:
             raise ConnectError("use_batch_callback must be called before start")
         self._batch_consumed = callback
 
     def _finish_round(self) -> None:
+        self._idle.at_end(False, True)  # the round read to the end: the follower may rest from now
         with self._lock:
             done, self._round = self._round or [], None
         for future in done:

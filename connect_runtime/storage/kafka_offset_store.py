@@ -32,6 +32,7 @@ from confluent_kafka import Message
 
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.api.records import SourceMap
+from connect_runtime.storage.idle_follow import LOG_IDLE_REST_S
 from connect_runtime.storage.kafka_log import KafkaBasedLog
 from connect_runtime.storage.log_record import LogRecord
 from connect_runtime.storage.memory import partition_id
@@ -86,7 +87,7 @@ class KafkaOffsetStore:
         self._log = KafkaBasedLog(topic, producer_config=producer, consumer_config=consumer_config,
                                   admin_config=admin_config, consumed=self._apply_record,
                                   partitions=partitions, replication_factor=replication_factor,
-                                  topic_config=topic_config)
+                                  topic_config=topic_config, idle_rest_s=LOG_IDLE_REST_S)
         self._log.use_batch_callback(self._apply_batch)
         self._lock = threading.Lock()
         self._raw: dict[bytes, bytes] = {}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -10,6 +12,7 @@ from confluent_kafka import Producer
 
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin
+from connect_runtime.storage.idle_follow import LOG_IDLE_REST_S
 from connect_runtime.storage.kafka_log import KafkaBasedLog
 from connect_runtime.storage.log_record import LogRecord
 from tests.conftest import Cluster
@@ -99,10 +102,16 @@ def test_start_reads_existing_multi_record_batches_to_the_end(cluster_a: Cluster
     assert collector.threads == {f"kafka-log-{topic}"}
 
 
-def test_empty_topic_starts_and_follows_new_records(cluster_a: Cluster, logs: list[KafkaBasedLog]) -> None:
+#: Every following and barrier test runs with the follower resting at the end (idle_follow.py) and without.
+RESTS = pytest.mark.parametrize("rest", [0.0, LOG_IDLE_REST_S], ids=["no-rest", "rest"])
+
+
+@RESTS
+def test_empty_topic_starts_and_follows_new_records(cluster_a: Cluster, logs: list[KafkaBasedLog],
+                                                    rest: float) -> None:
     topic = unique("log-follow")
     collector = Collector()
-    log = make_log(cluster_a, topic, collector, partitions=2)
+    log = make_log(cluster_a, topic, collector, partitions=2, idle_rest_s=rest)
     log.start(timeout_s=60)
     logs.append(log)
     assert collector.count() == 0
@@ -110,13 +119,18 @@ def test_empty_topic_starts_and_follows_new_records(cluster_a: Cluster, logs: li
     batched_produce(cluster_a.bootstrap, topic, [(b"a", b"1", 0), (b"b", b"2", 1), (b"a", b"3", 0)])
     wait_until(lambda: collector.count() == 3, 30, "followed records")
     assert sorted(v for v in collector.values() if v) == [b"1", b"2", b"3"]
+    # and again after the follower had time to rest at the end: a rest never stops the following
+    time.sleep(3 * rest)
+    batched_produce(cluster_a.bootstrap, topic, [(b"b", b"4", 1)])
+    wait_until(lambda: collector.count() == 4, 30, "followed a record written while resting")
 
 
-def test_read_to_end_is_a_barrier_for_acknowledged_writes(cluster_a: Cluster,
-                                                          logs: list[KafkaBasedLog]) -> None:
+@RESTS
+def test_read_to_end_is_a_barrier_for_acknowledged_writes(cluster_a: Cluster, logs: list[KafkaBasedLog],
+                                                          rest: float) -> None:
     topic = unique("log-barrier")
     collector = Collector()
-    log = make_log(cluster_a, topic, collector, partitions=3)
+    log = make_log(cluster_a, topic, collector, partitions=3, idle_rest_s=rest)
     log.start(timeout_s=60)
     logs.append(log)
     for round_ in range(3):
@@ -127,13 +141,15 @@ def test_read_to_end_is_a_barrier_for_acknowledged_writes(cluster_a: Cluster,
         assert collector.count() == 2000 * (round_ + 1)
 
 
-def test_two_logs_on_one_topic_see_each_others_writes(cluster_a: Cluster, logs: list[KafkaBasedLog]) -> None:
+@RESTS
+def test_two_logs_on_one_topic_see_each_others_writes(cluster_a: Cluster, logs: list[KafkaBasedLog],
+                                                      rest: float) -> None:
     topic = unique("log-shared")
     first, second = Collector(), Collector()
-    log1 = make_log(cluster_a, topic, first, partitions=1)
+    log1 = make_log(cluster_a, topic, first, partitions=1, idle_rest_s=rest)
     log1.start(timeout_s=60)
     logs.append(log1)
-    log2 = make_log(cluster_a, topic, second, partitions=1)
+    log2 = make_log(cluster_a, topic, second, partitions=1, idle_rest_s=rest)
     log2.start(timeout_s=60)
     logs.append(log2)
 
@@ -214,3 +230,29 @@ def test_read_to_end_times_out_while_the_broker_hangs_and_recovers(fresh_cluster
     log.send_sync(b"k", b"after")
     log.read_to_end(timeout_s=30)
     assert collector.values() == [b"before", b"after"]
+
+
+def test_a_resting_follower_fetches_far_less_at_the_end(cluster_a: Cluster, logs: list[KafkaBasedLog]) -> None:
+    """Two idle logs side by side, one resting: librdkafka's own request counts (statistics) over the same
+    seconds. Without a rest the follower fetches again as soon as an empty fetch comes back."""
+    fetches: dict[str, int] = {}
+
+    def counter(name: str) -> Callable[[str], None]:
+        def count(stats: str) -> None:
+            fetches[name] = sum(b.get("req", {}).get("Fetch", 0) for b in json.loads(stats)["brokers"].values())
+        return count
+
+    for name, rest in (("busy", 0.0), ("resting", LOG_IDLE_REST_S)):
+        base = {"bootstrap.servers": cluster_a.bootstrap}
+        consumer = {**base, "statistics.interval.ms": 500, "stats_cb": counter(name)}
+        log = KafkaBasedLog(unique(f"log-{name}"), producer_config=base, consumer_config=consumer,  # type: ignore[arg-type]
+                            admin_config=base, consumed=Collector(), partitions=5, replication_factor=1,
+                            idle_rest_s=rest)
+        log.start(timeout_s=60)
+        logs.append(log)
+    time.sleep(1.0)
+    before = dict(fetches)
+    time.sleep(5.0)
+    busy, resting = (fetches[name] - before[name] for name in ("busy", "resting"))
+    assert busy > 0 and resting > 0  # both still follow their topic
+    assert resting * 2 < busy, (resting, busy)

@@ -87,6 +87,11 @@ appender.out.layout.pattern = [%d] %p %m (%c)%n
 logger.started.name = kafka.server.KafkaRaftServer
 logger.started.level = INFO
 """
+#: Appended with ``log_requests``: every completed request, one JSON line each (client id, API, request).
+_REQUEST_LOG = """\
+logger.requests.name = kafka.request.logger
+logger.requests.level = DEBUG
+"""
 _STARTED = "Kafka Server started"
 #: A start takes ~5 s on an idle 2-core machine; this bound is for one shared by many test processes (a
 #: load average of 70 made starts pass 60 s), so a slow start is not mistaken for a broken one.
@@ -240,6 +245,8 @@ class KafkaBroker:
     heap_mb: int = 384
     #: The broker JVM's options besides the heap (the benchmarks pass :data:`SHIPPED_JVM_OPTIONS`).
     jvm_options: Sequence[str] = JVM_OPTIONS
+    #: Log every completed request to ``kafka.log`` (bench/idle_load.py counts them by client and API).
+    log_requests: bool = False
     ports: dict[str, int] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     start_seconds: float = 0.0
@@ -325,7 +332,8 @@ class KafkaBroker:
         if not self.ports:
             self.ports = {name: listener_port() for name in (*self.listeners, "CONTROLLER")}
         props = self._write_properties()
-        log4j2 = write_log4j2(self.work_dir / "log4j2.properties")
+        log4j2 = write_log4j2(self.work_dir / "log4j2.properties",
+                              _LOG4J2 + (_REQUEST_LOG if self.log_requests else ""))
         if not (self.data_dir / "meta.properties").exists():
             self._format(props, log4j2)
         self.format_seconds = time.monotonic() - started
