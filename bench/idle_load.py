@@ -40,6 +40,8 @@ DEFAULT_FLOW = replication.DEFAULT_FLOW
 _REQUEST = re.compile(r'"clientId":"([^"]*)","requestApiKeyName":"(\w+)"')
 #: Random parts of client ids (aliases, uuids): requests of the same role are counted together.
 _RANDOM = re.compile(r"[0-9a-f]{6,}|A[0-9a-f]{5}")
+#: A ``|`` in a client id (Connect's ``A->B|Connector|role``), escaped inside a Markdown table cell.
+PIPE = "\\|"
 
 
 def broker_cpu_s() -> float:
@@ -128,7 +130,8 @@ def table(results: list[dict[str, Any]]) -> str:
         rows = [r for r in results if r["code"] == name]
         keys = Counter({k: statistics.median(r["by_source"].get(k, 0.0) for r in rows)
                         for r in rows for k in r["by_source"]})
-        lines.append(f"| {name} | " + ", ".join(f"{k} {v:.1f}" for k, v in keys.most_common(12)) + " |")
+        cells = (f"{key.replace('|', PIPE)} {value:.1f}" for key, value in keys.most_common(12))
+        lines.append(f"| {name} | {', '.join(cells)} |")
     return "\n".join(lines)
 
 
