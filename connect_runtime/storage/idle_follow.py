@@ -4,9 +4,9 @@ Why: a log's consumer at the end of its topic sends the next fetch as soon as th
 one, and the broker holds an empty fetch only ``fetch.wait.max.ms`` (100 ms here, so that a read-to-end
 barrier sees the end quickly). That is ten fetches a second per log for as long as the worker runs, each
 listing every partition of the topic (librdkafka sends full fetches, no KIP-227 sessions): 25 for the
-offsets topic. A node's herders follow six such logs on the two clusters, and on a small broker they cost
-more CPU than anything else an idle node asks of it (bench/results.md, 2026-11-26: the brokers' CPU with
-an idle node, before and after).
+offsets topic. A node's herders follow six such logs on the two clusters: 59 of the 82 requests a second
+an idle node sent its brokers (bench/results.md, 2026-11-26 20:24), though not a share of the brokers'
+CPU that separated from the noise.
 
 So a log built with a rest lets go of its partitions once a follow fetch found the end and brought
 nothing, and takes them back at its own positions after the rest, or at once when someone waits for the
@@ -15,9 +15,11 @@ log: a read-to-end barrier, a read-your-writes wait, ``stop``. Assigning at know
 other workers wrote meanwhile. (Pausing the partitions instead was measured to fetch next to never: after
 a resume librdkafka had not fetched before the next empty consume paused them again.) Barriers and writes
 are as fast as before; what changes is how soon the node sees a record *another* worker wrote while
-nobody here waited for it: up to the rest later. The offsets and status logs take one (their readers go
-through barriers: task start, REST offsets; statuses of other workers' tasks are shown up to the rest
-later); the config log does not (followers act on what the leader writes).
+nobody here waited for it: up to the rest later. Only the offsets log takes one: its readers go through
+barriers (task start, REST offsets), and with 25 partitions its fetches are the largest. The config and
+status logs do not: followers act on what the leader writes, and the leader on the statuses it reads (a
+clean release by a task's last owner, tests/integration/test_config_status_store.py: with a status
+follower resting, a worker's view of a newer owner's RUNNING came too late for it).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from contextlib import contextmanager
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-#: The rest of the offsets and status logs' followers.
+#: The rest of the offsets log's follower.
 LOG_IDLE_REST_S = 0.5
 
 

@@ -37,7 +37,6 @@ from typing import Any
 from connect_runtime.model import ConnectorTaskId, State
 from connect_runtime.storage.config_records import dumps
 from connect_runtime.storage.config_store import LogFactory
-from connect_runtime.storage.idle_follow import LOG_IDLE_REST_S
 from connect_runtime.storage.kafka_log import KafkaBasedLog
 from connect_runtime.storage.log_record import LogRecord
 from connect_runtime.storage.topic_status import TopicStatus, parse_topic_status_key, topic_status_key
@@ -119,7 +118,7 @@ class KafkaStatusStore:
         self._log = log_factory(topic, producer_config=producer_config, consumer_config=consumer_config,
                                 admin_config=admin_config, consumed=self._consume, partitions=partitions,
                                 replication_factor=replication_factor,
-                                topic_config={"cleanup.policy": "compact"}, idle_rest_s=LOG_IDLE_REST_S)
+                                topic_config={"cleanup.policy": "compact"})
 
     def start(self, timeout_s: float = 120.0) -> None:
         self._log.start(timeout_s)
