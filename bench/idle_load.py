@@ -34,7 +34,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import kafka_brokers, replication
-from bench.common import create_topic, unique
+from bench.common import cpu_seconds, create_topic, unique
 
 DEFAULT_FLOW = replication.DEFAULT_FLOW
 _REQUEST = re.compile(r'"clientId":"([^"]*)","requestApiKeyName":"(\w+)"')
@@ -49,12 +49,10 @@ def broker_cpu_s() -> float:
     total = 0.0
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if b"kafka.Kafka" not in Path(f"/proc/{pid}/cmdline").read_bytes():
-                continue
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            if b"kafka.Kafka" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                total += cpu_seconds(int(pid))
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
 
 

@@ -61,6 +61,10 @@ class IdleRest:
             with self._lock:
                 self._waiters -= 1
 
+    def end_reached(self) -> None:
+        """A read-to-end round ended: the follower may rest from its next empty consume."""
+        self._end_seen = True
+
     def at_end(self, records: bool, eof: bool) -> bool:
         """After a follow consume: whether to rest now. Only after the end was reported (an EOF event, in
         this batch or an earlier one with records) and this batch brought no record."""

@@ -392,7 +392,7 @@ class KafkaBasedLog:
         self._batch_consumed = callback
 
     def _finish_round(self) -> None:
-        self._idle.at_end(False, True)  # the round read to the end: the follower may rest from now
+        self._idle.end_reached()
         with self._lock:
             done, self._round = self._round or [], None
         for future in done:
