@@ -76,17 +76,22 @@ def read_to_end(consumer: Consumer, positions: Mapping[PartitionKey, int],
                 on_records: Callable[[list[Message]], None], timeout_s: float | None, *,
                 on_error: ErrorHandler = raise_error, missing_ok: bool = False,
                 stop: Callable[[], bool] | None = None) -> ReadResult:
-    """Hand every record from ``positions`` on to ``on_records`` until each partition reported its end.
+    """Hand every record from ``positions`` on to ``on_records`` until each partition reached its end.
 
     ``positions`` maps each partition to the offset to start at (``OFFSET_BEGINNING`` allowed).
     ``on_records`` runs on the calling thread with the records of one fetch batch at a time (error
     events removed), in log order per partition. A partition is done at its first end-of-partition
-    event: records written after it are still handed over while other partitions are being read, but
-    are not waited for, so a busy log cannot keep the read going for ever. Returns when every
-    partition is done, at ``timeout_s`` (``None``: no deadline), or once ``stop()`` is true.
+    event, or once its records reached the high watermark that came with its first record of this read
+    (the end as of the read's start, as Java's KafkaBasedLog reads to the end offsets it took first): a
+    log written more often than a fetch waits never reports an end of partition (an offset-syncs topic
+    during a backlog copy: each fetch at the end brings the next few records), and a read waiting for
+    one chased it until its deadline. Records written after the end are still handed over while other
+    partitions are being read, but are not waited for. Returns when every partition is done, at
+    ``timeout_s`` (``None``: no deadline), or once ``stop()`` is true.
     """
     pending = set(positions)
     ends: dict[PartitionKey, int] = {}
+    targets: dict[PartitionKey, int] = {}  # the high watermark that came with a partition's first record
     missing: set[PartitionKey] = set()
     consumer.assign([TopicPartition(topic, partition, offset) for (topic, partition), offset in positions.items()])
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -98,9 +103,11 @@ def read_to_end(consumer: Consumer, positions: Mapping[PartitionKey, int],
                 break
         batch = consumer.consume(_BATCH, wait)
         handed = 0  # records before this index were handed over
+        reached: dict[PartitionKey, int] = {}  # the offset after each partition's last record in the batch
         for index, message in enumerate(batch):
             error = message.error()
             if error is None:
+                reached[_key(message)] = (message.offset() or 0) + 1
                 continue
             if index > handed:  # records before an error event first: on_error may raise
                 on_records(batch[handed:index])
@@ -118,7 +125,24 @@ def read_to_end(consumer: Consumer, positions: Mapping[PartitionKey, int],
                 on_error(error)
         if handed < len(batch):
             on_records(batch if handed == 0 else batch[handed:])
+        for key, position in reached.items():
+            if key in pending and position >= _target(consumer, key, targets) >= 0:
+                ends[key] = position
+                pending.discard(key)
     return ReadResult(ends, frozenset(missing), not pending)
+
+
+def _target(consumer: Consumer, key: PartitionKey, targets: dict[PartitionKey, int]) -> int:
+    """The end a read waits for: the high watermark cached from the fetch response that brought the
+    partition's first record of this read (every response after the assignment is newer than the
+    read's start); -1 while librdkafka has none."""
+    target = targets.get(key)
+    if target is None:
+        _, high = consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
+        if high < 0:
+            return -1
+        target = targets[key] = high
+    return target
 
 
 def end_offsets(consumer: Consumer, positions: Mapping[PartitionKey, int], timeout_s: float, *,

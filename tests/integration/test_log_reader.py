@@ -7,6 +7,8 @@ is exact.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from types import ModuleType
 
@@ -114,3 +116,42 @@ def test_end_offsets_hands_python_a_few_records_per_partition_not_whole_fetches(
     # Each call asks for one message per partition not answered yet, and answers at least one of them: at
     # most 6 + 5 + ... + 1. Handing whole fetches over (the code before) gave thousands.
     assert counting.handed_over <= partitions * (partitions + 1) // 2
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_a_log_written_every_few_milliseconds_is_read_to_its_end_as_of_the_start(
+        cluster_a: Cluster, consumer: Consumer, reader: ModuleType) -> None:
+    """Each fetch at the end of a log written every few ms brings the next records, so no end-of-partition
+    event comes while the writer runs (an offset-syncs topic during a backlog copy). The read still ends,
+    long before its deadline, with every record written before it began."""
+    topic = create_topic(cluster_a.bootstrap, unique("log-reader-busy"), partitions=1)
+    producer = Producer({"bootstrap.servers": cluster_a.bootstrap, "linger.ms": 0,
+                         "allow.auto.create.topics": False})
+    for i in range(2000):
+        producer.produce(topic, value=b"before %d" % i, partition=0)
+    assert producer.flush(30) == 0
+    stop = threading.Event()
+
+    def write() -> None:
+        while not stop.is_set():
+            producer.produce(topic, value=b"during", partition=0)
+            producer.poll(0)
+            time.sleep(0.003)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        time.sleep(0.5)
+        records: list[Message] = []
+        began = time.monotonic()
+        reached = reader.read_to_end(consumer, {(topic, 0): OFFSET_BEGINNING}, records.extend, 20)
+        took = time.monotonic() - began
+    finally:
+        stop.set()
+        writer.join(5)
+        producer.flush(10)
+    assert reached.complete, "the read chased the writer until its deadline"
+    assert took < 10
+    values = [m.value() for m in records]
+    assert values[:2000] == [b"before %d" % i for i in range(2000)]
+    assert reached.ends[(topic, 0)] == len(records) and len(records) > 2000

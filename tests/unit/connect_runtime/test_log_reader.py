@@ -7,7 +7,7 @@ import inspect
 from types import ModuleType
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, KafkaError, KafkaException, Message, TopicPartition
 
 import connect_runtime.clients.log_reader as runtime_reader
 import mirror.client.log_reader as client_reader
@@ -49,7 +49,7 @@ class ScriptedConsumer:
 
     def get_watermark_offsets(self, partition: TopicPartition, cached: bool = False) -> tuple[int, int]:
         assert cached, "the end must come from the fetch response, never from ListOffsets"
-        return 0, self.high_watermarks[(partition.topic, partition.partition)]
+        return 0, self.high_watermarks.get((partition.topic, partition.partition), OFFSET_INVALID)
 
     def pause(self, partitions: list[TopicPartition]) -> None:
         self.paused += [(tp.topic, tp.partition) for tp in partitions]
@@ -155,6 +155,46 @@ def test_an_end_of_a_partition_not_asked_for_is_ignored(reader: ModuleType) -> N
     consumer = ScriptedConsumer([[eof("other", 0, 9)]])
     result = reader.read_to_end(consumer, {("t", 0): 0}, Collected(), 0.2)
     assert not result.complete and result.ends == {}
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_a_log_written_faster_than_a_fetch_waits_ends_at_the_watermark_of_its_first_records(
+        reader: ModuleType) -> None:
+    """No end-of-partition event ever comes (each fetch at the end brings the next few records): the read
+    stops once it reached the high watermark that came with its first records, not at its deadline."""
+    consumer = ScriptedConsumer([
+        [record("t", 0, 0), record("t", 0, 1)],  # the fetch said the end is 4
+        [record("t", 0, 2)],
+        [record("t", 0, 3), record("t", 0, 4)],  # 4 was written after the read began: handed over
+        [record("t", 0, 5)],  # not consumed
+    ], high_watermarks={("t", 0): 4})
+    got = Collected()
+    result = reader.read_to_end(consumer, {("t", 0): 0}, got, 30.0)
+    assert result.complete and result.ends == {("t", 0): 5}
+    assert got.offsets == [("t", 0, o) for o in range(5)]
+    assert len(consumer.batches) == 1
+
+
+class GrowingLog(ScriptedConsumer):
+    """Each fetch brings one record and a high watermark one past it: the log grows as it is read."""
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        self.high_watermarks[("t", 0)] = self.consume_calls + 2
+        return super().consume(num_messages, timeout)
+
+
+@pytest.mark.parametrize("reader", TWINS)
+def test_the_end_is_taken_once_per_read_and_only_from_a_partitions_own_records(reader: ModuleType) -> None:
+    """The watermark grows with every fetch, but the end is the one that came with the first record;
+    partition 1 has a watermark but no record in this read, so only its end-of-partition event ends it."""
+    consumer = GrowingLog([[record("t", 0, o)] for o in range(6)], high_watermarks={("t", 1): 7})
+    consumer.batches.insert(3, [eof("t", 1, 0)])
+    got = Collected()
+    result = reader.read_to_end(consumer, {("t", 0): 0, ("t", 1): 0}, got, 30.0)
+    assert result.complete and result.ends == {("t", 0): 2, ("t", 1): 0}
+    # record 2 came after partition 0's end, while partition 1 was still read: handed over, not waited for
+    assert got.offsets == [("t", 0, 0), ("t", 0, 1), ("t", 0, 2)]
+    assert len(consumer.batches) == 3
 
 
 # --------------------------------------------------------------------------------------------- end_offsets
