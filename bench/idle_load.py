@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import statistics
 import sys
@@ -34,7 +33,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import kafka_brokers, replication
-from bench.common import cpu_seconds, create_topic, unique
+from bench.common import create_topic, unique
 
 DEFAULT_FLOW = replication.DEFAULT_FLOW
 _REQUEST = re.compile(r'"clientId":"([^"]*)","requestApiKeyName":"(\w+)"')
@@ -46,14 +45,7 @@ PIPE = "\\|"
 
 def broker_cpu_s() -> float:
     """User + system CPU seconds of every Kafka broker JVM on the machine (this script's brokers)."""
-    total = 0.0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if b"kafka.Kafka" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                total += cpu_seconds(int(pid))
-        except OSError:
-            continue
-    return total
+    return sum(total for total, _ in kafka_brokers.broker_cpu().values())
 
 
 def log_sizes(logs: list[Path]) -> dict[Path, int]:

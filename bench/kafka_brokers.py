@@ -80,3 +80,42 @@ def kafka_brokers(names: tuple[str, ...], log_requests: bool = False) -> Iterato
         for broker in brokers:
             broker.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+#: The JVM's just-in-time compiler threads (HotSpot names them ``C1 CompilerThread0``, ``C2 CompilerThread1``...;
+#: Linux keeps the first 15 characters).
+COMPILER_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
+
+#: Per broker JVM: pid -> (CPU seconds so far, of which its JIT compiler threads').
+BrokerCpu = dict[int, tuple[float, float]]
+
+
+def broker_cpu() -> BrokerCpu:
+    """The CPU so far of every Apache Kafka broker JVM on the machine (the benchmarks' brokers), and the
+    share of their JIT compilers: a fresh broker compiles the code paths each new kind of client first
+    takes, on the same cores as the copy it serves (bench/results.md, 2026-11-26 22:40)."""
+    from bench.common import cpu_seconds  # bench.common imports this module
+    from bench.thread_cpu import snapshot
+
+    result: BrokerCpu = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if b"kafka.Kafka" not in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                continue  # the broker's main class, not a Java MirrorMaker
+            jit = sum(cpu for name, cpu in snapshot(int(pid)).values() if name.startswith(COMPILER_THREADS))
+        except OSError:
+            continue
+        result[int(pid)] = (cpu_seconds(int(pid)), jit)
+    return result
+
+
+def broker_cpu_since(before: BrokerCpu) -> tuple[float | None, float | None]:
+    """CPU seconds of the brokers since ``before`` (:func:`broker_cpu`), and of their JIT compilers (a
+    compiler thread that ended meanwhile is left out of the second figure: it is a lower bound); None
+    without Kafka brokers (Tansu)."""
+    if not before:
+        return None, None
+    after = broker_cpu()
+    total = sum(now[0] - before.get(pid, (0.0, 0.0))[0] for pid, now in after.items())
+    jit = sum(now[1] - before.get(pid, (0.0, 0.0))[1] for pid, now in after.items())
+    return total, jit

@@ -176,6 +176,9 @@ class Result:
     #: Resident memory of the copier's processes when the last record was on the target (MiB; None: not
     #: measured, e.g. the pipe, which has exited by then).
     rss_mib: float | None = None
+    #: CPU seconds of the broker JVMs while copying, and of their JIT compiler threads (Kafka only).
+    broker_cpu_s: float | None = None
+    broker_jit_s: float | None = None
 
 
 def start_profiler(pid: int, output: Path, gil: bool = False) -> Popen[bytes]:
@@ -291,10 +294,12 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
         samples: list[tuple[float, int]] = []
         profiler: Popen[bytes] | None = None
         threads_at_first: thread_cpu.Snapshot = {}
+        brokers_at_first: kafka_brokers.BrokerCpu = {}
 
         def first() -> None:
             nonlocal profiler
             cpu_at_first.extend(cpu_seconds(p.pid) for p in copier.processes)
+            brokers_at_first.update(kafka_brokers.broker_cpu())  # none on Tansu
             if copier.repl is not None or mode in JAVA_MODES:  # Java's threads by their JVM names
                 threads_at_first.update(thread_cpu.snapshot(copier.processes[0].pid))
             if profile is not None and copier.repl is not None:
@@ -312,6 +317,7 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
                 result.skipped = f"failed: {exc} (log tail: {kept})"
                 return result
             result.cpu_s = sum(cpu_seconds(p.pid) for p in copier.processes) - sum(cpu_at_first)
+            result.broker_cpu_s, result.broker_jit_s = kafka_brokers.broker_cpu_since(brokers_at_first)
             result.rss_mib = copier_rss_mib(copier) if mode not in ("pipe", "spark") else None
             if threads_at_first:
                 pid = copier.processes[0].pid
@@ -477,6 +483,8 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
                 continue
             ratios = [r.records_per_s / pipes[r.round] for r in done if r.round in pipes]
             cpu_values = [r.cpu_s / r.records * 1e6 for r in done if not math.isnan(r.cpu_s)]
+            brokers = [(r.broker_cpu_s / r.records * 1e6, (r.broker_jit_s or 0.0) / r.records * 1e6)
+                       for r in done if r.broker_cpu_s is not None]
             rows.append({
                 "mode": mode, "size": size, "runs": len(done), "failed": len(runs) - len(done),
                 "records": done[0].records,
@@ -484,6 +492,8 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
                 "mb_per_s": statistics.median(r.mb_per_s for r in done),
                 "ratio": spread(ratios) if ratios else None,
                 "cpu_us_per_record": spread(cpu_values) if cpu_values else None,
+                "broker_cpu_us_per_record": spread([b[0] for b in brokers]) if brokers else None,
+                "broker_jit_us_per_record": statistics.median(b[1] for b in brokers) if brokers else None,
                 "startup_s": statistics.median(r.startup_s for r in done),
                 "rss_mib": (statistics.median(rss) if (rss := [r.rss_mib for r in done if r.rss_mib is not None])
                             else None),
@@ -524,15 +534,16 @@ def fmt_spread(figure: dict[str, float] | None, fmt: str, suffix: str = "") -> s
 def table(rows: list[dict[str, Any]]) -> str:
     """Medians with [min-max] over the runs; the ratio is paired per round with the pipe."""
     lines = ["| copier | value | runs | records/s | MB/s | ratio to (a), paired | CPU us/record | copy time (s) "
-             "| start-up (s) | once all processes ran tasks | RSS at the end (MiB) | broker |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| start-up (s) | once all processes ran tasks | RSS at the end (MiB) "
+             "| brokers' CPU us/record (JIT compilers') | broker |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     pipe = {row["size"]: row["records_per_s"]["median"] for row in rows
             if row["mode"] == "pipe" and "skipped" not in row}
     for row in rows:
         label = LABELS[row["mode"]]
         size = f"{row['size']} B"
         if "skipped" in row:
-            lines.append(f"| {label} | {size} | 0 | skipped: {row['skipped']} | | | | | | | | {row['broker']} |")
+            lines.append(f"| {label} | {size} | 0 | skipped: {row['skipped']} | | | | | | | | | {row['broker']} |")
             continue
         later = "-"
         if row.get("all_running_records_per_s"):
@@ -545,8 +556,16 @@ def table(rows: list[dict[str, Any]]) -> str:
                      f"| {row['mb_per_s']:.1f} | {fmt_spread(row['ratio'], '.2f', 'x')} "
                      f"| {fmt_spread(row['cpu_us_per_record'], '.2f')} | {row['seconds']:.2f} "
                      f"| {row['startup_s']:.1f} | {later} "
-                     f"| {'-' if row['rss_mib'] is None else format(row['rss_mib'], '.0f')} | {row['broker']} |")
+                     f"| {'-' if row['rss_mib'] is None else format(row['rss_mib'], '.0f')} "
+                     f"| {brokers_cpu(row)} | {row['broker']} |")
     return "\n".join(lines)
+
+
+def brokers_cpu(row: dict[str, Any]) -> str:
+    """The brokers' CPU per record while the copier ran, median [min-max], and its JIT compilers' median."""
+    if row.get("broker_cpu_us_per_record") is None:
+        return "-"
+    return f"{fmt_spread(row['broker_cpu_us_per_record'], '.2f')} ({row['broker_jit_us_per_record']:.2f})"
 
 
 def thread_table(rows: list[dict[str, Any]], top: int = 8) -> str:

@@ -32,6 +32,19 @@ def test_ratio_is_paired_per_round_then_the_median() -> None:
     assert "as shipped" in text.splitlines()[3] and "0.80x [0.50-0.90]" in text
 
 
+def test_the_brokers_cpu_and_their_jit_share_are_medians_per_record_beside_each_row() -> None:
+    results = [result("pipe", 0, 100.0), result("mm2-1", 0, 90.0), result("mm2-1", 1, 90.0), result("mm2-1", 2, 90.0)]
+    for run, (brokers, jit) in zip(results[1:], [(3.0, 1.0), (5.0, 2.5), (4.0, 0.5)], strict=True):
+        run.broker_cpu_s, run.broker_jit_s = brokers / 1000, jit / 1000  # seconds: us per record of 1,000
+    rows = {row["mode"]: row for row in summarize(results)}
+    assert rows["mm2-1"]["broker_cpu_us_per_record"] == {"median": 4.0, "min": 3.0, "max": 5.0}
+    assert rows["mm2-1"]["broker_jit_us_per_record"] == 1.0
+    lines = table(list(rows.values())).splitlines()
+    assert "brokers' CPU us/record (JIT compilers')" in lines[0]
+    assert "| 4.00 [3.00-5.00] (1.00) |" in lines[3]
+    assert "| - |" in lines[2]  # not measured (Tansu, or the pipe's row here)
+
+
 def test_rounds_start_one_mode_further_down() -> None:
     modes = ["pipe", "mm2-1", "mm2-1-datapath"]
     assert [run_order(modes, index) for index in range(4)] == [
