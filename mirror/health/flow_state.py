@@ -41,6 +41,10 @@ class FlowState:
     offset_map: OffsetMap = field(default_factory=OffsetMap)
     #: connector -> why its node cannot hand its task configs to the leader (from the status topic)
     stalled: dict[str, str] = field(default_factory=dict)
+    #: the target's topics (name -> partitions) as the last pass found them: the latency watch between
+    #: passes reads the heartbeats five times a second, and asking for every topic's metadata each time
+    #: cost a copy of 100-byte records 15% of its rate (bench/results.md, 2026-11-26 23:49)
+    target_topics: dict[str, int] | None = None
 
 
 def sample_latency(state: FlowState, newest_new_ms: int, read_at: float) -> None:

@@ -215,7 +215,9 @@ class HealthProbe:
         """Read what is new in the flow's internal topics on the target; returns the target's topics."""
         io = self._clusters[spec.target]
         state = self._state[spec.name]
-        topics = io.topics(self._timeout_s)
+        topics = state.target_topics if heartbeats_only else None
+        if topics is None:  # a pass (or a watch before any pass) learns the topics; a watch reuses them
+            topics = state.target_topics = io.topics(self._timeout_s)
         policy = spec.policy
         replicated_hb = policy.format_remote_topic(spec.source, policy.heartbeats_topic())
         wanted = [replicated_hb, policy.heartbeats_topic()]

@@ -315,3 +315,42 @@ def test_latency_is_reported_when_every_read_is_slower_than_the_resolution(
             wait_until(sampled_by_a_watch, 90, "a latency sample from a watch's coarse reads", interval_s=0.5)
     finally:
         probe.close()
+
+
+def test_the_latency_watch_reads_heartbeats_without_asking_for_every_topic(
+        cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
+    """Between passes the monitor reads the replicated heartbeats five times a second; the topics come
+    from the last pass, not from a metadata request for the whole target cluster each time (that cost a
+    copy of 100-byte records 15% of its rate: bench/results.md, 2026-11-26 23:49)."""
+    from mirror.config.mirror_maker import MirrorMakerConfig
+    from mirror.health.flow_spec import cluster_io, flow_specs
+    from mirror.health.probe import HealthProbe
+
+    src, tgt = unique("hw"), unique("hx")
+    topic = create_topic(cluster_a.bootstrap, unique("health-watch"), partitions=1)
+    props = write_properties(tmp_path / "mm2.properties", src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic)
+    config = MirrorMakerConfig.from_file(props)
+    specs = flow_specs(config, config.herder_pairs([tgt]), None)
+    clusters = {a: cluster_io(config, a) for a in (src, tgt)}
+    asked: list[str] = []
+    target_topics = clusters[tgt].topics
+
+    def counted(timeout_s: float) -> dict[str, int]:
+        asked.append("topics")
+        return target_topics(timeout_s)
+
+    clusters[tgt].topics = counted  # type: ignore[method-assign]
+    probe = HealthProbe(specs, clusters)
+    try:
+        with replication(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, topic):
+            def watched() -> float | None:
+                probe.check()
+                asked.clear()
+                probe.watch_latency(3.0)
+                assert asked == [], "a watch asked the target for its topics"
+                return probe.check().flows[0].latency_seconds
+
+            latency = wait_until(watched, 90, "a latency sample from a watch", interval_s=0.5)
+            assert latency is not None and latency >= 0
+    finally:
+        probe.close()
