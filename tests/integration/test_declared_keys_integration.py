@@ -93,8 +93,11 @@ def test_a_flow_java_mm2_ran_resumes_where_java_stopped(cluster_a: Cluster, clus
         wait_until(lambda: len(_values(cluster_b.bootstrap, remote)) >= n, 90, f"{n} records in {remote}")
         # One partition, in order: a record copied twice would show up as a second v{K-1} or earlier.
         assert _values(cluster_b.bootstrap, remote) == [f"v{i}".encode() for i in range(n)]
-        states = node.task_states(a, b, "MirrorSourceConnector")
-        assert states and all(state == "RUNNING" for state, _ in states), states
+        # The task first ran with Java's task config, then the connector wrote its own and the task was
+        # restarted (UNASSIGNED meanwhile): it settles at RUNNING, and the restart copied nothing again.
+        wait_until(lambda: (states := node.task_states(a, b, "MirrorSourceConnector"))
+                   and all(state == "RUNNING" for state, _ in states), 60, "the task RUNNING after its restart")
+        assert _values(cluster_b.bootstrap, remote) == [f"v{i}".encode() for i in range(n)]
         assert node.terminate() == 0
     # Java's checkpoint and offset sync are still there for failover tools (nothing rewrote or deleted them).
     assert checkpoint.value_bytes() in [m.value for m in consume_all(cluster_b.bootstrap, checkpoints)]
