@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,8 +40,9 @@ def test_watch_in_a_terminal_and_as_json_lines(cluster_a: Cluster, cluster_b: Cl
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "140", "LINES": "30", "TERM": "xterm-256color"}
     command = ["-m", "mirror.cli", "status", str(props), "--watch", "--interval", "1", "--clusters", b]
     with MirrorMakerProcess(props, "--clusters", b):
-        term = pexpect.spawn(sys.executable, command, cwd=str(ROOT), env=env, encoding="utf-8",
-                             dimensions=(30, 140), timeout=120)
+        # -X faulthandler: a command that hangs is sent SIGABRT and prints every thread's stack (_stacks)
+        term = pexpect.spawn(sys.executable, ["-X", "faulthandler", *command], cwd=str(ROOT), env=env,
+                             encoding="utf-8", dimensions=(30, 140), timeout=120)
         try:
             # The flow's state with its heartbeat age. Under a loaded CI machine the flow may be degraded
             # (replication lag over its threshold) for a while: what is tested here is the terminal view,
@@ -57,7 +59,10 @@ def test_watch_in_a_terminal_and_as_json_lines(cluster_a: Cluster, cluster_b: Cl
             term.expect(flow_line, timeout=30)
             assert float(term.match.group(1)) < 30
             term.sendintr()
-            term.expect(pexpect.EOF, timeout=30)
+            try:
+                term.expect(pexpect.EOF, timeout=30)
+            except pexpect.TIMEOUT:
+                pytest.fail(f"no exit within 30 s of Ctrl-C; its threads:\n{_stacks(term)}")
         finally:
             term.close(force=True)
         assert term.exitstatus == 0, (term.exitstatus, term.signalstatus, term.before)
@@ -76,3 +81,15 @@ def test_watch_in_a_terminal_and_as_json_lines(cluster_a: Cluster, cluster_b: Cl
     assert reports[1]["checked_at"] > reports[0]["checked_at"]
     assert [f["flow"] for f in reports[1]["flows"]] == [f"{a}->{b}"]
     assert reports[1]["flows"][0]["heartbeat_age_seconds"] is not None
+
+
+def _stacks(term: Any) -> str:
+    """Every thread's Python stack of a hung command (faulthandler prints them on SIGABRT, even while a
+    thread holds the GIL in C code), with what it printed last."""
+    before = term.before or ""
+    term.kill(signal.SIGABRT)
+    try:
+        term.expect(pexpect.EOF, timeout=10)
+    except pexpect.TIMEOUT:
+        pass
+    return f"{before[-500:]}\n{term.before or ''}"

@@ -151,6 +151,29 @@ def _largest_gap_s(arrivals: list[Arrival], after_ms: float) -> float:
     return max((later - earlier for earlier, later in itertools.pairwise(times)), default=0.0) / 1000
 
 
+def _takeover_evidence(target: str, alias: str, topic: str, logs: list[Path]) -> str:
+    """What a failed takeover assertion needs to be explained: every source offset either implementation
+    stored for the topic (in write order: offsets-topic partition and offset, the source partition, the
+    offset), and each node's lines about where its task started and what it warned of."""
+    lines = [f"source offsets stored for {topic} (offsets-topic partition/offset: source partition -> offset):"]
+    try:
+        for record in consume_all(target, f"mm2-offsets.{alias}.internal", 10):
+            key = (record.key or b"").decode(errors="replace")
+            if topic in key:
+                lines.append(f"  {record.partition}/{record.offset} at {record.timestamp}: {key} -> "
+                             f"{(record.value or b'').decode(errors='replace')}")
+    except (AssertionError, KafkaException) as exc:
+        lines.append(f"  (not readable: {exc})")
+    wanted = ("resuming after stored offsets", "offsets read so far", "Stopping", "Starting task", "WARN", "ERROR",
+              "Loaded", "Committing offsets", "commitOffsets", "Resetting offset", "reset")
+    for log in logs:
+        text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+        picked = [line[:300] for line in text.splitlines() if any(w in line for w in wanted)]
+        lines.append(f"{log.name} ({len(picked)} lines of note, the last 40):")
+        lines += [f"  {line}" for line in picked[-40:]]
+    return "\n".join(lines)
+
+
 def _records_on(bootstrap: str, topic: str) -> int:
     """The records a topic holds (the sum of its partitions' end offsets)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("watermarks")})
@@ -247,16 +270,19 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
 
     assert not load.errors, load.errors[:3]
     report = analyse(f"{first} -> {second}", load.acked, checker.snapshot(), stop_ms)
+    evidence = _takeover_evidence(target, a, topic, [tmp_path / f"1-{first}.log", tmp_path / f"2-{second}.log"])
     # "time to recover" in the table: from the SIGTERM to the first record sent after it arriving on B
     figures["takeover gap: longest time without an arrival on B (s)"] = _largest_gap_s(checker.snapshot(), stop_ms
                                                                                           - 10_000)
     print(f"\n{report.table()}\n" + "\n".join(f"{k}: {v:.2f}" for k, v in figures.items()))
-    assert report.lost == 0, report.table()
-    assert report.duplicated <= DUPLICATES_ALLOWED, report.table()
-    assert report.out_of_order == 0, report.table()
+    assert report.lost == 0, f"{report.table()}\n{evidence}"
+    assert report.duplicated <= DUPLICATES_ALLOWED, f"{report.table()}\n{evidence}"
+    assert report.out_of_order == 0, f"{report.table()}\n{evidence}"
     # checkpoints went on: the second implementation translated the group's later commit, never past it
+    # (downstream offsets equal upstream ones only while no partition holds a record twice: the evidence
+    # then tells which implementation started a partition where)
     assert all(before[p] <= committed_1[p] and before[p] < after[p] <= committed_2[p] for p in range(PARTITIONS)), \
-        (committed_1, before, committed_2, after)
+        f"{(committed_1, before, committed_2, after)}\n{report.table()}\n{evidence}"
     if isinstance(node, JavaMirrorMaker):
         # Java started the connectors and task configs we stored (a reference where the password should be
         # fails the connectors' start), and found our stored connector configs (SASL password included)
