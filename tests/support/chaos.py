@@ -48,6 +48,8 @@ class Arrival:
     sequence: int
     sent_ms: float
     arrived_ms: float
+    #: where it landed on the target (-1: not recorded)
+    offset: int = -1
 
 
 class LoadGenerator:
@@ -163,7 +165,7 @@ class Checker:
                         continue
                     partition, sequence, sent_ms = decode(msg.value() or b"")
                     assert partition == msg.partition(), f"record of partition {partition} on {msg.partition()}"
-                    batch.append(Arrival(partition, sequence, sent_ms, now_ms))
+                    batch.append(Arrival(partition, sequence, sent_ms, now_ms, msg.offset() or 0))
                 positions = self._consumer.position(self._consumer.assignment())
                 with self._lock:
                     self.arrivals.extend(batch)
