@@ -11,9 +11,9 @@ tests fetch from serves no connect-mirror 4.4.0), run from tests/support/java_mm
   ``B.offset.flush.interval.ms = 5000``), stops on SIGTERM, and the other continues it from the same internal
   topics with the same mm2.properties: every record arrives, at most 2,500 twice (no partition more than
   1,250 of them across the stop), and the consumer group's checkpoints go on, never past a record the group
-  has not read (in B's offsets, which run ahead of A's where records arrived twice). B is reached over SASL_PLAINTEXT, so the connector configs hold a password; with
-  ``configs.topic.compatibility = java`` ours stores it as Java does, and Java's leader finds our stored
-  configs equal to its own (it writes none).
+  has not read (in B's offsets, which run ahead of A's where records arrived twice). B is reached over
+  SASL_PLAINTEXT, so the connector configs hold a password; with ``configs.topic.compatibility = java`` ours
+  stores it as Java does, and Java's leader finds our stored configs equal to its own (it writes none).
 """
 
 from __future__ import annotations
