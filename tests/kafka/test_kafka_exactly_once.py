@@ -36,6 +36,11 @@ def _committed_count(bootstrap: str, topic: str) -> int:
     return len(read_committed(bootstrap, topic)) if topic in topics(bootstrap) else 0
 
 
+def _open_records(bootstrap: str, topic: str) -> int:
+    """Records on the target that a read_committed consumer does not see yet (none were aborted so far)."""
+    return len(read_uncommitted(bootstrap, topic)) - _committed_count(bootstrap, topic)
+
+
 def test_kill_9_inside_a_transaction_loses_and_duplicates_nothing_for_a_read_committed_consumer(
         kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path) -> None:
     a, b = aliases("A", "B")
@@ -45,7 +50,7 @@ def test_kill_9_inside_a_transaction_loses_and_duplicates_nothing_for_a_read_com
     body = (f"{a}->{b}.enabled = true\ntopics = {topic}\n"
             f"{b}.exactly.once.source.support = enabled\n{a}.consumer.isolation.level = read_committed\n"
             f"{a}->{b}.exactly.once.support = required\n"
-            f"{a}->{b}.transaction.boundary = interval\n{a}->{b}.transaction.boundary.interval.ms = 2000\n")
+            f"{a}->{b}.transaction.boundary = interval\n{a}->{b}.transaction.boundary.interval.ms = 10000\n")
     props = write_mm2(tmp_path / "mm2.properties", {a: kafka_a, b: kafka_b}, body)
     with MirrorMakerProcess(props, log=tmp_path / "first.log") as node:
         node.wait_running(2)
@@ -53,9 +58,13 @@ def test_kill_9_inside_a_transaction_loses_and_duplicates_nothing_for_a_read_com
                    "the first records copied in committed transactions", interval_s=0.5)
         producing = threading.Thread(target=_paced, args=(kafka_a.bootstrap_servers, topic, TOTAL // 2, TOTAL))
         producing.start()
-        time.sleep(1.5)  # not synchronisation: the kill should land while the second half flows
+        # The kill lands inside a transaction that holds records: some are on the target and not committed
+        # (a 10 s transaction, so the one seen open is still open a moment later; a fixed sleep once hit the
+        # gap between a commit and the second half's first records on a loaded machine)
+        wait_until(lambda: _open_records(kafka_b.bootstrap_servers, remote) > 0, 60,
+                   "records of an open transaction on the target", interval_s=0.2)
         before = _committed_count(kafka_b.bootstrap_servers, remote)
-        node.kill()  # SIGKILL inside an open transaction (2 s interval boundary)
+        node.kill()  # SIGKILL inside an open transaction
         producing.join()
         assert "runs exactly-once" in node.log_text()
     assert before < TOTAL, "the kill came after everything was copied: it tested nothing"
