@@ -5,13 +5,14 @@ task consumes them 10,000 at a time. With CPython's default thresholds (700, 10,
 runs every 700 new objects, so about 14 times inside each ``consume`` call, each moving the batch's
 messages still alive one generation up; every tenth of those runs the middle generation, and every tenth
 of *those* a full collection, which walks every object of the process: the modules, configs, metrics and
-herder state a node holds, hundreds of thousands of objects. So a full collection came about every
-70,000 records, and its cost grew with the node, not with the records: copying 3M records in 10,000-message
-batches took 32 full collections either way, 0.3 s in a process holding only the client library and
-2.0 s in one holding the node's modules (bench/results.md, 2026-11-27 03:05), all of it with the GIL held
-on the task's thread.
+herder state a node holds, tens of thousands of objects at least. So a full collection came about every
+70,000 records, and its cost grew with the process, not with the records: 3M messages made in
+10,000-message batches ran 3,821 young, 347 middle and 32 full collections, 0.38 s of collecting in a
+process holding only the client library and 0.69 s (0.53 s of it full collections) in one that imported
+the node's modules, a fifth of that loop's time; tuned, none (bench/results.md, 2026-11-27 02:50-03:40). All of
+it runs with the GIL held, on the task's thread.
 
-Two settings (Instagram's, for the same reason):
+Two settings:
 
 * :func:`tune_collector`, at start: a young collection every :data:`YOUNG_THRESHOLD` new tracked objects,
   more than a consume batch holds. A batch's messages are freed (by reference counting) once handled, so
@@ -20,6 +21,9 @@ Two settings (Instagram's, for the same reason):
   object alive to the permanent generation, which later collections skip. What the start built lives as
   long as the process anyway; a cycle among those objects that becomes garbage later is not collected
   (reference counting still frees everything else), the price of not walking them again and again.
+
+In whole copies on Apache Kafka (same entry) the difference did not show beside the run-to-run spread: the
+settings bound the pauses a copy takes for collecting; they are not a throughput figure.
 
 ``CONNECT_GC_TUNE=0`` leaves CPython's defaults. The raw pipe of bench/pipe.py applies the same settings,
 so that it stays the limit the replicator is measured against.
