@@ -9,7 +9,7 @@ herder state a node holds, tens of thousands of objects at least. So a full coll
 70,000 records, and its cost grew with the process, not with the records: 3M messages made in
 10,000-message batches ran 3,821 young, 347 middle and 32 full collections, 0.38 s of collecting in a
 process holding only the client library and 0.69 s (0.53 s of it full collections) in one that imported
-the node's modules, a fifth of that loop's time; tuned, none (bench/results.md, 2026-11-27 02:50-03:40). All of
+the node's modules, a fifth of that loop's time; tuned, none (bench/results.md, 2026-11-27 02:54-03:33). All of
 it runs with the GIL held, on the task's thread.
 
 Two settings:
