@@ -14,9 +14,6 @@ the target (key, value, headers, timestamp kept), ``poll(0)`` per batch and a fi
 * Consumer: the task's source consumer (``COPIER_CONSUMER_DEFAULTS`` of
   ``mirror/source/source_consumer.py`` over librdkafka's defaults, read_uncommitted), assigned, no group.
 
-* The process's garbage collector: the replicator's settings (``connect_runtime/runtime/worker/gc_policy.py``:
-  young collections every 50,000 objects, the start-up heap frozen), since 2026-11-27.
-
 No offsets, no tracking, no metrics. Earlier versions (before 2026-11-26) used docs/tansu.md's tuned
 settings and a delivery callback per record instead: not the task's settings, and a Python call per
 record the replicator does not pay.
@@ -43,7 +40,6 @@ if __package__ in (None, ""):
 
 from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.task.source_task_setup import task_producer_config
-from connect_runtime.runtime.worker.gc_policy import freeze_startup_objects, tune_collector
 from mirror.source.source_consumer import copier_consumer_config
 
 
@@ -68,11 +64,9 @@ def run(source: str, target: str, topic: str, target_topic: str, partitions: int
     def failed(err: Any, _msg: Any) -> None:  # with delivery.report.only.error: failures only
         errors.append(str(err))
 
-    tune_collector()  # the replicator's garbage-collector settings (gc_policy.py): the limit has them too
     consumer = Consumer(consumer_config(source))
     producer = Producer(producer_config(target, failed))
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    freeze_startup_objects()
     copied = 0
     produce = producer.produce
     while copied < records:

@@ -56,7 +56,6 @@ from connect_runtime.runtime.distributed.assembly import (
 from connect_runtime.runtime.distributed.distributed_herder import DistributedHerder
 from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.worker import worker_config as wc
-from connect_runtime.runtime.worker.gc_policy import freeze_startup_objects, tune_collector
 from connect_runtime.runtime.worker.plugins import Plugins
 from connect_runtime.runtime.worker.process_metrics import register_process_metrics
 
@@ -219,14 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print_error(str(exc))
         return ExitCode.USAGE
-    tune_collector()  # the process's garbage collector, set for a copier (gc_policy.py)
     process = ConnectDistributed(config, providers, security=security)
-
-    def announce_ready(elapsed_s: float) -> None:
-        process.announce_ready(elapsed_s)
-        freeze_startup_objects()
-
-    return run_until_stopped(process, name=PROG, announce_ready=announce_ready, failure=process.failure,
+    return run_until_stopped(process, name=PROG, announce_ready=process.announce_ready, failure=process.failure,
                              log=logger)
 
 

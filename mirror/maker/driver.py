@@ -37,7 +37,6 @@ import logging
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.cli.process import ExitCode, run_until_stopped
-from connect_runtime.runtime.worker.gc_policy import freeze_startup_objects, tune_collector
 from mirror.config.mirror_maker import MirrorMakerConfig
 from mirror.maker.node import MirrorMaker
 
@@ -50,13 +49,11 @@ def run(config: MirrorMakerConfig, clusters: list[str] | None, options: argparse
     Herders start in the background (each slot retries its own cluster), so readiness is announced
     once every herder runs; only a REST or metrics port that cannot be bound fails the start.
     """
-    tune_collector()  # the process's garbage collector, set for a copier (gc_policy.py)
     node = MirrorMaker(config, clusters, rest_port=getattr(options, "rest_port", None),
                        metrics_port=getattr(options, "metrics_port", None))
 
     def announce_ready(elapsed_s: float) -> None:
         logger.info("All %d herder(s) running after %.1fs", len(node.slots), elapsed_s)
-        freeze_startup_objects()  # what the node built at start: out of every later full collection
 
     return run_until_stopped(node, name="connect-mirror-maker", announce_ready=announce_ready,
                              poll_interval_s=0.5, start_errors=(OSError, ConnectError), log=logger)
