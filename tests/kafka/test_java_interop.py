@@ -294,26 +294,27 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
     configs_2 = _connector_records(target, a)
 
     assert not load.errors, load.errors[:3]
-    report = analyse(f"{first} -> {second}", load.acked, checker.snapshot(), stop_ms)
-    evidence = _takeover_evidence(target, a, topic, [tmp_path / f"1-{first}.log", tmp_path / f"2-{second}.log"])
+    arrivals = checker.snapshot()  # the checker has stopped: every later read would be this one
+    report = analyse(f"{first} -> {second}", load.acked, arrivals, stop_ms)
+
+    def evidence() -> str:  # read only when an assertion fails (assert evaluates its message lazily)
+        return _takeover_evidence(target, a, topic, [tmp_path / f"1-{first}.log", tmp_path / f"2-{second}.log"])
     # "time to recover" in the table: from the SIGTERM to the first record sent after it arriving on B
-    figures["takeover gap: longest time without an arrival on B (s)"] = _largest_gap_s(checker.snapshot(), stop_ms
-                                                                                          - 10_000)
+    figures["takeover gap: longest time without an arrival on B (s)"] = _largest_gap_s(arrivals, stop_ms - 10_000)
     print(f"\n{report.table()}\n" + "\n".join(f"{k}: {v:.2f}" for k, v in figures.items()))
-    assert report.lost == 0, f"{report.table()}\n{evidence}"
-    assert report.duplicated <= DUPLICATES_ALLOWED, f"{report.table()}\n{evidence}"
+    assert report.lost == 0, f"{report.table()}\n{evidence()}"
+    assert report.duplicated <= DUPLICATES_ALLOWED, f"{report.table()}\n{evidence()}"
     # A stop copies again the same span of time on every partition (one offset flush covers them all): a
     # partition copied again far beyond its share was started by the second implementation elsewhere
     # than where the first one's offsets say (copies before the stop are the first one's own restarts).
-    again = _copied_again_across(checker.snapshot(), stop_ms)
-    assert all(n <= DUPLICATES_ALLOWED // 2 for n in again.values()), f"{again}\n{report.table()}\n{evidence}"
-    assert report.out_of_order == 0, f"{report.table()}\n{evidence}"
+    again = _copied_again_across(arrivals, stop_ms)
+    assert all(n <= DUPLICATES_ALLOWED // 2 for n in again.values()), f"{again}\n{report.table()}\n{evidence()}"
+    assert report.out_of_order == 0, f"{report.table()}\n{evidence()}"
     # checkpoints went on: the second implementation translated the group's later commit, never past it
     # (in offsets of B: past it is where a consumer resuming on B would skip a record it had not read)
-    arrivals = checker.snapshot()
     bound_1, bound_2 = _safe_checkpoints(arrivals, committed_1), _safe_checkpoints(arrivals, committed_2)
     assert all(before[p] <= bound_1[p] and before[p] < after[p] <= bound_2[p] for p in range(PARTITIONS)), \
-        f"{(committed_1, bound_1, before, committed_2, bound_2, after)}\n{report.table()}\n{evidence}"
+        f"{(committed_1, bound_1, before, committed_2, bound_2, after)}\n{report.table()}\n{evidence()}"
     if isinstance(node, JavaMirrorMaker):
         # Java started the connectors and task configs we stored (a reference where the password should be
         # fails the connectors' start), and found our stored connector configs (SASL password included)
