@@ -82,6 +82,13 @@ class BulkSink(Protocol):
     #: ``produce(topic, value, key, partition, on_delivery, None, timestamp, headers)``.
     produce: Callable[..., None]
 
+    #: None, or ``produce_span(messages, start, stop, topic, partition) -> (produced, value bytes)``:
+    #: produces consumed confluent-kafka messages ``messages[start:stop]`` as they are (key, value, timestamp,
+    #: headers) to one partition, without delivery callbacks, in C (:mod:`connect_runtime.clients.bulk_produce`);
+    #: it stops at the first record it cannot produce, which the caller then produces with :attr:`produce`
+    #: (raising what that raises). Offered only while :attr:`each_record` is False.
+    produce_span: Callable[[list[Any], int, int, str, int], tuple[int, int]] | None
+
     #: The ``on_delivery`` of a run's records between the first and the last: None, or a callback per
     #: record (``BulkRun.on_each``) when the runtime must see each failure.
     each_record: bool

@@ -7,9 +7,12 @@ in the source offsets (transaction markers, compaction) starts a new run, so a r
 ``first .. first + count - 1`` and, acknowledged contiguously, its downstream ones too: that is what the
 offset syncs and metrics are fed, once per run.
 
-The loop below runs once per replicated record. Per record it calls the message's accessors, ``produce``
-(positionally: keyword arguments cost the client more than the copy itself) and counts value bytes;
-nothing else. Anything per run or per batch stays outside it.
+Per record, only the producing: the records between a run's first and last go to ``sink.produce_span``
+(C, when the runtime offers it: :mod:`connect_runtime.clients.bulk_produce`), and the loop below takes the
+first and the last (they carry the run's delivery callbacks) and any record the span stopped at. Without
+the span the loop produces every record: the message's accessors, ``produce`` (positionally: keyword
+arguments cost the client more than the copy itself) and a count of value bytes; nothing else. Anything
+per run or per batch stays outside it.
 """
 
 from __future__ import annotations
@@ -21,9 +24,13 @@ from typing import Any
 from confluent_kafka import KafkaException, Message
 
 from connect_runtime.api.bulk import BulkSink
+from connect_runtime.clients import bulk_produce
 from mirror.connect_offset_keys import OFFSET_KEY
 
 logger = logging.getLogger(__name__)
+
+#: The run scan in C when the extension is there (the same rule as the loop it replaces).
+_run_end = bulk_produce.run_end()
 
 
 class RunTag:
@@ -34,6 +41,24 @@ class RunTag:
     def __init__(self, state: Any, timestamp: int) -> None:
         self.state = state
         self.timestamp = timestamp
+
+
+def run_end(messages: list[Message], i: int) -> int:
+    """The end (exclusive) of the run starting at ``messages[i]``: the following messages of the same
+    topic-partition at the next offsets, without errors (in C when the extension is there)."""
+    if _run_end is not None and (end := _run_end(messages, i)) >= 0:
+        return end
+    m = messages[i]
+    topic, part = m.topic(), m.partition()
+    expect = (m.offset() or 0) + 1
+    j, n = i + 1, len(messages)
+    while j < n:
+        mj = messages[j]
+        if mj.offset() != expect or mj.partition() != part or mj.topic() != topic or mj.error() is not None:
+            break
+        j += 1
+        expect += 1
+    return j
 
 
 def copy_batch(messages: list[Message], pos: int, sink: BulkSink, state_of: Callable[[str, int], Any],
@@ -49,6 +74,7 @@ def copy_batch(messages: list[Message], pos: int, sink: BulkSink, state_of: Call
     """
     produce = sink.produce
     each = sink.each_record
+    span = sink.produce_span
     n = len(messages)
     i = pos
     produced = 0
@@ -61,15 +87,8 @@ def copy_batch(messages: list[Message], pos: int, sink: BulkSink, state_of: Call
         topic = m.topic() or ""
         part = m.partition() or 0
         first = m.offset() or 0
-        # The run: following messages of the same topic-partition at the next offsets.
-        j = i + 1
-        expect = first + 1
-        while j < n:
-            mj = messages[j]
-            if mj.offset() != expect or mj.partition() != part or mj.topic() != topic or mj.error() is not None:
-                break
-            j += 1
-            expect += 1
+        j = run_end(messages, i)
+        expect = first + j - i
         count = j - i
         state = state_of(topic, part)
         if first != state.next_offset and jumped is not None:
@@ -84,6 +103,14 @@ def copy_batch(messages: list[Message], pos: int, sink: BulkSink, state_of: Call
         nbytes = 0
         k = i
         while k < j:
+            if span is not None and i < k < last:
+                # The records between the first and the last in C; it stops at one it cannot produce,
+                # which the lines below then produce (and meet what stopped it).
+                done, spanned = span(messages, k, last, remote, part)
+                k += done
+                nbytes += spanned
+                if k == last:
+                    cb = run.on_last
             mk = messages[k]
             v = mk.value()
             ts = mk.timestamp()[1]

@@ -16,9 +16,12 @@ from typing import Any
 
 import pytest
 
+from connect_runtime.clients import bulk_produce
 from connect_runtime.model import State
+from connect_runtime.runtime.task import bulk_source_loop
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.harness import run_source_task
+from mirror.source import bulk_copy
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster
@@ -28,7 +31,9 @@ from tests.support.mm2 import RecordingConnectorContext, flow_config
 pytestmark = pytest.mark.integration
 
 CONNECTOR = "MirrorSourceConnector"
-PATHS = ("bulk", "per-record")
+#: "bulk" produces the records between a run's first and last in C (connect_runtime/clients/bulk_produce.py)
+#: where the extension is built; "bulk-python" is the same path with the extension turned off.
+PATHS = ("bulk", "bulk-python", "per-record")
 
 
 class PerRecordMirrorSourceTask(MirrorSourceTask):
@@ -39,7 +44,15 @@ class PerRecordMirrorSourceTask(MirrorSourceTask):
         return False
 
 
-TASK_CLASSES: dict[str, type[MirrorSourceTask]] = {"bulk": MirrorSourceTask, "per-record": PerRecordMirrorSourceTask}
+TASK_CLASSES: dict[str, type[MirrorSourceTask]] = {"bulk": MirrorSourceTask, "bulk-python": MirrorSourceTask,
+                                                   "per-record": PerRecordMirrorSourceTask}
+
+
+def choose(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turn the C span producer and run scan off for "bulk-python"."""
+    if path == "bulk-python":
+        monkeypatch.setattr(bulk_source_loop, "span_producer", lambda _producer: None)
+        monkeypatch.setattr(bulk_copy, "_run_end", None)
 
 
 def task_config(cluster_a: Cluster, cluster_b: Cluster, topic: str, src: str, tgt: str,
@@ -61,7 +74,8 @@ def view(records: list[Any]) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("path", PATHS)
 def test_both_paths_copy_exactly_and_commit_the_last_offset_of_every_partition(
-        cluster_a: Cluster, cluster_b: Cluster, path: str) -> None:
+        cluster_a: Cluster, cluster_b: Cluster, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    choose(path, monkeypatch)
     src, tgt = unique("src"), unique("tgt")
     topic = create_topic(cluster_a.bootstrap, unique("bulk"), partitions=4)
     for p in range(4):  # batches of several records per partition, nulls, headers, explicit timestamps
@@ -73,7 +87,10 @@ def test_both_paths_copy_exactly_and_commit_the_last_offset_of_every_partition(
     store = MemoryOffsetStore()
     with run_source_task(TASK_CLASSES[path], config, bootstrap_servers=cluster_b.bootstrap, connector=CONNECTOR,
                          offset_store=store) as run:
-        assert run.worker_task.bulk is (path == "bulk")
+        assert run.worker_task.bulk is (path != "per-record")
+        if run.worker_task.bulk:  # the C span producer where the extension is built, and only there
+            spans = run.worker_task._loop.produce_span  # type: ignore[attr-defined]
+            assert (spans is not None) is (path == "bulk" and bulk_produce._module() is not None)
         wait_until(lambda: run.records_written() >= 800, 30, "800 records written")
         run.commit_now()
         assert run.outstanding() == 0
@@ -91,7 +108,8 @@ def test_both_paths_copy_exactly_and_commit_the_last_offset_of_every_partition(
 @pytest.mark.parametrize("include_messages", [False, True])
 def test_tolerated_refusal_is_skipped_counted_and_logged_and_the_rest_copied(
         cluster_a: Cluster, cluster_b: Cluster, caplog: pytest.LogCaptureFixture, path: str,
-        include_messages: bool) -> None:
+        include_messages: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    choose(path, monkeypatch)
     src, tgt = unique("src"), unique("tgt")
     topic = create_topic(cluster_a.bootstrap, unique("tolerate"), partitions=1)
     secret = b"S" * 5000  # over the task producer's message.max.bytes
@@ -122,13 +140,14 @@ def test_tolerated_refusal_is_skipped_counted_and_logged_and_the_rest_copied(
     assert [r.value for r in replicated] == [b"v%d" % i for i in range(10) if i != 5]
     assert store.get(CONNECTOR, {"cluster": src, "partition": 0, "topic": topic}) == {"offset": 9}
     [logged] = [r.getMessage() for r in caplog.records if "skipped a record" in r.getMessage()]
-    assert (f"{topic}-0@5" if path == "bulk" else "{'offset': 5}") in logged  # where it came from
+    assert (f"{topic}-0@5" if path != "per-record" else "{'offset': 5}") in logged  # where it came from
     assert (b"SSSS" in logged.encode()) is include_messages  # the content only when asked for
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_refusal_without_tolerance_fails_the_task_and_commits_nothing_past_it(
-        cluster_a: Cluster, cluster_b: Cluster, path: str) -> None:
+        cluster_a: Cluster, cluster_b: Cluster, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    choose(path, monkeypatch)
     src, tgt = unique("src"), unique("tgt")
     topic = create_topic(cluster_a.bootstrap, unique("refused"), partitions=1)
     produce(cluster_a.bootstrap, topic, [(None, b"x" * 5000 if i == 5 else b"v%d" % i) for i in range(10)])

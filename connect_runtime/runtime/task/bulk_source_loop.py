@@ -21,6 +21,7 @@ from confluent_kafka import Producer
 from connect_runtime.api.bulk import BulkRun, BulkSourceTask
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap, canonical_partition_json
+from connect_runtime.clients.bulk_produce import span_producer
 from connect_runtime.metrics import TaskMetrics
 from connect_runtime.runtime.task.error_policy import SkipReporter
 from connect_runtime.runtime.task.source_task_settings import SourceTaskSettings
@@ -58,6 +59,7 @@ class BulkLoop:
         self._on_acknowledged: Callable[[list[BulkRun]], None] = self._held.extend if hold else self._deliver
         self.produce = producer.produce
         self.each_record = each_record
+        self.produce_span = None if each_record else span_producer(producer)
         self.runs = SubmittedRuns()
         #: The first error that fails the task (read by WorkerSourceTask after each step).
         self.failure: BaseException | None = None

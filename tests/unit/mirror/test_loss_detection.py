@@ -36,6 +36,7 @@ class Sink:
     """The runtime's side of ``poll_bulk``: records what was produced, acknowledges nothing."""
 
     each_record = False
+    produce_span = None
 
     def __init__(self) -> None:
         self.produced: list[tuple[str, int]] = []
