@@ -11,7 +11,7 @@ produce (a full queue, an error) and says how many it produced; the caller produ
 ``Producer.produce``, so every error takes the path it took without the extension.
 
 Without the extension (no compiler at install, another platform, another confluent-kafka layout) or with
-``MIRROR_PURE_PYTHON_PRODUCE=1`` in the environment, :func:`span_producer` returns None and callers use
+``CONNECT_PURE_PYTHON_PRODUCE=1`` in the environment, :func:`span_producer` returns None and callers use
 their Python loop: slower at small records, otherwise the same.
 """
 
@@ -29,7 +29,7 @@ from confluent_kafka import Message, Producer
 logger = logging.getLogger(__name__)
 
 #: Set to 1 to turn the extension off (benchmarks compare both paths; a suspected fault can be ruled out).
-DISABLE_ENV = "MIRROR_PURE_PYTHON_PRODUCE"
+DISABLE_ENV = "CONNECT_PURE_PYTHON_PRODUCE"
 
 #: ``produce(messages, start, stop, topic, partition) -> (produced, value bytes)``
 SpanProducer = Callable[[list[Message], int, int, str, int], tuple[int, int]]

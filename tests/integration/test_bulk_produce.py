@@ -69,17 +69,22 @@ def task_producer(bootstrap: str, **extra: Any) -> Producer:
     return Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5, **extra})
 
 
+def span_over(bootstrap: str, records: list[Any], **producer_extra: Any) -> tuple[list[Message], Producer, Any]:
+    """``records`` written to a new topic and consumed back, a task producer, and its span producer."""
+    source = create_topic(bootstrap, unique("span-src"))
+    fill(bootstrap, source, records)
+    messages = consumed_batch(bootstrap, source, len(records))
+    producer = task_producer(bootstrap, **producer_extra)
+    span = span_producer(producer)
+    assert span is not None
+    return messages, producer, span
+
+
 @needs_extension
 def test_a_span_sends_what_produce_sends(cluster_a: Cluster) -> None:
     bootstrap = cluster_a.bootstrap
-    source = create_topic(bootstrap, unique("span-src"))
-    fill(bootstrap, source, source_records(700))
-    messages = consumed_batch(bootstrap, source, 700)
+    messages, producer, span = span_over(bootstrap, source_records(700))
     by_c, by_python = create_topic(bootstrap, unique("span-c"), 3), create_topic(bootstrap, unique("span-py"), 3)
-
-    producer = task_producer(bootstrap)
-    span = span_producer(producer)
-    assert span is not None
     assert span(messages, 0, 700, by_c, 2) == (700, sum(len(m.value() or b"") for m in messages))
     for m in messages:
         ts = m.timestamp()[1]
@@ -96,13 +101,9 @@ def test_a_span_sends_what_produce_sends(cluster_a: Cluster) -> None:
 @needs_extension
 def test_a_span_stops_at_a_full_queue_and_says_where(cluster_a: Cluster) -> None:
     bootstrap = cluster_a.bootstrap
-    source = create_topic(bootstrap, unique("span-src"))
-    fill(bootstrap, source, source_records(300))
-    messages = consumed_batch(bootstrap, source, 300)
+    messages, producer, span = span_over(bootstrap, source_records(300),
+                                         **{"queue.buffering.max.messages": 40, "linger.ms": 1000})
     target = create_topic(bootstrap, unique("span-full"))
-    producer = task_producer(bootstrap, **{"queue.buffering.max.messages": 40, "linger.ms": 1000})
-    span = span_producer(producer)
-    assert span is not None
 
     done, _ = span(messages, 0, 300, target, 0)
     assert done == 40  # the queue's size, and no more
@@ -120,13 +121,8 @@ def test_a_span_stops_at_a_full_queue_and_says_where(cluster_a: Cluster) -> None
 @needs_extension
 def test_a_span_stops_at_a_record_the_client_refuses(cluster_a: Cluster) -> None:
     bootstrap = cluster_a.bootstrap
-    source = create_topic(bootstrap, unique("span-src"))
     records = [(b"k%d" % i, b"x" * (5000 if i == 30 else 10), [], 1_700_000_000_000) for i in range(50)]
-    fill(bootstrap, source, records)
-    messages = consumed_batch(bootstrap, source, 50)
-    producer = task_producer(bootstrap, **{"message.max.bytes": 2000})
-    span = span_producer(producer)
-    assert span is not None
+    messages, producer, span = span_over(bootstrap, records, **{"message.max.bytes": 2000})
     target = create_topic(bootstrap, unique("span-refused"))
     assert span(messages, 0, 50, target, 0) == (30, 300)
     with pytest.raises(KafkaException, match="MSG_SIZE_TOO_LARGE"):
@@ -138,17 +134,12 @@ def test_a_span_stops_at_a_record_the_client_refuses(cluster_a: Cluster) -> None
 
 @needs_extension
 def test_a_closed_producer_produces_nothing_and_produce_says_why(cluster_a: Cluster) -> None:
-    bootstrap = cluster_a.bootstrap
-    source = create_topic(bootstrap, unique("span-src"))
-    fill(bootstrap, source, source_records(10))
-    messages = consumed_batch(bootstrap, source, 10)
-    producer = task_producer(bootstrap)
-    span = span_producer(producer)
-    assert span is not None
+    messages, producer, span = span_over(cluster_a.bootstrap, source_records(10))
+    target = messages[0].topic() or ""
     producer.close()
-    assert span(messages, 0, 10, source, 0) == (0, 0)
+    assert span(messages, 0, 10, target, 0) == (0, 0)
     with pytest.raises(RuntimeError):
-        producer.produce(source, b"v", None, 0)
+        producer.produce(target, b"v", None, 0)
 
 
 @needs_extension
