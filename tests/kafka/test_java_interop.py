@@ -31,7 +31,7 @@ from mirror.client import mirror_client
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
 from tests.kafka.conftest import Stoppable
 from tests.support.apache_kafka import KafkaBroker
-from tests.support.chaos import Arrival, Checker, LoadGenerator, analyse
+from tests.support.chaos import Arrival, Checker, LoadGenerator, analyse, safe_checkpoints
 from tests.support.java_mm2 import MIRRORMAKER_VERSION, JavaMirrorMaker, run_probe
 from tests.support.kafka import commit_group_offsets, consume_all, create_topic, produce, topics, unique, wait_until
 
@@ -157,23 +157,6 @@ def _copied_again_across(arrivals: list[Arrival], stop_ms: float) -> dict[int, i
     before = {(x.partition, x.sequence) for x in arrivals if x.arrived_ms < stop_ms}
     again = {(x.partition, x.sequence) for x in arrivals if x.arrived_ms >= stop_ms} & before
     return {p: sum(1 for q, _ in again if q == p) for p in range(PARTITIONS)}
-
-
-def _safe_checkpoints(arrivals: list[Arrival], committed: Mapping[int, int]) -> dict[int, int]:
-    """Per partition, the highest offset on B a checkpoint of the source commit may name: a consumer
-    resuming there still reads a copy of every record at or after the commit. Where no record arrived
-    twice that is the commit itself; where the takeover copied records again, B's offsets run ahead of
-    A's and so does the bound (each record's last copy counts)."""
-    last_copy: dict[tuple[int, int], int] = {}
-    for arrival in arrivals:
-        key = (arrival.partition, arrival.sequence)
-        last_copy[key] = max(last_copy.get(key, -1), arrival.offset)
-    bounds: dict[int, int] = {}
-    for partition, commit in committed.items():
-        later = [offset for (p, sequence), offset in last_copy.items() if p == partition and sequence >= commit]
-        bounds[partition] = min(later, default=max((o + 1 for (p, _), o in last_copy.items() if p == partition),
-                                                   default=0))
-    return bounds
 
 
 def _takeover_evidence(target: str, alias: str, topic: str, logs: list[Path]) -> str:
@@ -312,7 +295,7 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
     assert report.out_of_order == 0, f"{report.table()}\n{evidence()}"
     # checkpoints went on: the second implementation translated the group's later commit, never past it
     # (in offsets of B: past it is where a consumer resuming on B would skip a record it had not read)
-    bound_1, bound_2 = _safe_checkpoints(arrivals, committed_1), _safe_checkpoints(arrivals, committed_2)
+    bound_1, bound_2 = safe_checkpoints(arrivals, committed_1), safe_checkpoints(arrivals, committed_2)
     assert all(before[p] <= bound_1[p] and before[p] < after[p] <= bound_2[p] for p in range(PARTITIONS)), \
         f"{(committed_1, bound_1, before, committed_2, bound_2, after)}\n{report.table()}\n{evidence()}"
     if isinstance(node, JavaMirrorMaker):

@@ -35,7 +35,7 @@ from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
 from tests.kafka.conftest import Stoppable
 from tests.kafka.test_java_interop import mm2_properties, node_of_kind
 from tests.support.apache_kafka import KafkaBroker
-from tests.support.chaos import Arrival, Checker, LoadGenerator, analyse
+from tests.support.chaos import Arrival, Checker, LoadGenerator, analyse, safe_checkpoints
 from tests.support.java_mm2 import JavaMirrorMaker, run_status_probe
 from tests.support.kafka import commit_group_offsets, consume_all, create_topic, topics, unique, wait_until
 
@@ -206,7 +206,18 @@ def _step(number: int, flow: _Flow, nodes: list[JavaMirrorMaker | MirrorMakerPro
     old = nodes[index]
     gone = _worker_of(old)
     stopping = time.monotonic()
-    assert old.terminate(90) in (0, 130, 143), f"step {number}: {old.log} did not stop cleanly:\n{old.tail()}"
+    try:
+        code: int | None = old.terminate(90)
+        how = "stopped"
+    except AssertionError:
+        # Java's own shutdown can hang: seen once (2026-11-27), its hook stopped the REST server and then never
+        # stopped the herder, whose task went on committing. terminate() has killed it by now, as a service
+        # manager would after its stop timeout; the step goes on, and what the test asserts of our takeover
+        # (nothing lost, every task running on a live node, checkpoints advancing) holds after a kill as well.
+        if not isinstance(old, JavaMirrorMaker):
+            raise
+        code, how = None, "was killed (its shutdown hung for 90 s after SIGTERM)"
+    assert code is None or code in (0, 130, 143), f"step {number}: {old.log} did not stop cleanly:\n{old.tail()}"
     stopped_s = time.monotonic() - stopping
     new = node_of_kind(kind, flow.properties, flow.properties.with_name(f"step{number}-{kind}.log"), b)
     running.append(new)
@@ -229,10 +240,13 @@ def _step(number: int, flow: _Flow, nodes: list[JavaMirrorMaker | MirrorMakerPro
         return len(now) == PARTITIONS and all(now[p] > checkpoints[p] for p in range(PARTITIONS))
     wait_until(advanced, 120, f"step {number}: checkpoints advancing")
     after = _checkpoints(target, a, group)
-    assert all(after[p] <= committed[p] for p in range(PARTITIONS)), (after, committed)
+    # in offsets of B: past the bound is where a consumer resuming on B would skip a record it had not read
+    # (a step that copied records again puts B's offsets ahead of A's, and the bound with them)
+    bound = safe_checkpoints(checker.snapshot(), committed)
+    assert all(after[p] <= bound[p] for p in range(PARTITIONS)), (after, bound, committed)
     kinds = ["java" if isinstance(n, JavaMirrorMaker) else "ours" for n in nodes]
     owners = sorted(_task_owners(target, a).items())
-    timeline.append(f"step {number} (+{(step_ms - began_ms) / 1000:.0f} s): node {index} -> {kind}; old node stopped "
+    timeline.append(f"step {number} (+{(step_ms - began_ms) / 1000:.0f} s): node {index} -> {kind}; old node {how} "
                     f"in {stopped_s:.1f} s; every task running and every partition flowing {settled_s:.1f} s after "
                     f"the new node started; fleet {kinds}; tasks {owners}")
     return after

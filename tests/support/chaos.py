@@ -22,7 +22,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
@@ -316,3 +316,20 @@ def replayed_runs(arrivals: Iterable[Arrival]) -> dict[int, list[int]]:
         if length:
             runs.setdefault(partition, []).append(length)
     return runs
+
+
+def safe_checkpoints(arrivals: list[Arrival], committed: Mapping[int, int]) -> dict[int, int]:
+    """Per partition, the highest offset on B a checkpoint of the source commit may name: a consumer
+    resuming there still reads a copy of every record at or after the commit. Where no record arrived
+    twice that is the commit itself; where the takeover copied records again, B's offsets run ahead of
+    A's and so does the bound (each record's last copy counts)."""
+    last_copy: dict[tuple[int, int], int] = {}
+    for arrival in arrivals:
+        key = (arrival.partition, arrival.sequence)
+        last_copy[key] = max(last_copy.get(key, -1), arrival.offset)
+    bounds: dict[int, int] = {}
+    for partition, commit in committed.items():
+        later = [offset for (p, sequence), offset in last_copy.items() if p == partition and sequence >= commit]
+        bounds[partition] = min(later, default=max((o + 1 for (p, _), o in last_copy.items() if p == partition),
+                                                   default=0))
+    return bounds
