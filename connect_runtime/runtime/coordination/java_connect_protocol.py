@@ -1,7 +1,7 @@
 """Java Connect's group protocols, byte for byte: member metadata (JoinGroup) and assignments (SyncGroup).
 
-Groundwork for Python nodes joining a Java Connect / MirrorMaker 2 group (issue 31); nothing uses it yet
-(our own protocol is ``protocol.py``). Pure: no Kafka client, bytes in and out.
+Every member of ours speaks ``sessioned`` through :mod:`.group_wire`, so that it shares a group with Java
+Connect / MirrorMaker 2 workers. Pure: no Kafka client, bytes in and out.
 
 Java's worker offers, in preference order (``WorkerCoordinator.metadata()``, :func:`join_group_protocols`),
 ``sessioned`` (v2), ``compatible`` (v1) and ``default`` (v0), cut at its ``connect.protocol`` setting.

@@ -3,7 +3,7 @@
 :class:`KafkaGroupMembership` implements :class:`~connect_runtime.runtime.coordination.membership.GroupMembership`
 on kafka-python's ``BaseCoordinator``, reached only through :mod:`.kafka_python_adapter` (the one
 module that touches kafka-python): JoinGroup / SyncGroup / Heartbeat / LeaveGroup with protocol type
-``connect`` (wire format in :mod:`.protocol`, or Java's: :mod:`.group_wire`). The broker picks the leader;
+``connect`` and Java's ``sessioned`` protocol (:mod:`.group_wire`). The broker picks the leader;
 the leader runs the incremental cooperative assignor (:mod:`connect_runtime.runtime.coordination.assignor`)
 over the config snapshot the herder last handed to :meth:`KafkaGroupMembership.poll`; every member learns
 its share in SyncGroup.
@@ -36,9 +36,9 @@ from typing import Any
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.metrics import RebalanceMetrics
-from connect_runtime.runtime.coordination import protocol
+from connect_runtime.runtime.coordination import group_messages as messages
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
-from connect_runtime.runtime.coordination.group_wire import OWN_WIRE, GroupWire, wire_for
+from connect_runtime.runtime.coordination.group_wire import WIRE
 from connect_runtime.runtime.coordination.kafka_python_adapter import (
     CoordinatorCallbacks,
     CoordinatorSettings,
@@ -79,10 +79,9 @@ class KafkaGroupMembership:
                  scheduled_rebalance_crash_delay_ms: int = 0, bootstrap_timeout_s: float = 30.0,
                  worker_sync_timeout_ms: int = 3_000, notify: Callable[[], None] | None = None,
                  released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None,
-                 metrics: RebalanceMetrics | None = None, internal_rest: bool = True,
-                 wire: GroupWire = OWN_WIRE) -> None:
+                 metrics: RebalanceMetrics | None = None, internal_rest: bool = True) -> None:
         self.group_id = group_id
-        self.wire = wire  #: the group protocol on the wire: ours, or Java's ``sessioned`` (:mod:`.group_wire`)
+        self.wire = WIRE  #: the group protocol on the wire: Java's ``sessioned`` (:mod:`.group_wire`)
         #: Whether this worker, as a follower, can reach the leader over internal REST (told to the
         #: leader in every JoinGroup; see "Connectors on the leader" in the module docstring).
         self.internal_rest = internal_rest
@@ -100,7 +99,7 @@ class KafkaGroupMembership:
         self._notify_herder = notify
         self._assignor = IncrementalCooperativeAssignor(scheduled_rebalance_max_delay_ms,
                                                         scheduled_rebalance_crash_delay_ms)
-        self._rounds = LeaderRounds(group_id, advertised_url, self._assignor, released_work, wire)
+        self._rounds = LeaderRounds(group_id, advertised_url, self._assignor, released_work)
         self._rebalance_timer = RebalanceTimer(metrics)
         self._coordinator: KafkaPythonCoordinator | None = None
         self._wakeup = threading.Event()
@@ -111,7 +110,6 @@ class KafkaGroupMembership:
         self._completed: _Completed | None = None
         self._last_completed_generation: int | None = None
         self._lease = SessionLease(session_timeout_ms / 1000, rebalance_timeout_ms / 1000)
-        self._join_seq = 0
         # Herder thread only:
         self._rejoin_at: float | None = None
         self._current: Assignment | None = None
@@ -124,8 +122,9 @@ class KafkaGroupMembership:
                            released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None,
                            metrics: RebalanceMetrics | None = None,
                            internal_rest: bool = True) -> KafkaGroupMembership:
-        """From the worker config: group.id, timeouts, delays, ``connect.protocol``, the connection and security
-        settings (``admin.``-prefixed overrides included)."""
+        """From the worker config: group.id, timeouts, delays, the connection and security settings
+        (``admin.``-prefixed overrides included). ``connect.protocol`` has one value, ``sessioned``, which the
+        worker config checks (:mod:`.group_wire`)."""
         client = kafka_python_config(config.admin_config("coordinator"))
         return cls(config.group_id, advertised_url, client,
                    session_timeout_ms=int(config[wc.SESSION_TIMEOUT_MS]),
@@ -134,8 +133,7 @@ class KafkaGroupMembership:
                    scheduled_rebalance_max_delay_ms=int(config[wc.SCHEDULED_REBALANCE_MAX_DELAY_MS]),
                    scheduled_rebalance_crash_delay_ms=int(config[wc.SCHEDULED_REBALANCE_CRASH_DELAY_MS]),
                    worker_sync_timeout_ms=int(config[wc.WORKER_SYNC_TIMEOUT_MS]), notify=notify,
-                   released_work=released_work, metrics=metrics, internal_rest=internal_rest,
-                   wire=wire_for(config[wc.CONNECT_PROTOCOL]))
+                   released_work=released_work, metrics=metrics, internal_rest=internal_rest)
 
     # -- what the herder and REST read ---------------------------------------------------------------
 
@@ -260,7 +258,7 @@ class KafkaGroupMembership:
                                          confirmed=self._confirm, changed=self._notify)
         self._coordinator = KafkaPythonCoordinator.connect(
             {"client_id": f"connect-{self.group_id}", **self._client_config}, self._settings,
-            protocol.PROTOCOL_TYPE, self.wire.name, callbacks, timeout_s)
+            messages.PROTOCOL_TYPE, self.wire.name, callbacks, timeout_s)
         logger.info("Group %s: member client started (broker version %s, protocol %s), advertised URL %s",
                     self.group_id, self._coordinator.broker_version, self.wire.name, self.advertised_url)
 
@@ -282,11 +280,11 @@ class KafkaGroupMembership:
         assert self._coordinator is not None
         try:
             wire = self.wire.decode_assignment(completed.data)
-        except protocol.ProtocolError as exc:
+        except messages.ProtocolError as exc:
             logger.error("Group %s generation %d: %s; rejoining", self.group_id, completed.generation, exc)
             self._rejoin_at = time.monotonic() + self._heartbeat_s
             return None
-        if wire.error == protocol.CONFIG_MISMATCH:
+        if wire.error == messages.CONFIG_MISMATCH:
             logger.info("Group %s generation %d: leader is behind on the config topic (members read up to "
                         "offset %d); rejoining once it has caught up", self.group_id, completed.generation,
                         wire.config_offset)
@@ -369,11 +367,9 @@ class KafkaGroupMembership:
         """IO thread: what this member reports in its JoinGroup; refuses to report work it lost."""
         with self._state_lock:
             owned, snapshot = self._owned, self._snapshot
-            self._join_seq += 1
-            join_seq = self._join_seq
         SessionLease.check_rejoin(bool(owned), generation_lost)
-        return self.wire.encode_metadata(protocol.MemberMetadata(self.advertised_url, snapshot.offset, owned,
-                                                                 join_seq, self.internal_rest))
+        return self.wire.encode_metadata(messages.MemberMetadata(self.advertised_url, snapshot.offset, owned,
+                                                                 self.internal_rest))
 
     def _joined(self, generation: int, member_id: str, data: bytes) -> None:
         """IO thread: a JoinGroup + SyncGroup finished; the herder's next poll applies it."""

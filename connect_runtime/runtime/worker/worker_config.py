@@ -78,16 +78,22 @@ _GROUP = "Group membership"
 _STORAGE = "Internal topics"
 
 
-#: The one value ``connect.protocol`` takes: Java's ``sessioned`` protocol (coordination/group_wire.py).
+#: The one value ``connect.protocol`` takes: Java's ``sessioned`` protocol, its default (coordination/group_wire.py).
 JAVA_GROUP_PROTOCOL = "sessioned"
+#: Java's other protocols, refused by name: why each cannot be offered.
+_REFUSED_GROUP_PROTOCOLS = {
+    "compatible": "Java's 'compatible' protocol has no request signing, which every member here requires",
+    "default": "Java's 'default' (eager) protocol revokes all work at every rebalance, which members here do not do",
+}
 
 
 def check_group_protocol(name: str, value: Any) -> None:
-    """``connect.protocol``: unset, or Java's ``sessioned`` (coordination/group_wire.py says why no other)."""
-    if value is not None and str(value).strip().lower() != JAVA_GROUP_PROTOCOL:
-        raise ConfigError(f"Invalid value {value!r} for configuration {name}: only 'sessioned' (Java's protocol, to "
-                          "share a group with Java workers) is supported; delete the key for this runtime's own "
-                          "protocol", name)
+    """``connect.protocol``: unset, or Java's ``sessioned``; ``compatible`` and ``default`` refused by name."""
+    if value is None or str(value).strip().lower() in ("", JAVA_GROUP_PROTOCOL):
+        return
+    why = _REFUSED_GROUP_PROTOCOLS.get(str(value).strip().lower(), "only 'sessioned' is supported")
+    raise ConfigError(f"Invalid value {value!r} for configuration {name}: {why}; set it to 'sessioned' (Java's "
+                      f"default) or delete the key", name)
 
 
 def _rf(name: str, topic: str) -> ConfigKey:
@@ -164,11 +170,10 @@ DISTRIBUTED_CONFIG_DEF = ConfigDef([
     ConfigKey(REBALANCE_TIMEOUT_MS, Type.INT, 60000, Importance.HIGH,
               "How long each worker may take to join the group during a rebalance.", at_least(1), _GROUP),
     ConfigKey(CONNECT_PROTOCOL, Type.STRING, None, Importance.LOW,
-              "The group protocol. Unset: this runtime's own (JSON; Java workers cannot join its group). "
-              "'sessioned': Java Connect's, byte for byte (KIP-507 signed requests), so that this worker can "
-              "share a group with Java Connect or MirrorMaker 2 workers, lead it or follow a Java leader "
-              "(replacing a Java fleet node by node: docs/migration.md). Java's 'compatible' and 'default' are "
-              "not offered: a Java worker set to either is refused by the group (INCONSISTENT_GROUP_PROTOCOL).",
+              "The group protocol: 'sessioned', Java Connect's default (KIP-507 signed requests), byte for byte, "
+              "so that this worker shares a group with Java Connect or MirrorMaker 2 workers, leads it or follows a "
+              "Java leader (docs/migration.md). The only value: Java's 'compatible' and 'default' are refused, and "
+              "a Java worker set to either is refused by the group (INCONSISTENT_GROUP_PROTOCOL).",
               check_group_protocol, _GROUP),
     ConfigKey(WORKER_SYNC_TIMEOUT_MS, Type.INT, 3000, Importance.MEDIUM,
               "How long a newly elected leader waits to fence the previous leader's config writer and catch "

@@ -1,4 +1,4 @@
-"""``connect.protocol``: our JSON group protocol or Java's ``sessioned`` (coordination/group_wire.py).
+"""The group protocol every member speaks: Java's ``sessioned`` (coordination/group_wire.py).
 
 The Java side is read and written with ``java_connect_protocol``, which tests/kafka/test_java_connect_protocol.py
 holds to Java's own code; here: what the runtime's metadata and assignments become on Java's wire and back,
@@ -11,68 +11,61 @@ import pytest
 
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.model import ConnectorTaskId
+from connect_runtime.runtime.coordination import group_messages as messages
 from connect_runtime.runtime.coordination import java_connect_protocol as java
-from connect_runtime.runtime.coordination import protocol
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks
-from connect_runtime.runtime.coordination.group_wire import NO_REST_URL, OWN_WIRE, JavaWire, wire_for
+from connect_runtime.runtime.coordination.group_wire import NO_REST_URL, WIRE
 from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
 from connect_runtime.runtime.worker.worker_config import DistributedWorkerConfig
 from connect_runtime.storage.config_topic_state import ClusterConfigState
 
-WIRE = JavaWire()
 WORK = {"MirrorSourceConnector": 3, "MirrorCheckpointConnector": 1}
 EVERYTHING = ConnectorsAndTasks.of(WORK, (ConnectorTaskId(c, i) for c, n in WORK.items() for i in range(n)))
 
 
-def test_the_setting_picks_the_wire() -> None:
-    assert wire_for(None) is OWN_WIRE
-    assert wire_for("") is OWN_WIRE
-    assert wire_for("Sessioned").name == "sessioned"
-    with pytest.raises(ConfigError, match="only 'sessioned'"):
-        wire_for("compatible")
+@pytest.mark.parametrize("value", [None, "", "sessioned", " Sessioned "])
+def test_sessioned_or_unset_is_accepted_and_every_member_speaks_sessioned(value: str | None) -> None:
+    extra = {} if value is None else {"connect.protocol": value}
+    member = KafkaGroupMembership.from_worker_config(DistributedWorkerConfig(_worker_config(**extra)), "http://w/")
+    assert member.wire.name == "sessioned"
 
 
-@pytest.mark.parametrize("value", ["compatible", "default", "eager"])
-def test_the_worker_config_refuses_java_protocols_we_do_not_speak(value: str) -> None:
-    with pytest.raises(ConfigError, match=f"'{value}' for configuration connect.protocol: only 'sessioned'"):
+@pytest.mark.parametrize(("value", "why"), [("compatible", "'compatible' protocol has no request signing"),
+                                            ("Default", "'default' \\(eager\\) protocol revokes all work"),
+                                            ("eager", "only 'sessioned' is supported")])
+def test_the_worker_config_refuses_java_protocols_we_do_not_speak_by_name(value: str, why: str) -> None:
+    with pytest.raises(ConfigError, match=f"'{value}' for configuration connect.protocol: .*{why}.*; set it to "
+                                          f"'sessioned' \\(Java's default\\) or delete the key$"):
         DistributedWorkerConfig(_worker_config(**{"connect.protocol": value}))
-
-
-def test_the_worker_config_chooses_the_membership_wire() -> None:
-    own = KafkaGroupMembership.from_worker_config(DistributedWorkerConfig(_worker_config()), "http://w:8083/")
-    assert own.wire.name == protocol.PROTOCOL_NAME
-    javas = KafkaGroupMembership.from_worker_config(
-        DistributedWorkerConfig(_worker_config(**{"connect.protocol": "sessioned"})), "http://w:8083/")
-    assert javas.wire.name == "sessioned"
 
 
 def test_member_metadata_is_java_sessioned_and_reads_back() -> None:
     owned = ConnectorsAndTasks.of({"MirrorSourceConnector"}, {ConnectorTaskId("MirrorSourceConnector", 2)})
-    data = WIRE.encode_metadata(protocol.MemberMetadata("http://w:8083/", 12, owned, join_seq=4))
+    data = WIRE.encode_metadata(messages.MemberMetadata("http://w:8083/", 12, owned))
     assert java.header_version(data) == 2
     state = java.decode_metadata(data)  # what a Java leader reads
     assert (state.url, state.config_offset) == ("http://w:8083/", 12)
     assert state.assignment is not None
     assert (state.assignment.connectors, state.assignment.tasks) == (("MirrorSourceConnector",),
                                                                      (ConnectorTaskId("MirrorSourceConnector", 2),))
-    assert WIRE.decode_metadata(data) == protocol.MemberMetadata("http://w:8083/", 12, owned)
+    assert WIRE.decode_metadata(data) == messages.MemberMetadata("http://w:8083/", 12, owned)
 
 
 def test_a_member_owning_nothing_sends_a_null_allocation_as_java_does() -> None:
-    data = WIRE.encode_metadata(protocol.MemberMetadata("http://w:8083/", 3))
+    data = WIRE.encode_metadata(messages.MemberMetadata("http://w:8083/", 3))
     assert data == java.encode_metadata(java.WorkerState("http://w:8083/", 3), java.JavaConnectProtocol.SESSIONED)
     assert java.decode_metadata(data).assignment is None
 
 
 def test_no_internal_rest_travels_as_javas_unusable_url() -> None:
-    data = WIRE.encode_metadata(protocol.MemberMetadata("http://w:8083/", 3, internal_rest=False))
+    data = WIRE.encode_metadata(messages.MemberMetadata("http://w:8083/", 3, internal_rest=False))
     assert java.decode_metadata(data).url == NO_REST_URL
-    assert WIRE.decode_metadata(data) == protocol.MemberMetadata(None, 3, internal_rest=False)
+    assert WIRE.decode_metadata(data) == messages.MemberMetadata(None, 3, internal_rest=False)
 
 
 def test_assignments_round_trip_through_javas_schema() -> None:
-    assignment = protocol.WireAssignment(
-        protocol.NO_ERROR, "member-1", "http://l:8083/", 9,
+    assignment = messages.WireAssignment(
+        messages.NO_ERROR, "member-1", "http://l:8083/", 9,
         ConnectorsAndTasks.of({"MirrorSourceConnector"}, {ConnectorTaskId("MirrorSourceConnector", 1)}),
         ConnectorsAndTasks.of((), {ConnectorTaskId("MirrorCheckpointConnector", 0)}), 2500)
     data = WIRE.encode_assignment(assignment)
@@ -88,8 +81,8 @@ def test_a_java_leaders_assignment_is_read_as_the_runtimes() -> None:
         "java-1", "http://java:8083/", 41, ("MirrorSourceConnector",),
         (ConnectorTaskId("MirrorSourceConnector", 0), ConnectorTaskId("MirrorHeartbeatConnector", 0)),
         (), (ConnectorTaskId("MirrorSourceConnector", 2),), 10_000), java.JavaConnectProtocol.SESSIONED)
-    assert WIRE.decode_assignment(data) == protocol.WireAssignment(
-        protocol.NO_ERROR, "java-1", "http://java:8083/", 41,
+    assert WIRE.decode_assignment(data) == messages.WireAssignment(
+        messages.NO_ERROR, "java-1", "http://java:8083/", 41,
         ConnectorsAndTasks.of({"MirrorSourceConnector"}, {ConnectorTaskId("MirrorSourceConnector", 0),
                                                           ConnectorTaskId("MirrorHeartbeatConnector", 0)}),
         ConnectorsAndTasks.of((), {ConnectorTaskId("MirrorSourceConnector", 2)}), 10_000)
@@ -97,9 +90,9 @@ def test_a_java_leaders_assignment_is_read_as_the_runtimes() -> None:
 
 @pytest.mark.parametrize("data", [b"", b"\x00\x02\x00", b'{"version": 1}'])
 def test_unreadable_java_payloads_raise_protocol_error(data: bytes) -> None:
-    with pytest.raises(protocol.ProtocolError, match="sessioned"):
+    with pytest.raises(messages.ProtocolError, match="sessioned"):
         WIRE.decode_metadata(data)
-    with pytest.raises(protocol.ProtocolError, match="sessioned"):
+    with pytest.raises(messages.ProtocolError, match="sessioned"):
         WIRE.decode_assignment(data)
 
 
@@ -110,9 +103,9 @@ def _java_member(offset: int, owned: ConnectorsAndTasks = EMPTY, url: str = "htt
     return java.encode_metadata(java.WorkerState(url, offset, allocation), java.JavaConnectProtocol.SESSIONED)
 
 
-def _leader(wire: JavaWire = WIRE) -> KafkaGroupMembership:
+def _leader() -> KafkaGroupMembership:
     member = KafkaGroupMembership("A-mm2", "http://py:8083/", {"bootstrap_servers": "127.0.0.1:1"},
-                                  scheduled_rebalance_max_delay_ms=10_000, wire=wire)
+                                  scheduled_rebalance_max_delay_ms=10_000)
     member._snapshot = ClusterConfigState(
         offset=7, connector_configs={c: {} for c in WORK}, task_counts=dict(WORK),
         task_configs={t: {} for t in EVERYTHING.tasks})
@@ -123,7 +116,7 @@ def test_our_leader_assigns_java_members_in_javas_schema_and_never_what_they_run
     leader = _leader()
     java_runs = ConnectorsAndTasks.of((), {ConnectorTaskId("MirrorSourceConnector", 0),
                                           ConnectorTaskId("MirrorSourceConnector", 1)})
-    out = leader._leader_assign("py-1", 5, {"py-1": WIRE.encode_metadata(protocol.MemberMetadata("http://py:8083/", 7)),
+    out = leader._leader_assign("py-1", 5, {"py-1": WIRE.encode_metadata(messages.MemberMetadata("http://py:8083/", 7)),
                                             "java-1": _java_member(7, java_runs)})
     decoded = {m: java.decode_assignment(data) for m, data in out.items()}  # as a Java follower reads it
     assert all(a.error == java.NO_ERROR and a.leader == "py-1" and a.leader_url == "http://py:8083/"
@@ -139,7 +132,7 @@ def test_our_leader_assigns_java_members_in_javas_schema_and_never_what_they_run
 
 def test_our_leader_keeps_connectors_when_a_java_member_has_no_internal_rest() -> None:
     leader = _leader()
-    out = leader._leader_assign("py-1", 5, {"py-1": WIRE.encode_metadata(protocol.MemberMetadata("http://py:8083/", 7)),
+    out = leader._leader_assign("py-1", 5, {"py-1": WIRE.encode_metadata(messages.MemberMetadata("http://py:8083/", 7)),
                                             "java-1": _java_member(7, url=NO_REST_URL)})
     decoded = {m: java.decode_assignment(data) for m, data in out.items()}
     assert set(decoded["py-1"].connectors) == set(WORK)
@@ -147,7 +140,7 @@ def test_our_leader_keeps_connectors_when_a_java_member_has_no_internal_rest() -
 
 
 def test_a_java_member_ahead_on_the_config_topic_gets_config_mismatch() -> None:
-    out = _leader()._leader_assign("py-1", 5, {"py-1": WIRE.encode_metadata(protocol.MemberMetadata("http://py/", 7)),
+    out = _leader()._leader_assign("py-1", 5, {"py-1": WIRE.encode_metadata(messages.MemberMetadata("http://py/", 7)),
                                                "java-1": _java_member(9)})
     assert {java.decode_assignment(data).error for data in out.values()} == {java.CONFIG_MISMATCH}
 

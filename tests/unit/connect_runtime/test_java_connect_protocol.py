@@ -81,7 +81,7 @@ def test_protocol_names_and_versions() -> None:
         ("sessioned", 2), ("compatible", 1), ("default", 0)]
     assert JavaConnectProtocol.from_name("Sessioned") is SESSIONED
     with pytest.raises(JavaProtocolError, match="not a Java Connect protocol"):
-        JavaConnectProtocol.from_name("json-cooperative-v1")
+        JavaConnectProtocol.from_name("range")
     assert [name for name, _ in join_group_protocols(WorkerState("u", 0), EAGER)] == ["default"]
 
 

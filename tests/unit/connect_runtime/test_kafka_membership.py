@@ -1,4 +1,4 @@
-"""Connect group protocol wire format, the leader's assignment step and self-fencing, without a broker.
+"""The leader's assignment step and self-fencing of a Connect group member, without a broker.
 
 The broker round trips (join, leave, kill) are in tests/integration/test_kafka_membership.py.
 """
@@ -11,8 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from connect_runtime.model import ConnectorTaskId
-from connect_runtime.runtime.coordination import protocol
+from connect_runtime.runtime.coordination import group_messages as messages
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks
+from connect_runtime.runtime.coordination.group_wire import WIRE
 from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
 from connect_runtime.runtime.coordination.kafka_python_adapter import kafka_python_config
 from connect_runtime.runtime.coordination.session_lease import MustStopFirst
@@ -33,33 +34,6 @@ def membership(session_timeout_ms: int = 6000) -> KafkaGroupMembership:
                                 rebalance_timeout_ms=6000, scheduled_rebalance_max_delay_ms=1000)
 
 
-def test_member_metadata_round_trips() -> None:
-    owned = ConnectorsAndTasks.of({"a"}, {ConnectorTaskId("a", 0), ConnectorTaskId("b", 2)})
-    metadata = protocol.MemberMetadata("http://w:8083/", 12, owned, join_seq=4)
-    assert protocol.decode_metadata(protocol.encode_metadata(metadata)) == metadata
-
-
-def test_assignment_round_trips() -> None:
-    assignment = protocol.WireAssignment(
-        protocol.NO_ERROR, "member-1", "http://l/", 9, ConnectorsAndTasks.of({"a"}, {ConnectorTaskId("a", 1)}),
-        ConnectorsAndTasks.of((), {ConnectorTaskId("b", 0)}), 2500)
-    assert protocol.decode_assignment(protocol.encode_assignment(assignment)) == assignment
-
-
-def test_unknown_keys_from_a_newer_member_are_ignored() -> None:
-    data = b'{"version": 2, "url": null, "config_offset": 3, "connectors": [], "tasks": [], "new": 1}'
-    # No internal_rest key (a member before that key): it counts as unable to reach the leader.
-    assert protocol.decode_metadata(data) == protocol.MemberMetadata(None, 3, internal_rest=False)
-
-
-@pytest.mark.parametrize("data", [b"\x00\x01\x00\x00", b"[]", b'{"version": 1}', b'{"url": "x"}'])
-def test_unreadable_payloads_raise_protocol_error(data: bytes) -> None:
-    with pytest.raises(protocol.ProtocolError):
-        protocol.decode_metadata(data)
-    with pytest.raises(protocol.ProtocolError):
-        protocol.decode_assignment(data)
-
-
 def test_kafka_python_config_maps_connection_and_security_settings() -> None:
     config = kafka_python_config({"bootstrap.servers": "h:9092", "security.protocol": "sasl_ssl",
                                   "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "p",
@@ -72,15 +46,15 @@ def test_kafka_python_config_maps_connection_and_security_settings() -> None:
 
 
 def metadata(offset: int, owned: ConnectorsAndTasks = EMPTY) -> bytes:
-    return protocol.encode_metadata(protocol.MemberMetadata("http://m/", offset, owned))
+    return WIRE.encode_metadata(messages.MemberMetadata("http://m/", offset, owned))
 
 
 def test_leader_assigns_all_work_once_from_its_snapshot() -> None:
     member = membership()
     member._snapshot = snapshot(offset=5)
     out = member._leader_assign("m1", 1, {"m1": metadata(5), "m2": metadata(4), "m3": metadata(5)})
-    decoded = {m: protocol.decode_assignment(data) for m, data in out.items()}
-    assert all(a.error == protocol.NO_ERROR and a.leader == "m1" and a.config_offset == 5 for a in decoded.values())
+    decoded = {m: WIRE.decode_assignment(data) for m, data in out.items()}
+    assert all(a.error == messages.NO_ERROR and a.leader == "m1" and a.config_offset == 5 for a in decoded.values())
     assert all(a.leader_url == "http://leader:8083/" for a in decoded.values())
     assigned = [a.assigned for a in decoded.values()]
     assert sum(len(a) for a in assigned) == 2 + 4
@@ -93,8 +67,8 @@ def test_a_leader_behind_a_member_on_the_config_topic_assigns_nothing() -> None:
     member._snapshot = snapshot(offset=5)
     owned = ConnectorsAndTasks.of({"a"})
     out = member._leader_assign("m1", 1, {"m1": metadata(5), "m2": metadata(8, owned)})
-    decoded = [protocol.decode_assignment(data) for data in out.values()]
-    assert all(a.error == protocol.CONFIG_MISMATCH for a in decoded)
+    decoded = [WIRE.decode_assignment(data) for data in out.values()]
+    assert all(a.error == messages.CONFIG_MISMATCH for a in decoded)
     assert all(not a.assigned and not a.revoked for a in decoded)
 
 
@@ -150,12 +124,13 @@ def test_join_metadata_reports_owned_work_and_refuses_once_the_generation_is_los
     member._snapshot = snapshot(offset=5)
     owned = ConnectorsAndTasks.of({"a"}, {ConnectorTaskId("a", 0)})
     member._owned = owned
-    reported = protocol.decode_metadata(member._join_metadata(False))
-    assert reported == protocol.MemberMetadata("http://leader:8083/", 5, owned, join_seq=1)
+    reported = WIRE.decode_metadata(member._join_metadata(False))
+    assert reported == messages.MemberMetadata("http://leader:8083/", 5, owned)
     with pytest.raises(MustStopFirst):  # it must stop its work before it rejoins
         member._join_metadata(True)
     member._owned = EMPTY
-    assert protocol.decode_metadata(member._join_metadata(True)).join_seq == 3  # nothing owned: rejoin
+    assert WIRE.decode_metadata(member._join_metadata(True)) == messages.MemberMetadata(  # nothing owned: rejoin
+        "http://leader:8083/", 5)
 
 
 def test_a_finished_join_is_handed_to_the_next_poll_and_wakes_the_herder() -> None:
@@ -243,7 +218,7 @@ def test_a_sole_leader_assigns_new_work_in_the_same_generation_without_rejoining
     assert (assignment.generation, assignment.leader, assignment.config_offset) == (3, True, 9)
     assert ConnectorsAndTasks.of(assignment.connectors, assignment.tasks) == EVERYTHING
     # The next real round sees it as owned, as if a rebalance had assigned it.
-    assert protocol.decode_metadata(member._join_metadata(False)).owned == EVERYTHING
+    assert WIRE.decode_metadata(member._join_metadata(False)).owned == EVERYTHING
 
 
 def test_a_leader_with_other_members_or_a_rejoin_due_rebalances_for_new_work() -> None:

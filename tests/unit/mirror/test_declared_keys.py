@@ -86,7 +86,8 @@ WORKER: dict[str, Works | Refused | Owned | str] = {
                                   "wc.REBALANCE_TIMEOUT_MS"),
     "worker.sync.timeout.ms": Works("connect_runtime/runtime/coordination/kafka_membership.py",
                                     "wc.WORKER_SYNC_TIMEOUT_MS"),
-    "connect.protocol": Works("connect_runtime/runtime/coordination/kafka_membership.py", "wc.CONNECT_PROTOCOL"),
+    # one value, Java's default 'sessioned', which every member speaks; 'compatible' and 'default' refused by name
+    "connect.protocol": Works("connect_runtime/runtime/worker/worker_config.py", "check_group_protocol, _GROUP"),
     "exactly.once.source.support": Works("connect_runtime/runtime/distributed/assembly.py",
                                          "config.exactly_once_source_enabled"),
     "config.providers": Works("connect_runtime/api/config_provider.py", '"config.providers"'),
@@ -273,6 +274,20 @@ def test_refused_connector_key_fails_the_file_naming_it(tmp_path: Path, key: str
     message = str(error.value)
     assert f"A->B.{key}" in message and "mm2.properties:5" in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("value", ["compatible", "default"])
+def test_a_java_group_protocol_we_do_not_speak_fails_the_file_naming_it(tmp_path: Path, value: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        validate_flows(_file(tmp_path, f"B.connect.protocol = {value}"))
+    message = str(error.value)
+    assert "mm2.properties:5" in message and "B.connect.protocol" in message and f"Java's '{value}'" in message
+    assert "\n" not in message
+
+
+def test_the_group_protocol_may_be_javas_default_or_unset(tmp_path: Path) -> None:
+    validate_flows(_file(tmp_path, "B.connect.protocol = sessioned"))
+    validate_flows(_file(tmp_path))
 
 
 def test_exactly_once_required_needs_the_worker_setting_and_read_committed(tmp_path: Path) -> None:
