@@ -23,20 +23,6 @@ class ProtocolError(ConnectError):
 
 
 @dataclass(frozen=True, slots=True)
-class MemberMetadata:
-    """What a member tells the leader when it joins."""
-
-    url: str | None
-    config_offset: int
-    #: What the member runs: the leader's incremental cooperative assignor never assigns it elsewhere.
-    owned: ConnectorsAndTasks = EMPTY
-    #: Whether this member, as a follower, can hand task configs and fencing requests to the leader over
-    #: internal REST (MM2: ``dedicated.mode.enable.internal.rest``). A member that cannot makes the leader
-    #: keep every connector on itself (the assignor's invariant F). On the wire: an http(s) URL or not.
-    internal_rest: bool = True
-
-
-@dataclass(frozen=True, slots=True)
 class WireAssignment:
     """What the leader tells one member in SyncGroup.
 
@@ -51,3 +37,23 @@ class WireAssignment:
     assigned: ConnectorsAndTasks = EMPTY
     revoked: ConnectorsAndTasks = EMPTY
     delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadata:
+    """What a member tells the leader when it joins."""
+
+    url: str | None
+    config_offset: int
+    #: What the member runs: the leader's incremental cooperative assignor never assigns it elsewhere.
+    owned: ConnectorsAndTasks = EMPTY
+    #: Whether this member, as a follower, can hand task configs and fencing requests to the leader over
+    #: internal REST (MM2: ``dedicated.mode.enable.internal.rest``). A member that cannot makes the leader
+    #: keep every connector on itself (the assignor's invariant F). On the wire: an http(s) URL or not.
+    internal_rest: bool = True
+    #: The last assignment this member received (None: none, or it dropped its work since). Java's worker
+    #: sends it back as its allocation, with ``owned`` as its connectors and tasks, and so does ours; no
+    #: assignor reads more of it than ``owned``, so decoding leaves it None. Besides being Java's bytes,
+    #: it makes a rejoin after a scheduled delay differ from the join before it, which a broker that starts
+    #: no new generation for unchanged metadata (Tansu) needs to deliver the leader's next plan.
+    previous: WireAssignment | None = None

@@ -43,11 +43,20 @@ class JavaWire:
 
     def encode_metadata(self, metadata: MemberMetadata) -> bytes:
         url = metadata.url if metadata.internal_rest and metadata.url else NO_REST_URL
-        owned = metadata.owned
-        # Java sends its accumulated assignment as the allocation; a member that owns nothing and was never
-        # assigned anything sends null. Its leader fields are not read by any assignor.
-        allocation = (java.Assignment("", "", metadata.config_offset, tuple(sorted(owned.connectors)),
-                                      tuple(sorted(owned.tasks))) if owned else None)
+        owned, previous = metadata.owned, metadata.previous
+        # Java sends its last assignment as the allocation, its connectors and tasks being all it runs; a
+        # member that was never assigned anything (or dropped its work since) sends null.
+        if previous is not None:
+            allocation: java.Assignment | None = java.Assignment(
+                previous.leader, previous.leader_url or NO_REST_URL, previous.config_offset,
+                tuple(sorted(owned.connectors)), tuple(sorted(owned.tasks)),
+                tuple(sorted(previous.revoked.connectors)), tuple(sorted(previous.revoked.tasks)),
+                previous.delay_ms, previous.error)
+        elif owned:
+            allocation = java.Assignment("", "", metadata.config_offset, tuple(sorted(owned.connectors)),
+                                         tuple(sorted(owned.tasks)))
+        else:
+            allocation = None
         return java.encode_metadata(java.WorkerState(url, metadata.config_offset, allocation), self.protocol)
 
     def decode_metadata(self, data: bytes) -> MemberMetadata:

@@ -107,6 +107,8 @@ class KafkaGroupMembership:
         # Shared with the IO thread (under _state_lock):
         self._snapshot = ClusterConfigState()
         self._owned: ConnectorsAndTasks = EMPTY
+        #: The last assignment received, sent back in every JoinGroup (Java's ``assignmentSnapshot``).
+        self._previous: messages.WireAssignment | None = None
         self._completed: _Completed | None = None
         self._last_completed_generation: int | None = None
         self._lease = SessionLease(session_timeout_ms / 1000, rebalance_timeout_ms / 1000)
@@ -244,6 +246,7 @@ class KafkaGroupMembership:
             coordinator.close()
         with self._state_lock:
             self._owned = EMPTY
+            self._previous = None
             self._completed = None
         self._current = None
         self._rejoin_at = None
@@ -285,6 +288,8 @@ class KafkaGroupMembership:
             self._rejoin_at = time.monotonic() + self._heartbeat_s
             return None
         if wire.error == messages.CONFIG_MISMATCH:
+            with self._state_lock:
+                self._previous = wire  # as Java's snapshot: sent back, failed, with what this member still runs
             logger.info("Group %s generation %d: leader is behind on the config topic (members read up to "
                         "offset %d); rejoining once it has caught up", self.group_id, completed.generation,
                         wire.config_offset)
@@ -293,6 +298,7 @@ class KafkaGroupMembership:
         with self._state_lock:
             owned = (self._owned - wire.revoked) | wire.assigned
             self._owned = owned
+            self._previous = wire
         if wire.revoked:
             # Revocation before assignment: rejoin from the next poll, after the herder stopped them.
             self._coordinator.request_rejoin()
@@ -352,6 +358,7 @@ class KafkaGroupMembership:
     def _fence(self, why: str) -> Assignment:
         with self._state_lock:
             dropped, self._owned = self._owned, EMPTY
+            self._previous = None
         logger.warning("Group %s: stopping all %d connector(s) and %d task(s) of this worker because %s; "
                        "the group may already have reassigned them", self.group_id, len(dropped.connectors),
                        len(dropped.tasks), why)
@@ -366,10 +373,10 @@ class KafkaGroupMembership:
     def _join_metadata(self, generation_lost: bool) -> bytes:
         """IO thread: what this member reports in its JoinGroup; refuses to report work it lost."""
         with self._state_lock:
-            owned, snapshot = self._owned, self._snapshot
+            owned, snapshot, previous = self._owned, self._snapshot, self._previous
         SessionLease.check_rejoin(bool(owned), generation_lost)
         return self.wire.encode_metadata(messages.MemberMetadata(self.advertised_url, snapshot.offset, owned,
-                                                                 self.internal_rest))
+                                                                 self.internal_rest, previous))
 
     def _joined(self, generation: int, member_id: str, data: bytes) -> None:
         """IO thread: a JoinGroup + SyncGroup finished; the herder's next poll applies it."""

@@ -15,7 +15,7 @@ from connect_runtime.runtime.coordination import group_messages as messages
 from connect_runtime.runtime.coordination import java_connect_protocol as java
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks
 from connect_runtime.runtime.coordination.group_wire import NO_REST_URL, WIRE
-from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
+from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership, _Completed
 from connect_runtime.runtime.worker.worker_config import DistributedWorkerConfig
 from connect_runtime.storage.config_topic_state import ClusterConfigState
 
@@ -55,6 +55,31 @@ def test_a_member_owning_nothing_sends_a_null_allocation_as_java_does() -> None:
     data = WIRE.encode_metadata(messages.MemberMetadata("http://w:8083/", 3))
     assert data == java.encode_metadata(java.WorkerState("http://w:8083/", 3), java.JavaConnectProtocol.SESSIONED)
     assert java.decode_metadata(data).assignment is None
+
+
+def test_a_member_sends_its_last_assignment_back_as_its_allocation_as_java_does() -> None:
+    """Java's ``assignmentSnapshot``: the last assignment's leader, URL, offset, revocations and delay, with all
+    the member runs as its connectors and tasks."""
+    leader = _leader()
+    data = java.encode_assignment(java.Assignment(
+        "java-1", "http://java:8083/", 7, ("MirrorSourceConnector",), (ConnectorTaskId("MirrorSourceConnector", 0),),
+        (), (ConnectorTaskId("MirrorSourceConnector", 2),), 10_000), java.JavaConnectProtocol.SESSIONED)
+    leader._owned = ConnectorsAndTasks.of((), {ConnectorTaskId("MirrorSourceConnector", 1),
+                                               ConnectorTaskId("MirrorSourceConnector", 2)})
+    leader._coordinator = _Coordinator()  # type: ignore[assignment]
+    leader._apply(_Completed(3, "py-1", data))
+    allocation = java.decode_metadata(leader._join_metadata(False)).assignment
+    assert allocation == java.Assignment(
+        "java-1", "http://java:8083/", 7, ("MirrorSourceConnector",),
+        (ConnectorTaskId("MirrorSourceConnector", 0), ConnectorTaskId("MirrorSourceConnector", 1)),
+        (), (ConnectorTaskId("MirrorSourceConnector", 2),), 10_000)
+    leader._fence("a test")  # dropped everything: a null allocation, as Java's after it revoked all
+    assert java.decode_metadata(leader._join_metadata(False)).assignment is None
+
+
+class _Coordinator:
+    def request_rejoin(self) -> None:
+        pass
 
 
 def test_no_internal_rest_travels_as_javas_unusable_url() -> None:
