@@ -24,6 +24,7 @@ from mirror.config.mirror_maker import (
     SourceAndTarget,
     connector_simple_name,
 )
+from mirror.config.secret_references import CONFIGS_TOPIC_COMPATIBILITY, literal_secret, stores_secrets_in_clear
 
 
 def validate_mirror_maker_config(config: MirrorMakerConfig, clusters: Iterable[str] | None = None, *,
@@ -32,7 +33,8 @@ def validate_mirror_maker_config(config: MirrorMakerConfig, clusters: Iterable[s
 
     Checks, in order: ``--clusters`` aliases are declared; some
     flow exists; every cluster of a built pair has ``bootstrap.servers``; the top-level replication
-    policy loads; every connector config of every pair parses (regexes, integers, enums...).
+    policy loads; every connector config of every pair parses (regexes, integers, enums...); no secret would
+    be stored in clear in a configs topic (``configs.topic.compatibility = java``, the default).
     ``resolve_providers=False`` skips resolving ``${provider:...}`` (for ``config show``, which must
     work without the secrets at hand).
     """
@@ -58,7 +60,26 @@ def validate_mirror_maker_config(config: MirrorMakerConfig, clusters: Iterable[s
         config.worker_config(pair, resolve_providers=resolve_providers)  # a missing ${env:X} fails here
         for connector_class in CONNECTOR_CLASSES:
             _check_connector(config, pair, connector_class, resolve_providers)
+    _check_stored_secrets(config, pairs)
     return pairs
+
+
+def _check_stored_secrets(config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget]) -> None:
+    """Java's stored configs hold what the file holds: a secret must come from a config provider, whose
+    reference is stored and resolved by each node (Java's too), never written in the file itself."""
+    if not stores_secrets_in_clear(config.get(CONFIGS_TOPIC_COMPATIBILITY)):
+        return  # stored as ${mm2:<key>} references instead (mirror.config.secret_references)
+    for pair in pairs:
+        for connector_class in CONNECTOR_CLASSES:
+            for key, value in config.connector_base_config(pair, connector_class).items():
+                if literal_secret(key, value):
+                    origin = config.key_origin(key, pair) or key
+                    raise _error(config, origin, (
+                        f"{origin} holds a secret in clear, and the configs topic would carry it so that Java "
+                        f"MirrorMaker nodes can run the connectors ({CONFIGS_TOPIC_COMPATIBILITY} = java, the "
+                        f"default): take it from a config provider (config.providers; e.g. ${{file:<path>:<key>}} with "
+                        f"Kafka's FileConfigProvider, in a JAAS line password=\"${{file:<path>:<key>}}\"), or set "
+                        f"{CONFIGS_TOPIC_COMPATIBILITY} = python if no Java node runs these flows"))
 
 
 def _error(config: MirrorMakerConfig, key: str | None, message: str) -> ConfigError:

@@ -477,7 +477,8 @@ def test_backfill_leaks_no_secret(cluster_a: Cluster, cluster_b: Cluster, tmp_pa
     secrets_file = tmp_path / "secrets.properties"
     secrets_file.write_text(f"ts = {properties_escaped(planted['file-provided truststore password'])}\n")
     path = write_mm2(tmp_path, src, tgt, cluster_a, cluster_b, topic)
-    path.write_text(path.read_text() + f"""config.providers = env, file
+    path.write_text(path.read_text() + f"""configs.topic.compatibility = python
+config.providers = env, file
 config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider
 config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider
 {src}.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username="bf" \\

@@ -68,6 +68,7 @@ def plant(tmp_path: Path, a: str, b: str, cluster_a: Cluster, cluster_b: Cluster
     body = f"""{a}->{b}.enabled = true
 {a}->{b}.topics = scan-.*
 {a}->{b}.source.cluster.ssl.keystore.password = ${{file:{secrets_file}:ks}}
+configs.topic.compatibility = python
 config.providers = env, file
 config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider
 config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider

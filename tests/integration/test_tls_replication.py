@@ -82,7 +82,8 @@ def test_connect_mirror_maker_replicates_out_of_tls_into_mutual_tls(pki: Pki, tl
     a, b = aliases("A", "B")
     topic = tls_cluster.create_topic(unique("tls-payments"))
     tls_cluster.produce(topic, RECORDS)
-    body = (f"{a}->{b}.enabled = true\ntopics = {topic}\n"
+    # the stores' passwords in the file, stored as ${mm2:<key>} references (no Java node runs this flow)
+    body = (f"{a}->{b}.enabled = true\ntopics = {topic}\nconfigs.topic.compatibility = python\n"
             + properties(a, java_tls(pki, trust="JKS")) + properties(b, java_tls(pki, trust="PKCS12", key="JKS")))
     props = tmp_path / "mm2.properties"
     props.write_text(mm2_properties({a: tls_cluster.bootstrap, b: mtls_cluster.bootstrap}, body))

@@ -45,7 +45,9 @@ def write_mm2(path: Path, clusters: Mapping[str, KafkaBroker | Endpoint], body: 
     security = "".join(properties(alias, {k: v for k, v in e.client().items() if k != "bootstrap.servers"})
                        for alias, e in endpoints.items())
     text = mm2_properties({a: e.client()["bootstrap.servers"] for a, e in endpoints.items()},
-                          security + "sync.topic.acls.enabled = true\n" + body)
+                          # literal secrets (the point of these files) stored as ${mm2:<key>} references: no Java node
+                          # runs these flows, and Java's stored form would refuse them
+                          security + "sync.topic.acls.enabled = true\nconfigs.topic.compatibility = python\n" + body)
     path.write_text(text, encoding="utf-8")
     return path
 

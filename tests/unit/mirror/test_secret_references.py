@@ -1,4 +1,5 @@
-"""The driver stores references to secrets, never the secrets; each node resolves them from its own file."""
+"""Secrets never reach the configs topic in clear: Java's stored form takes them from config providers (a literal
+one is refused at start), ``configs.topic.compatibility = python`` stores references each node resolves."""
 
 from __future__ import annotations
 
@@ -25,10 +26,11 @@ def make(text: str) -> MirrorMakerConfig:
     return MirrorMakerConfig(parse_properties(text, "mm2.properties"))
 
 
-def secured(tmp_path: Path) -> MirrorMakerConfig:
+def secured(tmp_path: Path, compatibility: str = "python") -> MirrorMakerConfig:
     secrets = tmp_path / "secrets.properties"
     secrets.write_text("b.key = file-provided-key-pw\n")
-    return make(f"""clusters = A, B
+    return make(f"""configs.topic.compatibility = {compatibility}
+clusters = A, B
 A->B.enabled = true
 A.bootstrap.servers = a:9092
 B.bootstrap.servers = b:9092
@@ -101,17 +103,73 @@ def test_rest_security_errors_name_the_file_line() -> None:
         rest_security(config, "http://:0")
 
 
-def test_java_compatibility_stores_what_java_stores(tmp_path: Path) -> None:
-    """``configs.topic.compatibility = java``: the stored config is Java's (the base config: the secrets in
-    clear, ``${file:...}`` placeholders kept for each worker to resolve, as Java's worker does)."""
-    plain = secured(tmp_path)
-    config = make("\n".join(f"{k} = {v}" for k, v in plain.raw_properties().items())
-                  + "\nconfigs.topic.compatibility = Java\n")
+def provided(tmp_path: Path, jaas_password: str = '"${file:SECRETS:a.pw}"') -> MirrorMakerConfig:
+    """The default (Java's stored configs) with every secret from a config provider."""
+    secrets = tmp_path / "secrets.properties"
+    secrets.write_text("a.pw = file-provided-jaas-pw\nb.key = file-provided-key-pw\n")
+    return make(f"""clusters = A, B
+A->B.enabled = true
+A.bootstrap.servers = a:9092
+B.bootstrap.servers = b:9092
+config.providers = env, file
+config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider
+config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider
+A.security.protocol = SASL_SSL
+A.sasl.mechanism = PLAIN
+A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \\
+  username="u" password={jaas_password.replace("SECRETS", str(secrets))};
+ssl.truststore.password = ${{env:REF_TEST_TRUST_PW}}
+B.ssl.key.password = ${{file:{secrets}:b.key}}
+""")
+
+
+def test_by_default_the_stored_config_is_javas_with_provider_references(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default: what Java stores (placeholders kept for each worker, Java's included, to resolve)."""
+    monkeypatch.setenv("REF_TEST_TRUST_PW", "env-trust-pw")
+    config = provided(tmp_path)
+    validate_mirror_maker_config(config)
     for connector_class in CONNECTOR_CLASSES:
         stored = config.connector_stored_config(PAIR, connector_class)
         assert stored == config.connector_base_config(PAIR, connector_class)
-        assert "literal-jaas-pw" in stored["source.cluster.sasl.jaas.config"]
+        assert 'password="${file:' in stored["source.cluster.sasl.jaas.config"]
         assert stored["target.producer.ssl.key.password"].startswith("${file:")
+        assert stored["target.cluster.ssl.truststore.password"] == "${env:REF_TEST_TRUST_PW}"
+        text = repr(stored)
+        assert all(secret not in text for secret in ("file-provided-jaas-pw", "env-trust-pw", "file-provided-key-pw"))
+        resolved = resolve(stored, config.worker_providers())
+        assert 'password="file-provided-jaas-pw"' in resolved["source.cluster.sasl.jaas.config"]
+
+
+@pytest.mark.parametrize(("line", "key", "number"), [
+    ('A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username="u" '
+     'password="literal";', "A.sasl.jaas.config", 5),
+    ("B.ssl.truststore.password = changeit", "B.ssl.truststore.password", 5),
+    ("A->B.producer.override.ssl.keystore.password = flow-level-pw", "A->B.producer.override.ssl.keystore.password",
+     5),
+])
+def test_by_default_a_literal_secret_is_refused_naming_the_key_and_the_fix(line: str, key: str, number: int) -> None:
+    with pytest.raises(ConfigError) as error:
+        validate_mirror_maker_config(make("clusters = A, B\nA->B.enabled = true\nA.bootstrap.servers = a:9092\n"
+                                          f"B.bootstrap.servers = b:9092\n{line}\n"))
+    message = str(error.value)
+    assert message.startswith(f"mm2.properties:{number}: {key} holds a secret in clear")
+    assert "config provider" in message and "configs.topic.compatibility = python" in message
+    assert "\n" not in message
+    assert all(secret not in message for secret in ('"literal"', "changeit", "flow-level-pw"))
+
+
+def test_a_jaas_line_is_a_reference_only_when_every_secret_option_is_a_placeholder(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                                  ) -> None:
+    monkeypatch.setenv("REF_TEST_TRUST_PW", "env-trust-pw")
+    validate_mirror_maker_config(provided(tmp_path, '"${file:SECRETS:a.pw}" unrelatedOption="x"'))
+    with pytest.raises(ConfigError, match=r"mm2.properties:10: A.sasl.jaas.config holds a secret in clear"):
+        validate_mirror_maker_config(provided(tmp_path, '"${file:SECRETS:a.pw}" clientSecret="literal"'))
+
+
+def test_python_compatibility_allows_literal_secrets_as_references(tmp_path: Path) -> None:
+    validate_mirror_maker_config(secured(tmp_path), resolve_providers=False)
 
 
 def test_config_storage_compatibility_takes_python_or_java() -> None:
