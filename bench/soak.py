@@ -196,6 +196,15 @@ class Event:
     outage_s: float
     began_s: float = 0.0
     recovered_s: float = 0.0
+    #: a clean stop: the records the stopped node's tasks had sent and not yet seen acknowledged
+    in_flight: int = 0
+
+
+def outstanding_records(node: MirrorMakerProcess) -> int:
+    """The node's ``connect_source_task_outstanding_records``, summed over its tasks: sent, not acknowledged."""
+    lines = httpx.get(f"{node.url}/metrics", timeout=5).text.splitlines()
+    return int(sum(float(line.rsplit(" ", 1)[1]) for line in lines
+                   if line.startswith("connect_source_task_outstanding_records{")))
 
 
 class Soak:
@@ -204,7 +213,7 @@ class Soak:
         self.flow = ChaosFlow(workdir, self.source.bootstrap_servers, f"127.0.0.1:{self.proxy.port}", nodes=3)
         self.rate = rate
 
-    def faults(self) -> list[tuple[Event, Callable[[], None]]]:
+    def faults(self) -> list[tuple[Event, Callable[[], int | None]]]:
         return [(Event("target frozen 10 s", "outage", FREEZE_S), lambda: self.freeze(self.target)),
                 (Event("network to target cut, refused 5 s", "outage", REFUSE_S), self.partition),
                 (Event("kill -9 node 2, restarted", "crash", 0.0), lambda: self.restart(2, kill=True)),
@@ -221,14 +230,18 @@ class Soak:
         time.sleep(REFUSE_S)
         self.proxy.accept()
 
-    def restart(self, index: int, kill: bool) -> None:
+    def restart(self, index: int, kill: bool) -> int:
+        """Kill or stop node ``index`` and start it again; for a clean stop, what it had in flight."""
         node = self.flow.nodes[index]
+        in_flight = 0
         if kill:
             node.kill()
         else:
+            in_flight = outstanding_records(node)
             node.terminate()
         self.flow.nodes[index] = self.flow.node(index)
         self.flow.nodes[index].start().wait_running(1)
+        return in_flight
 
     def start_load(self) -> None:
         """The flow's nodes, then the load at the soak's rate with a checker that keeps only its tally."""
@@ -273,7 +286,7 @@ def run_events(soak: Soak, minutes: float, every_s: float, started: float) -> It
         template, inject = faults[count % len(faults)]
         count += 1
         event = Event(template.name, template.kind, template.outage_s, began - started)
-        inject()
+        event.in_flight = inject() or 0
         event.recovered_s = soak.recover()
         print(f"| {count} | {event.began_s / 60:.1f} | {event.name} | {event.recovered_s:.1f} |", flush=True)
         yield event
@@ -289,7 +302,7 @@ def duplicates_per_event(events: list[Event], duplicate_at_s: list[float], end_s
     for index, event in enumerate(events):
         until = events[index + 1].began_s if index + 1 < len(events) else end_s
         count = sum(1 for t in duplicate_at_s if event.began_s <= t < until)
-        out.append((event, count, bound.for_event(event.kind, event.outage_s)))
+        out.append((event, count, bound.for_event(event.kind, event.outage_s, event.in_flight)))
     return out
 
 

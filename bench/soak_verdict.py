@@ -207,16 +207,20 @@ class DuplicateBound:
     acknowledged; a record is acknowledged about ``ack_s`` after it was polled (allowing for a loaded
     machine). A task that stops without its final commit (kill -9), or whose commit cannot reach the target
     (a frozen target or a cut link, for as long as the fault lasts, ``outage_s``), is resumed elsewhere from
-    the last commit: at most ``rate * (flush_s + ack_s + outage_s)`` records again. A clean stop (SIGTERM)
-    commits what it copied, so it copies again only what was in flight when its final commit was taken:
-    ``rate * ack_s`` at most.
+    the last commit: at most ``rate * (flush_s + ack_s + outage_s)`` records again.
+
+    A clean stop (SIGTERM) flushes its producer and commits what the target acknowledged before it leaves
+    the group, so the task's next owner starts where it stopped: it can copy again only what was in flight
+    and never acknowledged when the final commit was taken (``in_flight``, read from the node just before
+    the signal). A stop that lost its final commit would copy again up to a flush interval of records on top
+    of that, so it does not fit in this bound.
     """
 
     rate_per_s: float
     flush_s: float
     ack_s: float = 2.0
 
-    def for_event(self, kind: str, outage_s: float = 0.0) -> int:
+    def for_event(self, kind: str, outage_s: float = 0.0, in_flight: int = 0) -> int:
         if kind == "clean":
-            return int(self.rate_per_s * self.ack_s)
+            return in_flight
         return int(self.rate_per_s * (self.flush_s + self.ack_s + outage_s))
