@@ -134,6 +134,11 @@ class HealthCollector(Collector):
                                          labels=group_labels)
         checkpoint_age = GaugeMetricFamily("mirror_checkpoint_age_seconds",
                                            "Age of the group's newest checkpoint on the target", labels=group_labels)
+        # An idle group's checkpoint ages without anything being wrong (MM2 checkpoints only offsets that
+        # moved): a stale checkpoint is one that is old *and* behind the group's newer commit on the source.
+        behind = GaugeMetricFamily("mirror_group_checkpoints_behind",
+                                   "Partitions whose newest checkpoint is older than the group's commit on the "
+                                   "source", labels=group_labels)
         health = GaugeMetricFamily("mirror_flow_health", "1 for the flow's current state",
                                    labels=[*flow_labels, "state"])
         for flow in report.flows:
@@ -152,11 +157,12 @@ class HealthCollector(Collector):
                     lag_seconds.add_metric(labels, p.lag_seconds)
             for g in flow.groups:
                 translatable.add_metric([*names, g.group], 1.0 if g.translatable else 0.0)
+                behind.add_metric([*names, g.group], g.behind)
                 if g.checkpoint_age_seconds is not None:
                     checkpoint_age.add_metric([*names, g.group], g.checkpoint_age_seconds)
             for state in State:
                 health.add_metric([*names, state.label], 1.0 if flow.state is state else 0.0)
-        yield from (heartbeat, latency, lag_records, lag_seconds, rpo, translatable, checkpoint_age, health)
+        yield from (heartbeat, latency, lag_records, lag_seconds, rpo, translatable, checkpoint_age, behind, health)
 
 
 def start_health_monitor(config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],

@@ -84,6 +84,37 @@ class LossDetector:
         self._clock_ms = clock_ms
         self._next_check_ms = 0
         self._pending: ReplicationLossError | None = None
+        #: the label sets :meth:`zero_series` created
+        self._zeroed: list[tuple[str, str, str, str, str]] = []
+
+    def zero_series(self, states: Iterable[Tracked]) -> None:
+        """Create both counters at 0 for each partition and reason. ``increase()`` sees a loss only as a
+        change of a series that existed before it, so a series born at the first loss would never fire the
+        alert on it (MirrorRecordsLost in etc/prometheus/alerts.yml)."""
+        if self._counters is None:
+            return
+        for state in states:
+            for reason in (SOURCE_TRUNCATED, SOURCE_RECREATED, TARGET_TRUNCATED):
+                labels = (self._source, self._target, state.remote, str(state.partition), reason)
+                self._counters[0].labels(*labels)
+                self._counters[1].labels(*labels)
+                self._zeroed.append(labels)
+
+    def release_zero_series(self) -> None:
+        """Remove the series :meth:`zero_series` created that are still at 0, so that a stopped task
+        leaves none behind; a series that counted a loss stays, and the loss stays visible after it."""
+        zeroed, self._zeroed = self._zeroed, []
+        if self._counters is None or not zeroed:
+            return
+        counted = {_loss_labels(sample.labels) for counter in self._counters for family in counter.collect()
+                   for sample in family.samples if sample.name.endswith("_total") and sample.value > 0}
+        for labels in zeroed:
+            if labels not in counted:
+                for counter in self._counters:
+                    try:
+                        counter.remove(*labels)
+                    except KeyError:  # another task of this registry removed it already
+                        pass
 
     def raise_pending(self) -> None:
         """Raise the loss that must fail the task (found where raising would be swallowed: acknowledgements)."""
@@ -179,6 +210,11 @@ class LossDetector:
             logger.warning("could not rewind %s to %d after a loss: %s", state.tp, offset, exc)
         state.next_offset = offset
         state.seen_end = -1
+
+
+def _loss_labels(labels: dict[str, str]) -> tuple[str, str, str, str, str]:
+    """A loss counter sample's labels, in the counters' order."""
+    return labels["source"], labels["target"], labels["topic"], labels["partition"], labels["reason"]
 
 
 def _watermarks(consumer: Any, tp: TopicPartition, cached: bool = True) -> tuple[int, int]:

@@ -152,6 +152,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._pending = None
         self._loss = LossDetector(self._label, self._source, self._target, cfg.replication_loss_policy == "fail",
                                   loss_counters(self.context.metrics_registry), self._clock_ms)
+        self._loss.zero_series(self._by_source.values())
         assignment = initial_assignment(self.context.offset_storage_reader(), self._source, partitions, done_ends,
                                         start_when_unknown(consumer_config))
         for tp in assignment:
@@ -347,6 +348,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             ("offset-map producer", offset_map.close if offset_map is not None else None),  # sends what is due
             ("offset-sync producer", offset_syncs.close if offset_syncs is not None else None),
             ("metrics", metrics.close if metrics is not None else None),
+            ("loss counters at 0", self._loss.release_zero_series),
             ("backfill marker log", events.stopped if events is not None else None),
         ]
         for what, release in releases:

@@ -16,11 +16,10 @@ import json
 import re
 from pathlib import Path
 
-import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import Cluster
+from tests.integration.support.metrics_scrape import scrape
 from tests.integration.support.mm2_process import MirrorMakerProcess
 from tests.integration.support.replication import ROOT, write_properties
 from tests.support.kafka import commit_group_offsets, create_topic, produce, unique, wait_until
@@ -39,16 +38,6 @@ def dashboard_metric_names() -> set[str]:
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
     exprs += [v["query"] for v in dashboard["templating"]["list"] if v.get("type") == "query"]
     return {m for e in exprs for m in _NAME.findall(e)} - _NOT_METRICS
-
-
-def scrape(url: str) -> dict[str, list[dict[str, str]]]:
-    """Sample name -> the label sets it has, from one scrape."""
-    text = httpx.get(f"{url}/metrics", timeout=10).text
-    samples: dict[str, list[dict[str, str]]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples.setdefault(sample.name, []).append(dict(sample.labels))
-    return samples
 
 
 def test_every_dashboard_metric_is_served_by_a_live_driver(cluster_a: Cluster, cluster_b: Cluster,

@@ -136,7 +136,7 @@ class _FakeProbe:
 
 
 def test_collector_exposes_the_latest_report() -> None:
-    f = flow(partitions=[part(7, 3.5)], groups=[GroupCheckpointHealth("g", 1, 1, [], 0, 2.0)], rpo_seconds=3.5,
+    f = flow(partitions=[part(7, 3.5)], groups=[GroupCheckpointHealth("g", 3, 3, [], 2, 2.0)], rpo_seconds=3.5,
              latency_seconds=0.4)
     f.state, f.reasons = evaluate(f, Thresholds())
     probe = _FakeProbe(HealthReport(1000.0, [f]))
@@ -154,6 +154,7 @@ def test_collector_exposes_the_latest_report() -> None:
     assert registry.get_sample_value("mirror_replication_lag_seconds", tp) == 3.5
     assert registry.get_sample_value("mirror_group_translatable", {**labels, "group": "g"}) == 1
     assert registry.get_sample_value("mirror_checkpoint_age_seconds", {**labels, "group": "g"}) == 2.0
+    assert registry.get_sample_value("mirror_group_checkpoints_behind", {**labels, "group": "g"}) == 2
     assert registry.get_sample_value("mirror_flow_health", {**labels, "state": "healthy"}) == 1
     assert registry.get_sample_value("mirror_flow_health", {**labels, "state": "down"}) == 0
     assert monitor.history()[0]["flows"]["A->B"]["lag_records"] == 7

@@ -89,7 +89,7 @@ def test_an_offset_gap_above_the_log_start_is_no_loss() -> None:
     consumer.watermarks[("my-topic", 0)] = (0, 40)
     consumer.script.append(batch(0, range(11, 13)) + batch(0, range(20, 22)))
     assert task.poll() is not None
-    assert lost(registry, "source-truncated") == (None, None)
+    assert lost(registry, "source-truncated") == (0.0, 0.0)
     task.stop()
 
 
@@ -158,7 +158,7 @@ def test_the_minus_one_watermarks_of_a_failed_fetch_are_unknown_not_a_recreated_
     task, consumer, _ = started_task({0: 9}, registry)
     consumer.watermarks[("my-topic", 0)] = (-1, -1)
     assert task.poll() is None
-    assert lost(registry, "source-recreated") == (None, None)
+    assert lost(registry, "source-recreated") == (0.0, 0.0)
     assert consumer.seeks == []
     # the consumer's reset then hands out the new log start; the cache still says -1, the broker says 25
     consumer.broker_watermarks[("my-topic", 0)] = (25, 40)
@@ -166,3 +166,22 @@ def test_the_minus_one_watermarks_of_a_failed_fetch_are_unknown_not_a_recreated_
     assert task.poll() is not None
     assert lost(registry, "source-truncated") == (15.0, 1.0)  # offsets 10..24
     task.stop()
+
+
+def test_every_assigned_partition_exports_zero_losses_from_the_start_and_only_losses_outlive_the_task() -> None:
+    """The alert on losses reads ``increase()``, which needs the series before the first loss; a closed task
+    leaves the series of its losses, not its zeros."""
+    registry = CollectorRegistry()
+    task, consumer, _ = started_task({0: 9, 2: 4}, registry)
+    reasons = ("source-truncated", "source-recreated", "target-truncated")
+    for partition in (0, 2):
+        for reason in reasons:
+            assert lost(registry, reason, partition) == (0.0, 0.0), (partition, reason)
+    consumer.watermarks[("my-topic", 0)] = (25, 40)
+    consumer.script.append(batch(0, range(25, 28)))
+    assert task.poll()
+    task.stop()
+    task.close()
+    assert lost(registry, "source-truncated", 0) == (15.0, 1.0)
+    assert [lost(registry, reason, p) for p, reason in ((0, "source-recreated"), (0, "target-truncated"),
+                                                       *((2, r) for r in reasons))] == [(None, None)] * 5
