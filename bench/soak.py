@@ -302,7 +302,7 @@ def duplicates_per_event(events: list[Event], duplicate_at_s: list[float], end_s
     for index, event in enumerate(events):
         until = events[index + 1].began_s if index + 1 < len(events) else end_s
         count = sum(1 for t in duplicate_at_s if event.began_s <= t < until)
-        out.append((event, count, bound.for_event(event.kind, event.outage_s, event.in_flight)))
+        out.append((event, count, bound.for_event(event.kind, event.outage_s, event.in_flight, event.recovered_s)))
     return out
 
 
@@ -345,7 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     (workdir / "samples.jsonl").write_text("".join(json.dumps(dataclasses.asdict(s)) + "\n" for s in samples))
     (workdir / "events.jsonl").write_text("".join(json.dumps(dataclasses.asdict(e)) + "\n" for e in events))
     print(f"samples and faults: {workdir}/samples.jsonl, events.jsonl")
-    bound = DuplicateBound(args.rate, FLUSH_INTERVAL_S)
+    bound = DuplicateBound(args.rate, FLUSH_INTERVAL_S, ack_s=max(2.0, report.latency(0.9) / 1000))
+    print(f"duplicate bounds: {args.rate:g} records/s, offset.flush.interval.ms {FLUSH_INTERVAL_S * 1000:g}, "
+          f"acknowledgement time {bound.ack_s:.1f} s (the run's p90 latency, at least 2 s)")
     return verdict(judge(samples, [e.began_s for e in events]), report,
                    duplicates_per_event(events, duplicate_at_s, ended_s, bound), samples)
 

@@ -204,10 +204,13 @@ class DuplicateBound:
     """Records a fault may copy twice: what the source had sent since the last offset commit that survived.
 
     Offsets are committed every ``offset.flush.interval.ms`` (``flush_s``), for records the target has
-    acknowledged; a record is acknowledged about ``ack_s`` after it was polled (allowing for a loaded
-    machine). A task that stops without its final commit (kill -9), or whose commit cannot reach the target
-    (a frozen target or a cut link, for as long as the fault lasts, ``outage_s``), is resumed elsewhere from
-    the last commit: at most ``rate * (flush_s + ack_s + outage_s)`` records again.
+    acknowledged; a record is acknowledged about ``ack_s`` after it was sent (the soak passes the run's 90th
+    percentile of end-to-end latency, at least 2 s: on a loaded machine acknowledgements take longer, and so
+    does the commit that covers them). A task killed with -9 is resumed elsewhere from its last commit: at
+    most ``rate * (flush_s + ack_s)`` records again. When the target freezes or its link is cut, commits fail
+    from the fault's start until the flow has recovered (``outage_s + recovered_s``), and a task moved
+    meanwhile copies again what its predecessor copied since its last commit: at most
+    ``rate * (flush_s + ack_s + outage_s + recovered_s)``.
 
     A clean stop (SIGTERM) flushes its producer and commits what the target acknowledged before it leaves
     the group, so the task's next owner starts where it stopped: it can copy again only what was in flight
@@ -220,7 +223,10 @@ class DuplicateBound:
     flush_s: float
     ack_s: float = 2.0
 
-    def for_event(self, kind: str, outage_s: float = 0.0, in_flight: int = 0) -> int:
+    def for_event(self, kind: str, outage_s: float = 0.0, in_flight: int = 0, recovered_s: float = 0.0) -> int:
         if kind == "clean":
             return in_flight
-        return int(self.rate_per_s * (self.flush_s + self.ack_s + outage_s))
+        window = self.flush_s + self.ack_s
+        if kind == "outage":
+            window += outage_s + recovered_s
+        return int(self.rate_per_s * window)

@@ -156,4 +156,5 @@ def test_duplicate_bounds_follow_from_the_flush_interval_and_the_rate() -> None:
     bound = DuplicateBound(rate_per_s=2000, flush_s=1.0, ack_s=2.0)
     assert bound.for_event("crash") == 6000
     assert bound.for_event("outage", 10.0) == 26000
+    assert bound.for_event("outage", 10.0, recovered_s=5.0) == 36000  # commits failed until the flow recovered
     assert bound.for_event("clean", in_flight=120) == 120  # what was in flight at the stop, nothing more
