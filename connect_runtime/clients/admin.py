@@ -25,11 +25,17 @@ from confluent_kafka import (
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._acl import AclBinding, AclBindingFilter
-from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
-from confluent_kafka.admin._resource import ResourceType
-from confluent_kafka.cimpl import NewPartitions, NewTopic
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.clients.errors import kafka_error_of, map_kafka_errors, to_connect_error

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka.admin._acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType
-from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
+    ResourceType,
+)
 
 # None = "any" for name, principal and host; the stubs type them as str although the client takes None.
 _ANY: Any = None

@@ -29,11 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from confluent_kafka import KafkaError
-from confluent_kafka.admin._acl import AclBinding, AclBindingFilter
-
-# Imported from the defining modules: confluent_kafka.admin re-exports them without __all__ (mypy strict).
-from confluent_kafka.admin._config import ConfigSource
-from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
+from confluent_kafka.admin import AclBinding, AclBindingFilter, ConfigSource, ResourcePatternType, ResourceType
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.clients.admin import ConfigOp, TopicConfigEntry

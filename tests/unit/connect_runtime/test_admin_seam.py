@@ -11,9 +11,14 @@ import logging
 
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._acl import AclBinding, AclOperation, AclPermissionType
-from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin

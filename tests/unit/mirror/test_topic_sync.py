@@ -13,8 +13,14 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin._acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType
-from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.clients.admin import ConfigOp, TopicConfigEntry
