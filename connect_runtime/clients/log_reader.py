@@ -1,4 +1,4 @@
-"""Reading partitions to their end: the one way that is exact on every broker (runtime side).
+"""Reading partitions to their end: the one way that is exact on every broker.
 
 "The end" of a partition is the high watermark of a **fetch response**. librdkafka reports it as a
 ``_PARTITION_EOF`` event (consumer setting ``enable.partition.eof=true``) once a fetch comes back with
@@ -23,8 +23,9 @@ between callers is passed in: what a fetch error means (``on_error``: raise, log
 retries transient errors by itself), whether a partition that does not exist counts as read
 (``missing_ok``), and how long to wait (``timeout_s``, and ``stop`` for a reader on its own thread).
 
-mirror.client has a twin of this module, ``mirror/client/log_reader.py``: that library may import
-confluent-kafka only. The code below this docstring is the same in both, and a unit test keeps it so.
+It serves the runtime (KafkaBasedLog) and mirror.client (MirrorClient, translation, failover) alike:
+mirror.client may use this package, the runtime's boundary around the Kafka client libraries, as Java's
+mirror-client uses kafka-clients, and nothing else of the runtime.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirror.client.log_reader import end_offsets, ignore_error
+from connect_runtime.clients.log_reader import end_offsets, ignore_error
 from mirror.client.mirror_client import (
     ADMIN_CLIENT_PREFIX,
     CONSUMER_CLIENT_PREFIX,

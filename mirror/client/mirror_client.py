@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
 from confluent_kafka.admin import AdminClient
 
-from mirror.client.log_reader import read_to_end
+from connect_runtime.clients.log_reader import read_to_end
 from mirror.client.models import Checkpoint, MalformedRecordError, OffsetAndMetadata, TopicPartition
 from mirror.client.replication_policy import SOURCE_CLUSTER_ALIAS, ReplicationPolicy, policy_from_config
 

@@ -33,7 +33,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartit
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirror.client.log_reader import end_offsets, ignore_error, read_to_end
+from connect_runtime.clients.log_reader import end_offsets, ignore_error, read_to_end
 from mirror.client.mirror_client import ADMIN_CLIENT_PREFIX, CONSUMER_CLIENT_PREFIX, DEFAULT_TIMEOUT_S, client_config
 from mirror.client.models import Checkpoint, MalformedRecordError, OffsetSync
 from mirror.client.offset_map import OffsetMap, offset_map_topic

@@ -1,4 +1,4 @@
-"""read_to_end / end_offsets (both twins) on a real broker.
+"""read_to_end / end_offsets on a real broker.
 
 The case that matters: the last batch of a partition holds several records. Tansu answers ListOffsets
 "latest" with that batch's base offset + 1 (docs/tansu.md); the fetch high watermark the readers use
@@ -10,19 +10,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from types import ModuleType
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, Producer, TopicPartition
 
-import connect_runtime.clients.log_reader as runtime_reader
-import mirror.client.log_reader as client_reader
+from connect_runtime.clients import log_reader as reader
 from tests.conftest import Cluster
 from tests.support.kafka import create_topic, topics, unique
 
 pytestmark = pytest.mark.integration
 
-TWINS = [pytest.param(runtime_reader, id="runtime"), pytest.param(client_reader, id="mirror.client")]
 PER_PARTITION = 7
 
 
@@ -46,9 +43,7 @@ def batched_topic(bootstrap: str) -> str:
     return topic
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_the_end_is_exact_when_the_last_batch_holds_several_records(cluster_a: Cluster, consumer: Consumer,
-                                                                    reader: ModuleType) -> None:
+def test_the_end_is_exact_when_the_last_batch_holds_several_records(cluster_a: Cluster, consumer: Consumer) -> None:
     topic = batched_topic(cluster_a.bootstrap)
     records: list[Message] = []
     reached = reader.read_to_end(consumer, {(topic, p): OFFSET_BEGINNING for p in range(3)}, records.extend, 30)
@@ -67,9 +62,7 @@ def test_the_end_is_exact_when_the_last_batch_holds_several_records(cluster_a: C
         assert latest < PER_PARTITION
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_a_topic_that_does_not_exist_never_ends_and_is_not_created(cluster_a: Cluster, consumer: Consumer,
-                                                                  reader: ModuleType) -> None:
+def test_a_topic_that_does_not_exist_never_ends_and_is_not_created(cluster_a: Cluster, consumer: Consumer) -> None:
     """librdkafka reports no end (and, here, no error) for an assigned topic that does not exist: that
     is why callers that tolerate a missing topic look it up in the metadata first."""
     topic = unique("log-reader-absent")
@@ -95,9 +88,8 @@ class _CountingConsumer:
         return batch
 
 
-@pytest.mark.parametrize("reader", TWINS)
 def test_end_offsets_hands_python_a_few_records_per_partition_not_whole_fetches(
-        cluster_a: Cluster, consumer: Consumer, reader: ModuleType) -> None:
+        cluster_a: Cluster, consumer: Consumer) -> None:
     # The health probe asks for the ends of partitions far behind them every 2 s while replication runs:
     # a fetch there answers with thousands of records per partition, of which only the first is needed.
     partitions, per_partition = 6, 3000
@@ -118,9 +110,8 @@ def test_end_offsets_hands_python_a_few_records_per_partition_not_whole_fetches(
     assert counting.handed_over <= partitions * (partitions + 1) // 2
 
 
-@pytest.mark.parametrize("reader", TWINS)
 def test_a_log_written_every_few_milliseconds_is_read_to_its_end_as_of_the_start(
-        cluster_a: Cluster, consumer: Consumer, reader: ModuleType) -> None:
+        cluster_a: Cluster, consumer: Consumer) -> None:
     """Each fetch at the end of a log written every few ms brings the next records, so no end-of-partition
     event comes while the writer runs (an offset-syncs topic during a backlog copy). The read still ends,
     long before its deadline, with every record written before it began."""

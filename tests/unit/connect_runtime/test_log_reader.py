@@ -1,18 +1,11 @@
-"""read_to_end / end_offsets over a scripted consumer, for both twins (runtime and mirror.client)."""
+"""read_to_end / end_offsets over a scripted consumer."""
 
 from __future__ import annotations
-
-import ast
-import inspect
-from types import ModuleType
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, KafkaError, KafkaException, Message, TopicPartition
 
-import connect_runtime.clients.log_reader as runtime_reader
-import mirror.client.log_reader as client_reader
-
-TWINS = [pytest.param(runtime_reader, id="runtime"), pytest.param(client_reader, id="mirror.client")]
+from connect_runtime.clients import log_reader as reader
 
 
 def record(topic: str, partition: int, offset: int, value: bytes = b"v") -> Message:
@@ -74,8 +67,7 @@ class Collected:
 # --------------------------------------------------------------------------------------------- read_to_end
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_reads_every_partition_to_its_first_end(reader: ModuleType) -> None:
+def test_reads_every_partition_to_its_first_end() -> None:
     consumer = ScriptedConsumer([
         [record("t", 0, 5), record("t", 1, 0), record("t", 0, 6)],
         [eof("t", 0, 7), record("t", 1, 1)],
@@ -91,8 +83,7 @@ def test_reads_every_partition_to_its_first_end(reader: ModuleType) -> None:
     assert len(consumer.batches) == 1  # the record after the read was not consumed
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_an_empty_partition_ends_at_its_log_start(reader: ModuleType) -> None:
+def test_an_empty_partition_ends_at_its_log_start() -> None:
     """A partition whose log starts above 0 and holds nothing: its end is where the fetch stopped."""
     consumer = ScriptedConsumer([[eof("t", 0, 40)]])
     got = Collected()
@@ -100,8 +91,7 @@ def test_an_empty_partition_ends_at_its_log_start(reader: ModuleType) -> None:
     assert result.complete and result.ends == {("t", 0): 40} and got.batches == []
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_records_before_an_error_are_handed_over_before_it_is_raised(reader: ModuleType) -> None:
+def test_records_before_an_error_are_handed_over_before_it_is_raised() -> None:
     consumer = ScriptedConsumer([[record("t", 0, 0), record("t", 0, 1), error(KafkaError._TRANSPORT),
                                   record("t", 0, 2)]])
     got = Collected()
@@ -110,8 +100,7 @@ def test_records_before_an_error_are_handed_over_before_it_is_raised(reader: Mod
     assert got.offsets == [("t", 0, 0), ("t", 0, 1)]
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_on_error_decides_and_the_read_goes_on(reader: ModuleType) -> None:
+def test_on_error_decides_and_the_read_goes_on() -> None:
     consumer = ScriptedConsumer([[record("t", 0, 0), error(KafkaError._TRANSPORT), record("t", 0, 1)],
                                  [eof("t", 0, 2)]])
     got, errors = Collected(), list[KafkaError]()
@@ -121,8 +110,7 @@ def test_on_error_decides_and_the_read_goes_on(reader: ModuleType) -> None:
     assert [e.code() for e in errors] == [KafkaError._TRANSPORT]
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_timeout_returns_what_was_read(reader: ModuleType) -> None:
+def test_timeout_returns_what_was_read() -> None:
     consumer = ScriptedConsumer([[record("t", 0, 0), eof("t", 1, 0)]])  # partition 0 never ends
     got = Collected()
     result = reader.read_to_end(consumer, {("t", 0): 0, ("t", 1): 0}, got, 0.2)
@@ -130,16 +118,14 @@ def test_timeout_returns_what_was_read(reader: ModuleType) -> None:
     assert got.offsets == [("t", 0, 0)]
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_stop_ends_a_read_without_deadline(reader: ModuleType) -> None:
+def test_stop_ends_a_read_without_deadline() -> None:
     consumer = ScriptedConsumer([[record("t", 0, 0)]])
     calls = iter([False, False, False, True])
     result = reader.read_to_end(consumer, {("t", 0): 0}, Collected(), None, stop=lambda: next(calls))
     assert not result.complete and consumer.consume_calls == 3
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_missing_partitions_count_as_read_only_when_allowed(reader: ModuleType) -> None:
+def test_missing_partitions_count_as_read_only_when_allowed() -> None:
     script = [[error(KafkaError.UNKNOWN_TOPIC_OR_PART, "gone", 0), eof("t", 0, 3)],
               [error(KafkaError._UNKNOWN_TOPIC, "also-gone")]]  # names no partition: the whole topic
     positions = {("t", 0): 0, ("gone", 0): 0, ("also-gone", 0): 0, ("also-gone", 1): 0}
@@ -150,16 +136,13 @@ def test_missing_partitions_count_as_read_only_when_allowed(reader: ModuleType) 
         reader.read_to_end(ScriptedConsumer(script), positions, Collected(), 5.0)
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_an_end_of_a_partition_not_asked_for_is_ignored(reader: ModuleType) -> None:
+def test_an_end_of_a_partition_not_asked_for_is_ignored() -> None:
     consumer = ScriptedConsumer([[eof("other", 0, 9)]])
     result = reader.read_to_end(consumer, {("t", 0): 0}, Collected(), 0.2)
     assert not result.complete and result.ends == {}
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_a_log_written_faster_than_a_fetch_waits_ends_at_the_watermark_of_its_first_records(
-        reader: ModuleType) -> None:
+def test_a_log_written_faster_than_a_fetch_waits_ends_at_the_watermark_of_its_first_records() -> None:
     """No end-of-partition event ever comes (each fetch at the end brings the next few records): the read
     stops once it reached the high watermark that came with its first records, not at its deadline."""
     consumer = ScriptedConsumer([
@@ -183,8 +166,7 @@ class GrowingLog(ScriptedConsumer):
         return super().consume(num_messages, timeout)
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_the_end_is_taken_once_per_read_and_only_from_a_partitions_own_records(reader: ModuleType) -> None:
+def test_the_end_is_taken_once_per_read_and_only_from_a_partitions_own_records() -> None:
     """The watermark grows with every fetch, but the end is the one that came with the first record;
     partition 1 has a watermark but no record in this read, so only its end-of-partition event ends it."""
     consumer = GrowingLog([[record("t", 0, o)] for o in range(6)], high_watermarks={("t", 1): 7})
@@ -200,8 +182,7 @@ def test_the_end_is_taken_once_per_read_and_only_from_a_partitions_own_records(r
 # --------------------------------------------------------------------------------------------- end_offsets
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_end_offsets_from_the_end_event_or_the_first_records_fetch(reader: ModuleType) -> None:
+def test_end_offsets_from_the_end_event_or_the_first_records_fetch() -> None:
     consumer = ScriptedConsumer(
         [[eof("t", 0, 12), record("t", 1, 3), record("t", 1, 4)],  # 1: behind, the rest is not wanted
          [record("t", 2, 7)]],  # its fetch response said 20
@@ -216,37 +197,16 @@ def test_end_offsets_from_the_end_event_or_the_first_records_fetch(reader: Modul
     assert consumer.paused == [("t", 1)] and consumer.resumed == consumer.paused
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_end_offsets_is_never_below_the_record_it_saw(reader: ModuleType) -> None:
+def test_end_offsets_is_never_below_the_record_it_saw() -> None:
     """A cached watermark older than the record (or unknown, -1001) cannot put the end behind it."""
     consumer = ScriptedConsumer([[record("t", 0, 41)]], high_watermarks={("t", 0): -1001})
     assert reader.end_offsets(consumer, {("t", 0): 41}, 5.0) == {("t", 0): 42}
 
 
-@pytest.mark.parametrize("reader", TWINS)
-def test_end_offsets_leaves_out_missing_and_silent_partitions(reader: ModuleType) -> None:
+def test_end_offsets_leaves_out_missing_and_silent_partitions() -> None:
     script = [[error(KafkaError.UNKNOWN_TOPIC_OR_PART, "gone", 0), error(KafkaError._TRANSPORT)]]
     ends = reader.end_offsets(ScriptedConsumer(script), {("gone", 0): 0, ("t", 0): 0}, 0.2,
                               on_error=reader.ignore_error, missing_ok=True)
     assert ends == {}
     with pytest.raises(KafkaException):
         reader.end_offsets(ScriptedConsumer(script), {("gone", 0): 0}, 5.0)
-
-
-# ------------------------------------------------------------------------------------------------ the twins
-
-
-def _code(module: ModuleType) -> str:
-    """The module's source without its docstring."""
-    tree = ast.parse(inspect.getsource(module))
-    docstring = tree.body[0]
-    assert isinstance(docstring, ast.Expr) and isinstance(docstring.value, ast.Constant)
-    assert docstring.end_lineno is not None
-    return inspect.getsource(module).split("\n", docstring.end_lineno)[-1]
-
-
-def test_the_twins_are_the_same_code() -> None:
-    """mirror.client cannot import the runtime, so it has its own copy; the copies must not drift."""
-    assert _code(runtime_reader) == _code(client_reader)
-    assert runtime_reader.__doc__ != client_reader.__doc__
-
