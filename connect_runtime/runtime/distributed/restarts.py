@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from connect_runtime.api.errors import ConflictError
 from connect_runtime.model import ConnectorTaskId, State
 from connect_runtime.runtime.distributed.local_work import LocalWork
 from connect_runtime.runtime.herder import ConnectorStateInfo, TaskStateInfo
@@ -83,5 +84,14 @@ def owner_url(statuses: KafkaStatusStore, connector: str, task: int | None, work
     status = statuses.get(connector) if task is None else statuses.get_task(connector, task)
     if status is None or not status.worker_id or status.worker_id == worker_id:
         return leader_url
+    if "/" in status.worker_id:
+        # Java MirrorMaker's worker id (``host:port/<src>-><tgt>``): its REST server serves only the internal
+        # endpoints, so a forwarded restart would come back 404. Every node applies a connector restart request.
+        instance = connector if task is None else f"task {task} of connector {connector}"
+        raise ConflictError(
+            f"Cannot restart {instance} here: it runs on worker {status.worker_id}, a Java MirrorMaker node, whose "
+            f"REST server serves no restart endpoint; restart that node, or use the connector's restart with "
+            f"includeTasks=true (onlyFailed=true for the failed ones only), which every node, Java's included, "
+            f"applies to what it runs")
     scheme = leader_url.split("://", 1)[0] if leader_url and "://" in leader_url else "http"
     return f"{scheme}://{status.worker_id}"

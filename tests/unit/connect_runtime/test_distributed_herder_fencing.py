@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from connect_runtime.api.errors import ConnectError, NotAssignedError, NotLeaderError
+from connect_runtime.api.errors import ConflictError, ConnectError, NotAssignedError, NotLeaderError
 from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.coordination.membership import Assignment, SoleMember
 from connect_runtime.runtime.distributed.assembly import WakeupRelay
@@ -249,6 +249,12 @@ def test_restarts_of_work_owned_elsewhere_name_the_owner() -> None:
         assert err.value.target_url == "http://leader:8083"
         with pytest.raises(NotLeaderError):  # pause is a config write: leader only, forwarded by REST
             c.herder.pause_connector("demo")
+        # a Java MirrorMaker node's worker id: its REST server has no restart endpoint to forward to
+        c.status_store.put(Status("demo", State.RUNNING, "10.0.0.9:8085/A->B", 2, task=1))
+        wait_until(lambda: (s := c.status_store.get_task("demo", 1)) is not None and s.generation == 2, 10, "the status")
+        with pytest.raises(ConflictError, match=r"task 1 of connector demo here: it runs on worker "
+                                                r"10\.0\.0\.9:8085/A->B, a Java MirrorMaker node.*includeTasks=true"):
+            c.herder.restart_task(ConnectorTaskId("demo", 1))
     finally:
         c.herder.stop(10)
 
