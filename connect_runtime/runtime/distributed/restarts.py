@@ -90,8 +90,8 @@ def owner_url(statuses: KafkaStatusStore, connector: str, task: int | None, work
         instance = connector if task is None else f"task {task} of connector {connector}"
         raise ConflictError(
             f"Cannot restart {instance} here: it runs on worker {status.worker_id}, a Java MirrorMaker node, whose "
-            f"REST server serves no restart endpoint; restart that node, or use the connector's restart with "
-            f"includeTasks=true (onlyFailed=true for the failed ones only), which every node, Java's included, "
-            f"applies to what it runs")
+            f"REST server serves no restart endpoint; restart that node, or, while a node of this runtime leads the "
+            f"group, use the connector's restart with includeTasks=true (onlyFailed=true for the failed ones "
+            f"only), which every node, Java's included, applies to what it runs")
     scheme = leader_url.split("://", 1)[0] if leader_url and "://" in leader_url else "http"
     return f"{scheme}://{status.worker_id}"
