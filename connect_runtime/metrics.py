@@ -10,9 +10,11 @@ that the hot path pays one lock acquisition per ``poll()`` rather than per recor
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
@@ -74,6 +76,7 @@ class ConnectMetrics:
     record_errors: Counter
     errors_logged: Counter
     last_error: Gauge
+    produce_path: ProducePaths
     worker: WorkerMetrics
 
     @classmethod
@@ -123,6 +126,7 @@ class ConnectMetrics:
                 "connect_task_last_error_timestamp_seconds",
                 "When a record of the task last failed (Unix time; 0 before the first failure)", labels,
                 registry=registry),
+            produce_path=ProducePaths(registry),
             worker=WorkerMetrics(registry),
         )
 
@@ -143,7 +147,34 @@ class ConnectMetrics:
             records_skipped=self.records_skipped.labels(connector, t),
             task_starts=self.task_starts.labels(connector, t),
             poll_batch_seconds=self.poll_batch_seconds.labels(connector, t),
+            produce_path=partial(self.produce_path.set, connector, t),
         )
+
+
+class ProducePaths:
+    """``connect_source_task_produce_path{connector, task, path, reason}``: how each bulk task produces.
+
+    ``path`` is ``c-span`` (the records between a run's first and last produced by the C extension) or
+    ``python-loop`` (by the task's Python loop, slower at small records), ``reason`` why
+    (connect_runtime.clients.bulk_produce). One series per task, value 1: a task started again that chooses
+    otherwise replaces its series rather than adding one, so ``sum by (path)`` counts tasks.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.family = Gauge("connect_source_task_produce_path",
+                            "1 for how a bulk task produces the records between a run's first and last "
+                            "(path: c-span or python-loop) and why (reason)",
+                            ("connector", "task", "path", "reason"), registry=registry)
+        self._current: dict[tuple[str, str], tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def set(self, connector: str, task: str, path: str, reason: str) -> None:
+        with self._lock:
+            previous = self._current.get((connector, task))
+            if previous is not None and previous != (path, reason):
+                self.family.remove(connector, task, *previous)
+            self._current[(connector, task)] = (path, reason)
+            self.family.labels(connector, task, path, reason).set(1)
 
 
 class RecordErrors:
@@ -200,6 +231,8 @@ class TaskMetrics:
     records_skipped: Counter
     task_starts: Counter
     poll_batch_seconds: Histogram
+    #: ``produce_path(path, reason)``: the task's series of :class:`ProducePaths`.
+    produce_path: Callable[[str, str], None]
 
     def set_state(self, state: str) -> None:
         for name, gauge in self.status.items():

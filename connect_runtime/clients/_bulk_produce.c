@@ -16,17 +16,44 @@
  *     and returns how many it produced: the caller produces that record through Producer.produce,
  *     which raises what it raised before. So every error keeps its Python path.
  *
- * How it reaches librdkafka: confluent-kafka's Producer object starts with PyObject_HEAD and then the
- * rd_kafka_t pointer (confluent_kafka.h, struct Handle, unchanged since 2016), and the functions are
- * looked up in the librdkafka that confluent-kafka loaded (bind()). The Message accessors are called
- * through their method table entries, not by reading Message's fields, so Message's layout is not
- * assumed. The few librdkafka declarations needed are below; they are its stable C ABI (rdkafka.h).
+ * How it reaches librdkafka and confluent-kafka's objects, and what each guard is for:
+ *   - librdkafka's functions are looked up through confluent_kafka.cimpl's own library handle (bind():
+ *     dlopen of cimpl's file with RTLD_NOLOAD, then dlsym, which searches cimpl's dependencies), so they
+ *     are those of the librdkafka cimpl was linked against and loaded, never another copy in the process;
+ *     bind() returns that library's version, which the Python side compares with
+ *     confluent_kafka.libversion() before anything is produced.
+ *   - the producer's rd_kafka_t pointer is read from confluent-kafka's Producer object, whose C struct
+ *     (confluent_kafka.h, struct Handle) starts with PyObject_HEAD and then that pointer. That struct is
+ *     private to confluent-kafka, so the Python side binds only for the confluent-kafka versions whose
+ *     header was checked (a version gate in bulk_produce.py); outside them this code is never called.
+ *   - the Message accessors are called through their method table entries, not by reading Message's
+ *     fields, so Message's layout is not assumed.
+ *   - a span runs without the GIL, when any other thread may run: it holds its own reference to the list
+ *     and to each message it reads, and re-reads the list's length before each record, so a list another
+ *     thread shrinks is never read past its end;
+ *   - the producer's handle is used without the GIL, when Producer.close() on another thread could
+ *     destroy it: every span holds the producer's Gate (a lock) from before it reads the handle until it
+ *     stops using it, and the producer's close() closes the Gate first (connect_runtime.clients.registry
+ *     .TrackedProducer), which waits for a running span and turns later ones away. The caller's reference
+ *     to the producer (bulk_produce.py binds it into the span callable) keeps the object itself alive.
+ * The few librdkafka declarations needed are below; they are its stable C ABI (rdkafka.h).
+ *
+ * CPython only, with the GIL: the code relies on the GIL to read lists and to order the Gate's fields,
+ * and on CPython's method descriptors. setup.py builds it only there, and the #errors below stop a build
+ * elsewhere (an optional extension that fails to build is skipped, and the Python loop produces).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#if defined(PYPY_VERSION)
+#error "CPython only: PyPy has no CPython method descriptors or object layout"
+#endif
+#if defined(Py_GIL_DISABLED)
+#error "needs the GIL: lists and the Gate are read under it"
+#endif
 
 /* ---- librdkafka's ABI, as declared in rdkafka.h (v2.x) ----------------------------------------- */
 typedef struct rd_kafka_s rd_kafka_t;
@@ -71,7 +98,7 @@ static struct {
 
 /* ---- confluent-kafka's objects ------------------------------------------------------------------ */
 typedef struct {
-        PyObject_HEAD rd_kafka_t *rk;
+        PyObject_HEAD rd_kafka_t *rk; /* the head of confluent_kafka.h's struct Handle */
 } HandleHead;
 
 static PyTypeObject *producer_type;
@@ -88,6 +115,81 @@ typedef struct {
         rd_kafka_headers_t *headers; /* passed to librdkafka on success, destroyed otherwise */
 } Item;
 
+/* ---- Gate: what keeps a producer's handle alive while spans use it ------------------------------ */
+typedef struct {
+        PyObject_HEAD PyThread_type_lock lock; /* held by a running span, and by close() while it closes */
+        int closed;                            /* set by close(): no span starts after it */
+        unsigned long owner;                   /* the thread whose span holds the lock (0: none) */
+} Gate;
+
+static PyTypeObject GateType;
+
+static PyObject *gate_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+        Gate *self;
+        if (PyTuple_GET_SIZE(args) || (kwargs && PyDict_GET_SIZE(kwargs)))
+                return PyErr_Format(PyExc_TypeError, "Gate() takes no arguments");
+        if (!(self = (Gate *)type->tp_alloc(type, 0)))
+                return NULL;
+        if (!(self->lock = PyThread_allocate_lock())) {
+                Py_DECREF(self);
+                return PyErr_NoMemory();
+        }
+        return (PyObject *)self;
+}
+
+static void gate_dealloc(Gate *self) {
+        if (self->lock) /* nobody holds it: a span and close() hold a reference to the Gate meanwhile */
+                PyThread_free_lock(self->lock);
+        Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Take the lock with the GIL held: at once when it is free, otherwise waiting without the GIL (the
+ * holder may need the GIL to finish). */
+static void gate_acquire(Gate *gate) {
+        if (!PyThread_acquire_lock(gate->lock, NOWAIT_LOCK)) {
+                Py_BEGIN_ALLOW_THREADS
+                PyThread_acquire_lock(gate->lock, WAIT_LOCK);
+                Py_END_ALLOW_THREADS
+        }
+}
+
+static PyObject *gate_close(Gate *self, PyObject *unused) {
+        if (self->owner == PyThread_get_thread_ident())
+                /* A finalizer run by a span's own allocation (the garbage collector) would wait for itself. */
+                return PyErr_Format(PyExc_RuntimeError, "the producer cannot be closed from inside its own span");
+        Py_INCREF(self);
+        gate_acquire(self);
+        self->closed = 1;
+        PyThread_release_lock(self->lock);
+        Py_DECREF(self);
+        Py_RETURN_NONE;
+}
+
+static PyObject *gate_get_closed(Gate *self, void *unused) { return PyBool_FromLong(self->closed); }
+
+static PyMethodDef gate_methods[] = {
+    {"close", (PyCFunction)gate_close, METH_NOARGS,
+     "Wait for a running span to end; later spans produce nothing (the producer is being closed)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef gate_getset[] = {
+    {"closed", (getter)gate_get_closed, NULL, "Whether close() was called.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject GateType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "connect_runtime.clients._bulk_produce.Gate",
+    .tp_basicsize = sizeof(Gate),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Gate(): held by each span while it uses a producer's handle; close() waits for it.",
+    .tp_new = gate_new,
+    .tp_dealloc = (destructor)gate_dealloc,
+    .tp_methods = gate_methods,
+    .tp_getset = gate_getset,
+};
+
+/* ---- binding ------------------------------------------------------------------------------------ */
 static int lookup_method(PyTypeObject *type, const char *name, PyCFunction *out) {
         PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
         if (!descr)
@@ -103,35 +205,38 @@ static int lookup_method(PyTypeObject *type, const char *name, PyCFunction *out)
         return 0;
 }
 
-static void *symbol(void *lib, const char *name) {
+static void *symbol(void *lib, const char *path, const char *name) {
         void *sym = dlsym(lib, name);
         if (!sym)
-                PyErr_Format(PyExc_ImportError, "librdkafka has no %s", name);
+                PyErr_Format(PyExc_ImportError, "no %s through %s", name, path);
         return sym;
 }
 
-/* bind(librdkafka_path, Producer, Message) -> librdkafka's version number */
+/* bind(cimpl_path, Producer, Message) -> librdkafka's version number */
 static PyObject *bind(PyObject *self, PyObject *args) {
         const char *path;
         PyObject *ptype, *mtype;
         void *lib;
         if (!PyArg_ParseTuple(args, "sO!O!", &path, &PyType_Type, &ptype, &PyType_Type, &mtype))
                 return NULL;
-        /* RTLD_NOLOAD: only the library confluent-kafka already loaded, never another copy. */
+        /* RTLD_NOLOAD: the handle of the cimpl module Python already loaded, never a second copy. dlsym
+         * through it searches cimpl and then the libraries it depends on, in load order: the rd_kafka_*
+         * functions found are those cimpl itself calls. The handle is never closed: cimpl stays loaded for
+         * the life of the process, and closing only drops the reference dlopen added. */
         lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
         if (!lib)
-                return PyErr_Format(PyExc_ImportError, "librdkafka is not loaded from %s", path);
-        if (!(rk_api.producev = (producev_fn)symbol(lib, "rd_kafka_producev")) ||
-            !(rk_api.topic_new = (topic_new_fn)symbol(lib, "rd_kafka_topic_new")) ||
-            !(rk_api.topic_destroy = (topic_destroy_fn)symbol(lib, "rd_kafka_topic_destroy")) ||
-            !(rk_api.headers_new = (headers_new_fn)symbol(lib, "rd_kafka_headers_new")) ||
-            !(rk_api.headers_destroy = (headers_destroy_fn)symbol(lib, "rd_kafka_headers_destroy")) ||
-            !(rk_api.header_add = (header_add_fn)symbol(lib, "rd_kafka_header_add")) ||
-            !(rk_api.name = (name_fn)symbol(lib, "rd_kafka_name")) ||
-            !(rk_api.type = (type_fn)symbol(lib, "rd_kafka_type")) ||
-            !(rk_api.version = (version_fn)symbol(lib, "rd_kafka_version"))) {
+                return PyErr_Format(PyExc_ImportError, "%s is not loaded (%s)", path, dlerror());
+        if (!(rk_api.producev = (producev_fn)symbol(lib, path, "rd_kafka_producev")) ||
+            !(rk_api.topic_new = (topic_new_fn)symbol(lib, path, "rd_kafka_topic_new")) ||
+            !(rk_api.topic_destroy = (topic_destroy_fn)symbol(lib, path, "rd_kafka_topic_destroy")) ||
+            !(rk_api.headers_new = (headers_new_fn)symbol(lib, path, "rd_kafka_headers_new")) ||
+            !(rk_api.headers_destroy = (headers_destroy_fn)symbol(lib, path, "rd_kafka_headers_destroy")) ||
+            !(rk_api.header_add = (header_add_fn)symbol(lib, path, "rd_kafka_header_add")) ||
+            !(rk_api.name = (name_fn)symbol(lib, path, "rd_kafka_name")) ||
+            !(rk_api.type = (type_fn)symbol(lib, path, "rd_kafka_type")) ||
+            !(rk_api.version = (version_fn)symbol(lib, path, "rd_kafka_version"))) {
                 rk_api.producev = NULL;
-                return NULL; /* the handle stays open: the library is confluent-kafka's */
+                return NULL;
         }
         if (lookup_method((PyTypeObject *)mtype, "value", &m_value) ||
             lookup_method((PyTypeObject *)mtype, "key", &m_key) ||
@@ -151,6 +256,7 @@ static PyObject *bind(PyObject *self, PyObject *args) {
         return PyLong_FromLong(rk_api.version());
 }
 
+/* The producer's handle (NULL once closed), or NULL with an exception. Called with the GIL held. */
 static rd_kafka_t *handle_of(PyObject *producer) {
         if (!rk_api.producev || !producer_type)
                 return (rd_kafka_t *)PyErr_Format(PyExc_RuntimeError, "bind() was not called");
@@ -169,8 +275,10 @@ static PyObject *client_name(PyObject *self, PyObject *producer) {
         return PyUnicode_FromString(rk_api.name(rk));
 }
 
+/* ---- producing ---------------------------------------------------------------------------------- */
 static rd_kafka_headers_t *headers_of(PyObject *list, int *ok) {
-        /* Message.headers(): None, or a list of (str, bytes | None) */
+        /* Message.headers(): None, or a list of (str, bytes | None). The list is the Message's own new
+         * one, so nothing else changes it meanwhile. */
         rd_kafka_headers_t *hdrs;
         Py_ssize_t i, n;
         *ok = 1;
@@ -209,7 +317,9 @@ bad:
         return NULL;
 }
 
-/* One record's parts, or 0 when it is not a plain consumed record (the Python path takes it). */
+/* One record's parts, or 0 when it is not a plain consumed record (the Python path takes it). The
+ * caller holds a reference to m: the accessors allocate, and a collection they start may run any
+ * finalizer, one that empties the list included. */
 static int gather(PyObject *m, Item *item) {
         PyObject *ts = NULL, *hdrs = NULL;
         int ok;
@@ -255,52 +365,35 @@ static void bytes_of(PyObject *obj, const char **ptr, size_t *len) {
         }
 }
 
-/* produce_span(producer, messages, start, stop, topic, partition) -> (produced, value bytes) */
-static PyObject *produce_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-        rd_kafka_t *rk;
+/* The span itself, with the Gate held and the handle open. */
+static Py_ssize_t produce_held(rd_kafka_t *rk, PyObject *messages, Py_ssize_t start, Py_ssize_t stop,
+                               const char *topic, int32_t part, long long *nbytes) {
         rd_kafka_topic_t *rkt;
-        PyObject *messages;
-        Py_ssize_t start, stop, pos, n, done, k;
-        const char *topic;
-        long part;
-        long long nbytes = 0;
+        Py_ssize_t pos = start, n, done, k;
         int more = 1;
         Item items[CHUNK];
 
-        if (nargs != 6)
-                return PyErr_Format(PyExc_TypeError, "produce_span takes 6 arguments (%zd given)", nargs);
-        if (!(rk = handle_of(args[0]))) {
-                if (PyErr_Occurred())
-                        return NULL;
-                return Py_BuildValue("(nL)", (Py_ssize_t)0, 0LL); /* closed: Producer.produce says so */
-        }
-        messages = args[1];
-        if (!PyList_CheckExact(messages))
-                return PyErr_Format(PyExc_TypeError, "messages must be a list");
-        start = PyLong_AsSsize_t(args[2]);
-        stop = PyLong_AsSsize_t(args[3]);
-        topic = PyUnicode_AsUTF8(args[4]);
-        part = PyLong_AsLong(args[5]);
-        if (PyErr_Occurred())
-                return NULL;
-        if (stop > PyList_GET_SIZE(messages))
-                stop = PyList_GET_SIZE(messages);
-        if (start < 0 || start >= stop)
-                return Py_BuildValue("(nL)", (Py_ssize_t)0, 0LL);
         if (!(rkt = rk_api.topic_new(rk, topic, NULL)))
-                return Py_BuildValue("(nL)", (Py_ssize_t)0, 0LL);
-
-        pos = start;
-        while (more && pos < stop) {
+                return 0;
+        while (more) {
                 rd_kafka_resp_err_t err = 0;
                 n = 0;
-                while (n < CHUNK && pos + n < stop) {
-                        if (!gather(PyList_GET_ITEM(messages, pos + n), &items[n])) {
+                /* The list's length is read again before every record: other threads ran while the
+                 * previous chunk was produced without the GIL, and a finalizer may run inside gather(). */
+                while (n < CHUNK && pos + n < stop && pos + n < PyList_GET_SIZE(messages)) {
+                        PyObject *m = PyList_GET_ITEM(messages, pos + n);
+                        int ok;
+                        Py_INCREF(m);
+                        ok = gather(m, &items[n]);
+                        Py_DECREF(m);
+                        if (!ok) {
                                 more = 0;
                                 break;
                         }
                         n++;
                 }
+                if (n == 0)
+                        break;
                 done = 0;
                 Py_BEGIN_ALLOW_THREADS
                 for (; done < n; done++) {
@@ -308,14 +401,13 @@ static PyObject *produce_span(PyObject *self, PyObject *const *args, Py_ssize_t 
                         size_t value_len, key_len;
                         bytes_of(items[done].value, &value, &value_len);
                         bytes_of(items[done].key, &key, &key_len);
-                        err = rk_api.producev(rk, VTYPE_MSGFLAGS, MSG_F_COPY, VTYPE_RKT, rkt,
-                                              VTYPE_PARTITION, (int32_t)part, VTYPE_KEY, key, key_len,
-                                              VTYPE_VALUE, value, value_len, VTYPE_TIMESTAMP,
-                                              items[done].timestamp, VTYPE_HEADERS, items[done].headers,
-                                              VTYPE_END);
+                        err = rk_api.producev(rk, VTYPE_MSGFLAGS, MSG_F_COPY, VTYPE_RKT, rkt, VTYPE_PARTITION, part,
+                                              VTYPE_KEY, key, key_len, VTYPE_VALUE, value, value_len,
+                                              VTYPE_TIMESTAMP, items[done].timestamp, VTYPE_HEADERS,
+                                              items[done].headers, VTYPE_END);
                         if (err)
                                 break;
-                        nbytes += (long long)value_len;
+                        *nbytes += (long long)value_len;
                 }
                 Py_END_ALLOW_THREADS
                 for (k = 0; k < n; k++) {
@@ -329,18 +421,116 @@ static PyObject *produce_span(PyObject *self, PyObject *const *args, Py_ssize_t 
                         more = 0;
         }
         rk_api.topic_destroy(rkt);
-        return Py_BuildValue("(nL)", pos - start, nbytes);
+        return pos - start;
 }
 
+/* produce_span(gate, producer, messages, start, stop, topic, partition) -> (produced, value bytes) */
+static PyObject *produce_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+        Gate *gate;
+        PyObject *producer, *messages;
+        Py_ssize_t start, stop, produced = 0;
+        const char *topic;
+        long part;
+        long long nbytes = 0;
+        rd_kafka_t *rk;
+
+        if (nargs != 7)
+                return PyErr_Format(PyExc_TypeError, "produce_span takes 7 arguments (%zd given)", nargs);
+        if (!PyObject_TypeCheck(args[0], &GateType))
+                return PyErr_Format(PyExc_TypeError, "not a Gate");
+        gate = (Gate *)args[0];
+        producer = args[1];
+        messages = args[2];
+        if (!PyList_CheckExact(messages))
+                return PyErr_Format(PyExc_TypeError, "messages must be a list");
+        start = PyLong_AsSsize_t(args[3]);
+        stop = PyLong_AsSsize_t(args[4]);
+        topic = PyUnicode_AsUTF8(args[5]);
+        part = PyLong_AsLong(args[6]);
+        if (PyErr_Occurred())
+                return NULL;
+        if (part < INT32_MIN || part > INT32_MAX)
+                return PyErr_Format(PyExc_OverflowError, "partition %ld out of range", part);
+        if (start < 0 || start >= stop || start >= PyList_GET_SIZE(messages))
+                return Py_BuildValue("(nL)", (Py_ssize_t)0, 0LL);
+        if (gate->owner == PyThread_get_thread_ident())
+                /* A span started by a finalizer inside this thread's own span: the Python path takes it. */
+                return Py_BuildValue("(nL)", (Py_ssize_t)0, 0LL);
+
+        /* References of its own for the whole span: the caller's could go while the GIL is released. */
+        Py_INCREF(gate);
+        Py_INCREF(producer);
+        Py_INCREF(messages);
+        gate_acquire(gate);
+        gate->owner = PyThread_get_thread_ident();
+        if (gate->closed) /* close() was called: Producer.produce tells the caller the producer is closed */
+                rk = NULL;
+        else if (!(rk = handle_of(producer)) && PyErr_Occurred())
+                goto out;
+        if (rk)
+                produced = produce_held(rk, messages, start, stop, topic, (int32_t)part, &nbytes);
+out:
+        gate->owner = 0;
+        PyThread_release_lock(gate->lock);
+        Py_DECREF(messages);
+        Py_DECREF(producer);
+        Py_DECREF(gate);
+        if (PyErr_Occurred())
+                return NULL;
+        return Py_BuildValue("(nL)", produced, nbytes);
+}
+
+/* ---- the run scan ------------------------------------------------------------------------------- */
 static int same_str(PyObject *a, PyObject *b) {
         return a == b || (PyUnicode_Check(a) && PyUnicode_Check(b) && PyUnicode_Compare(a, b) == 0);
 }
 
+/* An accessor's int (None: -1), or -1 with an exception. */
+static int long_of(PyCFunction meth, PyObject *msg, long long *out) {
+        PyObject *obj = meth(msg, NULL);
+        if (!obj)
+                return -1;
+        *out = obj == Py_None ? -1 : PyLong_AsLongLong(obj);
+        Py_DECREF(obj);
+        return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* Whether m continues the run of (topic, part) at the given offset: 1 yes, 0 no, -1 error. The caller
+ * holds a reference to m. */
+static int continues(PyObject *m, PyObject *topic, long long part, long long offset) {
+        PyObject *obj;
+        long long p, o;
+        int same;
+        if (Py_TYPE(m) != message_type)
+                return 0;
+        if (long_of(m_offset, m, &o))
+                return -1;
+        if (o != offset)
+                return 0;
+        if (long_of(m_partition, m, &p))
+                return -1;
+        if (p != part)
+                return 0;
+        if (!(obj = m_topic(m, NULL)))
+                return -1;
+        same = same_str(obj, topic);
+        Py_DECREF(obj);
+        if (!same)
+                return 0;
+        if (!(obj = m_error(m, NULL)))
+                return -1;
+        same = obj == Py_None;
+        Py_DECREF(obj);
+        return same;
+}
+
 /* run_end(messages, start) -> the end (exclusive) of the run that starts at messages[start]: the
  * following messages of the same topic and partition at the next offsets, without errors; -1 when
- * messages[start] is not a confluent-kafka Message. */
+ * messages[start] is not a confluent-kafka Message. It keeps the GIL, but the accessors allocate and
+ * a collection may run a finalizer: references of its own to what it reads, and the list's length read
+ * again before each message. */
 static PyObject *run_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-        PyObject *messages, *first, *topic = NULL, *obj;
+        PyObject *messages, *first, *topic = NULL, *result = NULL;
         Py_ssize_t start, n, j;
         long long part, offset;
 
@@ -360,59 +550,36 @@ static PyObject *run_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         first = PyList_GET_ITEM(messages, start);
         if (Py_TYPE(first) != message_type)
                 return PyLong_FromLong(-1); /* not a consumed message: the caller's own scan */
-#define LONG_OF(msg, meth, out)                                       \
-        do {                                                          \
-                obj = meth(msg, NULL);                                \
-                if (!obj)                                             \
-                        goto fail;                                    \
-                out = obj == Py_None ? -1 : PyLong_AsLongLong(obj);   \
-                Py_DECREF(obj);                                       \
-                if (out == -1 && PyErr_Occurred())                    \
-                        goto fail;                                    \
-        } while (0)
-        if (!(topic = m_topic(first, NULL)))
-                return NULL;
-        LONG_OF(first, m_partition, part);
-        LONG_OF(first, m_offset, offset);
-        for (j = start + 1; j < n; j++) {
-                PyObject *m = PyList_GET_ITEM(messages, j), *t;
-                long long p, o;
-                int same;
-                if (Py_TYPE(m) != message_type)
-                        break;
-                LONG_OF(m, m_offset, o);
-                if (o != offset + (j - start))
-                        break;
-                LONG_OF(m, m_partition, p);
-                if (p != part)
-                        break;
-                if (!(t = m_topic(m, NULL)))
-                        goto fail;
-                same = same_str(t, topic);
-                Py_DECREF(t);
-                if (!same)
-                        break;
-                if (!(obj = m_error(m, NULL)))
-                        goto fail;
-                same = obj == Py_None;
-                Py_DECREF(obj);
-                if (!same)
+        Py_INCREF(messages);
+        Py_INCREF(first);
+        if (!(topic = m_topic(first, NULL)) || long_of(m_partition, first, &part) || long_of(m_offset, first, &offset))
+                goto out;
+        for (j = start + 1; j < PyList_GET_SIZE(messages); j++) {
+                PyObject *m = PyList_GET_ITEM(messages, j);
+                int more;
+                Py_INCREF(m);
+                more = continues(m, topic, part, offset + (j - start));
+                Py_DECREF(m);
+                if (more < 0)
+                        goto out;
+                if (!more)
                         break;
         }
-#undef LONG_OF
-        Py_DECREF(topic);
-        return PyLong_FromSsize_t(j);
-fail:
+        result = PyLong_FromSsize_t(j);
+out:
         Py_XDECREF(topic);
-        return NULL;
+        Py_DECREF(first);
+        Py_DECREF(messages);
+        return result;
 }
 
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS,
-     "bind(librdkafka_path, Producer, Message): look up librdkafka's functions and Message's accessors."},
+     "bind(cimpl_path, Producer, Message): look up librdkafka's functions through confluent_kafka.cimpl's "
+     "library, and Message's accessors; returns librdkafka's version number."},
     {"client_name", client_name, METH_O, "client_name(producer): librdkafka's name of the producer's client."},
     {"produce_span", (PyCFunction)(void (*)(void))produce_span, METH_FASTCALL,
-     "produce_span(producer, messages, start, stop, topic, partition) -> (produced, value bytes)."},
+     "produce_span(gate, producer, messages, start, stop, topic, partition) -> (produced, value bytes)."},
     {"run_end", (PyCFunction)(void (*)(void))run_end, METH_FASTCALL,
      "run_end(messages, start) -> the end (exclusive) of the run starting at start."},
     {NULL, NULL, 0, NULL},
@@ -423,4 +590,15 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__bulk_produce(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__bulk_produce(void) {
+        PyObject *m;
+        if (PyType_Ready(&GateType) < 0)
+                return NULL;
+        if (!(m = PyModule_Create(&module)))
+                return NULL;
+        if (PyModule_AddObjectRef(m, "Gate", (PyObject *)&GateType) < 0) {
+                Py_DECREF(m);
+                return NULL;
+        }
+        return m;
+}

@@ -10,16 +10,39 @@ partition in the same order, through the same idempotent producer. It stops at t
 produce (a full queue, an error) and says how many it produced; the caller produces that one through
 ``Producer.produce``, so every error takes the path it took without the extension.
 
-Without the extension (no compiler at install, another platform, another confluent-kafka layout) or with
-``CONNECT_PURE_PYTHON_PRODUCE=1`` in the environment, :func:`span_producer` returns None and callers use
-their Python loop: slower at small records, otherwise the same.
+The extension reaches into confluent-kafka, so each step that could go wrong is checked before a record
+is produced, and a failed check means the Python loop, never a crash:
+
+* CPython with the GIL only: the extension uses CPython's object layout and relies on the GIL (setup.py
+  builds it only there; this module refuses it elsewhere too, should a build of it be found).
+* librdkafka is found through ``confluent_kafka.cimpl``'s own library (``dlopen`` of cimpl's file with
+  ``RTLD_NOLOAD``, then ``dlsym``), so it is the copy confluent-kafka itself calls; its version must be
+  the one ``confluent_kafka.libversion()`` reports.
+* The producer's ``rd_kafka_t`` pointer is read from confluent-kafka's private ``Handle`` struct, so only
+  for the confluent-kafka releases whose struct was checked (:data:`HANDLE_LAYOUT_CHECKED`). A release
+  outside them would crash inside the first check, not fail it: there the Python loop produces.
+* The span runs without the GIL while another thread could close the producer, which destroys the
+  handle. Only producers whose ``close()`` waits for a running span are taken: those the client factory
+  builds (:class:`connect_runtime.clients.registry.TrackedProducer`) carry the extension's ``Gate``,
+  which every span holds while it uses the handle and which ``close()`` closes first (it waits for the
+  span, and spans after it produce nothing). The span callable holds a reference to the producer, so
+  the object cannot be deallocated under a span either.
+
+Which path a task takes, and why, is logged at INFO when the task starts and exported as the
+``connect_source_task_produce_path`` metric (docs/metrics.md): the Python loop is slower at small records
+(bench/README.md), and nobody would see it otherwise. ``CONNECT_PURE_PYTHON_PRODUCE=1`` in the environment turns
+the extension off (benchmarks compare both paths; a suspected fault can be ruled out).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
+import sys
+import sysconfig
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any
 
@@ -28,8 +51,19 @@ from confluent_kafka import Message, Producer
 
 logger = logging.getLogger(__name__)
 
-#: Set to 1 to turn the extension off (benchmarks compare both paths; a suspected fault can be ruled out).
+#: Set to 1 to turn the extension off.
 DISABLE_ENV = "CONNECT_PURE_PYTHON_PRODUCE"
+
+#: The confluent-kafka releases, ``(major, minor)`` from (inclusive) to (exclusive), whose ``struct Handle``
+#: (src/confluent_kafka/src/confluent_kafka.h) starts with ``PyObject_HEAD`` and the ``rd_kafka_t`` pointer,
+#: as ``_bulk_produce.c`` reads it: checked in the source of 2.13.0, 2.13.2, 2.14.0, 2.14.2, 2.15.0 and
+#: 2.16.1. To take a newer release in: read that struct in its source, run
+#: tests/integration/test_bulk_produce.py and scripts/asan-span-producer on it, then raise the bound.
+HANDLE_LAYOUT_CHECKED = ((2, 13), (2, 17))
+
+#: The two values of :attr:`ProducePath.name` (and of the metric's ``path`` label).
+C_SPAN = "c-span"
+PYTHON_LOOP = "python-loop"
 
 #: ``produce(messages, start, stop, topic, partition) -> (produced, value bytes)``
 SpanProducer = Callable[[list[Message], int, int, str, int], tuple[int, int]]
@@ -38,66 +72,102 @@ SpanProducer = Callable[[list[Message], int, int, str, int], tuple[int, int]]
 RunEnd = Callable[[list[Message], int], int]
 
 
-def _loaded_librdkafka() -> str | None:
-    """The path of the librdkafka confluent-kafka loaded (the wheel's own copy, or the system's)."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8") as maps:
-            for line in maps:
-                path = line.rsplit(None, 1)[-1]
-                if "librdkafka" in os.path.basename(path) and path.startswith("/"):
-                    return path
-    except OSError:
-        return None
-    return None
+@dataclass(frozen=True, slots=True)
+class ProducePath:
+    """How a bulk task produces the records between a run's first and last: ``span`` (C) or its Python
+    loop (``span`` None), and why, in words for the task's start-up line and the metric."""
+
+    span: SpanProducer | None
+    reason: str
+
+    @property
+    def name(self) -> str:
+        return C_SPAN if self.span is not None else PYTHON_LOOP
+
+
+def _release() -> str:
+    """confluent-kafka's release, e.g. ``2.16.1`` (``version()`` was a (text, number) pair in old releases)."""
+    version: Any = confluent_kafka.version()
+    return str(version if isinstance(version, str) else version[0])
+
+
+def _layout_checked(release: str) -> bool:
+    """Whether ``release`` is among :data:`HANDLE_LAYOUT_CHECKED` (a text it cannot read is not)."""
+    found = re.match(r"(\d+)\.(\d+)", release)
+    if found is None:
+        return False
+    low, high = HANDLE_LAYOUT_CHECKED
+    return low <= (int(found[1]), int(found[2])) < high
 
 
 @cache
-def _module() -> Any | None:
-    """The bound extension, or None (and why, once, at debug level)."""
-    if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
-        logger.debug("bulk produce: turned off by %s", DISABLE_ENV)
-        return None
+def _binding() -> tuple[Any | None, str]:
+    """(the bound extension, why) or (None, why not): once per process, every check above in order."""
+    switch = os.environ.get(DISABLE_ENV, "")
+    if switch not in ("", "0"):
+        return None, f"turned off by {DISABLE_ENV}={switch}"
+    if sys.implementation.name != "cpython":
+        return None, f"the C extension is for CPython only, not {sys.implementation.name}"
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return None, "the C extension needs the GIL, and this CPython is a free-threaded build"
+    release = _release()
+    if not _layout_checked(release):
+        (low_major, low_minor), (high_major, high_minor) = HANDLE_LAYOUT_CHECKED
+        return None, (f"confluent-kafka {release} is outside the releases whose Producer layout the C extension "
+                      f"was checked against ({low_major}.{low_minor} up to, not including, "
+                      f"{high_major}.{high_minor})")
     try:
-        from connect_runtime.clients import _bulk_produce  # type: ignore[attr-defined]
+        import connect_runtime.clients._bulk_produce as _bulk_produce  # type: ignore[import-not-found]
     except ImportError:
-        logger.debug("bulk produce: the C extension is not built; the Python loop produces")
-        return None
-    path = _loaded_librdkafka()
-    if path is None:
-        logger.debug("bulk produce: no librdkafka found among the process's libraries")
-        return None
+        return None, "the C extension is not built (no C compiler when the package was installed)"
+    if not hasattr(_bulk_produce, "Gate"):  # a build older than this module (an install not rebuilt)
+        return None, "the C extension is older than this package; reinstall the package to rebuild it"
+    cimpl = confluent_kafka.cimpl.__file__
     try:
-        version = _bulk_produce.bind(path, Producer, Message)
+        version = _bulk_produce.bind(cimpl, Producer, Message)
     except (ImportError, TypeError) as exc:
-        logger.debug("bulk produce: cannot bind to %s: %s", path, exc)
-        return None
-    if version != confluent_kafka.libversion()[1]:  # not the library confluent-kafka runs on
-        logger.debug("bulk produce: %s is version %#x, confluent-kafka runs %#x", path, version,
-                     confluent_kafka.libversion()[1])
-        return None
-    return _bulk_produce
+        return None, f"the C extension cannot bind to librdkafka through {cimpl}: {exc}"
+    expected = confluent_kafka.libversion()[1]
+    if version != expected:
+        return None, (f"the librdkafka found through {cimpl} is version {version:#x}, confluent-kafka reports "
+                      f"{expected:#x}")
+    return _bulk_produce, (f"the C extension is bound (confluent-kafka {release}, librdkafka "
+                           f"{confluent_kafka.libversion()[0]})")
 
 
-def span_producer(producer: Producer) -> SpanProducer | None:
-    """``producer``'s span producer, or None when records must go through ``producer.produce``.
+def unavailable() -> str | None:
+    """Why no producer in this process can take the C path (None: producers built by the factory can)."""
+    module, reason = _binding()
+    return reason if module is None else None
 
-    None also when ``produce`` is not confluent-kafka's own (a subclass or an instance overriding it):
-    whatever that override does must keep happening.
+
+def produce_path(producer: Producer) -> ProducePath:
+    """How records go through ``producer``: its C span producer, or the caller's Python loop and why.
+
+    The Python loop also when ``produce`` is not confluent-kafka's own (a subclass or an instance
+    overriding it: whatever that override does must keep happening), and when the producer's ``close()``
+    does not wait for a running span (it has no Gate: not built by the client factory).
     """
-    module = _module()
-    if module is None or not isinstance(producer, Producer):
-        return None
+    module, reason = _binding()
+    if module is None:
+        return ProducePath(None, reason)
+    if not isinstance(producer, Producer):
+        return ProducePath(None, f"the producer is a {type(producer).__name__}, not a confluent-kafka Producer")
     if type(producer).produce is not Producer.produce or "produce" in getattr(producer, "__dict__", {}):
-        return None
+        return ProducePath(None, "the producer's produce() is not confluent-kafka's own")
+    gate = getattr(producer, "span_gate", None)
+    if not isinstance(gate, module.Gate):
+        return ProducePath(None, "the producer's close() does not wait for a running span (a producer not "
+                                 "built by connect_runtime.clients.factory)")
     name = module.client_name(producer)
     if not isinstance(name, str) or "#producer-" not in name:  # the handle is not what it should be
         logger.warning("bulk produce: unexpected client behind %r (%r); the Python loop produces", producer, name)
-        return None
-    produce: SpanProducer = partial(module.produce_span, producer)
-    return produce
+        return ProducePath(None, f"unexpected librdkafka client behind the producer ({name!r})")
+    produce: SpanProducer = partial(module.produce_span, gate, producer)
+    return ProducePath(produce, reason)
 
 
 def run_end() -> RunEnd | None:
     """The extension's run scan (None without it)."""
-    module = _module()
+    module, _ = _binding()
     return None if module is None else module.run_end

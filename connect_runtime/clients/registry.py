@@ -34,6 +34,11 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+try:  # the C span producer's Gate (TrackedProducer says why); the extension is optional
+    from connect_runtime.clients._bulk_produce import Gate as _SpanGate  # type: ignore[import-not-found]
+except ImportError:
+    _SpanGate = None
+
 _PACKAGE = __name__.rsplit(".", 1)[0] + "."  # "connect_runtime.clients."
 
 
@@ -92,15 +97,34 @@ def open_clients() -> Counter[tuple[str, str]]:
 
 
 class TrackedProducer(Producer):
-    """A Producer the registry can hold weakly; ``close()`` marks it closed."""
+    """A Producer the registry can hold weakly; ``close()`` marks it closed, after waiting for C spans.
 
-    __slots__ = ("__weakref__",)
+    ``span_gate`` is the C span producer's Gate (:mod:`connect_runtime.clients.bulk_produce`), None where
+    the extension is not built. A span holds the Gate while it produces through this producer's librdkafka
+    handle without the GIL; ``close()`` closes the Gate before confluent-kafka's close destroys the handle:
+    that waits for a running span and makes later ones produce nothing, so the handle is never destroyed
+    under a span, whichever thread closes. The Gate is made with the producer, not when the first span is
+    bound, so no ``close()`` can run between the two and miss it.
+    """
+
+    __slots__ = ("__weakref__", "span_gate")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.span_gate = None if _SpanGate is None else _SpanGate()
 
     def close(self, *args: Any, **kwargs: Any) -> Any:
+        gate = self.span_gate
+        if gate is not None:
+            gate.close()  # raises (and nothing is closed) only from inside a span of this producer's own thread
         try:
             return super().close(*args, **kwargs)
         finally:
             closed(self)
+
+    def __exit__(self, *exc_info: object) -> None:
+        """confluent-kafka's ``__exit__`` calls its C close directly, past the override above."""
+        self.close()
 
 
 class TrackedConsumer(Consumer):

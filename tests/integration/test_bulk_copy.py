@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from connect_runtime.clients import bulk_produce
+from connect_runtime.clients.bulk_produce import ProducePath
 from connect_runtime.model import State
 from connect_runtime.runtime.task import bulk_source_loop
 from connect_runtime.storage.memory import MemoryOffsetStore
@@ -51,7 +52,7 @@ TASK_CLASSES: dict[str, type[MirrorSourceTask]] = {"bulk": MirrorSourceTask, "bu
 def choose(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Turn the C span producer and run scan off for "bulk-python"."""
     if path == "bulk-python":
-        monkeypatch.setattr(bulk_source_loop, "span_producer", lambda _producer: None)
+        monkeypatch.setattr(bulk_source_loop, "produce_path", lambda _producer: ProducePath(None, "off in this test"))
         monkeypatch.setattr(bulk_copy, "_run_end", None)
 
 
@@ -74,8 +75,10 @@ def view(records: list[Any]) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("path", PATHS)
 def test_both_paths_copy_exactly_and_commit_the_last_offset_of_every_partition(
-        cluster_a: Cluster, cluster_b: Cluster, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        cluster_a: Cluster, cluster_b: Cluster, path: str, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
     choose(path, monkeypatch)
+    caplog.set_level(logging.INFO, logger="connect_runtime.runtime.task.bulk_source_loop")
     src, tgt = unique("src"), unique("tgt")
     topic = create_topic(cluster_a.bootstrap, unique("bulk"), partitions=4)
     for p in range(4):  # batches of several records per partition, nulls, headers, explicit timestamps
@@ -88,9 +91,16 @@ def test_both_paths_copy_exactly_and_commit_the_last_offset_of_every_partition(
     with run_source_task(TASK_CLASSES[path], config, bootstrap_servers=cluster_b.bootstrap, connector=CONNECTOR,
                          offset_store=store) as run:
         assert run.worker_task.bulk is (path != "per-record")
-        if run.worker_task.bulk:  # the C span producer where the extension is built, and only there
-            spans = run.worker_task._loop.produce_span  # type: ignore[attr-defined]
-            assert (spans is not None) is (path == "bulk" and bulk_produce._module() is not None)
+        if run.worker_task.bulk:  # the C span producer where the extension can run, and only there
+            taken = run.worker_task._loop.produce_path  # type: ignore[attr-defined]
+            way = "c-span" if path == "bulk" and bulk_produce.unavailable() is None else "python-loop"
+            assert taken.name == way
+            assert (taken.span is not None) is (way == "c-span")
+            ids = {"connector": CONNECTOR, "task": "0", "path": way, "reason": taken.reason}
+            assert run.registry.get_sample_value("connect_source_task_produce_path", ids) == 1
+            [said] = [r.getMessage() for r in caplog.records if "between a run's first and last" in r.getMessage()]
+            assert said.endswith(f"through the {'C span producer' if way == 'c-span' else 'Python loop'}: "
+                                 f"{taken.reason}")
         wait_until(lambda: run.records_written() >= 800, 30, "800 records written")
         run.commit_now()
         assert run.outstanding() == 0

@@ -21,7 +21,7 @@ from confluent_kafka import Producer
 from connect_runtime.api.bulk import BulkRun, BulkSourceTask
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap, canonical_partition_json
-from connect_runtime.clients.bulk_produce import span_producer
+from connect_runtime.clients.bulk_produce import ProducePath, produce_path
 from connect_runtime.metrics import TaskMetrics
 from connect_runtime.runtime.task.error_policy import SkipReporter
 from connect_runtime.runtime.task.source_task_settings import SourceTaskSettings
@@ -59,7 +59,15 @@ class BulkLoop:
         self._on_acknowledged: Callable[[list[BulkRun]], None] = self._held.extend if hold else self._deliver
         self.produce = producer.produce
         self.each_record = each_record
-        self.produce_span = None if each_record else span_producer(producer)
+        #: How the records between a run's first and last are produced, and why: said once when the task
+        #: starts, and exported as ``connect_source_task_produce_path`` (the Python loop is the slower one).
+        self.produce_path = (ProducePath(None, "every record needs its own delivery report "
+                                               "(enable.gapless.guarantee is off)")
+                             if each_record else produce_path(producer))
+        self.produce_span = self.produce_path.span
+        metrics.produce_path(self.produce_path.name, self.produce_path.reason)
+        logger.info("%s produces the records between a run's first and last through the %s: %s", task_id,
+                    "C span producer" if self.produce_span is not None else "Python loop", self.produce_path.reason)
         self.runs = SubmittedRuns()
         #: The first error that fails the task (read by WorkerSourceTask after each step).
         self.failure: BaseException | None = None
