@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import configargparse
+import httpx
 import prometheus_client
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -57,7 +58,6 @@ from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForw
 from connect_runtime.runtime.worker import worker_config as wc
 from connect_runtime.runtime.worker.plugins import Plugins
 from connect_runtime.runtime.worker.process_metrics import register_process_metrics
-from connect_runtime.runtime.worker_http import worker_http_client
 
 logger = logging.getLogger(__name__)
 
@@ -173,7 +173,7 @@ class ConnectDistributed:
         if self.security.client_ssl is not None:  # task configs go to the leader's https listener
             timeout = config[wc.REST_REQUEST_TIMEOUT_MS] / 1000
             forwarder = TaskConfigForwarder(timeout, name=f"forward-tasks-{worker_id}",
-                                            client=worker_http_client(self.security.client_ssl))
+                                            client=httpx.Client(verify=self.security.client_ssl))
         self.herder = build_herder(config, DistributedHerder, worker_id=worker_id, advertised_url=url,
                                    plugins=Plugins(), registry=self.registry, providers=self.providers,
                                    membership=self.membership, cluster_id=kafka_cluster_id(config),

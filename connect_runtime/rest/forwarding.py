@@ -22,7 +22,6 @@ from starlette.responses import Response
 from connect_runtime.api.errors import RequestTargetError
 from connect_runtime.rest.parsing import Call
 from connect_runtime.rest.responses import error_response
-from connect_runtime.runtime.worker_http import worker_http_client
 
 if TYPE_CHECKING:
     # Imported when the first request is forwarded: httpx drags click, rich and pygments in (~100 ms at
@@ -51,7 +50,7 @@ class Forwarder:
     def __init__(self, timeout_s: float = DEFAULT_FORWARD_TIMEOUT_S, verify: ssl.SSLContext | None = None) -> None:
         self._timeout_s = timeout_s
         #: The trust (and client certificate) for other workers' https listeners; None: system defaults.
-        self._verify = verify
+        self._verify: ssl.SSLContext | bool = verify if verify is not None else True
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
 
@@ -59,7 +58,10 @@ class Forwarder:
         # Created lazily: most workers never forward, and an unused client still holds a pool.
         with self._lock:
             if self._client is None:
-                self._client = worker_http_client(self._verify, self._timeout_s)
+                import httpx
+
+                self._client = httpx.Client(timeout=self._timeout_s, follow_redirects=False, trust_env=False,
+                                            verify=self._verify)
             return self._client
 
     def close(self) -> None:

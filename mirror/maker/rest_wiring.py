@@ -25,7 +25,6 @@ from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.rest.security import RestSecurity
 from connect_runtime.rest.server import DEFAULT_LISTENERS, ListenerAddress, has_https_listener, parse_listeners
 from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
-from connect_runtime.runtime.worker_http import worker_http_client
 from connect_runtime.storage.config_records import SessionKey
 from mirror.config.driver_keys import ENABLE_INTERNAL_REST
 from mirror.config.mirror_maker import MirrorMakerConfig
@@ -123,5 +122,7 @@ def task_config_forwarder(config: MirrorMakerConfig, security: RestSecurity, nam
         return NoInternalRestForwarder()
     client = None
     if security.client_ssl is not None:
-        client = worker_http_client(security.client_ssl)
+        import httpx  # here, not at start-up: it costs ~100 ms and most nodes never forward
+
+        client = httpx.Client(verify=security.client_ssl)
     return TaskConfigForwarder(timeout_s, name=name, client=client)

@@ -21,7 +21,6 @@ from urllib.parse import quote
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.logging_context import carry_context
 from connect_runtime.runtime.request_signing import DEFAULT_SIGNATURE_ALGORITHM, signature_headers
-from connect_runtime.runtime.worker_http import worker_http_client
 from connect_runtime.storage.config_records import SessionKey
 
 if TYPE_CHECKING:
@@ -145,13 +144,17 @@ class TaskConfigForwarder:
     def send(self, leader_url: str, connector: str, configs: list[dict[str, str]], session_key: SessionKey) -> None:
         """One signed POST (on the calling thread); raises ConnectError on failure."""
         if self._client is None:
-            self._client = worker_http_client()
+            import httpx
+
+            self._client = httpx.Client()
         forward_task_configs(self._client, leader_url, connector, configs, session_key, self._timeout_s)
 
     def send_fencing(self, leader_url: str, connector: str, session_key: SessionKey) -> None:
         """One signed PUT .../fence (on the calling thread); raises ConnectError on failure."""
         if self._client is None:
-            self._client = worker_http_client()
+            import httpx
+
+            self._client = httpx.Client()
         request_fencing(self._client, leader_url, connector, session_key, self._timeout_s)
 
     def close(self) -> None:
