@@ -179,27 +179,6 @@ class MarkerState:
         return held
 
 
-# ---- task-config keys the connector passes to its tasks --------------------------------------------
-
-#: The marker topic name; present only when the connector created / found it (tasks then report events).
-TASK_MARKER_TOPIC = "backfill.marker.topic"
-#: ``topic-partition:end,...`` for this task's partitions whose backfill is done.
-TASK_DONE_OFFSETS = "backfill.done.offsets"
-
-
-def encode_done_offsets(ends: Mapping[TopicPartitionT, int]) -> str:
-    return ",".join(f"{encode_tp(t, p)}:{end}" for (t, p), end in sorted(ends.items()))
-
-
-def decode_done_offsets(encoded: str | None) -> dict[TopicPartitionT, int]:
-    result: dict[TopicPartitionT, int] = {}
-    for item in (encoded or "").split(","):
-        if not item.strip():
-            continue
-        tp, _, end = item.strip().rpartition(":")
-        result[decode_tp(tp)] = int(end)
-    return result
-
 
 def streaming_start(stored_next: int | None, done_end: int | None) -> int | None:
     """Where streaming resumes: after the stored offset, never before a finished backfill's end."""

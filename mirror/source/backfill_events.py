@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
+from typing import Any
 
 from confluent_kafka import Consumer
 
@@ -30,6 +32,7 @@ class BackfillEvents:
         self._partitions = partitions
         self._instance = uuid.uuid4().hex
         self._closing_positions: dict[tuple[str, int], int] = {}
+        self._done_ends: dict[TopicPartitionT, int] = {}
 
     def started(self) -> tuple[TopicPartitionT, ...]:
         """Record STARTED, then leave out the partitions a backfill has claimed: returns those to copy.
@@ -45,10 +48,12 @@ class BackfillEvents:
         """
         self._report(TaskEvent(STARTED, self._label, self._partitions))
         try:
-            claimed = self._log.read_to_end(_READ_TIMEOUT_S).backfilling()
+            state = self._log.read_to_end(_READ_TIMEOUT_S)
         except Exception as exc:  # keep copying: a backfill that saw STARTED waits for STOPPED
             logger.warning("%s could not read %s for backfill claims: %s", self._label, self._log.topic, exc)
             return self._partitions
+        claimed = state.backfilling()
+        self._done_ends = state.done_ends()
         mine = [tp for tp in self._partitions if tp in claimed]
         if mine:
             self._partitions = tuple(tp for tp in self._partitions if tp not in claimed)
@@ -56,6 +61,10 @@ class BackfillEvents:
                         "was written: %s", self._label, len(mine), ", ".join(f"{t}-{p}" for t, p in mine[:8]))
             self._report(TaskEvent(STARTED, self._label, self._partitions))
         return self._partitions
+
+    def done_ends(self) -> dict[TopicPartitionT, int]:
+        """After :meth:`started`: the partitions a backfill handed back, with the first offset streaming copies."""
+        return dict(self._done_ends)
 
     def note_positions(self, consumer: Consumer) -> None:
         """Remember where the consumer stopped (before it closes): the STOPPED event carries it."""
@@ -75,3 +84,17 @@ class BackfillEvents:
             self._log.flush(10.0)
         except Exception as exc:  # a backfill then waits for this task until its timeout
             logger.warning("%s could not record %s in %s: %s", self._label, event.state, self._log.topic, exc)
+
+
+def open_marker_log(topic: str, consumer_config: Mapping[str, Any],
+                    producer_config: Mapping[str, Any]) -> MarkerLog | None:
+    """The flow's marker topic if it exists (a source connector of ours creates it), else None: a flow only Java
+    ran has none, and a task must not create it (a producer would, with the broker's defaults). A topic that
+    cannot be looked up counts as missing (logged): the task copies every partition it was given."""
+    log = MarkerLog(topic, consumer_config, producer_config)
+    try:
+        if log.exists(_READ_TIMEOUT_S):
+            return log
+    except Exception as exc:
+        logger.warning("Could not look up the backfill marker topic %s: %s", topic, exc)
+    return None

@@ -28,7 +28,7 @@ from connect_runtime.api.task import Task
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.factory import translate
 from mirror.backfill_markers.marker_log import MarkerLog
-from mirror.backfill_markers.markers import TASK_DONE_OFFSETS, TASK_MARKER_TOPIC, encode_done_offsets, marker_topic
+from mirror.backfill_markers.markers import marker_topic
 from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import (
@@ -198,20 +198,16 @@ class MirrorSourceConnector(SourceConnector):
         cfg, sync = self._config, self._sync
         if cfg is None or sync is None or not cfg.enabled:
             return []
-        backfilling, done = self._backfill_view
+        backfilling, _ = self._backfill_view
         partitions = [tp for tp in sync.known_source_topic_partitions if tp not in backfilling]
-        done_ends = dict(done)
         chunks = assign_round_robin(partitions, max_tasks)
         configs = []
         for index, chunk in enumerate(chunks):
+            # Java's task config, key for key: a Java node runs it as it is, and a Java leader finds it equal to
+            # what its own connector computes. The tasks read the backfill markers from their topic.
             task_config = cfg.originals()
             task_config[TASK_TOPIC_PARTITIONS] = ",".join(encode_topic_partition(t, p) for t, p in chunk)
             task_config[TASK_INDEX] = str(index)
-            if self._markers is not None:
-                task_config[TASK_MARKER_TOPIC] = self._markers.topic
-                ends = {tp: done_ends[tp] for tp in chunk if tp in done_ends}
-                if ends:
-                    task_config[TASK_DONE_OFFSETS] = encode_done_offsets(ends)
             configs.append(task_config)
         return configs
 

@@ -14,9 +14,10 @@ The two per-record hot loops are their own modules: consumed messages to SourceR
 (:mod:`mirror.source.consumed_records`), acknowledgements to syncs, offset map and metrics
 (:mod:`mirror.source.acknowledged_records`); this module owns the consumer, the writers and the lifecycle.
 
-Backfill handover (docs/backfill.md): a partition whose backfill is done starts at
-``max(stored offset + 1, backfill end)`` (``backfill.done.offsets`` in the task config). When the connector
-passes the marker topic, the task records its lifecycle there (:mod:`mirror.source.backfill_events`).
+Backfill handover (docs/backfill.md): when the flow's marker topic exists (a source connector of ours creates
+it), the task records its lifecycle there (:mod:`mirror.source.backfill_events`), leaves out the partitions a
+backfill claimed, and starts a partition whose backfill is done at ``max(stored offset + 1, backfill end)``.
+Its config is Java's, key for key, so that a Java node runs it and a Java leader rewrites none.
 
 Threading: ``stop`` comes from another thread and must not block. The consumer is guarded by a lock:
 ``stop`` closes it at once if no poll is running, otherwise the running poll closes it on its way out.
@@ -42,7 +43,7 @@ from connect_runtime.api.task import DurabilityBarrier, SourceTask
 from connect_runtime.clients.factory import new_consumer, translate
 from connect_runtime.clients.leaders import learn_leaders
 from mirror.backfill_markers.marker_log import MarkerLog
-from mirror.backfill_markers.markers import TASK_DONE_OFFSETS, TASK_MARKER_TOPIC, decode_done_offsets
+from mirror.backfill_markers.markers import marker_topic
 from mirror.client.models import TopicPartition
 from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import policy_from_config
@@ -50,7 +51,7 @@ from mirror.config.source import MirrorSourceTaskConfig
 from mirror.connect_offset_keys import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
 from mirror.metrics import MirrorSourceMetrics, loss_counters
 from mirror.source.acknowledged_records import feed_acknowledged, feed_run
-from mirror.source.backfill_events import BackfillEvents
+from mirror.source.backfill_events import BackfillEvents, open_marker_log
 from mirror.source.bulk_copy import RunTag, copy_batch
 from mirror.source.consumed_records import convert_consumed
 from mirror.source.loss_detector import LossDetector
@@ -85,8 +86,10 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
     def __init__(self, consumer_factory: Callable[[Mapping[str, Any]], Consumer] = new_consumer,
                  offset_sync_factory: Callable[..., OffsetSyncProducer] = OffsetSyncProducer,
                  offset_map_factory: Callable[..., OffsetMapWriter] = OffsetMapWriter,
-                 clock_ms: Callable[[], int] = _now_ms) -> None:
+                 clock_ms: Callable[[], int] = _now_ms,
+                 marker_log_factory: Callable[..., MarkerLog | None] = open_marker_log) -> None:
         self._consumer_factory = consumer_factory
+        self._marker_log_factory = marker_log_factory
         self._offset_sync_factory = offset_sync_factory
         self._offset_map_factory = offset_map_factory
         self._offset_map: OffsetMapWriter | None = None
@@ -123,13 +126,15 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._max_records = int(java_consumer.get("max.poll.records", MAX_POLL_RECORDS_DEFAULT))
         consumer_config = copier_consumer_config(java_consumer, self._label)
         partitions = cfg.task_topic_partitions
-        if config.get(TASK_MARKER_TOPIC):
-            self._events = BackfillEvents(MarkerLog(
-                config[TASK_MARKER_TOPIC], translate(cfg.target_consumer_config("backfill-marker-consumer"),
-                                                     "consumer"),
-                translate(cfg.target_producer_config("backfill-marker-producer"), "producer")),
-                self._label, tuple(partitions))
+        done_ends: dict[tuple[str, int], int] = {}
+        markers = self._marker_log_factory(
+            marker_topic(cfg.source_alias),
+            translate(cfg.target_consumer_config("backfill-marker-consumer"), "consumer"),
+            translate(cfg.target_producer_config("backfill-marker-producer"), "producer"))
+        if markers is not None:
+            self._events = BackfillEvents(markers, self._label, tuple(partitions))
             partitions = list(self._events.started())  # without partitions a backfill claimed meanwhile
+            done_ends = self._events.done_ends()  # partitions a backfill handed back: streaming starts at its end
         self._remote = {t: policy.format_remote_topic(self._source, t) for t, _ in partitions}
         self._metrics = MirrorSourceMetrics(self.context.metrics_registry, self._source, self._target,
                                             cfg.connector_name, self.context.task_id,
@@ -146,7 +151,6 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         if cfg.emit_offset_map_enabled:
             self._offset_map = self._offset_map_factory(
                 offset_map_topic(policy, self._source), translate(cfg.offset_map_producer_config(), "producer"))
-        done_ends = decode_done_offsets(config.get(TASK_DONE_OFFSETS))
         # Transforms need a record object per record: the per-record path (the runtime declines bulk too).
         self._bulk = not str(config.get("transforms", "")).strip()
         self._pending = None

@@ -69,7 +69,8 @@ class Context:
 
 
 def started_task(stored: dict[int, int], registry: CollectorRegistry | None = None,
-                 **overrides: str) -> tuple[MirrorSourceTask, FakeConsumer, FakeProducer]:
+                 markers: Any = None, **overrides: str) -> tuple[MirrorSourceTask, FakeConsumer, FakeProducer]:
+    """A started source task over fakes; ``markers``: the flow's backfill marker log (None: the topic is absent)."""
     consumers: list[FakeConsumer] = []
     producers: list[FakeProducer] = []
     map_producers: list[FakeProducer] = []
@@ -89,7 +90,8 @@ def started_task(stored: dict[int, int], registry: CollectorRegistry | None = No
                                or map_producers[-1])
 
     task = MirrorSourceTask(consumer_factory=consumer_factory, offset_sync_factory=sync_factory,
-                            offset_map_factory=map_factory, clock_ms=lambda: 10_000)
+                            offset_map_factory=map_factory, clock_ms=lambda: 10_000,
+                            marker_log_factory=lambda *_: markers)
     task.initialize(Context(stored, registry))
     config = flow_config("src", "tgt", "a:1", "b:1", overrides={
         "task.assigned.partitions": "my-topic-0,my-topic-1,my-topic-2", "task.index": "0", "offset.lag.max": "0",

@@ -10,8 +10,6 @@ from mirror.backfill_markers.markers import (
     MarkerState,
     PartitionMarker,
     TaskEvent,
-    decode_done_offsets,
-    encode_done_offsets,
     marker_topic,
     partition_marker_key,
     streaming_start,
@@ -57,12 +55,6 @@ def test_holders_are_running_instances_and_positions_come_from_the_latest_stop()
     # a newer task that holds t-0 again (and stopped with an older view) is the one that counts
     state.apply(task_marker_key("new"), TaskEvent(STOPPED, "MSC-0", (("t", 0),), ((("t", 0), 55),)).value())
     assert state.final_positions([("t", 0)]) == {("t", 0): 55}
-
-
-def test_done_offsets_task_config_round_trip() -> None:
-    ends = {("a-b", 0): 10, ("c", 12): 0}
-    assert decode_done_offsets(encode_done_offsets(ends)) == ends
-    assert decode_done_offsets(None) == {} and decode_done_offsets("") == {}
 
 
 def test_streaming_starts_after_stored_but_never_before_a_backfill_end() -> None:
