@@ -44,6 +44,9 @@ def invoke(func: Command, args: argparse.Namespace) -> int:
     except BrokenPipeError:  # e.g. `mirror config show ... | head`
         return ExitCode.OK
     except Exception as exc:
+        if getattr(exc, "unsupported_client_library", False):  # a client library outside its tested releases
+            print_error(f"failed to start: {exc}")
+            return ExitCode.START_FAILURE
         logger.debug("%s failed", getattr(args, "command", "command"), exc_info=True)
         print_error(f"{type(exc).__name__}: {exc} (run with --log-level DEBUG for details)")
         return ExitCode.FAILURE

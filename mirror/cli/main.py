@@ -52,6 +52,8 @@ def build_parser(modules: Sequence[str] | None = None) -> configargparse.Argumen
         try:
             module = importlib.import_module(name)
         except ImportError as exc:
+            if getattr(exc, "unsupported_client_library", False):
+                raise  # not an optional extra that is missing: nothing would work (connect_runtime/cli/entry.py)
             logger.debug("subcommand module %s not registered: %s", name, exc)
             continue
         module.add_parser(subparsers)

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import re
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -48,28 +47,19 @@ from connect_runtime.clients.java_stores import KeyMaterial
 from connect_runtime.clients.kafka_python_logging import limit_kafka_python_logs
 from connect_runtime.clients.sasl_properties import token_source
 from connect_runtime.clients.ssl_context import client_context
+from connect_runtime.clients.versions import KAFKA_PYTHON, UnsupportedClientLibrary
 
 logger = logging.getLogger(__name__)
 
-#: The kafka-python releases this module was written for: [lowest, highest) as (major, minor).
-SUPPORTED = ((3, 0), (3, 1))
-#: The same range as pyproject.toml spells it.
-SUPPORTED_RANGE = ">=3.0,<3.1"
-
-
-class UnsupportedKafkaPython(ImportError):
-    """The installed kafka-python is not one this adapter was written for."""
+#: The kafka-python releases this module was written for (connect_runtime/clients/versions.py).
+SUPPORTED_RANGE = KAFKA_PYTHON.specifier
+#: What a kafka-python outside that range raises at import.
+UnsupportedKafkaPython = UnsupportedClientLibrary
 
 
 def check_kafka_python_version(installed: str) -> None:
     """Raise :class:`UnsupportedKafkaPython` naming both versions unless ``installed`` is in range."""
-    match = re.match(r"(\d+)\.(\d+)", installed)
-    release = (int(match.group(1)), int(match.group(2))) if match else None
-    if release is None or not SUPPORTED[0] <= release < SUPPORTED[1]:
-        raise UnsupportedKafkaPython(
-            f"Connect group membership needs kafka-python {SUPPORTED_RANGE} (it relies on that release's "
-            f"coordinator internals), but kafka-python {installed} is installed; "
-            f"install a supported one: pip install 'kafka-python{SUPPORTED_RANGE}'")
+    KAFKA_PYTHON.check(installed, "Connect group membership (it relies on that release's coordinator internals)")
 
 
 #: BaseCoordinator internals the adapter overrides: name -> (is a coroutine function, parameters).

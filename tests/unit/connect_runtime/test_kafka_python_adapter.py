@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +24,12 @@ def test_an_unsupported_version_fails_naming_the_installed_and_the_supported_ver
         adapter.check_kafka_python_version(installed)
     message = str(failure.value)
     assert f"kafka-python {installed} is installed" in message
-    assert "kafka-python >=3.0,<3.1" in message
+    assert "kafka-python>=3.0,<3.1" in message
 
 
 @pytest.mark.parametrize("installed", ["3.0.0", "3.0.12", "3.0.13.dev1"])
 def test_a_supported_version_passes(installed: str) -> None:
     adapter.check_kafka_python_version(installed)
-
-
-def test_the_supported_range_is_the_pin_in_pyproject() -> None:
-    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    (pin,) = [d for d in dependencies if d.startswith("kafka-python")]
-    assert pin == f"kafka-python{adapter.SUPPORTED_RANGE}"
 
 
 def test_importing_the_adapter_under_another_kafka_python_fails_with_the_version_message() -> None:
@@ -45,7 +38,7 @@ def test_importing_the_adapter_under_another_kafka_python_fails_with_the_version
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
                             check=False)
     assert result.returncode != 0
-    assert "UnsupportedKafkaPython" in result.stderr
+    assert "UnsupportedClientLibrary" in result.stderr
     assert "kafka-python 3.1.0 is installed" in result.stderr
     assert ">=3.0,<3.1" in result.stderr
 
