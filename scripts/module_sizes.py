@@ -1,7 +1,9 @@
-"""Fail when a module of connect_runtime/ or mirror/ is longer than 400 lines.
+"""Warn about a module of connect_runtime/ or mirror/ longer than 800 lines; never fail.
 
-The developers' guide asks for small modules: one that outgrows the limit holds more than one job and
-is split by job (not cut at line 400). Run by ``scripts/check``; prints each offender with its count.
+A module holds one concept, whatever its length (the concepts are Kafka's: WorkerSourceTask,
+DistributedHerder, KafkaBasedLog, OffsetSyncStore...). Past 800 lines it is worth a look: does it still
+hold one concept, or has a second one grown inside it? The answer may be yes; a module is never cut to
+a size. Run by ``scripts/check``; prints each long module with its count.
 """
 
 from __future__ import annotations
@@ -9,31 +11,19 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-LIMIT = 400
+WARN_ABOVE = 800
 PACKAGES = ("connect_runtime", "mirror")
-#: Temporary: these two are being restructured on other branches; remove them from here at merge.
-TEMPORARY_EXCEPTIONS: frozenset[str] = frozenset()
 
 
 def main() -> int:
     root = Path(__file__).resolve().parent.parent
-    problems = []
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
-            name = path.relative_to(root).as_posix()
             count = len(path.read_text(encoding="utf-8").splitlines())
-            if count > LIMIT and name not in TEMPORARY_EXCEPTIONS:
-                problems.append(f"{name}: {count} lines (limit {LIMIT}): split it by job")
-            elif count <= LIMIT and name in TEMPORARY_EXCEPTIONS:
-                problems.append(f"{name}: {count} lines, within the limit: remove it from TEMPORARY_EXCEPTIONS "
-                                f"in scripts/module_sizes.py")
-    for exception in sorted(TEMPORARY_EXCEPTIONS):
-        if not (root / exception).is_file():
-            problems.append(f"{exception}: no such file: remove it from TEMPORARY_EXCEPTIONS in "
-                            f"scripts/module_sizes.py")
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    return 1 if problems else 0
+            if count > WARN_ABOVE:
+                print(f"warning: {path.relative_to(root).as_posix()}: {count} lines: does it still hold one "
+                      f"concept?", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
