@@ -30,6 +30,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "mirror.cli.offsets",  # offsets translate
     "mirror.cli.cutover",  # failover, failback
     "mirror.cli.status",
+    "mirror.cli.check",
     "mirror.cli.backfill",
     "mirror.cli.quickstart",
 )

@@ -16,18 +16,15 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import (
-    AclBinding,
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
     ResourcePatternType,
     ResourceType,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
 )
 
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
+from tests.kafka.acls import MECHANISM, bindings, create_user, grant, minimal_acls
 from tests.kafka.flows import Endpoint, wait_for_records, write_mm2
 from tests.support.apache_kafka import KafkaBroker
 from tests.support.kafka import admin, create_topic, produce, unique, wait_until
@@ -35,61 +32,7 @@ from tests.support.kafka import admin, create_topic, produce, unique, wait_until
 pytestmark = [pytest.mark.integration, pytest.mark.kafka, pytest.mark.slow]
 
 RECORDS = 20
-MECHANISM = "SCRAM-SHA-256"
-Grant = tuple[ResourceType, str, ResourcePatternType, tuple[AclOperation, ...]]
-
-_T, _G, _C, _X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.BROKER, ResourceType.TRANSACTIONAL_ID
-_LIT, _PRE = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
-_O = AclOperation
-
-
-def minimal_acls(source: str, target: str, topic: str) -> dict[str, tuple[str, Grant]]:
-    """docs/acls.md's table for the flow ``source -> target`` replicating ``topic``: label -> (cluster, grant).
-
-    The cluster is ``"source"`` or ``"target"``; the labels are the table's rows."""
-    return {
-        # on the source
-        "source topics read": ("source", (_T, topic, _LIT, (_O.READ,))),
-        "source topics describe": ("source", (_T, topic, _LIT, (_O.DESCRIBE, _O.DESCRIBE_CONFIGS))),
-        "source offset-syncs": ("source", (_T, f"mm2-offset-syncs.{target}.internal", _LIT,
-                                           (_O.CREATE, _O.READ, _O.WRITE, _O.DESCRIBE, _O.DESCRIBE_CONFIGS))),
-        "source groups": ("source", (_G, "*", _LIT, (_O.DESCRIBE,))),
-        "source cluster": ("source", (_C, "kafka-cluster", _LIT, (_O.DESCRIBE,))),
-        # on the target
-        "target remote topics": ("target", (_T, f"{source}.", _PRE,
-                                            (_O.CREATE, _O.READ, _O.WRITE, _O.DESCRIBE, _O.DESCRIBE_CONFIGS,
-                                             _O.ALTER_CONFIGS, _O.ALTER))),
-        "target heartbeats": ("target", (_T, "heartbeats", _LIT,
-                                         (_O.CREATE, _O.READ, _O.WRITE, _O.DESCRIBE, _O.DESCRIBE_CONFIGS))),
-        "target internal topics": ("target", (_T, "mm2-", _PRE,
-                                              (_O.CREATE, _O.READ, _O.WRITE, _O.DESCRIBE, _O.DESCRIBE_CONFIGS))),
-        "target connect group": ("target", (_G, f"{source}-mm2", _LIT, (_O.READ, _O.DESCRIBE))),
-        "target reader groups": ("target", (_G, "mm2-", _PRE, (_O.DESCRIBE,))),
-        "target log reader groups": ("target", (_G, "connect-log-", _PRE, (_O.DESCRIBE,))),
-        "target transactional id": ("target", (_X, f"connect-cluster-{source}-mm2", _LIT,
-                                               (_O.WRITE, _O.DESCRIBE))),
-        "target cluster": ("target", (_C, "kafka-cluster", _LIT, (_O.ALTER,))),
-    }
-
-
-def _bindings(user: str, grant: Grant) -> list[AclBinding]:
-    kind, name, pattern, operations = grant
-    return [AclBinding(kind, name, pattern, f"User:{user}", "*", op, AclPermissionType.ALLOW) for op in operations]
-
-
-def _create_user(broker: KafkaBroker, user: str, password: str) -> None:
-    client = admin(broker.bootstrap_servers)
-    upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
-                                          password.encode())
-    for future in client.alter_user_scram_credentials([upsert]).values():
-        future.result(timeout=15)
-
-
-def _grant(broker: KafkaBroker, bindings: list[AclBinding]) -> None:
-    client = admin(broker.bootstrap_servers)  # kept: a destroyed client fails its pending futures
-    if bindings:
-        for future in client.create_acls(bindings).values():
-            future.result(timeout=15)
+_T, _LIT, _O = ResourceType.TOPIC, ResourcePatternType.LITERAL, AclOperation
 
 
 def _acls_of(broker: KafkaBroker, topic: str) -> set[tuple[str, str]]:
@@ -116,14 +59,14 @@ def _run_as_minimal_user(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: P
     produce(kafka_a.bootstrap_servers, topic, RECORDS)
     group = unique("app")
     _commit_group(kafka_a.bootstrap_servers, group, topic, RECORDS // 2)
-    _grant(kafka_a, _bindings("alice", (_T, topic, _LIT, (_O.READ,))))  # for ACL sync to copy
+    grant(kafka_a, bindings("alice", (_T, topic, _LIT, (_O.READ,))))  # for ACL sync to copy
     acls = minimal_acls(a, b, topic)
     assert without is None or without in acls
     for broker in (kafka_a, kafka_b):
-        _create_user(broker, user, password)
+        create_user(broker, user, password)
     for side, broker in (("source", kafka_a), ("target", kafka_b)):
-        _grant(broker, [binding for label, (cluster, grant) in acls.items() if cluster == side and label != without
-                        for binding in _bindings(user, grant)])
+        grant(broker, [binding for label, (cluster, row) in acls.items() if cluster == side and label != without
+                       for binding in bindings(user, row)])
     body = f"{a}->{b}.enabled = true\ntopics = {topic}\ngroups = {group}\n{b}->{a}.emit.heartbeats.enabled = false\n" \
            "sync.topic.acls.interval.seconds = 2\n"
     props = write_mm2(tmp_path / "mm2.properties",
