@@ -13,6 +13,7 @@ is Tansu (docs/tansu.md):
 
 from __future__ import annotations
 
+import base64
 import os
 import platform
 import subprocess
@@ -96,9 +97,10 @@ def admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False})
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int, config: dict[str, str] | None = None) -> None:
     client = admin(bootstrap)  # keep a reference: a destroyed client fails its futures
-    client.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(timeout=30)
+    new = NewTopic(name, num_partitions=partitions, replication_factor=1, config=dict(config or {}))
+    client.create_topics([new])[name].result(timeout=30)
     from bench import kafka_brokers
 
     if kafka_brokers.current() == "kafka":
@@ -148,10 +150,17 @@ def _wait_for_leaders(client: AdminClient, topic: str, partitions: int, timeout_
             time.sleep(0.1)
 
 
-def preload(bootstrap: str, topic: str, records: int, value_bytes: int, partitions: int) -> float:
-    """Write ``records`` records of ``value_bytes`` (no key) round-robin over the partitions; seconds taken."""
-    producer = Producer({"bootstrap.servers": bootstrap, **FAST_PRODUCER,
+def preload(bootstrap: str, topic: str, records: int, value_bytes: int, partitions: int,
+            compression: str = "none") -> float:
+    """Write ``records`` records of ``value_bytes`` (no key) round-robin over the partitions; seconds taken.
+
+    Uncompressed, every record has the same random value. With a ``compression`` (the producer's
+    ``compression.type``), each record has a value of its own (:func:`distinct_values`): with one value
+    repeated the codec would squeeze a batch to almost nothing, which no real topic does.
+    """
+    producer = Producer({"bootstrap.servers": bootstrap, **FAST_PRODUCER, "compression.type": compression,
                          "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_000_000})
+    values = distinct_values(value_bytes) if compression != "none" else None
     value = os.urandom(value_bytes)
     failed: list[str] = []
 
@@ -164,7 +173,8 @@ def preload(bootstrap: str, topic: str, records: int, value_bytes: int, partitio
     for i in range(records):
         while True:
             try:
-                produce(topic, value=value, partition=i % partitions, on_delivery=delivered)
+                produce(topic, value=value if values is None else values(i), partition=i % partitions,
+                        on_delivery=delivered)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -173,6 +183,25 @@ def preload(bootstrap: str, topic: str, records: int, value_bytes: int, partitio
     if producer.flush(300) or failed:
         raise SystemExit(f"pre-load of {topic} failed: {failed[:3]}")
     return time.monotonic() - began
+
+
+def distinct_values(value_bytes: int, pool_bytes: int = 64 << 20) -> Callable[[int], bytes]:
+    """Record ``i``'s value for a compressed topic: a JSON-like text with a sequence number, a key-like
+    field and random base64 payload, cut to ``value_bytes``; no two records of a copy alike.
+
+    The payload is a slice of a 64 MiB random base64 text at an offset of its own per record, so a codec
+    finds the field names and the base64 alphabet but no repeats within its window (zstd's and lz4's are
+    far smaller than the text).
+    """
+    text = base64.b64encode(os.urandom(pool_bytes * 3 // 4))
+    span = len(text) - value_bytes
+
+    def value(i: int) -> bytes:
+        head = b'{"seq":%d,"key":"user-%d","payload":"' % (i, i % 9973)
+        start = (i * 7919 * value_bytes) % span
+        return (head + text[start:start + value_bytes])[:value_bytes - 2] + b'"}'
+
+    return value
 
 
 class EndOffsets:

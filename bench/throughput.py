@@ -4,6 +4,8 @@ For each record size (100 B and 1 KB values, no key) ``--records`` records are p
 an 8-partition topic of a fresh cluster A. Then, each against a fresh cluster B (on Kafka: one B per
 size, warmed up by an untimed round, see :func:`shared_target`):
 
+* ``native``: the native copier (bench/native_copier.py: the same copy in C on confluent-kafka's own
+  librdkafka, the task's client settings): the limit of a copier on this client, the headline's base;
 * ``pipe``: the raw pipe baseline (bench/pipe.py: one Python process, batched consume, async produce);
 * ``mm2 x1``: our replication, MirrorSourceConnector with tasks.max=1 in one worker process;
 * ``mm2-2``, ``mm2-TwW``: tasks.max=T across W processes (scaling);
@@ -11,7 +13,13 @@ size, warmed up by an untimed round, see :func:`shared_target`):
 * ``mm2-1-periodic``, ``mm2-1-periodic-1s``: (b) with the checkpoint and heartbeat connectors and every
   periodic job, at MM2's default intervals and at 1 s;
 * ``spark``: the same backlog copied by ``mirror backfill`` on Spark (``local[2]``);
-* ``java-mm2-1``: Java's MirrorMaker 2, tasks.max=1 as shipped (bench/java_copier.py; ``--broker kafka`` only).
+* ``java-mm2-1``: Java's MirrorMaker 2, tasks.max=1 as shipped (bench/java_copier.py; ``--broker kafka`` only);
+* ``java-mm2-1-tuned``: the same, tuned to our client settings and timed warm (bench/java_copier.py);
+* ``kafka-producer-perf``, ``kafka-consumer-perf``: Kafka's own perf tools, the brokers' ceilings
+  (bench/kafka_perf.py; ``--broker kafka`` only).
+
+``--compression lz4,zstd`` (besides ``none``) repeats every mode on a source topic of that
+``compression.type``, pre-loaded by a producer that compresses (:func:`bench.common.preload`).
 
 ``--broker kafka`` runs every cluster as a single-node Apache Kafka 4.4 (bench/kafka_brokers.py) instead
 of embedded Tansu; the table's last column names the broker of each row.
@@ -25,7 +33,7 @@ while copying (the pipe: its whole life, as it reports it; Spark: not measured, 
 Usage::
 
     python bench/throughput.py [--records 1000000] [--sizes 100,1000] [--modes pipe,mm2-1,mm2-2]
-                               [--runs 1] [--json out.json] [--broker tansu|kafka]
+                               [--runs 1] [--json out.json] [--broker tansu|kafka] [--compression none,lz4]
 """
 
 from __future__ import annotations
@@ -44,15 +52,16 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
-from subprocess import DEVNULL, Popen, TimeoutExpired
+from subprocess import DEVNULL, STDOUT, Popen, TimeoutExpired
 from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import java_copier, kafka_brokers, replication, thread_cpu
+from bench import java_copier, kafka_brokers, kafka_perf, native_copier, replication, thread_cpu
 from bench.common import (
     CommittedRecords,
+    Completion,
     EndOffsets,
     admin,
     cpu_seconds,
@@ -69,9 +78,9 @@ from bench.common import (
 )
 
 PARTITIONS = 8
-#: The headline pair: the raw pipe and the flow as shipped. ``mm2-1-datapath`` shows what the checkpoint
-#: and heartbeat connectors cost it.
-MODES = ("pipe", "mm2-1", "mm2-1-datapath")
+#: The headline: the native copier (the limit of a copier on this client), the raw pipe and the flow as
+#: shipped. ``mm2-1-datapath`` shows what the checkpoint and heartbeat connectors cost it.
+MODES = ("native", "pipe", "mm2-1", "mm2-1-datapath")
 #: Scaling: tasks.max T in one process (``mm2-Tw1``) or in W processes (``mm2-TwW``; ``mm2-2`` is 2 in 2).
 #: Data path only: with the checkpoint connector's task in the group, which process runs which source task
 #: would vary between runs.
@@ -101,8 +110,8 @@ EOS_CONNECTOR = {"mm2-1-eos-1s": {"transaction.boundary": "interval", "transacti
 #: records costs the copy.
 VARIANTS = {"mm2-1-nosyncs": {"emit.offset-syncs.enabled": "false"}}
 #: Modes that run the flow as shipped (plus what their own table adds); the others run the data path only.
-ON_DEFAULT_FLOW = ("mm2-1", "mm2-1-base", "java-mm2-1", "mm2-1-eos", "mm2-1-eos-1s", "mm2-1-periodic",
-                   "mm2-1-periodic-1s")
+ON_DEFAULT_FLOW = ("mm2-1", "mm2-1-base", "java-mm2-1", "java-mm2-1-tuned", "mm2-1-eos", "mm2-1-eos-1s",
+                   "mm2-1-periodic", "mm2-1-periodic-1s")
 SOURCE_GROUPS = 5
 #: Every run deletes the topics it created on the clusters that outlive it: A always, and on Kafka the
 #: shared B (:func:`shared_target`). An MM2 run leaves its offset syncs on A (``mm2-offset-syncs.B.internal``,
@@ -116,7 +125,8 @@ KEPT_TOPIC_PREFIX = "__"
 #: Runs per mode: every figure is the median of this many interleaved runs, with its min-max.
 RUNS = 5
 #: ``mm2-1-base``: (b) on the code given by ``--compare-code`` (before a change), run next to (b).
-LABELS = {"pipe": "(a) raw pipe, the task's client settings",
+LABELS = {"native": "(n) native copier: C on librdkafka, the task's client settings",
+          "pipe": "(a) raw pipe, the task's client settings",
           "mm2-1": "(b) mm2 tasks.max=1 as shipped: checkpoints, heartbeats on",
           "mm2-1-base": "(b) before: --compare-code",
           "mm2-1-datapath": "(b) data path only: checkpoints, heartbeats off",
@@ -126,11 +136,27 @@ LABELS = {"pipe": "(a) raw pipe, the task's client settings",
           "mm2-4w1": "(c) data path, tasks.max=4, 1 process", "mm2-4w2": "(c) data path, tasks.max=4, 2 processes",
           "mm2-1-eos": "(b) exactly-once, transaction per poll", "mm2-1-eos-1s": "(b) exactly-once, 1 s transactions",
           "mm2-1-nosyncs": "(b) data path without offset syncs", "spark": "(d) Spark backfill, local[2]",
-          "java-mm2-1": "(j) Java MM2 tasks.max=1 as shipped: checkpoints, heartbeats on"}
+          "java-mm2-1": "(j) Java MM2 tasks.max=1 as shipped: checkpoints, heartbeats on",
+          "java-mm2-1-tuned": "(j) Java MM2 tasks.max=1 tuned to our client settings, warm: checkpoints, heartbeats on",
+          "kafka-producer-perf": "(k) kafka-producer-perf-test into B, our producer settings",
+          "kafka-consumer-perf": "(k) kafka-consumer-perf-test from A, our consumer settings, its own clock"}
 #: Java's MirrorMaker 2 (bench/java_copier.py), on the same mm2.properties as (b): ``--broker kafka`` only.
-JAVA_MODES = ("java-mm2-1",)
+JAVA_MODES = java_copier.MODES
+#: Kafka's perf tools (bench/kafka_perf.py): ``--broker kafka`` only.
+PERF_MODES = kafka_perf.MODES
+#: Modes whose copier is a JVM: their JIT compilers' CPU is reported apart.
+JVM_MODES = (*JAVA_MODES, *PERF_MODES)
+#: Modes timed warm: the clock starts once this share of the records is on B, copied by the same process.
+WARM = dict.fromkeys(java_copier.TUNED, java_copier.WARM_FRACTION)
+#: Source topics: ``none`` (the default), or a ``compression.type`` the source topic and its producer use.
+COMPRESSIONS = ("none", "lz4", "zstd", "snappy", "gzip")
+#: Modes whose copier is one process.
+SINGLE_PROCESS = ("pipe", "native", "spark", *JVM_MODES)
+#: Modes whose process exits once it is done: no resident memory at the end.
+EXITS_WHEN_DONE = ("pipe", "native", "spark", *PERF_MODES)
 #: The order of the summary's rows.
-ROW_ORDER = ("pipe", "mm2-1", "java-mm2-1", "mm2-1-base", "mm2-1-datapath", "mm2-1-nosyncs", "mm2-1-eos",
+ROW_ORDER = ("kafka-producer-perf", "kafka-consumer-perf", "native", "pipe", "mm2-1", "java-mm2-1",
+             "java-mm2-1-tuned", "mm2-1-base", "mm2-1-datapath", "mm2-1-nosyncs", "mm2-1-eos",
              "mm2-1-eos-1s", "mm2-1-periodic", "mm2-1-periodic-1s", *SCALING, "spark")
 #: ``spark``: the same backlog copied by ``mirror backfill`` (Spark, ``--master local[2]``) instead of
 #: streaming replication, timed the same way (first record on B to the last); its start-up includes the
@@ -179,6 +205,12 @@ class Result:
     #: CPU seconds of the broker JVMs while copying, and of their JIT compiler threads (Kafka only).
     broker_cpu_s: float | None = None
     broker_jit_s: float | None = None
+    #: The source topic's ``compression.type`` (``none``: uncompressed, as before this field).
+    compression: str = "none"
+    #: CPU seconds of the copier's own JIT compiler threads while copying (JVM copiers only).
+    jit_cpu_s: float | None = None
+    #: Timed warm (``WARM``): records on B when the clock started; ``records`` counts the rest.
+    warm_records: int = 0
 
 
 def start_profiler(pid: int, output: Path, gil: bool = False) -> Popen[bytes]:
@@ -217,16 +249,26 @@ class Copier:
     repl: replication.Replication | None = None
     #: The copier's CPU seconds once stopped, when not taken from its processes while it copies.
     final_cpu: Callable[[], float | None] = lambda: None
+    #: Its first process's threads now (default: read from /proc; a JVM tool that exited: its last sample).
+    threads_now: Callable[[], thread_cpu.Snapshot] | None = None
 
 
 def start_copier(mode: str, source: str, target: str, topic: str, records: int, workdir: Path,
-                 extra: dict[str, str] | None, code: Path | None, began: float) -> Copier:
-    if mode == "pipe":
-        target_topic = unique("pipe")
-        create_topic(target, target_topic, PARTITIONS)
+                 extra: dict[str, str] | None, code: Path | None, began: float,
+                 topic_config: dict[str, str] | None = None, value_bytes: int = 100) -> Copier:
+    """``topic_config``: the source topic's non-default configs, which the copiers that do not create their
+    target topic themselves (MirrorMaker does, with the source's configs) get on theirs."""
+    if mode in ("pipe", "native"):
+        target_topic = unique(mode)
+        create_topic(target, target_topic, PARTITIONS, topic_config)
         log = workdir / f"{target_topic}.log"
-        process = python_child([str(Path(__file__).with_name("pipe.py")), source, target, topic,
-                                target_topic, str(PARTITIONS), str(records)], log)
+        if mode == "native":
+            with log.open("wb") as out:
+                process = Popen(native_copier.command(workdir, source, target, topic, target_topic, PARTITIONS,
+                                                      records), stdout=out, stderr=STDOUT)
+        else:
+            process = python_child([str(Path(__file__).with_name("pipe.py")), source, target, topic,
+                                    target_topic, str(PARTITIONS), str(records)], log)
 
         def reported_cpu() -> float | None:  # it has exited by now: the CPU time it reported itself
             report = log.read_text(errors="replace")
@@ -234,6 +276,12 @@ def start_copier(mode: str, source: str, target: str, topic: str, records: int, 
 
         return Copier([process], lambda: stop_child(process), lambda: process.poll() in (None, 0), target_topic,
                       lambda: log.read_text(errors="replace")[-20000:], final_cpu=reported_cpu)
+    if mode == "kafka-producer-perf":
+        target_topic = unique("producer-perf")
+        create_topic(target, target_topic, PARTITIONS, topic_config)
+        tool = kafka_perf.start_producer(workdir, target, target_topic, records, value_bytes)
+        return Copier([tool.proc], tool.reap, tool.alive, target_topic, tool.tail,
+                      threads_now=lambda: (tool.running(), tool.threads)[1])
     if mode == "spark":
         process, target_topic = start_backfill(workdir, source, target, topic)
         return Copier([process], lambda: stop_child(process, 120), lambda: process.poll() in (None, 0),
@@ -243,7 +291,8 @@ def start_copier(mode: str, source: str, target: str, topic: str, records: int, 
     flow = {**(DEFAULT_FLOW if mode in ON_DEFAULT_FLOW else {}), **PERIODIC.get(mode, {}),
             **EOS_CONNECTOR.get(mode, {}), **VARIANTS.get(mode, {}), **(extra or {})}
     if mode in JAVA_MODES:
-        java = java_copier.start(workdir, source, target, topic=topic, source_alias=alias, extra=flow)
+        java = java_copier.start(workdir, source, target, topic=topic, source_alias=alias, extra=flow,
+                                 tuned=mode in java_copier.TUNED)
         return Copier([java.proc], java.stop, lambda: java.proc.poll() is None, f"{alias}.{topic}",
                       lambda: java.tail(400))
     tasks, workers = tasks_and_workers(mode)
@@ -275,11 +324,13 @@ def shared_target() -> Iterator[str | None]:
 
 def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int, workdir: Path,
              extra: dict[str, str] | None = None, profile: Path | None = None,
-             code: Path | None = None, target: str | None = None) -> Result:
+             code: Path | None = None, target: str | None = None, compression: str = "none") -> Result:
     """One copier run against ``target`` (None: a fresh cluster B); ``profile``: py-spy the replication
-    while it copies."""
-    result = Result(mode, value_bytes, records, broker=kafka_brokers.label())
-    workers = 1 if mode in ("pipe", "spark", *JAVA_MODES) else tasks_and_workers(mode)[1]
+    while it copies; ``compression``: the source topic's ``compression.type``."""
+    result = Result(mode, value_bytes, records, broker=kafka_brokers.label(), compression=compression)
+    if mode == "kafka-consumer-perf":
+        return run_consumer_perf(result, source, topic, workdir)
+    workers = 1 if mode in SINGLE_PROCESS else tasks_and_workers(mode)[1]
     if workers > 1 and (why := replication.multi_worker_support()) is not None:
         result.skipped = why
         return result
@@ -287,7 +338,8 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
     with nullcontext([target]) if target is not None else local_brokers(("bench-b",)) as (target,):
         existing = {cluster: topic_names(cluster) for cluster in (source, target)}
         began = time.monotonic()
-        copier = start_copier(mode, source, target, topic, records, workdir, extra, code, began)
+        copier = start_copier(mode, source, target, topic, records, workdir, extra, code, began,
+                              topic_config(compression), value_bytes)
         ends: EndOffsets | CommittedRecords = (CommittedRecords if mode in EOS_WORKER else EndOffsets)(
             target, copier.target_topic, PARTITIONS)
         cpu_at_first: list[float] = []
@@ -295,20 +347,20 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
         profiler: Popen[bytes] | None = None
         threads_at_first: thread_cpu.Snapshot = {}
         brokers_at_first: kafka_brokers.BrokerCpu = {}
+        threads_now = copier.threads_now or (lambda: thread_cpu.snapshot(copier.processes[0].pid))
 
         def first() -> None:
             nonlocal profiler
             cpu_at_first.extend(cpu_seconds(p.pid) for p in copier.processes)
             brokers_at_first.update(kafka_brokers.broker_cpu())  # none on Tansu
-            if copier.repl is not None or mode in JAVA_MODES:  # Java's threads by their JVM names
-                threads_at_first.update(thread_cpu.snapshot(copier.processes[0].pid))
+            if copier.repl is not None or mode in JVM_MODES:  # a JVM's threads by their JVM names
+                threads_at_first.update(threads_now())
             if profile is not None and copier.repl is not None:
                 profiler = start_profiler(copier.processes[0].pid, profile, PROFILE_GIL)
 
         try:
             try:
-                done = wait_for_records(ends, records, max(300.0, records / 2000), alive=copier.alive,
-                                        on_first=first, samples=samples)
+                warm, done = timed_copy(mode, ends, records, copier.alive, first, samples)
             except SystemExit as exc:  # one copier failing must not lose the other figures
                 if mode == "pipe":
                     raise
@@ -316,14 +368,7 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
                 kept.write_text(copier.log_tail())
                 result.skipped = f"failed: {exc} (log tail: {kept})"
                 return result
-            result.cpu_s = sum(cpu_seconds(p.pid) for p in copier.processes) - sum(cpu_at_first)
-            result.broker_cpu_s, result.broker_jit_s = kafka_brokers.broker_cpu_since(brokers_at_first)
-            result.rss_mib = copier_rss_mib(copier) if mode not in ("pipe", "spark") else None
-            if threads_at_first:
-                pid = copier.processes[0].pid
-                result.threads = thread_cpu.by_thread(threads_at_first, thread_cpu.snapshot(pid),
-                                                      thread_cpu.python_thread_names(pid) if copier.repl else {},
-                                                      cpu_seconds(pid) - cpu_at_first[0])
+            measure(result, copier, cpu_at_first, brokers_at_first, threads_at_first, threads_now)
             if profiler is not None:
                 stop_profiler(profiler)
             if copier.repl is not None:
@@ -342,9 +387,83 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
         final_cpu = copier.final_cpu()
         if final_cpu is not None:
             result.cpu_s = final_cpu
-        result.seconds = done.seconds
         result.startup_s = done.first_at - began
-        result.records_per_s, result.mb_per_s = fmt_rate(records, done.seconds, value_bytes)
+        if warm is not None:  # timed from the moment the warm share was there
+            result.warm_records = warm.records
+            result.records = records - warm.records
+            result.startup_s = warm.first_at - began
+        result.seconds = done.done_at - (warm.done_at if warm is not None else done.first_at)
+        result.records_per_s, result.mb_per_s = fmt_rate(result.records, result.seconds, value_bytes)
+    return result
+
+
+def timed_copy(mode: str, ends: EndOffsets | CommittedRecords, records: int, alive: Callable[[], bool],
+               first: Callable[[], None], samples: list[tuple[float, int]]) -> tuple[Completion | None, Completion]:
+    """Wait for the copy; ``first`` runs when the clock starts: at the first record on the target, or for a
+    mode timed warm (``WARM``) once its warm share is there, copied untimed by the same process."""
+    timeout_s = max(300.0, records / 2000)
+    warm = None
+    if mode in WARM:
+        warm = wait_for_records(ends, math.ceil(records * WARM[mode]), timeout_s, alive=alive)
+        first()
+    done = wait_for_records(ends, records, timeout_s, alive=alive, on_first=None if warm else first, samples=samples)
+    return warm, done
+
+
+def measure(result: Result, copier: Copier, cpu_at_first: list[float], brokers_at_first: kafka_brokers.BrokerCpu,
+            threads_at_first: thread_cpu.Snapshot, threads_now: Callable[[], thread_cpu.Snapshot]) -> None:
+    """The copier's and the brokers' CPU since the clock started, by thread, its JIT's apart; its RSS."""
+    jvm = result.mode in JVM_MODES
+    result.cpu_s = sum(cpu_seconds(p.pid) for p in copier.processes) - sum(cpu_at_first)
+    result.broker_cpu_s, result.broker_jit_s = kafka_brokers.broker_cpu_since(brokers_at_first)
+    result.rss_mib = copier_rss_mib(copier) if result.mode not in EXITS_WHEN_DONE else None
+    if threads_at_first:
+        pid = copier.processes[0].pid
+        result.threads = thread_cpu.by_thread(threads_at_first, threads_now(),
+                                              thread_cpu.python_thread_names(pid) if copier.repl else {},
+                                              result.cpu_s if jvm else cpu_seconds(pid) - cpu_at_first[0])
+        if jvm:
+            result.jit_cpu_s = jit_seconds(result.threads)
+
+
+def jit_seconds(threads: dict[str, float]) -> float:
+    """The JIT compiler threads' share of a by-thread breakdown (C1 and C2, every thread of each)."""
+    return sum(cpu for name, cpu in threads.items() if name.startswith(kafka_brokers.COMPILER_THREADS))
+
+
+def topic_config(compression: str) -> dict[str, str] | None:
+    """The source topic's non-default configs for a ``--compression`` value."""
+    return None if compression == "none" else {"compression.type": compression}
+
+
+def run_consumer_perf(result: Result, source: str, topic: str, workdir: Path) -> Result:
+    """kafka-consumer-perf-test over the source topic (bench/kafka_perf.py: its own clock)."""
+    group = unique("bench-consumer-perf")
+    brokers_before = kafka_brokers.broker_cpu()
+    began = time.monotonic()
+    tool = kafka_perf.start_consumer(workdir, source, topic, result.records, group)
+    try:
+        tool.wait_exit(max(300.0, result.records / 2000))
+        ended = time.monotonic()
+        figures = kafka_perf.consumer_figures(tool.log.read_text(errors="replace"))
+        if figures["data.consumed.in.nMsg"] < result.records:
+            raise SystemExit(f"read {figures['data.consumed.in.nMsg']:.0f} of {result.records} records")
+        result.cpu_s = tool.cpu_s()  # its whole life (it has exited; not reaped yet)
+        result.threads = thread_cpu.by_thread({}, tool.threads, {}, result.cpu_s)
+        result.jit_cpu_s = jit_seconds(result.threads)
+    except SystemExit as exc:
+        kept = Path(tempfile.gettempdir()) / f"bench-failed-{result.mode}-{result.value_bytes}b.log"
+        kept.write_text(tool.tail(400))
+        result.skipped = f"failed: {exc} (log tail: {kept})"
+        return result
+    finally:
+        tool.reap()
+        kafka_perf.delete_group(source, group)
+    result.broker_cpu_s, result.broker_jit_s = kafka_brokers.broker_cpu_since(brokers_before)
+    result.seconds = figures["fetch.time.ms"] / 1000
+    result.startup_s = ended - began - result.seconds
+    result.records_per_s = figures["fetch.nMsg.sec"]
+    result.mb_per_s = result.records_per_s * result.value_bytes / 1e6
     return result
 
 
@@ -402,42 +521,58 @@ def check_tasks(repl: replication.Replication, workers: int) -> None:
 def run(records: int, sizes: list[int], modes: list[str], runs: int = RUNS,
         extra: dict[str, str] | None = None, profile_dir: Path | None = None,
         profile_format: str = "svg", compare_code: Path | None = None,
-        records_by_size: dict[int, int] | None = None) -> list[Result]:
-    """All runs; one result per (size, mode, round).
+        records_by_size: dict[int, int] | None = None,
+        compressions: tuple[str, ...] = ("none",)) -> list[Result]:
+    """All runs; one result per (size, compression, mode, round).
 
     Interleaved: each round runs every mode once, and each round starts one mode further down the list, so
     no mode always runs first (after the pre-load) or right after the same neighbour. A mode's ratio to
-    the pipe is taken per round, against the pipe run of the same round.
+    the pipe (and to the native copier) is taken per round, against the run of the same round. Each
+    compression of the source topic is a group of rounds of its own, on a source topic of its own.
     """
-    if java := [mode for mode in modes if mode in JAVA_MODES]:
-        java_copier.require_kafka(f"--modes {','.join(java)}")
+    if kafka_only := [mode for mode in modes if mode in JVM_MODES]:
+        java_copier.require_kafka(f"--modes {','.join(kafka_only)}")
+    if unknown := [c for c in compressions if c not in COMPRESSIONS]:
+        raise SystemExit(f"--compression {','.join(unknown)}: choose from {', '.join(COMPRESSIONS)}")
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
         workdir = Path(tmp)
         for size in sizes:
             records = (records_by_size or {}).get(size, records)
             with local_brokers(("bench-a",)) as (source,), shared_target() as target:
-                topic = unique(f"bench-{size}b")
-                create_topic(source, topic, PARTITIONS)
-                took = preload(source, topic, records, size, PARTITIONS)
-                print(f"pre-loaded {records:,} x {size} B on {topic} in {took:.1f}s", flush=True)
-                if any(mode in ON_DEFAULT_FLOW for mode in modes):
-                    commit_groups(source, topic, records // PARTITIONS // 2)
-                if target is not None:  # the brokers' warm-up (see shared_target): every mode once, untimed
-                    for mode in modes:
-                        warm = run_mode(mode, source, topic, records, size, workdir, extra, None, compare_code,
-                                        target)
-                        print(f"warm-up run of {mode} at {size} B (not counted): {warm.records_per_s:,.0f} "
-                              f"records/s{f' ({warm.skipped})' if warm.skipped else ''}", flush=True)
-                for index in range(runs):
-                    for mode in run_order(modes, index):
-                        profile = (None if profile_dir is None
-                                   else profile_dir / f"profile-{mode}-{size}b-{index}.{profile_format}")
-                        result = run_mode(mode, source, topic, records, size, workdir, extra, profile,
-                                          compare_code, target)
-                        result.round = index
-                        results.append(result)
-                        print(json.dumps(asdict(result)), flush=True)
+                for compression in compressions:
+                    results += run_group(source, target, size, compression, records, modes, runs, workdir, extra,
+                                         profile_dir, profile_format, compare_code)
+    return results
+
+
+def run_group(source: str, target: str | None, size: int, compression: str, records: int, modes: list[str],
+              runs: int, workdir: Path, extra: dict[str, str] | None, profile_dir: Path | None,
+              profile_format: str, compare_code: Path | None) -> list[Result]:
+    """The rounds of one record size and source compression, on a source topic pre-loaded for them."""
+    results: list[Result] = []
+    topic = unique(f"bench-{size}b" + ("" if compression == "none" else f"-{compression}"))
+    create_topic(source, topic, PARTITIONS, topic_config(compression))
+    took = preload(source, topic, records, size, PARTITIONS, compression)
+    print(f"pre-loaded {records:,} x {size} B on {topic} (compression {compression}) in {took:.1f}s", flush=True)
+    if any(mode in ON_DEFAULT_FLOW for mode in modes):
+        commit_groups(source, topic, records // PARTITIONS // 2)
+    if target is not None:  # the brokers' warm-up (see shared_target): every mode once, untimed
+        for mode in modes:
+            warm = run_mode(mode, source, topic, records, size, workdir, extra, None, compare_code, target,
+                            compression)
+            print(f"warm-up run of {mode} at {size} B (not counted): {warm.records_per_s:,.0f} "
+                  f"records/s{f' ({warm.skipped})' if warm.skipped else ''}", flush=True)
+    for index in range(runs):
+        for mode in run_order(modes, index):
+            profile = (None if profile_dir is None
+                       else profile_dir / f"profile-{mode}-{size}b-{compression}-{index}.{profile_format}")
+            result = run_mode(mode, source, topic, records, size, workdir, extra, profile, compare_code, target,
+                              compression)
+            result.round = index
+            results.append(result)
+            print(json.dumps(asdict(result)), flush=True)
+    delete_topics_and_wait(source, [topic])
     return results
 
 
@@ -467,31 +602,41 @@ def spread(values: list[float]) -> dict[str, float]:
 
 
 def summarize(results: list[Result]) -> list[dict[str, Any]]:
-    """Per (size, mode): median [min-max] of every figure over its runs; the ratio to the pipe is paired
-    per round (a mode's run against the pipe run of the same round), then the median of those ratios."""
+    """Per (size, compression, mode): median [min-max] of every figure over its runs; the ratios to the
+    pipe and to the native copier are paired per round (a mode's run against the pipe's or the native
+    copier's run of the same round and source topic), then the median of those ratios."""
     rows: list[dict[str, Any]] = []
-    for size in sorted({r.value_bytes for r in results}):
-        pipes = {r.round: r.records_per_s for r in results
-                 if r.value_bytes == size and r.mode == "pipe" and r.skipped is None}
+    groups = sorted({(r.value_bytes, r.compression) for r in results},
+                    key=lambda group: (group[0], COMPRESSIONS.index(group[1]) if group[1] in COMPRESSIONS else 99))
+    for size, compression in groups:
+        group = [r for r in results if r.value_bytes == size and r.compression == compression]
+        pipes = {r.round: r.records_per_s for r in group if r.mode == "pipe" and r.skipped is None}
+        natives = {r.round: r.records_per_s for r in group if r.mode == "native" and r.skipped is None}
         for mode in ROW_ORDER:
-            runs = [r for r in results if r.value_bytes == size and r.mode == mode]
+            runs = [r for r in group if r.mode == mode]
             if not runs:
                 continue
             done = [r for r in runs if r.skipped is None]
             if not done:
-                rows.append({"mode": mode, "size": size, "skipped": runs[0].skipped, "broker": runs[0].broker})
+                rows.append({"mode": mode, "size": size, "compression": compression, "skipped": runs[0].skipped,
+                             "broker": runs[0].broker})
                 continue
             ratios = [r.records_per_s / pipes[r.round] for r in done if r.round in pipes]
+            native_ratios = [r.records_per_s / natives[r.round] for r in done if r.round in natives]
             cpu_values = [r.cpu_s / r.records * 1e6 for r in done if not math.isnan(r.cpu_s)]
+            jit_values = [r.jit_cpu_s / r.records * 1e6 for r in done if r.jit_cpu_s is not None]
             brokers = [(r.broker_cpu_s / r.records * 1e6, (r.broker_jit_s or 0.0) / r.records * 1e6)
                        for r in done if r.broker_cpu_s is not None]
             rows.append({
-                "mode": mode, "size": size, "runs": len(done), "failed": len(runs) - len(done),
-                "records": done[0].records,
+                "mode": mode, "size": size, "compression": compression, "runs": len(done),
+                "failed": len(runs) - len(done), "records": done[0].records,
+                "warm_records": statistics.median(r.warm_records for r in done),
                 "records_per_s": spread([r.records_per_s for r in done]),
                 "mb_per_s": statistics.median(r.mb_per_s for r in done),
                 "ratio": spread(ratios) if ratios else None,
+                "native_ratio": spread(native_ratios) if native_ratios else None,
                 "cpu_us_per_record": spread(cpu_values) if cpu_values else None,
+                "jit_us_per_record": spread(jit_values) if jit_values else None,
                 "broker_cpu_us_per_record": spread([b[0] for b in brokers]) if brokers else None,
                 "broker_jit_us_per_record": statistics.median(b[1] for b in brokers) if brokers else None,
                 "startup_s": statistics.median(r.startup_s for r in done),
@@ -533,32 +678,43 @@ def fmt_spread(figure: dict[str, float] | None, fmt: str, suffix: str = "") -> s
 
 def table(rows: list[dict[str, Any]]) -> str:
     """Medians with [min-max] over the runs; the ratio is paired per round with the pipe."""
-    lines = ["| copier | value | runs | records/s | MB/s | ratio to (a), paired | CPU us/record | copy time (s) "
+    lines = ["| copier | value | runs | records/s | MB/s | ratio to (a), paired | ratio to (n), paired "
+             "| CPU us/record | copier's JIT compilers' CPU us/record | copy time (s) "
              "| start-up (s) | once all processes ran tasks | RSS at the end (MiB) "
              "| brokers' CPU us/record (JIT compilers') | broker |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    pipe = {row["size"]: row["records_per_s"]["median"] for row in rows
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    pipe = {(row["size"], row.get("compression", "none")): row["records_per_s"]["median"] for row in rows
             if row["mode"] == "pipe" and "skipped" not in row}
     for row in rows:
         label = LABELS[row["mode"]]
-        size = f"{row['size']} B"
+        group = (row["size"], row.get("compression", "none"))
+        size = value_label(*group)
         if "skipped" in row:
-            lines.append(f"| {label} | {size} | 0 | skipped: {row['skipped']} | | | | | | | | | {row['broker']} |")
+            lines.append(f"| {label} | {size} | 0 | skipped: {row['skipped']} | | | | | | | | | | | {row['broker']} |")
             continue
         later = "-"
         if row.get("all_running_records_per_s"):
             rate = row["all_running_records_per_s"]
-            later = f"{rate:,.0f} rec/s ({rate / pipe[row['size']]:.2f}x)" if row["size"] in pipe else f"{rate:,.0f}"
+            later = f"{rate:,.0f} rec/s ({rate / pipe[group]:.2f}x)" if group in pipe else f"{rate:,.0f}"
         elif row.get("copied_before_all_started") is not None:
             later = f"not measured: {row['copied_before_all_started']:.0%} copied before"
         runs = f"{row['runs']}" + (f" ({row['failed']} failed)" if row["failed"] else "")
+        if row.get("warm_records"):
+            runs += f", timed after {row['warm_records']:,.0f} records"
         lines.append(f"| {label} | {size} | {runs} | {fmt_spread(row['records_per_s'], ',.0f')} "
                      f"| {row['mb_per_s']:.1f} | {fmt_spread(row['ratio'], '.2f', 'x')} "
-                     f"| {fmt_spread(row['cpu_us_per_record'], '.2f')} | {row['seconds']:.2f} "
+                     f"| {fmt_spread(row.get('native_ratio'), '.2f', 'x')} "
+                     f"| {fmt_spread(row['cpu_us_per_record'], '.2f')} "
+                     f"| {fmt_spread(row.get('jit_us_per_record'), '.2f')} | {row['seconds']:.2f} "
                      f"| {row['startup_s']:.1f} | {later} "
                      f"| {'-' if row['rss_mib'] is None else format(row['rss_mib'], '.0f')} "
                      f"| {brokers_cpu(row)} | {row['broker']} |")
     return "\n".join(lines)
+
+
+def value_label(size: int, compression: str = "none") -> str:
+    """The table's "value" cell: the record size, and the source topic's compression when it has one."""
+    return f"{size} B" if compression == "none" else f"{size} B, {compression} source"
 
 
 def brokers_cpu(row: dict[str, Any]) -> str:
@@ -575,8 +731,17 @@ def thread_table(rows: list[dict[str, Any]], top: int = 8) -> str:
         threads = row.get("threads")
         if threads:
             shown = ", ".join(f"{name} {value:.2f}" for name, value in list(threads.items())[:top])
-            lines.append(f"| {LABELS[row['mode']]} | {row['size']} B | {shown} |")
+            lines.append(f"| {LABELS[row['mode']]} | {value_label(row['size'], row.get('compression', 'none'))} "
+                         f"| {shown} |")
     return "\n".join(lines)
+
+
+def report(rows: list[dict[str, Any]], modes: list[str]) -> str:
+    """The tables of a run: the rates, the CPU by thread, and Java's tuned settings when that row ran."""
+    parts = [table(rows), thread_table(rows)]
+    if any(mode in java_copier.TUNED for mode in modes):
+        parts.append(java_copier.settings_table(java_copier.tuned_settings()))
+    return "\n\n".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -592,6 +757,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--broker", choices=kafka_brokers.BROKERS, default="tansu",
                         help="the clusters: embedded Tansu, or single-node Apache Kafka 4.4 (KRaft); "
                              "java-mm2-1 needs kafka")
+    parser.add_argument("--compression", default="none",
+                        help="source topics, comma-separated: none (uncompressed) and/or a compression.type of "
+                             f"{', '.join(COMPRESSIONS[1:])} (the topic's and its pre-loading producer's)")
     parser.add_argument("--compare-code", type=Path, metavar="DIR",
                         help="also run (b) on the packages in DIR (e.g. `git archive HEAD~1 | tar -x -C DIR`), "
                              "interleaved with (b) on the current code: before/after figures of a change")
@@ -611,12 +779,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare_code is not None and "mm2-1-base" not in modes:
         modes.insert(modes.index("mm2-1") if "mm2-1" in modes else len(modes), "mm2-1-base")
     results = run(args.records, [int(s) for s in args.sizes.split(",")], modes, args.runs,
-                  extra, args.profile_dir, args.profile_format, args.compare_code)
+                  extra, args.profile_dir, args.profile_format, args.compare_code,
+                  compressions=tuple(args.compression.split(",")))
     rows = summarize(results)
     print()
-    print(table(rows))
-    print()
-    print(thread_table(rows))
+    print(report(rows, modes))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -84,3 +84,31 @@ def test_thread_cpu_names_the_threads_that_spent_it() -> None:
     assert worker.native_id is not None
     spent = thread_cpu.by_thread(before, after, {worker.native_id: "spinner-0a1b2c3d"})
     assert spent["spinner-*"] >= 0.04  # clock ticks of 10 ms; the unique suffix folds
+
+
+def test_the_native_ratio_is_paired_per_round_and_each_compression_is_a_group_of_its_own() -> None:
+    results = [result("native", 0, 200.0), result("pipe", 0, 100.0), result("mm2-1", 0, 180.0),
+               result("native", 1, 100.0), result("pipe", 1, 100.0), result("mm2-1", 1, 95.0)]
+    lz4 = [result("native", 0, 50.0), result("mm2-1", 0, 40.0)]
+    for run in lz4:
+        run.compression = "lz4"
+    rows = summarize(results + lz4)
+    by_group = {(row["mode"], row["compression"]): row for row in rows}
+    assert by_group[("mm2-1", "none")]["native_ratio"] == {"median": 0.925, "min": 0.9, "max": 0.95}
+    assert by_group[("mm2-1", "lz4")]["native_ratio"] == {"median": 0.8, "min": 0.8, "max": 0.8}
+    assert by_group[("mm2-1", "lz4")]["ratio"] is None  # no pipe ran on the lz4 topic: nothing to pair with
+    lines = table(rows).splitlines()
+    assert "ratio to (n), paired" in lines[0] and lines[2].startswith("| (n) native copier")
+    assert any(line.startswith("| (b) mm2 tasks.max=1 as shipped") and "| 100 B, lz4 source |" in line
+               and "| 0.80x |" in line for line in lines)
+
+
+def test_a_warm_row_counts_only_what_it_timed_and_its_jit_apart() -> None:
+    warm = result("java-mm2-1-tuned", 0, 100.0, cpu_s=2.0)
+    warm.records, warm.warm_records, warm.jit_cpu_s = 500, 500, 0.5
+    rows = {row["mode"]: row for row in summarize([result("pipe", 0, 100.0), warm])}
+    assert rows["java-mm2-1-tuned"]["cpu_us_per_record"]["median"] == 4000.0  # 2 s over the 500 timed
+    assert rows["java-mm2-1-tuned"]["jit_us_per_record"]["median"] == 1000.0
+    line = table(list(rows.values())).splitlines()[3]
+    assert line.startswith("| (j) Java MM2 tasks.max=1 tuned") and "| 1, timed after 500 records |" in line
+    assert "| 4000.00 | 1000.00 |" in line
