@@ -1,4 +1,4 @@
-"""Run every benchmark, print a table per benchmark and write bench/results.md.
+"""Run every benchmark, print a table per benchmark and record the run in bench/results.md.
 
 Order: throughput (the raw pipe baseline and our replication, side by side), then latency at 10% and
 memory at 50% of the replication's measured 100 B rate (tasks.max=1), then start-up (bench/startup.py)
@@ -11,7 +11,10 @@ Usage::
     python bench/run.py            # full: 1M records per size, 30 s latency, 10 min memory, 1M-record start-up
     python bench/run.py --quick    # a few minutes: 100k records, 10 s latency, 60 s memory, 100k start-up
 
-``--only throughput,latency`` runs a subset; ``--output`` changes where the results go.
+``--only throughput,latency`` runs a subset. The run is recorded as a new ``## `` section at the top of
+bench/results.md, every earlier run kept (bench/README.md, "Recording rule"), with the facts of the rule
+(bench/recording.py): the load average at its start, whether that marks it, and the commit.
+``--output FILE`` writes the section to FILE instead (a try that is not to be recorded).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import kafka_brokers, latency, memory, throughput
+from bench import kafka_brokers, latency, memory, recording, throughput
 from bench.common import BENCH_DIR, machine_facts
 
 DEFAULT_MODES = (*throughput.MODES, *throughput.EOS_WORKER, *throughput.PERIODIC, *throughput.SCALING, "spark")
@@ -76,18 +79,54 @@ def records_per_size(text: str) -> tuple[int, int]:
     return counts[0], counts[-1]
 
 
+def record(results: Path, section: str) -> None:
+    """Insert ``section`` above the newest recorded run of ``results`` (every earlier run is kept)."""
+    text = results.read_text(encoding="utf-8") if results.exists() else "# Benchmark results\n"
+    at = text.find("\n## ")
+    head, rest = (text, "") if at < 0 else (text[:at + 1], text[at + 1:])
+    results.write_text(head.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n\n" + rest, encoding="utf-8")
+
+
+def write_run(args: argparse.Namespace, sections: list[tuple[str, str]], facts: dict[str, str],
+              start: datetime.datetime, began: float, argv: list[str] | None) -> None:
+    """The run's section (heading, machine table with the recording rule's facts, one table per benchmark),
+    recorded in bench/results.md or written to ``--output``."""
+    command = "python bench/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    ended = datetime.datetime.now(datetime.UTC)
+    heading = f"{start:%Y-%m-%d %H:%M}-{ended:%H:%M} UTC: {args.title or command.strip()}"
+    lines = [
+        f"## {heading}", "",
+        f"Written by `{command.strip()}`, took {time.monotonic() - began:.0f} s, on {kafka_brokers.label()} "
+        "brokers. See bench/README.md for what each figure means.", "",
+        "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in facts.items()), "",
+    ]
+    for title, body in sections:
+        lines += [f"### {title}", "", body, ""]
+    section = "\n".join(lines)
+    if args.output is not None:
+        args.output.write_text(section)
+        print(f"wrote {args.output}")
+    else:
+        record(BENCH_DIR / "results.md", section)
+        print(f"recorded in {BENCH_DIR / 'results.md'}: {heading}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small run that finishes in a few minutes")
     parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of " + ", ".join(ALL))
     parser.add_argument("--records", type=records_per_size, metavar="N[,N1K]",
                         help="throughput records per size (default 1M, quick 100k); two counts: 100 B, then 1 KB")
-    parser.add_argument("--output", type=Path, default=BENCH_DIR / "results.md")
+    parser.add_argument("--output", type=Path,
+                        help="write the run's section to this file instead of recording it in bench/results.md")
+    parser.add_argument("--title", help="the recorded section's heading after its date (default: the command)")
+    parser.add_argument("--compression", default="none",
+                        help="throughput source topics: none and/or lz4, zstd... (bench/throughput.py --compression)")
     parser.add_argument("--compare-code", type=Path, metavar="DIR",
                         help="also run (b) and the hot path on the packages in DIR (before a change), interleaved")
     parser.add_argument("--modes", help="throughput modes (bench/throughput.py); (b), mm2-1, is the flow as shipped. "
                                          "Default: " + ",".join(DEFAULT_MODES) + " (with --broker kafka also "
-                                         "java-mm2-1, Java's MirrorMaker 2)")
+                                         "Java's MirrorMaker 2 as shipped and tuned, and Kafka's perf tools)")
     parser.add_argument("--broker", choices=kafka_brokers.BROKERS, default="tansu",
                         help="the clusters of every benchmark: embedded Tansu, or single-node Apache Kafka 4.4 "
                              "(KRaft); the throughput mode java-mm2-1 (Java's MirrorMaker 2) needs kafka")
@@ -97,9 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     kafka_brokers.select(args.broker)  # this process and every bench script it spawns
     only = set(args.only.split(","))
     records = args.records or (100_000 if args.quick else 1_000_000,) * 2
-    facts = machine_facts()
+    rule, loads = recording.at_start()
+    facts = {**machine_facts(), **rule.rows(loads)}
+    if rule.marked:
+        print(f"load average {loads[0]:.2f} at the start, above {recording.LOAD_LIMIT}: this run is recorded "
+              "marked and will not feed a headline (bench/README.md, Recording rule)", file=sys.stderr, flush=True)
     began = time.monotonic()
-    started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    start = datetime.datetime.now(datetime.UTC)
     sections: list[tuple[str, str]] = []
 
     def show(title: str, body: str) -> None:
@@ -108,19 +151,21 @@ def main(argv: list[str] | None = None) -> int:
 
     mm2_rate: float | None = None
     if "throughput" in only:
+        kafka_modes = (*throughput.JAVA_MODES, *throughput.PERF_MODES) if args.broker == "kafka" else ()
         modes = (args.modes.split(",") if args.modes else
-                 [*DEFAULT_MODES[:2], *(throughput.JAVA_MODES if args.broker == "kafka" else ()), *DEFAULT_MODES[2:]])
+                 [*DEFAULT_MODES[:3], *kafka_modes, *DEFAULT_MODES[3:]])
         if args.compare_code is not None:
             modes.insert(modes.index("mm2-1"), "mm2-1-base")
         runs = args.runs or (2 if args.quick else throughput.RUNS)
         results = throughput.run(records[0], [100, 1000], modes, runs, compare_code=args.compare_code,
-                                 records_by_size={100: records[0], 1000: records[1]})
+                                 records_by_size={100: records[0], 1000: records[1]},
+                                 compressions=tuple(args.compression.split(",")))
         rows = throughput.summarize(results)
         mm2_rate = next((r["records_per_s"]["median"] for r in rows if r["mode"] == "mm2-1" and r["size"] == 100
-                         and "skipped" not in r), None)
+                         and r.get("compression") == "none" and "skipped" not in r), None)
         counts = f"{records[0]:,}" if records[0] == records[1] else f"{records[0]:,} x 100 B, {records[1]:,} x 1 KB"
         show(f"throughput ({counts} records per size, 8 partitions; median [min-max] of {runs} interleaved "
-             "runs)", throughput.table(rows) + "\n\n" + throughput.thread_table(rows))
+             "runs)", throughput.report(rows, modes))
     base_rate = mm2_rate or 75_000.0  # without a throughput run: the last measured order of magnitude
     if "latency" in only:
         seconds = 10.0 if args.quick else 30.0
@@ -160,18 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         show("records replayed on failover vs consumer lag; offset map size (bench/failover_replay.py)",
              script_table("failover_replay.py", replay_args, 900))
 
-    lines = [
-        "# Benchmark results", "",
-        f"Written by `python bench/run.py{' --quick' if args.quick else ''}"
-        f"{' --broker kafka' if args.broker == 'kafka' else ''}` on {started}, "
-        f"took {time.monotonic() - began:.0f} s, on {kafka_brokers.label()} brokers. "
-        "See bench/README.md for what each figure means.", "",
-        "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in facts.items()), "",
-    ]
-    for title, body in sections:
-        lines += [f"## {title}", "", body, ""]
-    args.output.write_text("\n".join(lines))
-    print(f"wrote {args.output}")
+    write_run(args, sections, facts, start, began, argv)
     return 0
 
 
