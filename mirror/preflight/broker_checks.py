@@ -36,7 +36,12 @@ def check_broker_configs(report: Report, session: ClusterSession) -> None:
                    f"and KIP-848 support are not checked",
                    f"grant DescribeConfigs on the CLUSTER of {alias} to check them")
         return
-    rf, isr = int(configs.get(TXN_REPLICATION_FACTOR, "3")), int(configs.get(TXN_MIN_ISR, "2"))
+    if TXN_REPLICATION_FACTOR not in configs or TXN_MIN_ISR not in configs:
+        report.add(Severity.NOTE, BROKER, alias, None,
+                   f"the brokers of {alias} do not report {TXN_REPLICATION_FACTOR} and {TXN_MIN_ISR} (not Apache "
+                   f"Kafka?): whether they can run transactions is not checked")
+        return
+    rf, isr = int(configs[TXN_REPLICATION_FACTOR]), int(configs[TXN_MIN_ISR])
     if rf > brokers or isr > brokers:
         report.add(Severity.ERROR, BROKER, alias, None,
                    f"transactions cannot start on {alias}: {TXN_REPLICATION_FACTOR}={rf}, {TXN_MIN_ISR}={isr} with "

@@ -52,7 +52,8 @@ class TopicState:
 
     visible: bool
     exists: bool
-    operations: frozenset[AclOperation] = frozenset()
+    #: KIP-430's answer; None when the broker gave none (a broker that does not compute them)
+    operations: frozenset[AclOperation] | None = frozenset()
     partitions: int = 0
     replicas: int = 0
 
@@ -192,7 +193,7 @@ class ClusterSession:
                         raise
                     continue
                 replicas = min((len(p.replicas) for p in topic.partitions), default=0)
-                self._topics[name] = TopicState(True, True, frozenset(topic.authorized_operations or ()),
+                self._topics[name] = TopicState(True, True, _operations(topic.authorized_operations),
                                                 len(topic.partitions), replicas)
         return {n: self._topics[n] for n in names}
 
@@ -215,7 +216,7 @@ class ClusterSession:
                         self._groups[name] = GroupState(True, None, *self._other_protocol_group(name))
                         continue
                     raise
-                self._groups[name] = GroupState(True, frozenset(group.authorized_operations or ()),
+                self._groups[name] = GroupState(True, _operations(group.authorized_operations),
                                                 getattr(group.state, "name", str(group.state)), len(group.members))
         return {n: self._groups[n] for n in names}
 
@@ -342,3 +343,9 @@ def _value(answer: Any) -> Any:
     if isinstance(answer, KafkaException):
         raise answer
     return answer
+
+
+def _operations(reported: Iterable[AclOperation] | None) -> frozenset[AclOperation] | None:
+    """KIP-430's authorized operations as reported; None when the broker reported none (Kafka reports every
+    operation it authorizes on a resource the principal may DESCRIBE, so an absent list is no answer)."""
+    return None if reported is None else frozenset(reported)

@@ -71,8 +71,9 @@ def _kip430(session: ClusterSession, resource: ResourceType, name: str, operatio
         topic = session.topics([name])[name]
         if not topic.visible:
             return False if operation in _IMPLY_DESCRIBE else None
-        return operation in topic.operations if topic.exists else (True if operation == AclOperation.DESCRIBE
-                                                                   else None)
+        if not topic.exists or topic.operations is None:  # visible, so DESCRIBE is granted
+            return True if operation == AclOperation.DESCRIBE else None
+        return operation in topic.operations
     if resource == ResourceType.GROUP:
         group = session.groups([name])[name]
         if not group.visible:

@@ -4,7 +4,8 @@ With every documented ACL the check exits 0 and creates nothing; without one of 
 READ, WRITE on the target's remote topics, the Connect group, the leader's transactional id) it exits 2 with
 one error line naming exactly that ACL and the kafka-acls.sh line that grants it. An unreachable cluster and a
 wrong password are each named, within the timeout. Beside a running node of the flow, the check leaves the
-node's group and records alone.
+node's group and records alone. As a super user it reads the broker configs (transactions) and judges the
+internal topics: a replication factor above the brokers, a Connect topic that is not compacted.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AclOperation
+from confluent_kafka.admin import AclOperation, NewTopic
 
 from tests.integration.support.mm2_process import ROOT, MirrorMakerProcess, aliases
 from tests.kafka.acls import MECHANISM, bindings, create_user, grant, minimal_acls
@@ -193,3 +194,38 @@ def test_a_running_fleet_is_left_alone(kafka_a: KafkaBroker, kafka_b: KafkaBroke
         for sign in ("fenced", "Fenced", "rebalance", "Rebalance", "AUTHORIZATION_FAILED"):
             assert sign not in after, [line for line in after.splitlines() if sign in line]
         assert node.terminate() == 0
+
+
+def test_as_a_super_user_the_brokers_and_the_internal_topics_are_judged(kafka_a: KafkaBroker, kafka_b: KafkaBroker,
+                                                                        tmp_path: Path) -> None:
+    """The PLAINTEXT listener's principal is a super user: every right passes as such, the broker configs are
+    readable (transactions judged), and the internal topics' replication factor and cleanup policy are read
+    from the cluster: a factor above the brokers for a topic still to create, and an existing Connect topic
+    that is not compacted, each refuse the flow."""
+    a, b = aliases("A", "B")
+    topic = create_topic(kafka_a.bootstrap_servers, unique("pre"), 1)
+    props = write_mm2(tmp_path / "mm2.properties", {a: kafka_a, b: kafka_b},
+                      f"{a}->{b}.enabled = true\ntopics = {topic}\n{b}->{a}.emit.heartbeats.enabled = false\n")
+    code, report, stderr = check(without_tansu_acl_line(props))
+    assert code == 0, "\n".join([stderr, *lines(report, "error", "warning")])
+    passed = [f["message"] for f in of(report, "ok")]
+    assert any(m.startswith(f"reached {b} ") and "as User:ANONYMOUS" in m and m.endswith("a super user")
+               for m in passed), passed
+    assert f"{b} can run transactions (transaction.state.log.replication.factor=1, 1 broker(s))" in passed
+    # a Connect configs topic that exists without compaction, and a factor of 3 for the offsets topic
+    client = admin(kafka_b.bootstrap_servers)
+    client.create_topics([NewTopic(f"mm2-configs.{a}.internal", 1, 1, config={"cleanup.policy": "delete"})])[
+        f"mm2-configs.{a}.internal"].result(30)
+    text = props.read_text(encoding="utf-8").replace("offset.storage.replication.factor = 1",
+                                                     "offset.storage.replication.factor = 3")
+    props.write_text(text, encoding="utf-8")
+    code, report, stderr = check(props)
+    errors = {f["check"]: f for f in of(report, "error")}
+    assert code == 2 and set(errors) == {"cleanup-policy", "replication-factor"}, "\n".join(lines(report, "error"))
+    assert errors["cleanup-policy"]["message"].startswith(
+        f"mm2-configs.{a}.internal (the Connect configs topic) has cleanup.policy=delete, not compact")
+    assert "--add-config cleanup.policy=compact" in errors["cleanup-policy"]["fix"]
+    assert errors["replication-factor"]["message"] == (
+        f"mm2-offsets.{a}.internal (the Connect offsets topic) does not exist and would be created with replication "
+        f"factor 3 (offset.storage.replication.factor), but {b} has 1 broker(s)")
+    assert errors["replication-factor"]["fix"].startswith("set offset.storage.replication.factor = 1")
