@@ -42,6 +42,7 @@ _EVERY_ACL = AclBindingFilter(ResourceType.ANY, _ANY, ResourcePatternType.ANY, _
 _TRANSIENT = frozenset({KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
                         KafkaError.NOT_COORDINATOR, KafkaError.LEADER_NOT_AVAILABLE})
 _RETRY_BACKOFF_S = 0.2
+_UNSUPPORTED = (KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION)
 _UNREACHABLE = (KafkaError._TRANSPORT, KafkaError._RESOLVE, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT)
 
 
@@ -101,6 +102,8 @@ class ClusterSession:
                                              "error_cb": self._errors.append})
         self._described: Future[Any] | None = None
         self.reached = False
+        #: the brokers answered DescribeCluster with "unsupported": older than Kafka 2.8
+        self.describe_cluster_unsupported = False
         self.cluster_id = ""
         self.brokers: list[int] = []
         self.controller: int | None = None
@@ -128,7 +131,11 @@ class ClusterSession:
         assert self._described is not None
         try:
             description = self._described.result(timeout=self.timeout_s + 2)
-        except (KafkaException, TimeoutError) as exc:
+        except KafkaException as exc:
+            if exc.args and exc.args[0].code() in _UNSUPPORTED:
+                return self._from_metadata(exc)
+            return self._why_unreached(exc)
+        except TimeoutError as exc:
             return self._why_unreached(exc)
         self.reached = True
         self.cluster_id = str(description.cluster_id or "")
@@ -136,6 +143,20 @@ class ClusterSession:
         self.controller = description.controller.id if description.controller is not None else None
         ops = description.authorized_operations
         self.cluster_operations = frozenset(ops) if ops else None
+        return None
+
+    def _from_metadata(self, exc: KafkaException) -> str | None:
+        """A broker without DescribeCluster (before Kafka 2.8, KIP-700) answered: learn its brokers from the
+        metadata instead; its rights are then read per resource."""
+        try:
+            metadata = self.admin.list_topics(timeout=self.timeout_s)
+        except KafkaException as again:
+            return self._why_unreached(again)
+        self.reached = True
+        self.describe_cluster_unsupported = True
+        self.cluster_id = str(metadata.cluster_id or "")
+        self.brokers = sorted(metadata.brokers)
+        self.controller = metadata.controller_id if metadata.controller_id >= 0 else None
         return None
 
     def _why_unreached(self, exc: BaseException) -> str:

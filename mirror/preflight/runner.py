@@ -21,7 +21,7 @@ from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
 from mirror.filters import load_group_filter
 from mirror.preflight.broker_checks import check_broker_configs, check_consumer_protocol_groups, check_exactly_once
 from mirror.preflight.cluster_session import ClusterSession
-from mirror.preflight.findings import CONNECTIVITY, Report, Severity
+from mirror.preflight.findings import BROKER, CONNECTIVITY, Report, Severity
 from mirror.preflight.needs import FlowNeeds, flow_needs
 from mirror.preflight.rights import check_grants
 from mirror.preflight.topic_checks import (
@@ -78,6 +78,11 @@ def _reach(report: Report, config: MirrorMakerConfig, session: ClusterSession, s
     report.add(Severity.OK, CONNECTIVITY, alias, None,
                f"reached {alias} in {seconds:.1f} s as {who}: cluster {session.cluster_id}, "
                f"{len(session.brokers)} broker(s); {rights}")
+    if session.describe_cluster_unsupported:
+        report.add(Severity.WARNING, BROKER, alias, None,
+                   f"the brokers of {alias} do not offer DescribeCluster (KIP-700): they are older than Kafka 2.8, "
+                   f"which this tool is not tested against; the flows may fail on requests the brokers lack",
+                   f"upgrade the brokers of {alias}")
     check_broker_configs(report, session)
 
 
