@@ -12,14 +12,17 @@ tests fetch from serves no connect-mirror 4.4.0), run from tests/support/java_mm
   topics with the same mm2.properties: every record arrives, at most 2,500 twice (no partition more than
   1,250 of them across the stop), and the consumer group's checkpoints go on, never past a record the group
   has not read (in B's offsets, which run ahead of A's where records arrived twice). B is reached over
-  SASL_PLAINTEXT, so the connector configs hold a password; with ``configs.topic.compatibility = java`` ours
-  stores it as Java does, and Java's leader finds our stored configs equal to its own (it writes none).
+  SASL_PLAINTEXT with the password from a file (Kafka's FileConfigProvider): ours stores the connector configs
+  as Java does, the password as its ``${file:...}`` reference; Java's leader writes them again unchanged (it
+  compares with the stored configs resolved, as it does after a Java leader) and finds our task configs equal
+  to its own (it writes none).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -203,9 +206,36 @@ def _commit_read_position(load: LoadGenerator, bootstrap: str, topic: str, group
     return position
 
 
-def _connector_records(bootstrap: str, alias: str) -> list[tuple[int, str]]:
+def _rewrites(bootstrap: str, alias: str, prefix: bytes) -> list[tuple[str, list[str]]]:
+    """Each rewrite of a config record under ``prefix``: its key, and the properties whose values it changed."""
+    last: dict[bytes, dict[str, str]] = {}
+    rewrites = []
+    for record in consume_all(bootstrap, f"mm2-configs.{alias}.internal", 10):
+        key = record.key or b""
+        if key.startswith(prefix) and record.value:
+            properties = json.loads(record.value).get("properties", {})
+            if key in last:
+                before = last[key]
+                rewrites.append((key.decode(), sorted(k for k in set(before) | set(properties)
+                                                      if before.get(k) != properties.get(k))))
+            last[key] = properties
+    return rewrites
+
+
+def _connector_records(bootstrap: str, alias: str, prefix: bytes = b"connector-") -> list[tuple[int, str]]:
     return [(r.offset, (r.key or b"").decode()) for r in consume_all(bootstrap, f"mm2-configs.{alias}.internal", 10)
-            if (r.key or b"").startswith(b"connector-")]
+            if (r.key or b"").startswith(prefix)]
+
+
+def _password_from_a_file(client: dict[str, str], directory: Path) -> dict[str, str]:
+    """``client`` with its SASL password read from a file by Kafka's FileConfigProvider (Java's too): both kinds
+    store the reference in the configs topic and resolve it themselves, and ours refuses a literal one."""
+    match = re.search(r'password="([^"]*)"', client["sasl.jaas.config"])
+    assert match is not None
+    secrets = directory / "secrets.properties"
+    secrets.write_text(f"sasl.password = {match.group(1)}\n", encoding="utf-8")
+    reference = "${file:" + str(secrets) + ":sasl.password}"
+    return {**client, "sasl.jaas.config": client["sasl.jaas.config"].replace(match.group(0), f'password="{reference}"')}
 
 
 @pytest.mark.slow
@@ -220,9 +250,10 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
     remote, group = f"{a}.{topic}", unique("takeover-group")
     properties = tmp_path / "mm2.properties"
     properties.write_text(mm2_properties(
-        {a: _client(kafka_a), b: kafka_b.client("SASL_PLAINTEXT", "PLAIN")},
+        {a: _client(kafka_a), b: _password_from_a_file(kafka_b.client("SASL_PLAINTEXT", "PLAIN"), tmp_path)},
         [f"{a}->{b}.enabled = true", f"topics = {topic}", f"groups = {group}", "emit.heartbeats.enabled = false",
-         f"{b}.offset.flush.interval.ms = {FLUSH_INTERVAL_MS}", "configs.topic.compatibility = java",
+         f"{b}.offset.flush.interval.ms = {FLUSH_INTERVAL_MS}", "config.providers = file",
+         "config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider",
          f"{b}.plugin.discovery = service_load"]),  # Java: its herder's worker config (see mm2_properties)
         encoding="utf-8")
     figures: dict[str, float] = {}
@@ -244,6 +275,7 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
     wait_until(lambda: len(_checkpoints(target, a, group)) == PARTITIONS, 120, f"{first}: checkpoints of the group")
     before = _checkpoints(target, a, group)
     configs_1 = _connector_records(target, a)
+    tasks_1 = _connector_records(target, a, b"task-")
     time.sleep(max(0.0, RUN_S - (time.monotonic() - began)))  # deliberate: replicate under load
     # stopped in its steady state, not while it copies a start-up backlog (on a loaded machine, tens of
     # seconds of load): what a stop may copy twice is then what followed the last offset flush
@@ -275,6 +307,7 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
     wait_until(lambda: checker.has_all(load.acked), 180, "every acknowledged record on B", interval_s=0.5)
     checker.stop()
     configs_2 = _connector_records(target, a)
+    tasks_2 = _connector_records(target, a, b"task-")
 
     assert not load.errors, load.errors[:3]
     arrivals = checker.snapshot()  # the checker has stopped: every later read would be this one
@@ -300,9 +333,12 @@ def test_takeover(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, fi
         f"{(committed_1, bound_1, before, committed_2, bound_2, after)}\n{report.table()}\n{evidence()}"
     if isinstance(node, JavaMirrorMaker):
         # Java started the connectors and task configs we stored (a reference where the password should be
-        # fails the connectors' start), and found our stored connector configs (SASL password included)
-        # equal to its own: it rewrote none. (It rewrites the source task configs, which carry our backfill
-        # marker topic, and restarts that task once; on a loaded machine its graceful stop may time out.)
+        # fails the connectors' start). Its newly elected leader compares its file's connector configs with the
+        # stored ones resolved through the config providers, so with the password from a file it writes every
+        # connector config again, whoever stored it: unchanged, each rewrite equal to ours. The task configs it
+        # found equal to its own: it rewrote none.
         start_failures = [e for e in node.errors() if "Failed to start" in e or "Error while starting" in e]
         assert not start_failures, "\n".join(start_failures[:5])
-        assert configs_2 == configs_1, configs_2
+        rewrites = _rewrites(target, a, b"connector-")
+        assert len(configs_2) > len(configs_1) and all(not changed for _, changed in rewrites), rewrites
+        assert tasks_2 == tasks_1, _rewrites(target, a, b"task-")
