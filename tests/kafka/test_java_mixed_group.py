@@ -506,9 +506,12 @@ def test_a_java_fleet_is_replaced_node_by_node_and_one_step_rolled_back(
     for number, (which, kind) in enumerate(steps, 1):
         _step(number, fleet, which, kind, "term", running, reader, timeline)
         if number == 1:
-            # one group: the flow's connectors and tasks run on both kinds at once
+            # one group: the flow's connectors and tasks run on both kinds at once; and our node's other herder,
+            # the heartbeat-only B->A, is in the Java nodes' group B-mm2 on A
             wait_until(lambda: _running_kinds(fleet) == {"java", "ours"}, 60, "step 1: work running on both kinds",
                        interval_s=1)
+            ours = next(n for n in fleet.nodes if isinstance(n, MirrorMakerProcess))
+            assert all(f"Joined group {group}:" in ours.log_text() for group in (f"{fleet.a}-mm2", f"{fleet.b}-mm2"))
         time.sleep(3)  # deliberate: replicate under load between steps
 
     ours = next(n for n in fleet.nodes if isinstance(n, MirrorMakerProcess))
@@ -516,6 +519,9 @@ def test_a_java_fleet_is_replaced_node_by_node_and_one_step_rolled_back(
     load.stop()
     wait_until(lambda: reader.has_all(load.acked), 180, "every acknowledged record on B", interval_s=0.5)
     reader.stop()
+    for node in fleet.nodes:  # every node of ours still running exits within EXIT_LIMIT_S of SIGTERM too
+        if isinstance(node, MirrorMakerProcess):
+            _stop(node, "term", timeline)
     arrivals = reader.snapshot()
     duplicates = _duplicates_by_step(arrivals, timeline.step_starts_ms)
     gaps = _longest_gaps_s(arrivals, timeline.began_ms)
