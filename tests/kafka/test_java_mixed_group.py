@@ -572,6 +572,9 @@ def test_exactly_once_fleet_with_the_leader_killed(kafka_a: KafkaBroker, kafka_b
     wait_until(lambda: reader.has_all(load.acked), 180, "every acknowledged record on B (read_committed)",
                interval_s=0.5)
     reader.stop()
+    for node in fleet.nodes:  # every node of ours still running exits within EXIT_LIMIT_S of SIGTERM
+        if isinstance(node, MirrorMakerProcess):
+            _stop(node, "term", timeline)
     arrivals = reader.snapshot()
     duplicates = _duplicates_by_step(arrivals, timeline.step_starts_ms)
     print("\n" + _summary(fleet, timeline, arrivals))
