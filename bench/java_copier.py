@@ -67,9 +67,9 @@ def version() -> str:
 
 
 def require_kafka(what: str) -> None:
-    """Java MM2 runs only against Apache Kafka brokers: a clear error otherwise."""
+    """Java MM2 and Kafka's perf tools run only against Apache Kafka brokers: a clear error otherwise."""
     if kafka_brokers.current() != "kafka":
-        raise SystemExit(f"{what}: Java MirrorMaker 2 runs only with --broker kafka")
+        raise SystemExit(f"{what}: Java MirrorMaker 2 and Kafka's perf tools run only with --broker kafka")
 
 
 def java_client_settings(producer: Mapping[str, str], consumer: Mapping[str, str],

@@ -67,10 +67,14 @@ def is_marked(load: float) -> bool:
 def at_start(root: Path = ROOT) -> tuple[Recording, tuple[float, float, float]]:
     """The rule's facts now: the load averages and the code's commit."""
     loads = os.getloadavg()
-    commit = _git(root, "rev-parse", "--short", "HEAD") or "unknown"
-    status = _git(root, "status", "--porcelain", "--", *CODE_PATHS) or ""
-    dirty = tuple(sorted({line[3:].strip() for line in status.splitlines() if line.strip()}))
-    return Recording(loads[0], is_marked(loads[0]), commit, dirty), loads
+    commit = (_git(root, "rev-parse", "--short", "HEAD") or "unknown").strip()
+    return Recording(loads[0], is_marked(loads[0]), commit,
+                     dirty_paths(_git(root, "status", "--porcelain", "--", *CODE_PATHS) or "")), loads
+
+
+def dirty_paths(porcelain: str) -> tuple[str, ...]:
+    """The paths of ``git status --porcelain`` output (``XY path``, or ``XY old -> new``)."""
+    return tuple(sorted({line[3:].split(" -> ")[-1] for line in porcelain.splitlines() if len(line) > 3}))
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -78,7 +82,7 @@ def _git(root: Path, *args: str) -> str | None:
         done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30, check=False)
     except OSError:
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    return done.stdout if done.returncode == 0 else None
 
 
 _ROW = re.compile(r"^\|\s*([^|]+?)\s*\|\s*(.*?)\s*\|\s*$")

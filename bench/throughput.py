@@ -55,6 +55,8 @@ from pathlib import Path
 from subprocess import DEVNULL, STDOUT, Popen, TimeoutExpired
 from typing import Any
 
+from confluent_kafka import KafkaError
+
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -582,16 +584,34 @@ def run_order(modes: list[str], index: int) -> list[str]:
     return modes[shift:] + modes[:shift]
 
 
-def commit_groups(source: str, topic: str, offset: int) -> None:
-    """Consumer groups with committed offsets on the source, for the checkpoint connector to translate."""
-    from confluent_kafka import Consumer, TopicPartition
+#: What a broker answers a commit while its group coordinator starts (first use of ``__consumer_offsets``).
+COORDINATOR_STARTING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                        KafkaError.COORDINATOR_NOT_AVAILABLE)
 
+
+def commit_groups(source: str, topic: str, offset: int, timeout_s: float = 60.0) -> None:
+    """Consumer groups with committed offsets on the source, for the checkpoint connector to translate.
+
+    A fresh Kafka broker answers NOT_COORDINATOR while it creates ``__consumer_offsets`` for the first
+    commit: retriable errors are tried again until ``timeout_s``."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    deadline = time.monotonic() + timeout_s
     for index in range(SOURCE_GROUPS):
         consumer = Consumer({"bootstrap.servers": source, "group.id": f"bench-group-{index}",
                              "enable.auto.commit": False})
         try:
-            consumer.commit(offsets=[TopicPartition(topic, p, offset) for p in range(PARTITIONS)],
-                            asynchronous=False)
+            while True:
+                try:
+                    consumer.commit(offsets=[TopicPartition(topic, p, offset) for p in range(PARTITIONS)],
+                                    asynchronous=False)
+                    break
+                except KafkaException as exc:
+                    error = exc.args[0]
+                    if (error.code() not in COORDINATOR_STARTING and not error.retriable()) \
+                            or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
         finally:
             consumer.close()
 

@@ -111,6 +111,8 @@ def test_each_kind_of_figure_is_recognised(line: str) -> None:
     "`offset.flush.interval.ms` (60 s) sets how often",        # a config value beside its key
     "the session times out (`session.timeout.ms`, 10 s by default)",
     "retries for 5 minutes by default",
+    "what the 100 ms `fetch.wait.max.ms` of those reads costs",  # ... or with the key right after it
+    "MB/s count 10^6 bytes per MB",
     "Kafka 4.4.0, Python 3.11, librdkafka 2.16.0",             # versions
     "the broker listens on localhost:9092 and port 8083",      # ports
     "KIP-1031 and KAFKA-13988 say so",                         # KIP and issue numbers

@@ -29,6 +29,12 @@ def test_the_commit_names_the_uncommitted_code_and_an_old_run_without_a_load_doe
     assert old == recording.Recording(None, None, "442e067") and not recording.counts(old)
 
 
+def test_the_uncommitted_paths_are_read_from_git_status() -> None:
+    porcelain = " M bench/throughput.py\nM  mirror/a.py\n?? mirror/preflight/\nR  old.py -> setup.py\n"
+    assert recording.dirty_paths(porcelain) == ("bench/throughput.py", "mirror/a.py", "mirror/preflight/",
+                                                "setup.py")
+
+
 def test_the_machine_table_of_an_older_run_gives_its_load() -> None:
     lines = ["on `6ba7aff`", "| machine | |", "|---|---|", "| load average at start | 18.47 18.58 9.53 |"]
     assert recording.read(lines) == recording.Recording(18.47, True, "6ba7aff")
