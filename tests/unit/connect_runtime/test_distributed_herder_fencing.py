@@ -251,7 +251,8 @@ def test_restarts_of_work_owned_elsewhere_name_the_owner() -> None:
             c.herder.pause_connector("demo")
         # a Java MirrorMaker node's worker id: its REST server has no restart endpoint to forward to
         c.status_store.put(Status("demo", State.RUNNING, "10.0.0.9:8085/A->B", 2, task=1))
-        wait_until(lambda: (s := c.status_store.get_task("demo", 1)) is not None and s.generation == 2, 10, "the status")
+        wait_until(lambda: (s := c.status_store.get_task("demo", 1)) is not None and s.generation == 2, 10,
+                   "the status")
         with pytest.raises(ConflictError, match=r"task 1 of connector demo here: it runs on worker "
                                                 r"10\.0\.0\.9:8085/A->B, a Java MirrorMaker node.*includeTasks=true"):
             c.herder.restart_task(ConnectorTaskId("demo", 1))
