@@ -47,6 +47,7 @@ from connect_runtime.logging_setup import configure_logging, log_level
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.security import RestSecurity
 from connect_runtime.rest.server import RestServer
+from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.distributed.assembly import (
     MembershipFactory,
     build_herder,
@@ -55,7 +56,6 @@ from connect_runtime.runtime.distributed.assembly import (
 )
 from connect_runtime.runtime.distributed.distributed_herder import DistributedHerder
 from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
-from connect_runtime.runtime.worker import worker_config as wc
 from connect_runtime.runtime.worker.plugins import Plugins
 from connect_runtime.runtime.worker.process_metrics import register_process_metrics
 

@@ -20,7 +20,7 @@ from connect_runtime.api.rest_config import REST_SECURITY_CONFIG_DEF
 from connect_runtime.clients import factory
 from connect_runtime.clients import librdkafka_properties as rdkafka
 from connect_runtime.clients.factory import ClientKind
-from connect_runtime.runtime.worker.worker_config import DISTRIBUTED_CONFIG_DEF
+from connect_runtime.runtime.worker_config import DISTRIBUTED_CONFIG_DEF
 from mirror.config import kafka_keys
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES
 from mirror.config.driver_keys import CONFIG_DEF

@@ -27,8 +27,8 @@ from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.metrics import LabelledRegistries
 from connect_runtime.rest.app import create_app, namespace_path
 from connect_runtime.rest.server import RestServer
+from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.distributed.assembly import build_herder, kafka_membership
-from connect_runtime.runtime.worker import worker_config as wc
 from connect_runtime.runtime.worker.plugins import Plugins
 from connect_runtime.runtime.worker.process_metrics import register_process_metrics
 from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget

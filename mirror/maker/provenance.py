@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from connect_runtime.api.secrets import is_sensitive_key
-from connect_runtime.runtime.worker import worker_config as wc
+from connect_runtime.runtime import worker_config as wc
 from mirror.config import checkpoint, heartbeat, source
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES
 from mirror.config.driver_keys import CONFIG_DEF, ENABLE_INTERNAL_REST

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.worker import connector_validation
-from connect_runtime.runtime.worker import worker_config as wc
 from connect_runtime.runtime.worker.plugins import Plugins
 from mirror.config.checkpoint import EMIT_CHECKPOINTS_ENABLED
 from mirror.config.mirror_maker import (

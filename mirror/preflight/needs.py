@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from confluent_kafka.admin._acl import AclOperation
 from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 
-from connect_runtime.runtime.worker import worker_config as wc
+from connect_runtime.runtime import worker_config as wc
 from mirror.backfill_markers.markers import marker_topic
 from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config

@@ -36,6 +36,7 @@ from typing import Any
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.metrics import RebalanceMetrics
+from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.coordination import group_messages as messages
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
 from connect_runtime.runtime.coordination.group_wire import WIRE
@@ -50,7 +51,6 @@ from connect_runtime.runtime.coordination.leader_rounds import LeaderRounds
 from connect_runtime.runtime.coordination.membership import Assignment
 from connect_runtime.runtime.coordination.rebalance_timing import RebalanceTimer
 from connect_runtime.runtime.coordination.session_lease import MustStopFirst, SessionLease
-from connect_runtime.runtime.worker import worker_config as wc
 from connect_runtime.storage.config_store import ClusterConfigState
 
 logger = logging.getLogger(__name__)

@@ -20,13 +20,13 @@ from connect_runtime.api.config_provider import ConfigProvider, resolve
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.metrics import ConnectMetrics, RebalanceMetrics
 from connect_runtime.model import ConnectorTaskId
+from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.coordination.membership import GroupMembership
 from connect_runtime.runtime.coordination.released_work import released_work
 from connect_runtime.runtime.distributed.distributed_herder import DistributedHerder
 from connect_runtime.runtime.leader.stalled_handoffs import StalledHandoffs
 from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.task.topic_tracking import ActiveTopicRecorder, TopicTracking
-from connect_runtime.runtime.worker import worker_config as wc
 from connect_runtime.runtime.worker.plugins import Plugins
 from connect_runtime.runtime.worker.status_writer import StatusWriter
 from connect_runtime.runtime.worker.worker import Worker

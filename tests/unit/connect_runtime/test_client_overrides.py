@@ -22,7 +22,7 @@ from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker import connector_validation
 from connect_runtime.runtime.worker.plugins import Plugins
 from connect_runtime.runtime.worker.worker import Worker
-from connect_runtime.runtime.worker.worker_config import DistributedWorkerConfig
+from connect_runtime.runtime.worker_config import DistributedWorkerConfig
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.sequence_source import SequenceSourceConnector
 from tests.support.fakes import FakeProducer

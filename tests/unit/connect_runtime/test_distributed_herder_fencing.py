@@ -279,8 +279,8 @@ def test_wakeup_relay_reaches_the_herder_set_after_the_membership() -> None:
 def test_build_herder_hands_the_membership_a_notify_that_wakes_the_herder() -> None:
     from prometheus_client import CollectorRegistry
 
+    from connect_runtime.runtime import worker_config as wc
     from connect_runtime.runtime.distributed.assembly import build_herder
-    from connect_runtime.runtime.worker import worker_config as wc
 
     config = wc.DistributedWorkerConfig({
         "bootstrap.servers": "localhost:1", "group.id": "g1", "config.storage.topic": "c",

@@ -16,7 +16,7 @@ from connect_runtime.runtime.coordination import java_connect_protocol as java
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks
 from connect_runtime.runtime.coordination.group_wire import NO_REST_URL, WIRE
 from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership, _Completed
-from connect_runtime.runtime.worker.worker_config import DistributedWorkerConfig
+from connect_runtime.runtime.worker_config import DistributedWorkerConfig
 from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 WORK = {"MirrorSourceConnector": 3, "MirrorCheckpointConnector": 1}

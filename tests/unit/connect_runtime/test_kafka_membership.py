@@ -17,7 +17,7 @@ from connect_runtime.runtime.coordination.group_wire import WIRE
 from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
 from connect_runtime.runtime.coordination.kafka_python_adapter import kafka_python_config
 from connect_runtime.runtime.coordination.session_lease import MustStopFirst
-from connect_runtime.runtime.worker.worker_config import DistributedWorkerConfig
+from connect_runtime.runtime.worker_config import DistributedWorkerConfig
 from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 WORK = {"a": 3, "b": 1}

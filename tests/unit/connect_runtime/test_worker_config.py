@@ -8,7 +8,7 @@ import pytest
 
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.cli.connect_distributed import main
-from connect_runtime.runtime.worker import worker_config as wc
+from connect_runtime.runtime import worker_config as wc
 
 BASE = {"group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o",
         "status.storage.topic": "s"}

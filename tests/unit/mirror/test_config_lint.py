@@ -256,7 +256,7 @@ def _levels(setting: str) -> list[str]:
 def test_a_worker_key_has_no_finding_exactly_when_the_herder_gets_it(tmp_path: Path, key: str) -> None:
     """The herder's worker config (what DistributedWorkerConfig parses) holds the value iff lint is quiet
     (``A.`` keys: the heartbeat-only B->A herder, whose target is A)."""
-    from connect_runtime.runtime.worker.worker_config import DistributedWorkerConfig
+    from connect_runtime.runtime.worker_config import DistributedWorkerConfig
 
     setting = key.split(".", 1)[1] if key.startswith(("A.", "B.", "A->B.")) else key
     value = VALUES.get(setting, "4242")

@@ -28,7 +28,7 @@ import pytest
 from connect_runtime.api.config import ConfigDef
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.clients.admin import TopicAdmin
-from connect_runtime.runtime.worker.worker_config import DISTRIBUTED_CONFIG_DEF
+from connect_runtime.runtime.worker_config import DISTRIBUTED_CONFIG_DEF
 from mirror.config import checkpoint, driver_keys, heartbeat, mirror_maker, source
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.forwarding_admin import forwarding_admin_class
@@ -58,8 +58,8 @@ REST = Owned("REST safety helper of issue 16 (item 4): internal endpoints, CORS,
 
 WORKER: dict[str, Works | Refused | Owned | str] = {
     "group.id": Works("connect_runtime/runtime/distributed/assembly.py", "config.group_id"),
-    "bootstrap.servers": Works("connect_runtime/runtime/worker/worker_config.py", "props[BOOTSTRAP_SERVERS]"),
-    "client.id": Works("connect_runtime/runtime/worker/worker_config.py", "self.client_id_prefix"),
+    "bootstrap.servers": Works("connect_runtime/runtime/worker_config.py", "props[BOOTSTRAP_SERVERS]"),
+    "client.id": Works("connect_runtime/runtime/worker_config.py", "self.client_id_prefix"),
     "config.storage.topic": Works("connect_runtime/runtime/distributed/assembly.py", "wc.CONFIG_TOPIC"),
     "config.storage.replication.factor": Works("connect_runtime/runtime/distributed/assembly.py", "wc.CONFIG_RF"),
     "offset.storage.topic": Works("connect_runtime/runtime/distributed/assembly.py", "wc.OFFSET_TOPIC"),
@@ -71,9 +71,9 @@ WORKER: dict[str, Works | Refused | Owned | str] = {
     "offset.flush.interval.ms": Works("connect_runtime/runtime/distributed/assembly.py", "wc.OFFSET_FLUSH_INTERVAL_MS"),
     "offset.flush.timeout.ms": Works("connect_runtime/runtime/distributed/assembly.py", "wc.OFFSET_FLUSH_TIMEOUT_MS"),
     "listeners": Works("connect_runtime/cli/connect_distributed.py", "config.listeners"),
-    "rest.advertised.host.name": Works("connect_runtime/runtime/worker/worker_config.py", "config[ADVERTISED_HOST]"),
-    "rest.advertised.port": Works("connect_runtime/runtime/worker/worker_config.py", "config[ADVERTISED_PORT]"),
-    "rest.advertised.listener": Works("connect_runtime/runtime/worker/worker_config.py", "config[ADVERTISED_LISTENER]"),
+    "rest.advertised.host.name": Works("connect_runtime/runtime/worker_config.py", "config[ADVERTISED_HOST]"),
+    "rest.advertised.port": Works("connect_runtime/runtime/worker_config.py", "config[ADVERTISED_PORT]"),
+    "rest.advertised.listener": Works("connect_runtime/runtime/worker_config.py", "config[ADVERTISED_LISTENER]"),
     "rest.request.timeout.ms": Works("connect_runtime/runtime/distributed/assembly.py", "wc.REST_REQUEST_TIMEOUT_MS"),
     "scheduled.rebalance.max.delay.ms": Works("connect_runtime/runtime/coordination/kafka_membership.py",
                                               "wc.SCHEDULED_REBALANCE_MAX_DELAY_MS"),
@@ -87,7 +87,7 @@ WORKER: dict[str, Works | Refused | Owned | str] = {
     "worker.sync.timeout.ms": Works("connect_runtime/runtime/coordination/kafka_membership.py",
                                     "wc.WORKER_SYNC_TIMEOUT_MS"),
     # one value, Java's default 'sessioned', which every member speaks; 'compatible' and 'default' refused by name
-    "connect.protocol": Works("connect_runtime/runtime/worker/worker_config.py", "check_group_protocol, _GROUP"),
+    "connect.protocol": Works("connect_runtime/runtime/worker_config.py", "check_group_protocol, _GROUP"),
     "exactly.once.source.support": Works("connect_runtime/runtime/distributed/assembly.py",
                                          "config.exactly_once_source_enabled"),
     "config.providers": Works("connect_runtime/api/config_provider.py", '"config.providers"'),
@@ -99,7 +99,7 @@ WORKER: dict[str, Works | Refused | Owned | str] = {
                                         "wc.TOPIC_TRACKING_ALLOW_RESET"),
     "connector.client.config.override.policy": Works("connect_runtime/runtime/distributed/assembly.py",
                                                      "config.override_policy"),
-    "connector.client.config.override.allowlist": Works("connect_runtime/runtime/worker/worker_config.py",
+    "connector.client.config.override.allowlist": Works("connect_runtime/runtime/worker_config.py",
                                                         "self.values[CONNECTOR_CLIENT_ALLOWLIST]"),
     "plugin.allowlist": Works("connect_runtime/api/plugin_allowlist.py", "props.get(PLUGIN_ALLOWLIST"),
 }
