@@ -43,6 +43,7 @@ from connect_runtime.api.errors import ConfigError, ConnectError
 from connect_runtime.api.properties import PropertiesFile, load_properties
 from connect_runtime.api.secrets import SECRETS_KEYS, apply_secret_keys
 from connect_runtime.cli.process import ExitCode, parse_args, print_error, run_until_stopped
+from connect_runtime.cli.process_metrics import register_process_metrics
 from connect_runtime.logging_setup import configure_logging, log_level
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.security import RestSecurity
@@ -57,7 +58,6 @@ from connect_runtime.runtime.distributed.assembly import (
 from connect_runtime.runtime.distributed.distributed_herder import DistributedHerder
 from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.runtime.worker.plugins import Plugins
-from connect_runtime.runtime.worker.process_metrics import register_process_metrics
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from typing import Protocol
 
 from connect_runtime.api.errors import one_line
 from connect_runtime.api.secrets import scrub
-from connect_runtime.runtime.worker.malloc_trim import start_process_trimmer
+from connect_runtime.cli.malloc_trim import start_process_trimmer
 
 logger = logging.getLogger(__name__)
 

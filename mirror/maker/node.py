@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.api import plugin_allowlist
 from connect_runtime.api.errors import ConnectError
+from connect_runtime.cli.process_metrics import register_process_metrics
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.metrics import LabelledRegistries
 from connect_runtime.rest.app import create_app, namespace_path
@@ -30,7 +31,6 @@ from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.distributed.assembly import build_herder, kafka_membership
 from connect_runtime.runtime.worker.plugins import Plugins
-from connect_runtime.runtime.worker.process_metrics import register_process_metrics
 from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
 from mirror.health.collector import start_health_monitor
 from mirror.health.ui_routes import ui_routes

@@ -1,4 +1,4 @@
-"""The process trimmer gives freed heap memory back to the OS (connect_runtime.runtime.worker.malloc_trim).
+"""The process trimmer gives freed heap memory back to the OS (connect_runtime.cli.malloc_trim).
 
 The decision logic runs against a recording fake allocator; one test runs the real glibc path and
 checks RSS itself: memory freed in a thread's arena, pinned by one live block, stays resident until
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from connect_runtime.runtime.worker import malloc_trim
-from connect_runtime.runtime.worker.malloc_trim import (
+from connect_runtime.cli import malloc_trim
+from connect_runtime.cli.malloc_trim import (
     DEFAULT_ARENA_MAX,
     M_ARENA_MAX,
     GlibcAllocator,
@@ -140,7 +140,7 @@ def test_process_trimmer_is_one_per_process_and_reads_the_interval(monkeypatch: 
 _ARENA_SCENARIO = """
 import ctypes, json, threading
 from pathlib import Path
-from connect_runtime.runtime.worker.malloc_trim import GlibcAllocator, MallocTrimmer
+from connect_runtime.cli.malloc_trim import GlibcAllocator, MallocTrimmer
 
 MIB = 1024 * 1024
 
@@ -248,7 +248,7 @@ def test_glibc_accepts_the_settings() -> None:
     if GlibcAllocator.load() is None:
         pytest.skip("not glibc")
     # in a child process: the settings would change how this test process allocates
-    code = ("from connect_runtime.runtime.worker.malloc_trim import GlibcAllocator, tune_allocator; "
+    code = ("from connect_runtime.cli.malloc_trim import GlibcAllocator, tune_allocator; "
             "print(sorted(tune_allocator(GlibcAllocator.load(), {})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "['arena_max']"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
+from connect_runtime.cli.process_metrics import os_threads, register_process_metrics
 from connect_runtime.clients.factory import new_consumer, new_producer
-from connect_runtime.runtime.worker.process_metrics import os_threads, register_process_metrics
 
 NOWHERE = {"bootstrap.servers": "127.0.0.1:9", "log_level": "0"}
 
