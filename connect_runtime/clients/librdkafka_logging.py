@@ -45,7 +45,7 @@ PURGED_IN_FLIGHT_MEANS = (" (the producer was closed with records in flight: the
 class RepeatGate:
     """Lets the first line of each kind through, then holds back its repeats for ``interval_s``.
 
-    Shared by librdkafka's lines (below) and kafka-python's (:mod:`connect_runtime.clients.kafka_python_logging`).
+    Shared by librdkafka's lines (below) and kafka-python's (:mod:`connect_runtime.clients.group_client`).
     """
 
     def __init__(self, interval_s: float = DEFAULT_INTERVAL_S, clock: Callable[[], float] = time.monotonic) -> None:

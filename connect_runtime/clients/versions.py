@@ -53,8 +53,8 @@ class UnsupportedClientLibrary(ImportError):
 #: confluent-kafka: the upper bound is the newest minor release whose C ``Handle`` struct the span producer
 #: was checked against (connect_runtime/clients/bulk_produce.py, HANDLE_LAYOUT_CHECKED).
 CONFLUENT_KAFKA = SupportedRange("confluent-kafka", (2, 13), (2, 17))
-#: kafka-python: group membership relies on its coordinator's internals (connect_runtime/runtime/coordination/
-#: kafka_python_adapter.py lists them and checks each), which may change in any minor release.
+#: kafka-python: group membership relies on its coordinator's internals (connect_runtime/clients/group_client.py
+#: lists them and checks each), which may change in any minor release.
 KAFKA_PYTHON = SupportedRange("kafka-python", (3, 0), (3, 1))
 
 

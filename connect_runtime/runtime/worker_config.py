@@ -308,6 +308,14 @@ class DistributedWorkerConfig:
     def admin_config(self, suffix: str = "") -> dict[str, str]:
         return self.client_config("admin", suffix)
 
+    def group_client_config(self, suffix: str = "") -> dict[str, Any]:
+        """The group membership client's config (kafka-python keywords), from the admin client's settings."""
+        # Imported here: kafka-python is loaded by a worker that joins a group, not by every reader of the
+        # worker config (``mirror config show``, the config checks).
+        from connect_runtime.clients.group_client import kafka_python_config
+
+        return kafka_python_config(self.admin_config(suffix))
+
 
 def worker_id(config: DistributedWorkerConfig, bound_port: int) -> str:
     """Connect's worker id: ``<advertised host>:<advertised port>`` (what status records carry).

@@ -22,7 +22,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from connect_runtime.clients.factory import translate
-from connect_runtime.runtime.coordination.kafka_python_adapter import kafka_python_config
+from connect_runtime.clients.group_client import kafka_python_config
 from tests.support.tls import Pki, TlsBroker, java_tls
 
 pytestmark = pytest.mark.integration

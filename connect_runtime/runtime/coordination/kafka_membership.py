@@ -1,15 +1,15 @@
 """Membership of a Connect group through Kafka's own group coordinator (Java's ``WorkerCoordinator``).
 
 :class:`KafkaGroupMembership` implements :class:`~connect_runtime.runtime.coordination.membership.GroupMembership`
-on kafka-python's ``BaseCoordinator``, reached only through :mod:`.kafka_python_adapter` (the one
-module that touches kafka-python): JoinGroup / SyncGroup / Heartbeat / LeaveGroup with protocol type
+on kafka-python's ``BaseCoordinator``, reached only through :mod:`connect_runtime.clients.group_client` (the
+one module that touches kafka-python): JoinGroup / SyncGroup / Heartbeat / LeaveGroup with protocol type
 ``connect`` and Java's ``sessioned`` protocol (:mod:`.group_wire`). The broker picks the leader;
 the leader runs the incremental cooperative assignor (:mod:`connect_runtime.runtime.coordination.assignor`)
 over the config snapshot the herder last handed to :meth:`KafkaGroupMembership.poll`; every member learns
 its share in SyncGroup.
 
 Threads. kafka-python runs one IO thread per client: heartbeats, and the JoinGroup/SyncGroup exchange
-including the adapter's callbacks (``_join_metadata``, ``_leader_assign`` - the leader's assignor -,
+including the group client's callbacks (``_join_metadata``, ``_leader_assign`` - the leader's assignor -,
 ``_joined``, ``_confirm``), run there. The herder's tick thread calls ``join`` / ``poll`` / ``leave``; ``poll`` drives
 rejoins (``ensure_active_group``) and hands finished assignments over. The two sides share a few
 fields under ``_state_lock``; the IO side never blocks on the herder.
@@ -35,18 +35,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from connect_runtime.api.errors import ConnectError
+from connect_runtime.clients.group_client import (
+    CoordinatorCallbacks,
+    CoordinatorSettings,
+    KafkaError,
+    KafkaPythonCoordinator,
+)
 from connect_runtime.metrics import RebalanceMetrics
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.coordination import group_messages as messages
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
 from connect_runtime.runtime.coordination.group_wire import WIRE
-from connect_runtime.runtime.coordination.kafka_python_adapter import (
-    CoordinatorCallbacks,
-    CoordinatorSettings,
-    KafkaError,
-    KafkaPythonCoordinator,
-    kafka_python_config,
-)
 from connect_runtime.runtime.coordination.leader_rounds import LeaderRounds
 from connect_runtime.runtime.coordination.membership import Assignment
 from connect_runtime.runtime.coordination.rebalance_timing import RebalanceTimer
@@ -67,10 +66,10 @@ class KafkaGroupMembership:
     """This worker's membership of Connect group ``group_id`` on a Kafka cluster (see module doc).
 
     ``client_config`` holds kafka-python client keywords (at least ``bootstrap_servers``; see
-    :func:`kafka_python_config`). Nothing connects before :meth:`join`. ``notify`` is called from the
-    client's IO thread whenever :meth:`poll` has work to do (a rebalance began, a JoinGroup/SyncGroup
-    finished, membership was lost); a herder that polls with a zero timeout and idles on its own
-    condition passes a callback that wakes it. It must not block.
+    :meth:`~connect_runtime.runtime.worker_config.DistributedWorkerConfig.group_client_config`). Nothing
+    connects before :meth:`join`. ``notify`` is called from the client's IO thread whenever :meth:`poll` has
+    work to do (a rebalance began, a JoinGroup/SyncGroup finished, membership was lost); a herder that polls
+    with a zero timeout and idles on its own condition passes a callback that wakes it. It must not block.
     """
 
     def __init__(self, group_id: str, advertised_url: str | None, client_config: Mapping[str, Any], *,
@@ -127,8 +126,7 @@ class KafkaGroupMembership:
         """From the worker config: group.id, timeouts, delays, the connection and security settings
         (``admin.``-prefixed overrides included). ``connect.protocol`` has one value, ``sessioned``, which the
         worker config checks (:mod:`.group_wire`)."""
-        client = kafka_python_config(config.admin_config("coordinator"))
-        return cls(config.group_id, advertised_url, client,
+        return cls(config.group_id, advertised_url, config.group_client_config("coordinator"),
                    session_timeout_ms=int(config[wc.SESSION_TIMEOUT_MS]),
                    heartbeat_interval_ms=int(config[wc.HEARTBEAT_INTERVAL_MS]),
                    rebalance_timeout_ms=int(config[wc.REBALANCE_TIMEOUT_MS]),

@@ -5,7 +5,7 @@ with the :class:`Assignment` it gets back. Two implementations fit the seam:
 
 * :class:`~connect_runtime.runtime.coordination.kafka_membership.KafkaGroupMembership`, what
   ``connect-distributed`` and the MM2 driver use: kafka-python's ``BaseCoordinator`` (through
-  :mod:`~connect_runtime.runtime.coordination.kafka_python_adapter`) with protocol type ``connect``.
+  :mod:`~connect_runtime.clients.group_client`) with protocol type ``connect``.
   The leader computes everyone's assignment from the config snapshot during the group's sync phase.
 * :class:`SoleMember`, for unit tests only: this process is the whole cluster, always the leader and
   assigned every connector and task in the config snapshot it is shown (no broker coordination).

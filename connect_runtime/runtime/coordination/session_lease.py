@@ -13,7 +13,8 @@ The events
   heartbeat or SyncGroup it answered as to a member (no error, or REBALANCE_IN_PROGRESS), because the
   broker restarts the session from the request's *arrival*, which is later; for a SyncGroup answered
   REBALANCE_IN_PROGRESS it is the answer's arrival, because the broker held that request and restarted
-  the session when it answered (kafka_python_adapter.py). Confirmations only move the lease forward.
+  the session when it answered (connect_runtime/clients/group_client.py). Confirmations only move the
+  lease forward.
 * ``join_in_flight(at)`` / ``join_in_flight(None)``: a JoinGroup + SyncGroup exchange is in flight
   since ``at`` / ended. Heartbeats pause meanwhile, and the broker does not expire a member whose
   JoinGroup it holds. Every JoinGroup attempt sends this again; kafka-python starts the next attempt

@@ -15,7 +15,6 @@ from connect_runtime.runtime.coordination import group_messages as messages
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks
 from connect_runtime.runtime.coordination.group_wire import WIRE
 from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
-from connect_runtime.runtime.coordination.kafka_python_adapter import kafka_python_config
 from connect_runtime.runtime.coordination.session_lease import MustStopFirst
 from connect_runtime.runtime.worker_config import DistributedWorkerConfig
 from connect_runtime.storage.config_topic_state import ClusterConfigState
@@ -32,17 +31,6 @@ def membership(session_timeout_ms: int = 6000) -> KafkaGroupMembership:
     return KafkaGroupMembership("g", "http://leader:8083/", {"bootstrap_servers": "127.0.0.1:1"},
                                 session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=1000,
                                 rebalance_timeout_ms=6000, scheduled_rebalance_max_delay_ms=1000)
-
-
-def test_kafka_python_config_maps_connection_and_security_settings() -> None:
-    config = kafka_python_config({"bootstrap.servers": "h:9092", "security.protocol": "sasl_ssl",
-                                  "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "p",
-                                  "ssl.ca.location": "/ca.pem", "request.timeout.ms": "20000",
-                                  "ssl.endpoint.identification.algorithm": "none", "linger.ms": "5"})
-    assert config == {"bootstrap_servers": "h:9092", "security_protocol": "SASL_SSL",
-                      "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "u",
-                      "sasl_plain_password": "p", "ssl_cafile": "/ca.pem", "request_timeout_ms": 20000,
-                      "ssl_check_hostname": False}
 
 
 def metadata(offset: int, owned: ConnectorsAndTasks = EMPTY) -> bytes:
@@ -142,7 +130,7 @@ def test_a_finished_join_is_handed_to_the_next_poll_and_wakes_the_herder() -> No
     assert woken == [True]
 
 
-def test_from_worker_config_takes_group_timeouts_and_client_security_settings() -> None:
+def test_from_worker_config_takes_group_timeouts_and_the_group_client_config() -> None:
     config = DistributedWorkerConfig({
         "bootstrap.servers": "h:9092", "group.id": "connect-cluster", "config.storage.topic": "c",
         "offset.storage.topic": "o", "status.storage.topic": "s", "session.timeout.ms": "7000",
@@ -154,9 +142,7 @@ def test_from_worker_config_takes_group_timeouts_and_client_security_settings() 
     member = KafkaGroupMembership.from_worker_config(config, "http://w:8083/")
     assert member.group_id == "connect-cluster"
     assert member.advertised_url == "http://w:8083/"
-    assert member._client_config == {"bootstrap_servers": "h:9092", "security_protocol": "SASL_PLAINTEXT",
-                                     "sasl_mechanism": "PLAIN", "client_id": "connect-connect-cluster-coordinator",
-                                     "sasl_plain_username": "u", "sasl_plain_password": "p"}
+    assert member._client_config == config.group_client_config("coordinator")  # its keys: test_group_client.py
     coordinator_config = member._settings.coordinator_config()
     assert coordinator_config["session_timeout_ms"] == 7000
     assert coordinator_config["heartbeat_interval_ms"] == 2000

@@ -19,8 +19,8 @@ from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.clients import security_keys
 from connect_runtime.clients.factory import translate
+from connect_runtime.clients.group_client import kafka_python_config
 from connect_runtime.runtime import worker_config as wc
-from connect_runtime.runtime.coordination.kafka_python_adapter import kafka_python_config
 from connect_runtime.runtime.worker.connector_validation import validate
 from mirror.cli.main import main
 from mirror.config.client_keys import CLIENT_SECURITY_CONFIG_DEF

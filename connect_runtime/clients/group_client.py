@@ -1,12 +1,12 @@
 """The one module that touches kafka-python: its group coordinator, wrapped for Connect membership.
 
-:mod:`.kafka_membership` holds Connect's membership logic (fencing, the assignor, handing assignments
-to the herder); it talks to the broker only through :class:`KafkaPythonCoordinator`, a small typed
-surface over kafka-python's ``BaseCoordinator``. kafka-python has no public API for a custom group
-protocol, so this module relies on internals that may change in any release. It was written for
-:data:`SUPPORTED_RANGE` (the pin in pyproject.toml) and refuses, at import, to run against anything
-else or against a kafka-python whose internals it cannot find, so an upgrade fails with one clear
-message instead of deep inside a rebalance.
+:mod:`connect_runtime.runtime.coordination.kafka_membership` holds Connect's membership logic (fencing, the
+assignor, handing assignments to the herder); it talks to the broker only through
+:class:`KafkaPythonCoordinator`, a small typed surface over kafka-python's ``BaseCoordinator``. kafka-python
+has no public API for a custom group protocol, so this module relies on internals that may change in any
+release. It was written for :data:`SUPPORTED_RANGE` (the pin in pyproject.toml) and refuses, at import, to
+run against anything else or against a kafka-python whose internals it cannot find, so an upgrade fails
+with one clear message instead of deep inside a rebalance.
 
 The internals, and why each is needed (``_WorkerCoordinator`` overrides them):
 
@@ -29,12 +29,22 @@ Everything else used is public: ``KafkaNetClient(net=...)``, ``NetworkSelector.s
 own consumer starts its IO thread the same way), ``KafkaNetClient.get_broker_version``, and
 ``BaseCoordinator.group_metadata`` (generation and member id, read under the coordinator's lock) with
 ``Generation.is_lost`` for what counts as a lost generation.
+
+Its logs. kafka-python logs every failed connection attempt at ERROR, most with the exception's
+traceback, from several modules at once, about every 100 ms while a broker is unreachable: a 5 s network
+cut gave about 180 ERROR lines and 96 tracebacks per node in the soak (``bench/soak.py``). After the first,
+the same line tells an operator nothing, and a flapping link fills the disk. So records of the ``kafka``
+loggers at WARNING and above pass a :class:`~connect_runtime.clients.librdkafka_logging.RepeatGate`, as
+librdkafka's lines do: the first of each kind (logger, level and text with its numbers left out), then,
+after the interval, the next one saying how many were held back. They lose their traceback (the message
+names the error). INFO and below (coordinator found, joins, rebalances) pass untouched.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
+import re
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -44,7 +54,7 @@ from typing import Any
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.clients import tls_policy
 from connect_runtime.clients.java_stores import KeyMaterial
-from connect_runtime.clients.kafka_python_logging import limit_kafka_python_logs
+from connect_runtime.clients.librdkafka_logging import DEFAULT_INTERVAL_S, RepeatGate
 from connect_runtime.clients.sasl_properties import token_source
 from connect_runtime.clients.ssl_context import client_context
 from connect_runtime.clients.versions import KAFKA_PYTHON, UnsupportedClientLibrary
@@ -62,7 +72,7 @@ def check_kafka_python_version(installed: str) -> None:
     KAFKA_PYTHON.check(installed, "Connect group membership (it relies on that release's coordinator internals)")
 
 
-#: BaseCoordinator internals the adapter overrides: name -> (is a coroutine function, parameters).
+#: BaseCoordinator internals ``_WorkerCoordinator`` overrides: name -> (is a coroutine function, parameters).
 INTERNALS: dict[str, tuple[bool, tuple[str, ...]]] = {
     "_perform_assignment": (False, ("self", "leader_id", "protocol", "members")),
     "_on_join_complete_async": (True, ("self", "generation", "member_id", "protocol", "member_assignment_bytes")),
@@ -70,7 +80,7 @@ INTERNALS: dict[str, tuple[bool, tuple[str, ...]]] = {
     "_process_sync_group_response": (False, ("self", "response", "send_time")),
     "_handle_heartbeat_response": (False, ("self", "response", "send_time")),
 }
-#: Public BaseCoordinator methods the adapter calls.
+#: Public BaseCoordinator methods this module calls.
 PUBLIC_METHODS = ("ensure_active_group", "poll_heartbeat", "need_rejoin", "request_rejoin", "reset_generation",
                   "stable", "group_metadata", "close")
 
@@ -88,6 +98,46 @@ def missing_internals(coordinator_class: type) -> list[str]:
             problems.append(f"{'async ' if actual[0] else ''}{name}({', '.join(actual[1])}) "
                             f"(expected {'async ' if is_async else ''}{name}({', '.join(parameters)}))")
     return problems
+
+
+_NUMBERS = re.compile(r"\d+")
+
+
+class KafkaPythonRepeatFilter(logging.Filter):
+    """A logger filter (it runs once per record, where the record is made; never raises)."""
+
+    def __init__(self, interval_s: float = DEFAULT_INTERVAL_S, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.interval_s = interval_s
+        self._gate = RepeatGate(interval_s, clock)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        try:
+            text = record.getMessage()
+            held = self._gate.admit((record.name, record.levelno, _NUMBERS.sub("#", text)))
+            if held is None:
+                return False
+            record.exc_info = record.exc_text = record.stack_info = None
+            if held:
+                record.msg, record.args = f"{text} ({held} more like this in the last {self.interval_s:.0f}s)", None
+        except Exception:
+            pass
+        return True
+
+
+#: The one filter every kafka-python logger gets (its rate limit spans the process).
+KAFKA_PYTHON_FILTER = KafkaPythonRepeatFilter()
+
+
+def limit_kafka_python_logs() -> None:
+    """Put :data:`KAFKA_PYTHON_FILTER` on every kafka-python logger created so far (idempotent; kafka-python
+    makes one logger per module, at import)."""
+    for name, existing in list(logging.Logger.manager.loggerDict.items()):
+        if ((name == "kafka" or name.startswith("kafka.")) and isinstance(existing, logging.Logger)
+                and KAFKA_PYTHON_FILTER not in existing.filters):
+            existing.addFilter(KAFKA_PYTHON_FILTER)
 
 
 with warnings.catch_warnings():
@@ -329,7 +379,8 @@ _INT_KEYS = frozenset({"request_timeout_ms", "retry_backoff_ms", "reconnect_back
 
 
 def kafka_python_config(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
-    """kafka-python client keywords from a librdkafka config (``DistributedWorkerConfig.admin_config()``).
+    """kafka-python client keywords from a librdkafka config (``DistributedWorkerConfig.group_client_config()``
+    passes its ``admin_config()``).
 
     Only connection and security settings matter to a group member; other keys are ignored.
     """
