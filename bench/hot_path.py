@@ -52,7 +52,7 @@ class FakeConsumer:
         pass
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
-        """The task fetches leaders before assigning (connect_runtime.clients.leaders): nothing to learn here."""
+        """The task fetches leaders before assigning (clients.factory.learn_leaders): nothing to learn here."""
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
         start = self._next

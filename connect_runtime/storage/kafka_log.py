@@ -52,8 +52,7 @@ from confluent_kafka import (
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.errors import map_kafka_errors
-from connect_runtime.clients.factory import close_producer, new_consumer, new_producer
-from connect_runtime.clients.leaders import learn_leaders
+from connect_runtime.clients.factory import close_producer, learn_leaders, new_consumer, new_producer
 from connect_runtime.clients.log_reader import read_to_end
 from connect_runtime.logging_context import carry_context
 from connect_runtime.storage.idle_follow import IdleRest

@@ -40,8 +40,7 @@ from confluent_kafka import Consumer, KafkaException, Message
 from connect_runtime.api.bulk import BulkRun, BulkSink, BulkSourceTask
 from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord
 from connect_runtime.api.task import DurabilityBarrier, SourceTask
-from connect_runtime.clients.factory import new_consumer, translate
-from connect_runtime.clients.leaders import learn_leaders
+from connect_runtime.clients.factory import learn_leaders, new_consumer, translate
 from mirror.backfill_markers.marker_log import MarkerLog
 from mirror.backfill_markers.markers import marker_topic
 from mirror.client.models import TopicPartition

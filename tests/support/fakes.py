@@ -134,7 +134,7 @@ class FakeConsumer:
         return taken[0] if taken else None
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
-        """No metadata: code under test only warms librdkafka's cache with it (clients/leaders.py)."""
+        """No metadata: code under test only warms librdkafka's cache with it (clients/factory.py, learn_leaders)."""
         return ClusterMetadata()
 
     def close(self) -> None:
