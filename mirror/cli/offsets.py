@@ -93,10 +93,10 @@ def _client_config(path: str, source: str, target: str) -> dict[str, Any]:
 
 def mirror_client_config(raw: dict[str, str]) -> dict[str, Any]:
     """A MirrorClient config from ``MirrorMakerConfig.client_config``: Java client keys made librdkafka's
-    (:func:`mirror.config.mirror_client_configs.mirror_client_config`, imported on first use)."""
+    (:func:`mirror.client.mirror_client.mirror_client_config`, imported on first use)."""
     # Imported here: the config machinery and the client translation, which `mirror <command> --help`
     # should not pay for.
-    from mirror.config.mirror_client_configs import mirror_client_config as convert_client_config
+    from mirror.client.mirror_client import mirror_client_config as convert_client_config
 
     return convert_client_config(raw)
 

@@ -1,6 +1,7 @@
 """MM2's client library (Kafka ``connect/mirror-client``): naming policies, record formats, MirrorClient.
 
-Usable without the Connect runtime: it depends on confluent-kafka only.
+Usable without the Connect runtime: it depends on the runtime's boundary around the Kafka client libraries
+(``connect_runtime.clients``) and nothing else of it, as Java's mirror-client depends on kafka-clients only.
 
 Public names are imported on first use (PEP 562 ``__getattr__``): ``mirror.client.models`` and the other
 submodules are imported by the runtime and every ``mirror`` command, and importing them must not import

@@ -15,10 +15,12 @@ Config (Kafka ``MirrorClientConfig``):
 * ``admin.X`` / ``consumer.X`` override the plain values for that client. Unlike Java, which keeps only
   connection keys there too, any librdkafka setting is accepted under these prefixes (it is the only way
   to tune the clients). ``producer.*`` is ignored: the client does not produce.
+* A config with Java client keys (``MirrorMakerConfig.client_config(alias)``, an ``mm2.properties`` view) is
+  made librdkafka's first by :func:`mirror_client_config`: librdkafka would refuse the Java keys.
 
 The checkpoints topic is read to its end using the **fetch high watermark** (``enable.partition.eof``),
-never ListOffsets (:mod:`mirror.client.log_reader`): that is exact on Kafka and on brokers where
-ListOffsets "latest" is not (Tansu).
+never ListOffsets (:func:`connect_runtime.clients.log_reader.read_to_end`): that is exact on Kafka and on
+brokers where ListOffsets "latest" is not (Tansu).
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
 from confluent_kafka.admin import AdminClient
 
+from connect_runtime.clients.factory import translate
+from connect_runtime.clients.librdkafka_logging import LIBRDKAFKA_LOG
 from connect_runtime.clients.log_reader import read_to_end
 from mirror.client.models import Checkpoint, MalformedRecordError, OffsetAndMetadata, TopicPartition
 from mirror.client.replication_policy import SOURCE_CLUSTER_ALIAS, ReplicationPolicy, policy_from_config
@@ -69,8 +73,8 @@ def client_properties(config: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     connection keys of ``config`` overlaid with its ``prefix`` keys (``admin.``, ``consumer.``), stripped.
 
     Every MirrorClient config is cut this way, the Java ones of ``mm2.properties`` too
-    (:mod:`mirror.config.mirror_client_configs`). The prefix is stripped here rather than with
-    ``connect_runtime.api.prefixed_keys``, the same rule: ``mirror.client`` may import only confluent-kafka."""
+    (:func:`reader_config`). The prefix is stripped here rather than with ``connect_runtime.api.prefixed_keys``,
+    the same rule: ``mirror.client`` may import nothing of the runtime but ``connect_runtime.clients``."""
     result = {key: value for key, value in config.items() if is_connection_key(key)}
     result.update({key[len(prefix) :]: value for key, value in config.items()
                    if key.startswith(prefix) and len(key) > len(prefix)})
@@ -91,6 +95,32 @@ def client_config(config: Mapping[str, Any], prefix: str) -> dict[str, Any]:
 
 def _value(value: Any) -> Any:
     return str(value) if value is None or isinstance(value, (str, int, float, bool)) else value
+
+
+ReaderKind = Literal["admin", "consumer"]
+
+
+def reader_config(raw: Mapping[str, str], kind: ReaderKind) -> dict[str, Any]:
+    """The librdkafka config of the ``kind`` client that reads a cluster as a MirrorClient does, from a
+    Java ``MirrorClientConfig`` map (``MirrorMakerConfig.client_config(alias)``): its connection keys
+    overlaid with its ``<kind>.`` keys (:func:`client_properties`), translated from Java by the runtime's
+    client translation (``ssl.truststore.location`` becomes ``ssl.ca.pem``, ``sasl.jaas.config`` a user and
+    password). ``mirror offsets translate``, ``mirror cutover``, the translation endpoint, the health probe
+    and ``mirror check`` all build their clients from it."""
+    return translate(client_properties(raw, f"{kind}."), kind)
+
+
+def mirror_client_config(raw: Mapping[str, str]) -> dict[str, Any]:
+    """A MirrorClient config from ``MirrorMakerConfig.client_config``: Java client keys made librdkafka's.
+
+    Each internal client's config (:func:`reader_config`) comes back under its prefix, with librdkafka's
+    log lines sent to Python logging; the ``replication.policy.*`` keys are kept as they are."""
+    config: dict[str, Any] = {k: v for k, v in raw.items() if k.startswith("replication.policy.")}
+    kinds: tuple[tuple[str, ReaderKind], ...] = ((ADMIN_CLIENT_PREFIX, "admin"), (CONSUMER_CLIENT_PREFIX, "consumer"))
+    for prefix, kind in kinds:
+        config.update({prefix + k: v for k, v in reader_config(raw, kind).items()})
+        config[prefix + "logger"] = LIBRDKAFKA_LOG  # librdkafka's lines through Python logging
+    return config
 
 
 def heartbeat_topics_in(policy: ReplicationPolicy, topics: Iterable[str]) -> set[str]:

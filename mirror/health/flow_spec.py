@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mirror.client.mirror_client import ReaderKind, reader_config
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
 from mirror.config.checkpoint import SYNC_GROUP_OFFSETS_ENABLED
 from mirror.config.connector_base import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
 from mirror.config.heartbeat import EMIT_HEARTBEATS_INTERVAL_SECONDS, EMIT_HEARTBEATS_INTERVAL_SECONDS_DEFAULT
-from mirror.config.mirror_client_configs import ReaderKind, reader_config
 from mirror.config.mirror_maker import (
     CHECKPOINT_CONNECTOR_CLASS,
     HEARTBEAT_CONNECTOR_CLASS,

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from mirror.client.mirror_client import client_properties
-from mirror.config.mirror_client_configs import reader_config
+from mirror.client.mirror_client import client_properties, reader_config
 
 RAW = {
     "bootstrap.servers": "b:9092",
