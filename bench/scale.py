@@ -774,8 +774,12 @@ def gil_child(args: argparse.Namespace) -> None:
     """In a process of its own: ``--tasks`` MirrorSourceTasks copy their topics; print one JSON line."""
     from connect_runtime.clients import bulk_produce
     from connect_runtime.testing.harness import run_source_task
-    from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
     from mirror.source.task import MirrorSourceTask
+
+    try:  # the module's name since the house plan's renames, and before (for --code DIR of an older commit)
+        from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
+    except ImportError:
+        from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget  # type: ignore[no-redef]
 
     spec = json.loads(args.spec)
     props = mm2_properties(spec["source"], spec["target"], 1, {"emit.checkpoints.enabled": "false",
