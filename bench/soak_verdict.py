@@ -26,8 +26,8 @@ moment. A verdict that compares single samples fails on such a moment; one that 
 The slope times the judged span is the growth. A measure fails when its growth is above an absolute floor
 (the noise: a client being opened, an arena that grew once) plus an hourly limit times the span. The floor
 lets a ten-minute run pass a healthy node; the hourly limit makes a two-hour run fail a leak too slow to
-show in ten minutes. A measure with too few pairs to judge says so rather than guessing; a process that
-lived too briefly for any judgement is listed as such.
+show in ten minutes. A measure with too few pairs, or too short a span (:data:`MIN_SPAN_S`), to judge says
+so rather than guessing; a process that lived too briefly for any judgement is listed as such.
 """
 
 from __future__ import annotations
@@ -80,6 +80,11 @@ LIMITS = {
 WARMUP_S = {"threads": 60.0, "fds": 60.0, "clients": 60.0, "rss_mib": 180.0}
 #: Fewer pairs than this and a measure is not judged (one pair is one comparison, not a trend).
 MIN_PAIRS = 3
+#: A judged span shorter than this (five faults at the soak's default cadence) is not judged either: in the
+#: recorded 2-hour run, processes that lived two or three minutes after a restart had three pairs of
+#: stretches whose differences were their start-up (tasks still being handed over), not a trend, and a
+#: slope over so short a span multiplies any such difference into a large "growth".
+MIN_SPAN_S = 300.0
 
 
 def season(work: Sequence[str]) -> tuple[str, ...]:
@@ -103,7 +108,7 @@ class Trend:
         unit = LIMITS[self.measure].unit
         name = self.measure.removesuffix("_mib")
         if self.growth is None:
-            return f"{name} not judged ({self.pairs} pairs)"
+            return f"{name} not judged ({self.pairs} pairs over {self.span_s / 60:.1f} min)"
         verdict = "GREW" if self.failed else "ok"
         return f"{name} {self.growth:+.1f}{unit} (allowed {self.allowed:.1f}{unit}, {self.pairs} pairs): {verdict}"
 
@@ -157,7 +162,7 @@ def trend(samples: Sequence[Sample], measure: str, events: Sequence[float]) -> T
     span = judged[-1].at_s - judged[0].at_s if judged else 0.0
     points, seasons = stretches(judged, measure, events, seasonal)
     slope, pairs = sen_slope(points, seasons if seasonal else None)
-    growth = None if slope is None or pairs < MIN_PAIRS else slope * span
+    growth = None if slope is None or pairs < MIN_PAIRS or span < MIN_SPAN_S else slope * span
     return Trend(measure, growth, LIMITS[measure].allowed(span), pairs, span)
 
 

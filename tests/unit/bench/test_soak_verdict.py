@@ -126,6 +126,18 @@ def test_too_few_pairs_is_not_judged_rather_than_guessed() -> None:
     assert "not judged" in verdict.line()
 
 
+def test_a_process_that_lived_a_few_minutes_is_not_judged_on_its_start_up() -> None:
+    # the 2-hour run's case: a node restarted at minute 55, killed at 58: three stretches of the same work, the
+    # first still picking up its tasks (+15 threads once they ran), which as a slope over 2 minutes read "GREW"
+    a, b = WORKS[0][0], WORKS[2][0]
+    rows = [(0, 66, b), (10, 66, b), (20, 66, b), (30, 66, b), (40, 66, b), (50, 66, b), (60, 69, a), (70, 69, a),
+            (80, 84, a), (90, 84, a), (100, 66, b), (110, 66, b), (130, 84, a), (140, 84, a), (150, 84, a)]
+    samples = [Sample(3300.0 + t, 2, 9, 80.0, threads, threads + 40, threads // 5, work) for t, threads, work in rows]
+    (verdict,) = judge(samples, [3300.0 + e for e in (55, 95, 125)])
+    assert not verdict.failed, verdict.line()
+    assert all(t.growth is None for t in verdict.trends) and "over 1.5 min" in verdict.line(), verdict.line()
+
+
 def test_samples_without_work_count_for_rss_only() -> None:
     samples = [Sample(s.at_s, s.node, s.pid, s.rss_mib, s.threads + 50, s.fds + 50) if i % 4 == 0 else s
                for i, s in enumerate(series(10, seed=9))]
