@@ -402,14 +402,18 @@ def profiled(pid: int, out: Path | None, rate: int = 20) -> Iterator[None]:
             log(f"profile {out} (summary in {out.with_suffix('.top.txt')})")
 
 
-def timed_get(url: str, timeout_s: float = 60.0) -> tuple[float, int, int]:
-    """(seconds, status, bytes) of one GET."""
+#: How long one answer may take before it counts as none (status 0, the seconds it waited).
+HTTP_TIMEOUT_S = 180.0
+
+
+def timed_get(url: str, timeout_s: float = HTTP_TIMEOUT_S) -> tuple[float, int, bytes]:
+    """(seconds, status, body) of one GET; status 0 and no body when it failed or timed out."""
     began = time.monotonic()
     try:
         response = httpx.get(url, timeout=timeout_s)
     except httpx.HTTPError:
-        return time.monotonic() - began, 0, 0
-    return time.monotonic() - began, response.status_code, len(response.content)
+        return time.monotonic() - began, 0, b""
+    return time.monotonic() - began, response.status_code, response.content
 
 
 def surface_answers(node: Node, code: Path | None, rounds: int = 3) -> dict[str, Any]:
@@ -421,11 +425,14 @@ def surface_answers(node: Node, code: Path | None, rounds: int = 3) -> dict[str,
                  "REST source connector status": f"{prefix}/connectors/MirrorSourceConnector/status",
                  "REST /health": f"{node.url}/health"}
     result: dict[str, Any] = {}
+    metrics = ""
     for name, url in endpoints.items():
         samples = [timed_get(url) for _ in range(rounds)]
         result[name] = {"seconds": statistics.median(s[0] for s in samples), "max_seconds": max(s[0] for s in samples),
-                        "status": samples[-1][1], "bytes": samples[-1][2]}
-    metrics = httpx.get(endpoints["/metrics"], timeout=60).text
+                        "status": samples[-1][1], "bytes": len(samples[-1][2])}
+        if name == "/metrics":
+            metrics = next((s[2] for s in samples if s[1] == 200), b"").decode(errors="replace")
+        log(f"{name}: {json.dumps(result[name])}")
     series = [line for line in metrics.splitlines() if line and not line.startswith("#")]
     result["/metrics"]["lines"] = len(series)
     result["/metrics"]["partition series"] = sum(1 for line in series if 'partition="' in line)
@@ -435,13 +442,20 @@ def surface_answers(node: Node, code: Path | None, rounds: int = 3) -> dict[str,
     for label, extra in (("mirror status (default latency window)", []),
                          ("mirror status --latency-window 0", ["--latency-window", "0"])):
         samples_s = []
+        status, size = -1, 0  # -1: it did not answer within HTTP_TIMEOUT_S
         for _ in range(rounds):
             began = time.monotonic()
-            done = subprocess.run([sys.executable, "-m", "mirror.cli", "status", str(node.config_path), "--json",
-                                   *extra], capture_output=True, text=True, timeout=300, check=False, env=env)
+            try:
+                done = subprocess.run([sys.executable, "-m", "mirror.cli", "status", str(node.config_path), "--json",
+                                       *extra], capture_output=True, text=True, timeout=HTTP_TIMEOUT_S, check=False,
+                                      env=env)
+                status, size = done.returncode, len(done.stdout)
+            except subprocess.TimeoutExpired:
+                status, size = -1, 0
             samples_s.append(time.monotonic() - began)
+        log(f"{label}: {samples_s[-1]:.1f}s, exit {status}")
         result[label] = {"seconds": statistics.median(samples_s), "max_seconds": max(samples_s),
-                         "status": done.returncode, "bytes": len(done.stdout)}
+                         "status": status, "bytes": size}
     began = time.monotonic()
     subprocess.run([sys.executable, "-c", "import mirror.cli.main, mirror.health.probe"], check=False, env=env)
     result["(python start and imports of mirror status)"] = {"seconds": time.monotonic() - began, "status": 0,
@@ -527,6 +541,7 @@ def run_start(args: argparse.Namespace, source: str, target: str, workdir: Path,
         result.memory = {"peak RSS (MiB)": watch.peak_rss_kb / 1024, "peak PSS (MiB)": watch.peak_pss_kb / 1024,
                          "high-water RSS (MiB)": watch.high_water_kb / 1024}
         result.trouble = node.trouble()
+        log(f"memory {json.dumps(result.memory)}; log {json.dumps(result.trouble)}")
         if milestones["every record"] is None:
             log(f"not everything on B within {args.timeout:.0f}s; the log's last lines:\n{node.log_text()[-2000:]}")
         log("answer times of /metrics, /ui, REST and mirror status")
@@ -653,7 +668,7 @@ class Churn:
         args, deleted = self.args, self.deleted
         delays = sorted(self.arrived[t] - self.created[t] for t in self.arrived)
         on_b = set(view.admin.list_topics(timeout=60).topics)
-        metrics = httpx.get(f"{node.url}/metrics", timeout=60).text
+        metrics = timed_get(f"{node.url}/metrics")[2].decode(errors="replace")
         stale = sum(1 for line in metrics.splitlines() if any(f'topic="{SOURCE}.{t}"' in line for t in deleted[-20:]))
         noisy = [line for line in node.log_text().splitlines()
                  if (" WARNING " in line or " ERROR " in line) and any(t in line for t in deleted)]
