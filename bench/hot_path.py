@@ -158,8 +158,8 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
     """One run on whatever ``connect_runtime``/``mirror`` is importable (current code or --compare-code)."""
     from prometheus_client import CollectorRegistry
 
+    from connect_runtime.lifecycle import ConnectorTaskId
     from connect_runtime.metrics import ConnectMetrics
-    from connect_runtime.model import ConnectorTaskId
     from connect_runtime.runtime.status import RecordingStatusListener
     from connect_runtime.runtime.task.worker_source_task import WorkerSourceTask
     from connect_runtime.storage.memory import MemoryOffsetStore

@@ -38,7 +38,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.task.source_task_setup import task_producer_config
 from mirror.source.source_consumer import copier_consumer_config
 

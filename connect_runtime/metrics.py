@@ -19,7 +19,7 @@ from functools import partial
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
 
-from connect_runtime.model import State
+from connect_runtime.lifecycle import State
 
 #: Task states reported by the status gauge (Connect's ``AbstractStatus.State``, minus the connector-only
 #: STOPPED and the internal DESTROYED), as label values.

@@ -26,7 +26,7 @@ from connect_runtime.api import path_allowlist
 from connect_runtime.api.config_provider import check_allowed_providers
 from connect_runtime.api.errors import BadRequestError, NotFoundError
 from connect_runtime.api.secrets import HIDDEN, is_sensitive_key, mask_config
-from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 from connect_runtime.rest.forwarding import Forwarder
 from connect_runtime.rest.handling import DEFAULT_REQUEST_TIMEOUT_S, Handler
 from connect_runtime.rest.handling import route as make_route

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from connect_runtime.api.errors import ForbiddenError
 from connect_runtime.api.records import SourceMap
-from connect_runtime.model import ConnectorTaskId, State, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.request_signing import DEFAULT_SIGNATURE_ALGORITHM
 
 TOPIC_TRACKING_DISABLED_MESSAGE = "Topic tracking is disabled."

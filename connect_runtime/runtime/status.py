@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from connect_runtime.api.secrets import scrub
-from connect_runtime.model import ConnectorTaskId, State
+from connect_runtime.lifecycle import ConnectorTaskId, State
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 
 CONNECTOR_PREFIX = "connector-"
 TASK_PREFIX = "task-"

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.model import TargetState
+from connect_runtime.lifecycle import TargetState
 from connect_runtime.storage.config_records import (
     SESSION_KEY,
     RestartRequest,

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connect_runtime.model import ConnectorTaskId, State
+from connect_runtime.lifecycle import ConnectorTaskId, State
 from connect_runtime.storage.config_records import dumps
 from connect_runtime.storage.config_store import LogFactory
 from connect_runtime.storage.kafka_log import KafkaBasedLog

@@ -27,8 +27,8 @@ from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import SourceTask
 from connect_runtime.api.transforms import build_chain
+from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.task.error_policy import ErrorPolicy
 from connect_runtime.runtime.task.worker_source_task import (

@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from connect_runtime.cli.process import ExitCode
-from mirror.cli._common import print_error
+from mirror.cli.subcommand import print_error
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ import sys
 from typing import Any
 
 from connect_runtime.logging_setup import configure_logging
-from mirror.cli._common import log_level, split_clusters
+from mirror.cli.subcommand import log_level, split_clusters
 
 
 def add_parser(subparsers: Any) -> None:

@@ -19,7 +19,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from mirror.cli._common import split_clusters
+from mirror.cli.subcommand import split_clusters
 
 if TYPE_CHECKING:
     from mirror.config.mirror_maker import MirrorMakerConfig
@@ -97,7 +97,7 @@ def _setting_text(setting: dict[str, Any]) -> str:
 
 def run_show(args: argparse.Namespace) -> int:
     from connect_runtime.cli.process import ExitCode
-    from mirror.cli._common import print_error
+    from mirror.cli.subcommand import print_error
     from mirror.config.mirror_maker import MirrorMakerConfig
 
     view = describe(MirrorMakerConfig.from_file(args.config), split_clusters(args.clusters),

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import configargparse
 
-from mirror.cli._common import (
+from mirror.cli.subcommand import (
     configure_logging,
     invoke,
     log_level,

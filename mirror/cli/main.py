@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import configargparse
 
-from mirror.cli._common import invoke, parse_args
+from mirror.cli.subcommand import invoke, parse_args
 
 logger = logging.getLogger(__name__)
 

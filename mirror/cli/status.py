@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from connect_runtime.api.errors import ConfigError
-from mirror.cli._common import split_clusters
-from mirror.health.model import FlowHealth, HealthReport, ThresholdError
+from mirror.cli.subcommand import split_clusters
+from mirror.health.flow_health import FlowHealth, HealthReport, ThresholdError
 
 #: flag dest -> Thresholds field
 _THRESHOLD_FLAGS: dict[str, tuple[str, str]] = {

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from connect_runtime.cli.process import ExitCode, stop_on_signals
 from mirror.health.collector import HealthMonitor
-from mirror.health.model import FlowHealth, HealthReport, PartitionLag
+from mirror.health.flow_health import FlowHealth, HealthReport, PartitionLag
 from mirror.health.probe import HealthProbe
 
 #: rich style of each state

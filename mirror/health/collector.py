@@ -2,7 +2,7 @@
 
 ``start_health_monitor(config, pairs, registry)`` starts a :class:`HealthMonitor`: a daemon thread
 that runs a :class:`~mirror.health.probe.HealthProbe` pass every ``health.refresh.interval.ms``
-(default 2000) and keeps the latest :class:`~mirror.health.model.HealthReport` plus a short time series
+(default 2000) and keeps the latest :class:`~mirror.health.flow_health.HealthReport` plus a short time series
 for the status page. A :class:`HealthCollector` registered on the given registry turns the latest
 report into metrics at scrape time: a scrape never talks to Kafka, so it is cheap and cannot hang.
 
@@ -24,7 +24,7 @@ from prometheus_client.registry import Collector
 
 from connect_runtime.api.errors import ConfigError
 from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
-from mirror.health.model import FlowHealth, HealthReport, State, ThresholdError
+from mirror.health.flow_health import FlowHealth, HealthReport, State, ThresholdError
 from mirror.health.probe import HealthProbe
 
 logger = logging.getLogger(__name__)

@@ -26,8 +26,8 @@ from mirror.config.mirror_maker import (
     parse_boolean,
 )
 from mirror.filters import GroupFilter, TopicFilter, load_group_filter, load_topic_filter
+from mirror.health.flow_health import Thresholds
 from mirror.health.kafka_io import ClusterIO
-from mirror.health.model import Thresholds
 
 
 @dataclass(frozen=True)

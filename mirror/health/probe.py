@@ -31,8 +31,8 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
 * **Exact translation and group sync per group**: how many checkpoints sit at the exact position the
   offset map (``mm2-offset-map.A.internal`` on B) gives for their upstream offset, and, with
   ``sync.group.offsets.enabled``, whether the group's offsets on B match its checkpoints, and if not why
-  (:func:`mirror.health.model.group_sync_state`).
-* **RPO estimate**: see :func:`mirror.health.model.estimate_rpo`.
+  (:func:`mirror.health.flow_health.group_sync_state`).
+* **RPO estimate**: see :func:`mirror.health.flow_health.estimate_rpo`.
 
 Reads are incremental: a :class:`HealthProbe` keeps its positions in the internal topics
 (:mod:`mirror.health.flow_state`), so the background monitor only reads what is new at each refresh.
@@ -54,10 +54,7 @@ from mirror.config.mirror_maker import (
     MirrorMakerConfig,
     SourceAndTarget,
 )
-from mirror.health.flow_spec import FlowSpec, cluster_io, flow_specs
-from mirror.health.flow_state import FlowState, sample_latency, settle_latency
-from mirror.health.kafka_io import TP, ClusterIO
-from mirror.health.model import (
+from mirror.health.flow_health import (
     FlowHealth,
     GroupCheckpointHealth,
     HealthReport,
@@ -68,6 +65,9 @@ from mirror.health.model import (
     lag_of,
     loss_of,
 )
+from mirror.health.flow_spec import FlowSpec, cluster_io, flow_specs
+from mirror.health.flow_state import FlowState, sample_latency, settle_latency
+from mirror.health.kafka_io import TP, ClusterIO
 from mirror.health.record_decoding import (
     apply_checkpoint,
     apply_connect_offset,

@@ -25,7 +25,7 @@ internal endpoints, with state changes refused unless basic auth or an explicit 
 the flow name, so its statuses cannot tell nodes apart); secrets are stored in the configs topic as
 references to the node's own mm2.properties (:mod:`mirror.config.secret_references`).
 
-This module is the command's run loop; the node (:mod:`mirror.maker.node`), the per-flow supervision
+This module is the command's run loop; the node (:mod:`mirror.maker.mirror_maker`), the per-flow supervision
 (:mod:`mirror.maker.herder_slot`) and the flow's herder (:mod:`mirror.maker.mirror_herder`) are each
 their own module.
 """
@@ -38,7 +38,7 @@ import logging
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.cli.process import ExitCode, run_until_stopped
 from mirror.config.mirror_maker import MirrorMakerConfig
-from mirror.maker.node import MirrorMaker
+from mirror.maker.mirror_maker import MirrorMaker
 
 logger = logging.getLogger(__name__)
 

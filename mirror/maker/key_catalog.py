@@ -26,7 +26,7 @@ from mirror.config.client_keys import CLIENT_CONFIG_NAMES
 from mirror.config.driver_keys import CONFIG_DEF
 from mirror.config.mirror_maker import ALL_CONNECTOR_CONFIG_NAMES, WORKER_PREFIXES
 from mirror.health.collector import REFRESH_INTERVAL
-from mirror.health.model import THRESHOLD_KEYS
+from mirror.health.flow_health import THRESHOLD_KEYS
 
 CLIENT_KINDS: tuple[ClientKind, ...] = ("consumer", "producer", "admin")
 

@@ -18,7 +18,7 @@ import pytest
 
 from connect_runtime.clients import bulk_produce
 from connect_runtime.clients.bulk_produce import ProducePath
-from connect_runtime.model import State
+from connect_runtime.lifecycle import State
 from connect_runtime.runtime.task import bulk_source_loop
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.harness import run_source_task

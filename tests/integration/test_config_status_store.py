@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from connect_runtime.model import State, TargetState
+from connect_runtime.lifecycle import State, TargetState
 from connect_runtime.storage.config_records import RestartRequest
 from connect_runtime.storage.config_store import KafkaConfigStore
 from connect_runtime.storage.status_store import KafkaStatusStore, Status

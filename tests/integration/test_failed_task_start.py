@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from connect_runtime.model import State
+from connect_runtime.lifecycle import State
 from connect_runtime.testing.harness import run_source_task
 from mirror.config.source import TASK_TOPIC_PARTITIONS, encode_topic_partition
 from mirror.source.task import MirrorSourceTask

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from connect_runtime.model import TargetState
+from connect_runtime.lifecycle import TargetState
 from connect_runtime.storage.config_store import KafkaConfigStore, WritePrivilegesError
 from connect_runtime.storage.fenced_writer import (
     FencedError,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import NewTopic
 
-from connect_runtime.model import State
+from connect_runtime.lifecycle import State
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.harness import run_source_task
 from mirror.source.connector import MirrorSourceConnector

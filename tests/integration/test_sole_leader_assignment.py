@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
 from connect_runtime.runtime.coordination.membership import Assignment
 from connect_runtime.storage.config_topic_state import ClusterConfigState

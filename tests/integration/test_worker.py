@@ -9,8 +9,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.records import SourceRecord
+from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker.plugins import Plugins
 from connect_runtime.runtime.worker.worker import Worker

@@ -16,7 +16,7 @@ import pytest
 
 from connect_runtime.api.errors import ConfigError, RetriableError
 from connect_runtime.api.records import RecordMetadata, SourceRecord
-from connect_runtime.model import State
+from connect_runtime.lifecycle import State
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.harness import run_source_task
 from connect_runtime.testing.sequence_source import SequenceSourceTask

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.coordination.java_connect_protocol import (
     CONFIG_MISMATCH,
     Assignment,

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
-from connect_runtime.model import State
+from connect_runtime.lifecycle import State
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.harness import run_source_task
 from mirror.source.connector import MirrorSourceConnector

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 
 PROTOCOL_TYPE = "connect"
 NO_ERROR = 0

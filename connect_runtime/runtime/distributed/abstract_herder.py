@@ -14,7 +14,7 @@ from typing import Any
 from connect_runtime.api.client_overrides import ALLOW_ALL, OverridePolicy
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.errors import BadRequestError, ConnectError, ForbiddenError, NotFoundError
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.herder import (
     ConfigInfos,
     ConnectorInfo,

@@ -18,8 +18,8 @@ from prometheus_client import CollectorRegistry
 from connect_runtime.api.client_overrides import OverridePolicy
 from connect_runtime.api.config_provider import ConfigProvider, resolve
 from connect_runtime.clients.admin import TopicAdmin
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.metrics import ConnectMetrics, RebalanceMetrics
-from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.coordination.membership import GroupMembership
 from connect_runtime.runtime.coordination.released_work import released_work

@@ -15,7 +15,7 @@ from typing import Any
 from connect_runtime.api.connector import Connector, SourceConnector
 from connect_runtime.api.errors import BadRequestError, ConnectError
 from connect_runtime.api.records import SourceMap, canonical_partition_json
-from connect_runtime.model import TargetState
+from connect_runtime.lifecycle import TargetState
 from connect_runtime.runtime.herder import ConnectorOffset
 from connect_runtime.runtime.worker.connector_validation import CONNECTOR_CLASS
 from connect_runtime.runtime.worker.plugins import Plugins

@@ -8,7 +8,7 @@ before the tombstones.
 
 from __future__ import annotations
 
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.worker.status_writer import StatusWriter
 from connect_runtime.storage.config_topic_state import ClusterConfigState
 from connect_runtime.storage.status_store import KafkaStatusStore

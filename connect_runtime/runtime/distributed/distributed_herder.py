@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 from connect_runtime.api.client_overrides import ALLOW_ALL, OverridePolicy
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.coordination.membership import Assignment, GroupMembership
 from connect_runtime.runtime.distributed.config_change_inbox import ConfigChangeInbox
 from connect_runtime.runtime.distributed.deleted_statuses import forget_deleted

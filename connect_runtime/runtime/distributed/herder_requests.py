@@ -19,7 +19,7 @@ from typing import Any
 
 from connect_runtime.api.errors import AlreadyExistsError, NotAssignedError, NotFoundError
 from connect_runtime.api.records import SourceMap
-from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 from connect_runtime.runtime.distributed.abstract_herder import AbstractHerder
 from connect_runtime.runtime.distributed.connector_offsets import modify_offsets, offsets_to_alter
 from connect_runtime.runtime.distributed.local_work import LocalWork

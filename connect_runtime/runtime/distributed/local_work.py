@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 from connect_runtime.runtime.distributed import reconciler
 from connect_runtime.runtime.distributed.reconciler import ReconcilePlan, RunningWork
 from connect_runtime.runtime.distributed.reconfiguration_schedule import ReconfigurationSchedule

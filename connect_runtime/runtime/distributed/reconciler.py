@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 Config = Mapping[str, str]

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 
 from connect_runtime.api.errors import ConflictError
-from connect_runtime.model import ConnectorTaskId, State
+from connect_runtime.lifecycle import ConnectorTaskId, State
 from connect_runtime.runtime.distributed.local_work import LocalWork
 from connect_runtime.runtime.herder import ConnectorStateInfo, TaskStateInfo
 from connect_runtime.runtime.worker.status_writer import StatusWriter

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from connect_runtime.api.config_provider import reverse_transform
 from connect_runtime.api.errors import ConnectError, RetriableError
-from connect_runtime.model import TargetState
+from connect_runtime.lifecycle import TargetState
 from connect_runtime.runtime.distributed.reconciler import target_state
 from connect_runtime.runtime.distributed.reconfiguration_schedule import ReconfigurationSchedule
 from connect_runtime.runtime.leader.leader_config_writer import LeaderConfigWriter

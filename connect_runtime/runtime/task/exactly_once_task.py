@@ -44,8 +44,8 @@ from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import SourceTask
 from connect_runtime.api.transforms import TransformationChain
 from connect_runtime.clients.factory import new_producer
+from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 from connect_runtime.metrics import TaskMetrics
-from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.status import StatusListener
 from connect_runtime.runtime.task.offset_committer import OffsetCommitter
 from connect_runtime.runtime.task.source_task_settings import SourceTaskSettings, TransactionSettings

@@ -22,8 +22,8 @@ from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.api.transforms import TransformationChain
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.metrics import TaskMetrics
-from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.task.error_policy import SkipReporter
 from connect_runtime.runtime.task.source_task_settings import SourceTaskSettings
 from connect_runtime.runtime.task.submitted_records import SubmittedRecords

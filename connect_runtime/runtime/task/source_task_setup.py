@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.offsets import OffsetStorageReader
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 
 #: Connect's producer safety defaults, in librdkafka names.
 PRODUCER_DEFAULTS: Mapping[str, str] = {

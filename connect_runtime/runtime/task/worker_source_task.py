@@ -58,9 +58,9 @@ from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.task import SourceTask
 from connect_runtime.api.transforms import TransformationChain
 from connect_runtime.clients.factory import close_producer, new_producer
+from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.logging_context import set_context as set_log_context
 from connect_runtime.metrics import TaskMetrics
-from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.status import StatusListener, report_task_state, trace_of
 from connect_runtime.runtime.task.bulk_source_loop import BulkLoop
 from connect_runtime.runtime.task.error_policy import SkipReporter

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from connect_runtime.model import ConnectorTaskId, State
+from connect_runtime.lifecycle import ConnectorTaskId, State
 from connect_runtime.storage.status_store import KafkaStatusStore, Status
 
 logger = logging.getLogger(__name__)

@@ -70,8 +70,8 @@ from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from connect_runtime.api.task import SourceTask, Task
 from connect_runtime.api.transforms import build_chain
 from connect_runtime.clients.factory import new_producer, translate
+from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.status import StatusListener, trace_of
 from connect_runtime.runtime.task.error_policy import ErrorPolicy
 from connect_runtime.runtime.task.exactly_once_task import ExactlyOnceWorkerSourceTask, exactly_once_settings

@@ -21,7 +21,7 @@ from connect_runtime.api.connector_config import TASKS_MAX_ENFORCE
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.offsets import OffsetStorageReader
-from connect_runtime.model import TargetState
+from connect_runtime.lifecycle import TargetState
 from connect_runtime.runtime.status import StatusListener, trace_of
 
 logger = logging.getLogger(__name__)

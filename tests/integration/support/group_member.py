@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.coordination.assignor import ConnectorsAndTasks
 from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
 from connect_runtime.runtime.coordination.membership import Assignment

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.coordination.assignor import (
     EMPTY,
     ConnectorsAndTasks,

@@ -16,8 +16,8 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.client_overrides import ALLOWLIST_DEFAULT, OverridePolicy, parse_policy
 from connect_runtime.api.errors import BadRequestError, ConfigError
+from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker import connector_validation
 from connect_runtime.runtime.worker.plugins import Plugins

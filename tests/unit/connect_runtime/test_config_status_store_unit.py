@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.model import ConnectorTaskId, State, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.storage.config_records import RestartRequest, SessionKey, parse_task_key
 from connect_runtime.storage.config_store import KafkaConfigStore
 from connect_runtime.storage.status_store import KafkaStatusStore, Status, can_write_safely, parse_status_key

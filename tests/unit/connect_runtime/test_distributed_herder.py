@@ -13,7 +13,7 @@ from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.errors import AlreadyExistsError, BadRequestError, ConnectError, NotFoundError, NotLeaderError
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import Task
-from connect_runtime.model import ConnectorTaskId, State, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.coordination.membership import SoleMember
 from connect_runtime.runtime.distributed.distributed_herder import DistributedHerder
 from connect_runtime.runtime.herder import ConnectorOffset

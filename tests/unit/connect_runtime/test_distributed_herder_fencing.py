@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from connect_runtime.api.errors import ConflictError, ConnectError, NotAssignedError, NotLeaderError
-from connect_runtime.model import ConnectorTaskId, State, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.coordination.membership import Assignment, SoleMember
 from connect_runtime.runtime.distributed.assembly import WakeupRelay
 from connect_runtime.runtime.distributed.distributed_herder import DistributedHerder

@@ -15,8 +15,8 @@ from connect_runtime.api.bulk import BulkSink, BulkSourceTask
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import SourceMap, SourceRecord
 from connect_runtime.api.transforms import TransformationChain, build_chain
+from connect_runtime.lifecycle import ConnectorTaskId, State
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import ConnectorTaskId, State
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.task.exactly_once_task import (
     ExactlyOnceWorkerSourceTask,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from connect_runtime.api.errors import ConfigError
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.coordination import group_messages as messages
 from connect_runtime.runtime.coordination import java_connect_protocol as java
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks

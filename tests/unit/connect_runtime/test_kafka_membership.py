@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.coordination import group_messages as messages
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks
 from connect_runtime.runtime.coordination.group_wire import WIRE

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from connect_runtime.api.connector import SourceConnector
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.distributed.config_change_inbox import ConfigChangeInbox
 from connect_runtime.runtime.distributed.tick_executor import TickExecutor
 from connect_runtime.runtime.task.topic_tracking import ActiveTopicRecorder

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 from connect_runtime.runtime.distributed.local_work import LocalWork
 from connect_runtime.runtime.worker.status_writer import StatusWriter
 from connect_runtime.storage.config_topic_state import ClusterConfigState

@@ -16,8 +16,8 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import DurabilityBarrier
+from connect_runtime.lifecycle import State
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import State
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.task.worker_source_task import SourceTaskSettings, WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore

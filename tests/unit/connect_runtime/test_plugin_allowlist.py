@@ -25,8 +25,8 @@ from connect_runtime.api.errors import ConfigError, NotFoundError
 from connect_runtime.api.transforms import validate_chain
 from connect_runtime.clients.factory import new_producer
 from connect_runtime.clients.sasl_properties import python_callable
+from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import ConnectorTaskId, TargetState
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker import connector_validation
 from connect_runtime.runtime.worker.plugins import Plugins

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 from connect_runtime.runtime.distributed.reconciler import ReconcilePlan, RunningWork, plan
 from connect_runtime.storage.config_topic_state import ClusterConfigState
 

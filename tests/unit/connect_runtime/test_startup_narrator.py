@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.logging_context import set_context
-from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.coordination.membership import Assignment
 from connect_runtime.runtime.distributed.startup_narrator import StartupNarrator
 from tests.support.kafka import wait_until

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from connect_runtime.api.records import SourceRecord, partition_identity
-from connect_runtime.model import ConnectorTaskId
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.task.submitted_records import SubmittedRecords
 from connect_runtime.runtime.task.worker_source_task import task_producer_config
 

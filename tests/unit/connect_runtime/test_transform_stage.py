@@ -12,8 +12,8 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.records import Acknowledged, SourceRecord
 from connect_runtime.api.transforms import build_chain
+from connect_runtime.lifecycle import State
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import State
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.task.error_policy import ErrorPolicy
 from connect_runtime.runtime.task.worker_source_task import SourceTaskSettings, WorkerSourceTask

@@ -11,8 +11,8 @@ from connect_runtime.api.config_provider import build_providers, resolve
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.errors import ConflictError, ConnectError, NotFoundError
 from connect_runtime.api.task import Task
+from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.worker.plugins import Plugins
 from connect_runtime.runtime.worker.worker import Worker

@@ -13,8 +13,8 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.task import SourceTask
+from connect_runtime.lifecycle import ConnectorTaskId, State
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import ConnectorTaskId, State
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.task.worker_source_task import SourceTaskSettings, WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore

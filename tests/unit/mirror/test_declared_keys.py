@@ -187,10 +187,10 @@ CONNECTOR: dict[str, Works | Refused | Owned | str] = {
 DRIVER: dict[str, Works | Refused | Owned | str] = {
     "clusters": Works("mirror/config/mirror_maker.py", "self._values[CLUSTERS]"),
     "config.strict": Works("mirror/maker/config_lint.py", "config.get(STRICT)"),
-    "dedicated.mode.enable.internal.rest": Works("mirror/maker/node.py", "self.config.enable_internal_rest"),
+    "dedicated.mode.enable.internal.rest": Works("mirror/maker/mirror_maker.py", "self.config.enable_internal_rest"),
     "config.providers": Works("mirror/config/mirror_maker.py", "build_providers(self._raw)"),
     "listeners": Works("mirror/maker/rest_wiring.py", '"listeners"'),
-    "rest.advertised.host.name": Works("mirror/maker/node.py", '"rest.advertised.host.name"'),
+    "rest.advertised.host.name": Works("mirror/maker/mirror_maker.py", '"rest.advertised.host.name"'),
     "rest.advertised.port": REST,
     "rest.advertised.listener": REST,
     "response.http.headers.config": Works("connect_runtime/rest/security.py", "RESPONSE_HTTP_HEADERS_CONFIG"),

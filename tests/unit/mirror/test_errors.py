@@ -9,7 +9,7 @@ import pkgutil
 import mirror
 from mirror.client.models import MalformedRecordError
 from mirror.errors import MirrorError
-from mirror.health.model import ThresholdError
+from mirror.health.flow_health import ThresholdError
 
 
 def mirror_exception_classes() -> list[type[BaseException]]:

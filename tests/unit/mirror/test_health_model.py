@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from mirror.client.failover import replay_bound
 from mirror.health.collector import HealthCollector, HealthMonitor
-from mirror.health.model import (
+from mirror.health.flow_health import (
     FlowHealth,
     GroupCheckpointHealth,
     HealthReport,

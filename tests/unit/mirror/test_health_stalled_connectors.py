@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from mirror.health.model import FlowHealth, State, Thresholds, evaluate
+from mirror.health.flow_health import FlowHealth, State, Thresholds, evaluate
 from mirror.health.record_decoding import apply_connector_status
 from tests.support.fakes import message
 

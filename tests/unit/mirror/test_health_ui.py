@@ -15,7 +15,14 @@ with warnings.catch_warnings():
 
 from mirror.cli.status import render
 from mirror.health.collector import HealthMonitor
-from mirror.health.model import FlowHealth, GroupCheckpointHealth, HealthReport, PartitionLag, Thresholds, evaluate
+from mirror.health.flow_health import (
+    FlowHealth,
+    GroupCheckpointHealth,
+    HealthReport,
+    PartitionLag,
+    Thresholds,
+    evaluate,
+)
 from mirror.health.ui_routes import ui_routes
 
 
@@ -67,7 +74,7 @@ def test_status_table() -> None:
 
 
 def test_group_sync_state_says_why() -> None:
-    from mirror.health.model import group_sync_state
+    from mirror.health.flow_health import group_sync_state
 
     checkpointed = {("A.t", 0): 10, ("A.t", 1): 5}
     assert group_sync_state({}, {}, "EMPTY")[0] == "no checkpoints"

@@ -118,7 +118,7 @@ def test_the_bulk_path_stops_before_producing_past_a_loss_with_policy_fail() -> 
 def test_status_shows_a_partition_replicated_beyond_its_source_end() -> None:
     """`mirror status`: a re-created source topic not replicated again yet is a loss the clusters show."""
     from mirror.cli.status import render
-    from mirror.health.model import FlowHealth, HealthReport, PartitionLag, State, Thresholds, evaluate, loss_of
+    from mirror.health.flow_health import FlowHealth, HealthReport, PartitionLag, State, Thresholds, evaluate, loss_of
 
     assert loss_of(3, 20) == ("source ends at 3, below the replicated offset 20: the source topic was re-created "
                               "or truncated")
@@ -137,7 +137,7 @@ def test_status_shows_records_deleted_at_the_source_before_they_were_replicated(
     """`mirror status`: a Connect offset below the source's log start (retention or DeleteRecords ran
     ahead of replication) is a loss of exactly the records in between. Tansu never moves a log start
     (docs/tansu.md: no DeleteRecords, no retention), so the rule is checked here, on the model."""
-    from mirror.health.model import FlowHealth, PartitionLag, State, Thresholds, evaluate, loss_of
+    from mirror.health.flow_health import FlowHealth, PartitionLag, State, Thresholds, evaluate, loss_of
 
     assert loss_of(50, 10, 25) == ("15 record(s) deleted at the source before they were replicated (offsets 10 "
                                    "to 24: retention or DeleteRecords)")

@@ -16,8 +16,8 @@ import pytest
 from confluent_kafka import KafkaError, Message
 from prometheus_client import CollectorRegistry
 
+from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.metrics import ConnectMetrics
-from connect_runtime.model import ConnectorTaskId
 from connect_runtime.runtime.status import RecordingStatusListener
 from connect_runtime.runtime.task.worker_source_task import SourceTaskSettings, WorkerSourceTask
 from connect_runtime.storage.memory import MemoryOffsetStore

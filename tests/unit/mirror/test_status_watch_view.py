@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from mirror.cli.status_watch import MAX_PARTITION_LINES, lagging, view
-from mirror.health.model import FlowHealth, GroupCheckpointHealth, HealthReport, PartitionLag, State
+from mirror.health.flow_health import FlowHealth, GroupCheckpointHealth, HealthReport, PartitionLag, State
 
 
 def partition(n: int, lag: int, age: float) -> PartitionLag:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect_runtime.api.errors import AlreadyExistsError, BadRequestError, NotFoundError
-from connect_runtime.model import ConnectorTaskId, State, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.herder import (
     ConfigInfos,
     ConnectorInfo,

@@ -6,7 +6,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from connect_runtime.api.errors import NotFoundError
-from connect_runtime.model import ConnectorTaskId, TargetState
+from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 from connect_runtime.runtime.herder import ConnectorOffset, WorkerHealth
 
 from .conftest import MIRROR_SOURCE, source_config

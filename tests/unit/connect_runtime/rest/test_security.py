@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from connect_runtime.api.errors import ConfigError, NotLeaderError
-from connect_runtime.model import TargetState
+from connect_runtime.lifecycle import TargetState
 from connect_runtime.rest.app import _NamespaceDispatch, create_app
 from connect_runtime.rest.basic_auth import (
     BASIC_AUTH_EXTENSION,
