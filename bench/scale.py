@@ -367,14 +367,28 @@ class Node:
         stop_child(self.process, 60)
 
 
-def start_node(workdir: Path, props: dict[str, str], code: Path | None) -> Node:
+def start_node(workdir: Path, props: dict[str, str], code: Path | None, memtrace: str | None = None,
+               memtrace_at: str = "") -> Node:
+    """``memtrace``: bench/memtrace's instruments in the node (its RSS, Python heap, malloc and native
+    figures every second, tracemalloc snapshots at the process ages ``memtrace_at``) written to that
+    directory; they cost the node CPU, so not with the figures of a recorded run."""
     path = workdir / "mm2.properties"
     path.write_text("".join(f"{k} = {v}\n" for k, v in props.items()))
     port = free_port()
     log_path = workdir / "node.log"
-    started_at, started_wall = time.monotonic(), time.time()
-    process = python_child(["-m", "mirror.cli.connect_mirror_maker", str(path), "--rest-port", str(port)], log_path,
-                           code)
+    saved = dict(os.environ)
+    if memtrace:
+        Path(memtrace).mkdir(parents=True, exist_ok=True)
+        os.environ.update({"BENCH_TRACE_DIR": str(Path(memtrace).resolve()), "BENCH_TRACE_SNAPSHOTS": memtrace_at,
+                           "PYTHONPATH": os.pathsep.join(filter(None, [str(BENCH_DIR / "memtrace"),
+                                                                       os.environ.get("PYTHONPATH")]))})
+    try:
+        started_at, started_wall = time.monotonic(), time.time()
+        process = python_child(["-m", "mirror.cli.connect_mirror_maker", str(path), "--rest-port", str(port)],
+                               log_path, code)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     return Node(process, log_path, path, f"http://127.0.0.1:{port}", started_at, started_wall)
 
 
@@ -507,7 +521,7 @@ def run_start(args: argparse.Namespace, source: str, target: str, workdir: Path,
     expected_partitions = len(topics) * args.partitions
     expected_records = expected_partitions * args.records
     props = mm2_properties(source, target, args.tasks, {**extra_props, **dict(args.set)})
-    node = start_node(workdir, props, args.code)
+    node = start_node(workdir, props, args.code, args.memtrace, args.memtrace_at)
     watch = MemoryWatch(node.pid)
     watch.start()
     milestones: dict[str, float | None] = dict.fromkeys(
@@ -940,6 +954,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                         help="an mm2.properties line on top of the defaults (repeatable)")
     parser.add_argument("--profile", metavar="DIR", help="py-spy profiles of the start and the steady state into DIR")
+    parser.add_argument("--memtrace", metavar="DIR", help="bench/memtrace's memory figures of the node into DIR")
+    parser.add_argument("--memtrace-at", default="", metavar="S,S",
+                        help="with --memtrace: tracemalloc snapshots at these process ages (s); bench/memdiff.py")
     parser.add_argument("--keep-log", metavar="FILE", help="copy the node's log to FILE")
     parser.add_argument("--code", type=Path, metavar="DIR", help="run the node on the packages in DIR")
     parser.add_argument("--record", action="store_true", help="record the tables in bench/results.md")
