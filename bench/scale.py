@@ -393,13 +393,17 @@ def start_node(workdir: Path, props: dict[str, str], code: Path | None, memtrace
 
 
 @contextmanager
-def profiled(pid: int, out: Path | None, rate: int = 20) -> Iterator[None]:
-    """``py-spy record`` of ``pid`` while the block runs (raw collapsed stacks in ``out``; nothing without it)."""
+def profiled(pid: int, out: Path | None, rate: int = 20, gil: bool = False) -> Iterator[None]:
+    """``py-spy record`` of ``pid`` while the block runs (raw collapsed stacks in ``out``; nothing without it).
+
+    ``gil``: only the samples of the thread holding the GIL (py-spy ``--gil``): where the one resource all
+    Python threads of the node share goes. Without it every thread that is not idle is sampled, and a
+    thread waiting inside librdkafka (a consume with a timeout) counts as busy."""
     if out is None:
         yield
         return
     spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw",
-                            "--threads", "--nonblocking", "-o", str(out)],
+                            "--threads", "--nonblocking", *(["--gil"] if gil else []), "-o", str(out)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield
@@ -531,7 +535,8 @@ def run_start(args: argparse.Namespace, source: str, target: str, workdir: Path,
         profile_dir.mkdir(parents=True, exist_ok=True)
     try:
         deadline = node.started_at + args.timeout
-        with profiled(node.pid, profile_dir / f"start-{args.topics}.txt" if profile_dir else None):
+        with profiled(node.pid, profile_dir / f"start-{args.topics}.txt" if profile_dir else None,
+                      gil=args.profile_gil):
             while time.monotonic() < deadline:
                 if not node.alive():
                     raise SystemExit(f"the node exited with {node.process.returncode}:\n{node.log_text()[-3000:]}")
@@ -565,7 +570,8 @@ def run_start(args: argparse.Namespace, source: str, target: str, workdir: Path,
         if args.steady > 0:
             log(f"steady state: {args.settle:.0f}s to settle, then {args.steady:.0f}s measured")
             time.sleep(args.settle)
-            with profiled(node.pid, profile_dir / f"steady-{args.topics}.txt" if profile_dir else None, rate=50):
+            with profiled(node.pid, profile_dir / f"steady-{args.topics}.txt" if profile_dir else None, rate=50,
+                          gil=args.profile_gil):
                 result.steady = steady_cpu(node, args.steady)
         watch.stop()
         result.memory.update({"peak RSS (MiB)": watch.peak_rss_kb / 1024, "peak PSS (MiB)": watch.peak_pss_kb / 1024,
@@ -957,6 +963,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memtrace", metavar="DIR", help="bench/memtrace's memory figures of the node into DIR")
     parser.add_argument("--memtrace-at", default="", metavar="S,S",
                         help="with --memtrace: tracemalloc snapshots at these process ages (s); bench/memdiff.py")
+    parser.add_argument("--profile-gil", action="store_true",
+                        help="with --profile: only the samples of the thread holding the GIL (py-spy --gil)")
     parser.add_argument("--keep-log", metavar="FILE", help="copy the node's log to FILE")
     parser.add_argument("--code", type=Path, metavar="DIR", help="run the node on the packages in DIR")
     parser.add_argument("--record", action="store_true", help="record the tables in bench/results.md")
