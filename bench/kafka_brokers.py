@@ -57,9 +57,11 @@ BROKER_LOGS: dict[str, Path] = {}
 
 
 @contextmanager
-def kafka_brokers(names: tuple[str, ...], log_requests: bool = False) -> Iterator[list[str]]:
+def kafka_brokers(names: tuple[str, ...], log_requests: bool = False,
+                  config: dict[str, str] | None = None) -> Iterator[list[str]]:
     """Fresh single-node Apache Kafka clusters, one per name, stopped and deleted on exit (``log_requests``:
-    each logs every request it completed to its log, named in :data:`BROKER_LOGS`)."""
+    each logs every request it completed to its log, named in :data:`BROKER_LOGS`; ``config``: broker
+    properties over the tier's)."""
     from tests.support.apache_kafka import SHIPPED_JVM_OPTIONS, KafkaBroker, KafkaStartError
 
     root = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
@@ -68,7 +70,7 @@ def kafka_brokers(names: tuple[str, ...], log_requests: bool = False) -> Iterato
         for name in names:
             broker = KafkaBroker(name, root / name, heap_mb=KAFKA_HEAP_MB,
                                  jvm_options=(f"-Xms{KAFKA_HEAP_MB}m", *SHIPPED_JVM_OPTIONS),
-                                 log_requests=log_requests)
+                                 log_requests=log_requests, config=dict(config or {}))
             brokers.append(broker)
             try:
                 broker.start()

@@ -105,6 +105,10 @@ SOURCE, TARGET = "A", "B"
 FLOW = f"{SOURCE}->{TARGET}"
 #: Topics are created on A this many per CreateTopics request (the bench's own setup, not the node's).
 CREATE_BATCH = 100
+#: Kafka's own defaults for the broker's session with its controller, over the test tier's quick ones (4 s,
+#: made for restart tests): under a start of thousands of partitions a one-node broker on a loaded machine
+#: missed its 4 s session, was fenced by its own controller and left every partition without a leader.
+BROKER_CONFIG = {"broker.session.timeout.ms": "9000", "broker.heartbeat.interval.ms": "2000"}
 #: What the driver's log says when the trouble of issue 45's large start happens.
 TROUBLE = {
     "admin step timed out": re.compile(r"timed out running"),
@@ -987,7 +991,7 @@ def main(argv: list[str] | None = None) -> int:
     facts = {**machine_facts(), **rule.rows(loads)}
     start, began = datetime.datetime.now(datetime.UTC), time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp, \
-            kafka_brokers.kafka_brokers(("scale-a", "scale-b")) as (source, target):
+            kafka_brokers.kafka_brokers(("scale-a", "scale-b"), config=BROKER_CONFIG) as (source, target):
         workdir = Path(tmp)
         if args.mode == "scaling":
             title, body = "tasks of one node on the machine's cores (bench/scale.py scaling)", \
