@@ -79,7 +79,7 @@ def mm2_properties(source: str, target: str, *, source_alias: str, topic: str, t
 
 
 def connector_config(props: dict[str, str], source_alias: str) -> dict[str, str]:
-    from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
+    from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
 
     config = MirrorMakerConfig(props).connector_base_config(SourceAndTarget(source_alias, "B"),
                                                            SOURCE_CONNECTOR)

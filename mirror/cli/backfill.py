@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from connect_runtime.api.config_provider import build_providers, resolve
     from connect_runtime.api.errors import ConfigError
     from mirror.backfill.command import BackfillOptions, run_backfill
-    from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
+    from mirror.config.mirror_maker_config import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
 
     mm = MirrorMakerConfig.from_file(args.config)
     flow = SourceAndTarget.parse(args.flow)

@@ -56,7 +56,7 @@ def _positive_seconds(value: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """Load the file as the driver does (its refusals exit 2), then check every flow against its clusters."""
-    from mirror.config.mirror_maker import MirrorMakerConfig
+    from mirror.config.mirror_maker_config import MirrorMakerConfig
     from mirror.maker.config_lint import FileRefused, check
     from mirror.preflight.findings import CONFIG, Report, Severity
     from mirror.preflight.runner import preflight

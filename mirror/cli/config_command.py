@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from mirror.cli.subcommand import split_clusters
 
 if TYPE_CHECKING:
-    from mirror.config.mirror_maker import MirrorMakerConfig
+    from mirror.config.mirror_maker_config import MirrorMakerConfig
 
 # The config modules are imported in the functions that use them: they bring the clients and the
 # runtime's validation (~200 ms), which every other `mirror` command (and its --help) would pay for,
@@ -48,7 +48,7 @@ def describe(config: MirrorMakerConfig, clusters: list[str] | None, strict: bool
     """The redacted view of what the driver would build, as plain data; ``refused`` lists the findings
     that would refuse the start (ConfigError if a herder would refuse the file)."""
     from connect_runtime.api.config import redact
-    from mirror.config.mirror_maker import CONNECTOR_CLASSES, connector_simple_name
+    from mirror.config.mirror_maker_config import CONNECTOR_CLASSES, connector_simple_name
     from mirror.maker.config_lint import check
     from mirror.maker.provenance import flow_settings, worker_settings
 
@@ -98,7 +98,7 @@ def _setting_text(setting: dict[str, Any]) -> str:
 def run_show(args: argparse.Namespace) -> int:
     from connect_runtime.cli.process import ExitCode
     from mirror.cli.subcommand import print_error
-    from mirror.config.mirror_maker import MirrorMakerConfig
+    from mirror.config.mirror_maker_config import MirrorMakerConfig
 
     view = describe(MirrorMakerConfig.from_file(args.config), split_clusters(args.clusters),
                     bool(getattr(args, "strict", False)))

@@ -49,7 +49,7 @@ from mirror.cli.subcommand import (
 )
 
 if TYPE_CHECKING:
-    from mirror.config.mirror_maker import MirrorMakerConfig
+    from mirror.config.mirror_maker_config import MirrorMakerConfig
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def load_config(path: str, clusters: list[str] | None, strict: bool = False) -> 
     herder would refuse (worker keys, the connectors' own validation, the client override policy, see
     :mod:`mirror.maker.validation`).
     """
-    from mirror.config.mirror_maker import MirrorMakerConfig  # imported by run() first, with the driver
+    from mirror.config.mirror_maker_config import MirrorMakerConfig  # imported by run() first, with the driver
     from mirror.maker.config_lint import FileRefused, check
 
     config = MirrorMakerConfig.from_file(path)

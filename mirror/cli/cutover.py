@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from mirror.client.cutover import cutover, failback
     from mirror.client.replication_policy import policy_from_config
     from mirror.config.connector_base import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
-    from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS, SourceAndTarget
+    from mirror.config.mirror_maker_config import SOURCE_CONNECTOR_CLASS, SourceAndTarget
 
     if args.timeout <= 0 or getattr(args, "max_wait", 0) < 0:
         raise ConfigError("--timeout must be > 0 and --max-wait >= 0")

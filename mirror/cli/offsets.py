@@ -72,7 +72,7 @@ def add_parser(subparsers: Any) -> None:
 
 def _load(path: str, source: str, target: str) -> Any:
     # Imported here: mirror.maker pulls in the whole config machinery, which `offsets` only needs once.
-    from mirror.config.mirror_maker import MirrorMakerConfig
+    from mirror.config.mirror_maker_config import MirrorMakerConfig
 
     config = MirrorMakerConfig.from_file(path)
     for flag, alias in (("--source", source), ("--target", target)):
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     """Plan (and with --apply, commit) the group's translated offsets on the target."""
     from mirror.client.failover import GroupActiveError, apply_failover, plan_failover
     from mirror.config.connector_base import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
-    from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS, SourceAndTarget
+    from mirror.config.mirror_maker_config import SOURCE_CONNECTOR_CLASS, SourceAndTarget
 
     config = _load(args.config, args.source, args.target)
     location = config.connector_base_config(SourceAndTarget(args.source, args.target), SOURCE_CONNECTOR_CLASS).get(

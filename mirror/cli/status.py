@@ -130,7 +130,7 @@ def _group_table(flow: FlowHealth) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Probe every flow once and print the report; the exit code is the overall state."""
-    from mirror.config.mirror_maker import MirrorMakerConfig
+    from mirror.config.mirror_maker_config import MirrorMakerConfig
     from mirror.health.probe import HealthProbe
 
     config = MirrorMakerConfig.from_file(args.config)

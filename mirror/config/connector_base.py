@@ -2,7 +2,7 @@
 
 Everything here is data on top of :mod:`connect_runtime.api.config`, so the same definitions drive
 parsing, REST validation and the generated reference (``mirror config docs``). The driver
-(:mod:`mirror.config.mirror_maker`) uses the *names* of these keys to decide which top-level properties
+(:mod:`mirror.config.mirror_maker_config`) uses the *names* of these keys to decide which top-level properties
 reach a connector, so a key missing here would be silently dropped from every flow: keep the
 set complete, as Java MM2 defines it. Connect's own connector keys come from the runtime's API
 (:mod:`connect_runtime.api.connector_config`), the client keys from :mod:`mirror.config.client_keys`.

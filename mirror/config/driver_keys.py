@@ -1,7 +1,7 @@
 """The keys only the MM2 driver reads (Java's ``MirrorMakerConfig``): ``clusters``, the REST listeners, config
 providers, the plugin allowlist..., and their :class:`ConfigDef` (defaults, types, docs).
 
-Their own module because they are a catalogue: :class:`~mirror.config.mirror_maker.MirrorMakerConfig`
+Their own module because they are a catalogue: :class:`~mirror.config.mirror_maker_config.MirrorMakerConfig`
 parses them, while config lint, ``mirror config docs`` and the key tests enumerate them without
 deriving any config.
 """

@@ -3,7 +3,7 @@
 Java MM2 starts with a file that names an undeclared alias in ``--clusters``, leaves a cluster without
 ``bootstrap.servers`` or holds a connector value that does not parse, and then replicates nothing; here
 :func:`validate_mirror_maker_config` refuses such a file with one :class:`ConfigError` naming
-``file:line``. Kept apart from :mod:`mirror.config.mirror_maker`, which derives configs from the file
+``file:line``. Kept apart from :mod:`mirror.config.mirror_maker_config`, which derives configs from the file
 (the faithful port of Java's ``MirrorMakerConfig``): these checks are ours, and read the file only
 through its public derivations.
 """
@@ -16,7 +16,7 @@ from connect_runtime.api.errors import ConfigError
 from mirror.config.client_keys import BOOTSTRAP_SERVERS, CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.connector_base import REPLICATION_POLICY_CLASS, validate_replication_policy_class
 from mirror.config.driver_keys import CLUSTERS
-from mirror.config.mirror_maker import (
+from mirror.config.mirror_maker_config import (
     CLIENT_PREFIXES,
     CONNECTOR_CLASSES,
     CONNECTOR_CONFIG_DEFS,

@@ -23,7 +23,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from connect_runtime.api.errors import ConfigError
-from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
 from mirror.health.flow_health import FlowHealth, HealthReport, State, ThresholdError
 from mirror.health.probe import HealthProbe
 

@@ -17,7 +17,7 @@ from mirror.client.replication_policy import ReplicationPolicy, policy_from_conf
 from mirror.config.checkpoint import SYNC_GROUP_OFFSETS_ENABLED
 from mirror.config.connector_base import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
 from mirror.config.heartbeat import EMIT_HEARTBEATS_INTERVAL_SECONDS, EMIT_HEARTBEATS_INTERVAL_SECONDS_DEFAULT
-from mirror.config.mirror_maker import (
+from mirror.config.mirror_maker_config import (
     CHECKPOINT_CONNECTOR_CLASS,
     HEARTBEAT_CONNECTOR_CLASS,
     SOURCE_CONNECTOR_CLASS,

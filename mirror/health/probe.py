@@ -50,7 +50,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message
 
 from connect_runtime.api.errors import ConnectError
 from mirror.client.offset_map import offset_map_topic
-from mirror.config.mirror_maker import (
+from mirror.config.mirror_maker_config import (
     MirrorMakerConfig,
     SourceAndTarget,
 )

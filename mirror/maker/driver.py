@@ -37,7 +37,7 @@ import logging
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.cli.process import ExitCode, run_until_stopped
-from mirror.config.mirror_maker import MirrorMakerConfig
+from mirror.config.mirror_maker_config import MirrorMakerConfig
 from mirror.maker.mirror_maker import MirrorMaker
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from connect_runtime.runtime.herder import (
     Herder,
     WorkerHealth,
 )
-from mirror.config.mirror_maker import SourceAndTarget
+from mirror.config.mirror_maker_config import SourceAndTarget
 from mirror.maker.mirror_herder import MirrorHerder
 
 logger = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ The model :mod:`mirror.maker.config_lint` checks a file against. MM2's four deri
 
 * top level: the driver's own keys; client connection and security keys (a fallback for every
   cluster); the connectors' declared keys (every flow); and worker keys only under the prefixes of
-  :data:`~mirror.config.mirror_maker.WORKER_PREFIXES` (``offset.storage*``, ``task*``...);
+  :data:`~mirror.config.mirror_maker_config.WORKER_PREFIXES` (``offset.storage*``, ``task*``...);
 * ``<alias>.``: connection and security keys, ``<client>.`` client keys, and worker keys of the flows
   into that cluster;
 * ``<source>-><target>.``: connector keys (unfiltered), connector-level client keys and overrides.
@@ -24,7 +24,7 @@ from connect_runtime.runtime.worker_config import DISTRIBUTED_CONFIG_DEF
 from mirror.config import kafka_keys
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES
 from mirror.config.driver_keys import CONFIG_DEF
-from mirror.config.mirror_maker import ALL_CONNECTOR_CONFIG_NAMES, WORKER_PREFIXES
+from mirror.config.mirror_maker_config import ALL_CONNECTOR_CONFIG_NAMES, WORKER_PREFIXES
 from mirror.health.collector import REFRESH_INTERVAL
 from mirror.health.flow_health import THRESHOLD_KEYS
 

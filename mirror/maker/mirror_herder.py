@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from connect_runtime.api.errors import ConnectError, NotFoundError
 from connect_runtime.logging_context import set_context
 from connect_runtime.runtime.distributed.distributed_herder import DistributedHerder
-from mirror.config.mirror_maker import (
+from mirror.config.mirror_maker_config import (
     CONNECTOR_CLASSES,
     SOURCE_CONNECTOR_CLASS,
     MirrorMakerConfig,

@@ -21,7 +21,7 @@ from connect_runtime.runtime import worker_config as wc
 from mirror.config import checkpoint, heartbeat, source
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES
 from mirror.config.driver_keys import CONFIG_DEF, ENABLE_INTERNAL_REST
-from mirror.config.mirror_maker import (
+from mirror.config.mirror_maker_config import (
     ALL_CONNECTOR_CONFIG_NAMES,
     CHECKPOINT_CONNECTOR_CLASS,
     HEARTBEAT_CONNECTOR_CLASS,

@@ -27,7 +27,7 @@ from connect_runtime.rest.server import DEFAULT_LISTENERS, ListenerAddress, has_
 from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.storage.config_records import SessionKey
 from mirror.config.driver_keys import ENABLE_INTERNAL_REST
-from mirror.config.mirror_maker import MirrorMakerConfig
+from mirror.config.mirror_maker_config import MirrorMakerConfig
 
 logger = logging.getLogger(__name__)
 

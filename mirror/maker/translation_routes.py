@@ -26,7 +26,7 @@ from mirror.client.mirror_client import mirror_client_config
 from mirror.client.replication_policy import policy_from_config
 from mirror.client.translation import OffsetTranslator, Translation
 from mirror.config.connector_base import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
-from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker_config import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
 from mirror.errors import MirrorError
 
 

@@ -23,14 +23,14 @@ from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.worker import connector_validation
 from connect_runtime.runtime.worker.plugins import Plugins
 from mirror.config.checkpoint import EMIT_CHECKPOINTS_ENABLED
-from mirror.config.mirror_maker import (
+from mirror.config.mirror_maker_checks import validate_mirror_maker_config
+from mirror.config.mirror_maker_config import (
     CHECKPOINT_CONNECTOR_CLASS,
     CONNECTOR_CLASSES,
     MirrorMakerConfig,
     SourceAndTarget,
     connector_simple_name,
 )
-from mirror.config.mirror_maker_checks import validate_mirror_maker_config
 from mirror.config.source import EMIT_OFFSET_SYNCS_ENABLED
 
 #: (connector class, key): refusals that mean "this connector is switched off", not a mistake.

@@ -31,7 +31,7 @@ from mirror.config import heartbeat as heartbeat_keys
 from mirror.config import source as source_keys
 from mirror.config.checkpoint import MirrorCheckpointConfig
 from mirror.config.heartbeat import MirrorHeartbeatConfig
-from mirror.config.mirror_maker import (
+from mirror.config.mirror_maker_config import (
     CHECKPOINT_CONNECTOR_CLASS,
     HEARTBEAT_CONNECTOR_CLASS,
     SOURCE_CONNECTOR_CLASS,

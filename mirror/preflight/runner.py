@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.cimpl import NewTopic
 
 from mirror.client.mirror_client import reader_config
-from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
 from mirror.filters import load_group_filter
 from mirror.preflight.broker_checks import check_broker_configs, check_consumer_protocol_groups, check_exactly_once
 from mirror.preflight.cluster_session import ClusterSession

@@ -33,7 +33,7 @@ from mirror.checkpoint.connector import MirrorCheckpointConnector
 from mirror.checkpoint.task import MirrorCheckpointTask
 from mirror.cli.main import main
 from mirror.client.models import Checkpoint
-from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker_config import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Producer
 
 from mirror.client.models import Checkpoint, OffsetSync, TopicPartition
-from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker_config import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
 from tests.conftest import Cluster
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases, mm2_properties
 from tests.support.kafka import consume_all, create_topic, produce, unique, wait_until

@@ -27,7 +27,7 @@ from mirror.checkpoint.task import MirrorCheckpointTask
 from mirror.cli.main import main
 from mirror.client.models import Checkpoint
 from mirror.client.translation import OffsetTranslator
-from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
 from mirror.maker.translation_routes import translation_routes
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask

@@ -279,7 +279,7 @@ def test_latency_is_reported_when_every_read_is_slower_than_the_resolution(
     """On a loaded machine each heartbeat read can take longer than LATENCY_RESOLUTION_S: the finest
     coarse sample of the window is kept (an upper bound still), not none at all. Here the probe's clock
     makes every read look a second after the previous one."""
-    from mirror.config.mirror_maker import MirrorMakerConfig
+    from mirror.config.mirror_maker_config import MirrorMakerConfig
     from mirror.health.flow_spec import cluster_io, flow_specs
     from mirror.health.flow_state import LATENCY_RESOLUTION_S
     from mirror.health.probe import HealthProbe
@@ -322,7 +322,7 @@ def test_the_latency_watch_reads_heartbeats_without_asking_for_every_topic(
     """Between passes the monitor reads the replicated heartbeats five times a second; the topics come
     from the last pass, not from a metadata request for the whole target cluster each time (that cost a
     copy of 100-byte records 15% of its rate: bench/results.md, 2026-11-26 23:49)."""
-    from mirror.config.mirror_maker import MirrorMakerConfig
+    from mirror.config.mirror_maker_config import MirrorMakerConfig
     from mirror.health.flow_spec import cluster_io, flow_specs
     from mirror.health.probe import HealthProbe
 

@@ -35,7 +35,7 @@ from connect_runtime.runtime.worker_config import DistributedWorkerConfig
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.sequence_source import SequenceSourceConnector, SequenceSourceTask
 from mirror.client.replication_policy import IdentityReplicationPolicy, load_policy_class
-from mirror.config.mirror_maker import MirrorMakerConfig
+from mirror.config.mirror_maker_config import MirrorMakerConfig
 from mirror.filters import filter_class_errors
 from tests.support.rest_certs import self_signed
 

@@ -30,7 +30,7 @@ from connect_runtime.logging_setup import configure_logging
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.security import RestSecurity
 from mirror.cli.subcommand import invoke
-from mirror.config.mirror_maker import MirrorMakerConfig
+from mirror.config.mirror_maker_config import MirrorMakerConfig
 from tests.support.rest_certs import self_signed
 from tests.unit.connect_runtime.rest.fake_herder import FakeHerder
 

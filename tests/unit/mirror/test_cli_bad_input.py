@@ -23,7 +23,7 @@ from mirror.cli.main import main
 from mirror.config import checkpoint as checkpoint_config
 from mirror.config import driver_keys
 from mirror.config import heartbeat as heartbeat_config
-from mirror.config import mirror_maker as maker_config
+from mirror.config import mirror_maker_config as maker_config
 from mirror.config import source as source_config
 from mirror.config.client_keys import CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.connector_base import MIRROR_SHARED_CONFIG_DEF

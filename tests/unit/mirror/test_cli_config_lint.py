@@ -18,7 +18,7 @@ import pytest
 
 from mirror.cli import connect_mirror_maker
 from mirror.cli.main import main
-from mirror.config.mirror_maker import MirrorMakerConfig
+from mirror.config.mirror_maker_config import MirrorMakerConfig
 from mirror.maker import driver
 
 REPO = Path(__file__).resolve().parents[3]

@@ -13,7 +13,7 @@ import pytest
 
 from mirror.cli.quickstart import _properties as quickstart_properties
 from mirror.config import kafka_keys
-from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
 from mirror.maker import key_catalog as kc
 from mirror.maker.config_lint import ERROR, WARNING, Finding, lint, refusals
 from mirror.maker.provenance import flow_settings, worker_settings
@@ -129,7 +129,7 @@ def test_java_client_keys_without_librdkafka_equivalent_are_one_warning_never_fa
                                  "A->B.consumer.override.max.poll.records"])
 def test_max_poll_records_of_the_source_consumer_is_applied_by_the_source_task(tmp_path: Path, key: str) -> None:
     """librdkafka has no max.poll.records, but MirrorSourceTask bounds each poll with it (as Java does)."""
-    from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS
+    from mirror.config.mirror_maker_config import SOURCE_CONNECTOR_CLASS
     from mirror.config.source import MirrorSourceConfig
 
     config = _config(tmp_path, f"{key} = 77")
@@ -270,7 +270,7 @@ def test_a_worker_key_has_no_finding_exactly_when_the_herder_gets_it(tmp_path: P
 @pytest.mark.parametrize("key", [k for s in CONNECTOR_KEYS for k in _levels(s)])
 def test_a_connector_key_has_no_finding_exactly_when_the_flow_gets_it(tmp_path: Path, key: str) -> None:
     """The A->B connector configs hold the value iff lint is quiet."""
-    from mirror.config.mirror_maker import CONNECTOR_CLASSES
+    from mirror.config.mirror_maker_config import CONNECTOR_CLASSES
 
     setting = key.split(".", 1)[1] if key.startswith(("A.", "B.")) else key.removeprefix("A->B.")
     value = VALUES.get(setting, "4242")
@@ -284,7 +284,7 @@ def test_a_connector_key_has_no_finding_exactly_when_the_flow_gets_it(tmp_path: 
 @pytest.mark.parametrize("key", ["security.protocol", "A.security.protocol", "A->B.security.protocol",
                                  "A.consumer.security.protocol", "A->B.consumer.security.protocol"])
 def test_a_security_key_has_no_finding_exactly_when_the_source_consumer_gets_it(tmp_path: Path, key: str) -> None:
-    from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS
+    from mirror.config.mirror_maker_config import SOURCE_CONNECTOR_CLASS
     from mirror.config.source import MirrorSourceConfig
 
     config = _config(tmp_path, f"{key} = SSL")

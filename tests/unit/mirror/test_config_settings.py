@@ -11,7 +11,7 @@ from connect_runtime.api.connector_config import CONNECTOR_CONFIG_DEF
 from mirror.config.checkpoint import MirrorCheckpointConfig, MirrorCheckpointTaskConfig
 from mirror.config.connector_base import BASE_CONNECTOR_CONFIG_DEF, MirrorConnectorConfig
 from mirror.config.heartbeat import MirrorHeartbeatConfig
-from mirror.config.mirror_maker import MirrorMakerConfig
+from mirror.config.mirror_maker_config import MirrorMakerConfig
 from mirror.config.settings import Choice, Flag, Integer, Period, Setting, Text, TextList, check_settings
 from mirror.config.source import MirrorSourceConfig, MirrorSourceTaskConfig
 

@@ -29,7 +29,7 @@ from connect_runtime.api.config import ConfigDef
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.runtime.worker_config import DISTRIBUTED_CONFIG_DEF
-from mirror.config import checkpoint, driver_keys, heartbeat, mirror_maker, source
+from mirror.config import checkpoint, driver_keys, heartbeat, mirror_maker_config, source
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.forwarding_admin import forwarding_admin_class
 from mirror.maker.validation import validate_flows
@@ -178,24 +178,24 @@ CONNECTOR: dict[str, Works | Refused | Owned | str] = {
                                                   "checkpoints_topic_replication_factor"),
     "task.assigned.groups": Works("mirror/checkpoint/connector.py", "TASK_CONSUMER_GROUPS"),
     # MirrorHeartbeatConnector
-    "emit.heartbeats.enabled": Works("mirror/config/mirror_maker.py", "EMIT_HEARTBEATS_ENABLED"),
+    "emit.heartbeats.enabled": Works("mirror/config/mirror_maker_config.py", "EMIT_HEARTBEATS_ENABLED"),
     "emit.heartbeats.interval.seconds": Works("mirror/heartbeat/task.py", '"emit.heartbeats.interval.seconds"'),
     "heartbeats.topic.replication.factor": Works("mirror/heartbeat/connector.py",
                                                  "heartbeats_topic_replication_factor"),
 }
 
 DRIVER: dict[str, Works | Refused | Owned | str] = {
-    "clusters": Works("mirror/config/mirror_maker.py", "self._values[CLUSTERS]"),
+    "clusters": Works("mirror/config/mirror_maker_config.py", "self._values[CLUSTERS]"),
     "config.strict": Works("mirror/maker/config_lint.py", "config.get(STRICT)"),
     "dedicated.mode.enable.internal.rest": Works("mirror/maker/mirror_maker.py", "self.config.enable_internal_rest"),
-    "config.providers": Works("mirror/config/mirror_maker.py", "build_providers(self._raw)"),
+    "config.providers": Works("mirror/config/mirror_maker_config.py", "build_providers(self._raw)"),
     "listeners": Works("mirror/maker/rest_wiring.py", '"listeners"'),
     "rest.advertised.host.name": Works("mirror/maker/mirror_maker.py", '"rest.advertised.host.name"'),
     "rest.advertised.port": REST,
     "rest.advertised.listener": REST,
     "response.http.headers.config": Works("connect_runtime/rest/security.py", "RESPONSE_HTTP_HEADERS_CONFIG"),
     "plugin.allowlist": Works("mirror/maker/rest_wiring.py", "operator_policy(config.raw_properties())"),
-    "configs.topic.compatibility": Works("mirror/config/mirror_maker.py",
+    "configs.topic.compatibility": Works("mirror/config/mirror_maker_config.py",
                                          "stores_secrets_in_clear(self.get(CONFIGS_TOPIC_COMPATIBILITY))"),
 }
 
@@ -254,11 +254,11 @@ def test_every_declared_key_is_decided(definition: str, key: str) -> None:
         assert key in CLIENT_CONFIG_NAMES  # what the driver copies into every client of the cluster
 
 
-def _file(tmp_path: Path, *lines: str) -> mirror_maker.MirrorMakerConfig:
+def _file(tmp_path: Path, *lines: str) -> mirror_maker_config.MirrorMakerConfig:
     path = tmp_path / "mm2.properties"
     path.write_text("\n".join(["clusters = A, B", "A.bootstrap.servers = a:9092", "B.bootstrap.servers = b:9092",
                                "A->B.enabled = true", *lines]) + "\n")
-    return mirror_maker.MirrorMakerConfig.from_file(str(path))
+    return mirror_maker_config.MirrorMakerConfig.from_file(str(path))
 
 
 REFUSED_CONNECTOR = sorted(k for k, d in CONNECTOR.items() if isinstance(d, Refused))
@@ -338,7 +338,8 @@ def test_consumer_and_admin_overrides_reach_mm2s_own_clients_on_both_clusters(tm
     ``producer.override.*`` keys go to the runtime's task producer only, never to MM2's own producers."""
     config = _file(tmp_path, "A.consumer.fetch.min.bytes = 1", "A->B.consumer.override.fetch.min.bytes = 7",
                    "A->B.admin.override.request.timeout.ms = 1234", "A->B.producer.override.linger.ms = 99")
-    props = config.connector_base_config(mirror_maker.SourceAndTarget("A", "B"), mirror_maker.SOURCE_CONNECTOR_CLASS)
+    props = config.connector_base_config(mirror_maker_config.SourceAndTarget("A", "B"),
+                                         mirror_maker_config.SOURCE_CONNECTOR_CLASS)
     cfg = source.MirrorSourceConfig(props)
     assert cfg.source_consumer_config()["fetch.min.bytes"] == "7"
     assert cfg.target_consumer_config("x")["fetch.min.bytes"] == "7"
@@ -375,7 +376,8 @@ def test_transforms_set_per_flow_reach_the_connectors_and_validate(tmp_path: Pat
                    "A->B.predicates.isTombstone.type = "
                    "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone")
     assert validate_flows(config) == []
-    props = config.connector_base_config(mirror_maker.SourceAndTarget("A", "B"), mirror_maker.SOURCE_CONNECTOR_CLASS)
+    props = config.connector_base_config(mirror_maker_config.SourceAndTarget("A", "B"),
+                                         mirror_maker_config.SOURCE_CONNECTOR_CLASS)
     assert props["transforms"] == "dropTombstones"
     assert props["predicates.isTombstone.type"].endswith("RecordIsTombstone")
 

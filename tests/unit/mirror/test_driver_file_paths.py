@@ -17,7 +17,7 @@ from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import parse_properties
 from connect_runtime.clients import librdkafka_properties as props_table
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES
-from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker_config import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
 from mirror.maker.rest_wiring import rest_security
 
 PAIR = SourceAndTarget("A", "B")

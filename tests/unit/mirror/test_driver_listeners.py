@@ -11,7 +11,7 @@ import pytest
 
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import parse_properties
-from mirror.config.mirror_maker import MirrorMakerConfig
+from mirror.config.mirror_maker_config import MirrorMakerConfig
 from mirror.maker.rest_wiring import rest_listeners
 
 BASE = "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n"

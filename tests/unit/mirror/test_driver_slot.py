@@ -20,7 +20,7 @@ from connect_runtime.api.errors import ConflictError, ForbiddenError
 from connect_runtime.rest.app import create_app
 from connect_runtime.runtime.herder import Herder
 from connect_runtime.runtime.request_signing import DEFAULT_SIGNATURE_ALGORITHM, signature_headers
-from mirror.config.mirror_maker import SourceAndTarget
+from mirror.config.mirror_maker_config import SourceAndTarget
 from mirror.maker.herder_slot import HerderSlot
 from mirror.maker.mirror_herder import MirrorHerder
 

@@ -164,7 +164,7 @@ def test_collector_exposes_the_latest_report() -> None:
 
 
 def test_flow_specs_from_mm2_properties() -> None:
-    from mirror.config.mirror_maker import MirrorMakerConfig
+    from mirror.config.mirror_maker_config import MirrorMakerConfig
     from mirror.health.flow_spec import flow_specs
 
     config = MirrorMakerConfig({
@@ -185,7 +185,7 @@ def test_flow_specs_from_mm2_properties() -> None:
 
 def test_monitor_start_reports_bad_threshold_as_config_error() -> None:
     from connect_runtime.api.errors import ConfigError
-    from mirror.config.mirror_maker import MirrorMakerConfig
+    from mirror.config.mirror_maker_config import MirrorMakerConfig
     from mirror.health.collector import start_health_monitor
 
     config = MirrorMakerConfig({"clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092",

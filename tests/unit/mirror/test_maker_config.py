@@ -6,7 +6,8 @@ import pytest
 
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import parse_properties
-from mirror.config.mirror_maker import (
+from mirror.config.mirror_maker_checks import validate_mirror_maker_config
+from mirror.config.mirror_maker_config import (
     CHECKPOINT_CONNECTOR_CLASS,
     HEARTBEAT_CONNECTOR_CLASS,
     SOURCE_CONNECTOR_CLASS,
@@ -14,7 +15,6 @@ from mirror.config.mirror_maker import (
     SourceAndTarget,
     parse_boolean,
 )
-from mirror.config.mirror_maker_checks import validate_mirror_maker_config
 from mirror.config.source import MirrorSourceConfig
 
 AB = SourceAndTarget("a", "b")

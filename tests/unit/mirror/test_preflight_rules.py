@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-from mirror.config.mirror_maker import MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
 from mirror.preflight.authorizer_rules import IMPLIED_BY, Acl, allowed, kafka_acls_command
 from mirror.preflight.cluster_session import principal_of
 from mirror.preflight.findings import ACL, CONNECTIVITY, Report, Severity

@@ -12,8 +12,8 @@ from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import parse_properties
 from connect_runtime.api.secrets import is_sensitive_key
 from mirror.checkpoint.connector import MirrorCheckpointConnector
-from mirror.config.mirror_maker import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
 from mirror.config.mirror_maker_checks import validate_mirror_maker_config
+from mirror.config.mirror_maker_config import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
 from mirror.config.secret_references import secret_reference
 from mirror.heartbeat.connector import MirrorHeartbeatConnector
 from mirror.maker.rest_wiring import NoInternalRestForwarder, rest_security, task_config_forwarder

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mirror.config.mirror_maker import MirrorMakerConfig
+from mirror.config.mirror_maker_config import MirrorMakerConfig
 from mirror.maker.translation_routes import BadRequest, translate_request
 
 FLOWS = {("A", "B")}

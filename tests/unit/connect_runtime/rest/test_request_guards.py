@@ -24,7 +24,7 @@ from connect_runtime.rest.app import create_app
 from connect_runtime.rest.security import RestSecurity
 from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime.request_signing import signature_headers
-from mirror.config.mirror_maker import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
+from mirror.config.mirror_maker_config import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
 from mirror.config.source import TASK_INDEX, TASK_TOPIC_PARTITIONS, encode_topic_partition
 from mirror.source.topic_sync import assign_round_robin
 
