@@ -12,6 +12,13 @@ Nothing here is special-cased: the driver, the connectors and the client API are
 ``--keep`` leaves everything running, with a live one-line summary, until Ctrl-C (or SIGTERM/SIGHUP).
 Nothing is left behind: a stop signal stops the driver, then both brokers; if the quickstart itself is
 killed, its children are killed by the kernel (:mod:`connect_runtime.cli.children`).
+
+A new user should not have to read the driver's log to find the status page: :func:`endpoints` lists
+the status page, the REST API (with two curl examples), ``/metrics`` and the ``mirror status`` and
+``mirror offsets translate`` commands, all with the real port and file. :class:`LiveSummary` then keeps
+one line up to date under ``--keep`` (records replicated, lag, heartbeat age), read from the driver's
+own ``/metrics`` and ``/ui/api/status``, the same figures the status page draws, while a trickle of
+new records keeps the figures moving.
 """
 
 from __future__ import annotations
@@ -27,12 +34,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from connect_runtime.cli.children import die_with_parent
 from connect_runtime.cli.process import ExitCode, print_error, stop_on_signals
 from mirror.errors import MirrorError
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +53,8 @@ TOPIC = "orders"
 GROUP = "billing"
 PARTITIONS = 3
 LAG_MAX = 10  # offset.lag.max in the generated mm2.properties
+#: How often a non-terminal output gets a new summary line (a terminal's line is rewritten every second).
+PIPE_LINE_INTERVAL_S = 5.0
 
 
 def add_parser(subparsers: Any) -> None:
@@ -309,10 +322,6 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
                 upstream = _wait("B lists A as an upstream cluster", lambda: _with_a(client.upstream_clusters()),
                                  args.timeout, driver, log, stop)
             _summary(remote, _count(b.bootstrap_servers, remote), heartbeat, committed, translated, upstream)
-            # Imported here: quickstart_live needs httpx (~100 ms, with click and rich), which `mirror
-            # <command> --help` should not pay for.
-            from mirror.cli.quickstart_live import LiveSummary, endpoints
-
             rest_url = f"http://127.0.0.1:{rest_port}"
             where = endpoints(rest_url, properties, "A", "B", GROUP)
             if args.keep:
@@ -346,3 +355,110 @@ def _summary(remote: str, count: int, heartbeat: Any, committed: dict[int, int],
     for tp, offset in sorted(translated.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         topic, partition = tp[0], tp[1]
         _say(f"    {topic}[{partition}]  A: {committed.get(partition, '?'):>6}   B: {offset[0]:>6}")
+
+
+# ---- where to look, and the live summary under --keep ----
+
+
+def endpoints(rest_url: str, properties: Path, source: str, target: str, group: str) -> list[str]:
+    """The "where to look" block: one line per place, the URLs and commands ready to paste."""
+    base = f"{rest_url}/{source}/{target}"
+    return [
+        f"  status page   {rest_url}/ui",
+        f"  REST API      {base}/",
+        f"                curl -s '{base}/connectors?expand=status'",
+        f"                curl -s {base}/connectors/MirrorSourceConnector/status",
+        f"  metrics       {rest_url}/metrics",
+        f"  health        mirror status {properties}",
+        f"                mirror status --watch {properties}",
+        f"  failover      mirror offsets translate --group {group} --source {source} --target {target} "
+        f"{properties}",
+        f"  driver log    {properties.with_name('connect-mirror-maker.log')}",
+    ]
+
+
+@dataclass
+class Figures:
+    """One reading of the live summary; None where the driver has not measured it yet."""
+
+    replicated: int | None
+    lag_records: int | None
+    heartbeat_age_s: float | None
+    state: str | None
+
+    def line(self) -> str:
+        def shown(value: Any, unit: str = "") -> str:
+            if value is None:
+                return "-"
+            return f"{value:.1f}{unit}" if isinstance(value, float) else f"{value}{unit}"
+
+        return (f"records replicated {shown(self.replicated)}   lag {shown(self.lag_records)} records   "
+                f"heartbeat age {shown(self.heartbeat_age_s, ' s')}   {self.state or 'starting'}")
+
+
+def replicated_records(metrics_text: str, source: str, target: str) -> int | None:
+    """Sum of ``mirror_source_record_count_total`` of one flow in a Prometheus text exposition."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    total: int | None = None
+    for family in text_string_to_metric_families(metrics_text):
+        if family.name != "mirror_source_record_count":
+            continue
+        for sample in family.samples:
+            if (sample.name == "mirror_source_record_count_total" and sample.labels.get("source") == source
+                    and sample.labels.get("target") == target):
+                total = (total or 0) + int(sample.value)
+    return total
+
+
+def read_figures(client: httpx.Client, rest_url: str, source: str, target: str) -> Figures:
+    """The figures now, from the driver's ``/metrics`` and ``/ui/api/status`` (unknown ones as None)."""
+    replicated = replicated_records(client.get(f"{rest_url}/metrics").text, source, target)
+    report = client.get(f"{rest_url}/ui/api/status").json().get("report") or {}
+    flow: dict[str, Any] = next((f for f in report.get("flows", []) if f.get("flow") == f"{source}->{target}"), {})
+    return Figures(replicated, flow.get("lag_records"), flow.get("heartbeat_age_seconds"), flow.get("state"))
+
+
+class LiveSummary:
+    """Writes a trickle of records to the demo topic and shows the live figures until ``stop`` is set."""
+
+    def __init__(self, rest_url: str, source: str, target: str, bootstrap: str, topic: str,
+                 records_per_s: int) -> None:
+        self.rest_url = rest_url
+        self.source, self.target = source, target
+        self.bootstrap, self.topic = bootstrap, topic
+        self.records_per_s = records_per_s
+
+    def run(self, stop: threading.Event, alive: Any) -> None:
+        """Until ``stop`` is set or ``alive()`` is false: one tick per second."""
+        # Imported here: httpx (~100 ms, with click and rich) and confluent-kafka, which `mirror <command>
+        # --help` should not pay for.
+        import httpx
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 20}) if self.records_per_s else None
+        tty = sys.stdout.isatty()
+        last_line = 0.0
+        written = 0
+        with httpx.Client(timeout=5) as client:
+            while not stop.is_set() and alive():
+                if producer is not None:
+                    for _ in range(self.records_per_s):
+                        producer.produce(self.topic, value=f'{{"live": {written}}}'.encode())
+                        written += 1
+                    producer.poll(0)
+                try:
+                    line = read_figures(client, self.rest_url, self.source, self.target).line()
+                except (httpx.HTTPError, ValueError) as exc:
+                    line = f"(driver not answering: {type(exc).__name__})"
+                now = time.monotonic()
+                if tty:
+                    print(f"\r  {time.strftime('%H:%M:%S')}  {line}\033[K", end="", flush=True)
+                elif now - last_line >= PIPE_LINE_INTERVAL_S:
+                    print(f"  {time.strftime('%H:%M:%S')}  {line}", flush=True)
+                    last_line = now
+                stop.wait(1.0)
+        if tty:
+            print(flush=True)
+        if producer is not None:
+            producer.flush(5)

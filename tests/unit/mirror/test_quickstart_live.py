@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mirror.cli.quickstart_live import Figures, endpoints, replicated_records
+from mirror.cli.quickstart import Figures, endpoints, replicated_records
 
 METRICS = """\
 # HELP mirror_source_record_count_total Records replicated and acknowledged by the target (MM2 record-count).
