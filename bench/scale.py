@@ -869,8 +869,9 @@ def run_gil(args: argparse.Namespace, source: str, target: str) -> str:
     for run in range(args.runs):
         for n in counts:
             topics = [unique("scale-gil") for _ in range(n)]
-            for topic in topics:
+            for topic in topics:  # the remote topics too: no connector runs to create them
                 create_topic(source, topic, args.partitions)
+                create_topic(target, f"{SOURCE}.{topic}", args.partitions)
                 preload(source, topic, args.records // n, 100, args.partitions)
             spec = {"source": source, "target": target, "topics": topics, "records": args.records // n,
                     "partitions": args.partitions}
