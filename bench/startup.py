@@ -72,9 +72,8 @@ def child(args: argparse.Namespace) -> None:
     imported = time.time()
     import json as json_
 
-    from connect_runtime.storage.kafka_log import KafkaBasedLog
+    from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
     from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore
-    from connect_runtime.storage.log_record import LogRecord
     from connect_runtime.storage.memory import partition_id
 
     base = {"bootstrap.servers": args.bootstrap}

@@ -62,8 +62,7 @@ from connect_runtime.storage.config_topic_state import (
 )
 from connect_runtime.storage.config_topic_state import ConfigTopicState, ConfigUpdateListener
 from connect_runtime.storage.fenced_writer import TransactionalWriter
-from connect_runtime.storage.kafka_log import KafkaBasedLog
-from connect_runtime.storage.log_record import LogRecord
+from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
 
 logger = logging.getLogger(__name__)
 

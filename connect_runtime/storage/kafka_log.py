@@ -19,13 +19,45 @@ is one such read, run by the log thread in rounds: it re-assigns every partition
 position, which discards prefetched data and starts new fetches, and librdkafka reports EOF again once
 a fetch issued *after* that reaches the high watermark. Records acknowledged before the call are below
 that watermark. Barriers requested during a round wait for the next one. Between rounds the thread
-follows the topic (with ``idle_rest_s``, resting at its end: :mod:`~connect_runtime.storage.idle_follow`).
+follows the topic; a log built with ``idle_rest_s`` rests at its end (below).
+
 The consumer keeps librdkafka's default ``isolation.level=read_committed`` unless the caller sets it:
-without transactions it reads as read_uncommitted (Java's default); transactional writers' (exactly-once
-offsets, the fencing leader) aborted and open writes stay invisible. Partitions are assigned, no group:
-librdkafka still wants a ``group.id``, so a unique throwaway id is set and nothing is ever committed.
-Writes (and, with ``transactional_id`` set, one transaction per write: the leader's fencing) are
-:mod:`connect_runtime.storage.kafka_log_writer`'s; the log creates the producer and serves its callbacks.
+without transactions it reads the same as read_uncommitted (Java's default), and with transactional
+writers (exactly-once offsets, the fencing leader) aborted and open writes stay invisible.
+
+Partitions are assigned, not subscribed: there is no consumer group. librdkafka still wants a
+``group.id``, so a unique throwaway id is set and nothing is ever committed.
+
+Writes are asynchronous with a callback, or synchronous (wait for the acknowledgement); a full local
+producer queue makes a write wait, as Java's blocking send does. With ``transactional_id`` set, writes
+go through a transactional producer, one transaction per write (used by the leader for fencing: a
+zombie leader's writes fail with a fenced error). Delivery callbacks run on a producer thread of their
+own, so they never wait for the consumer thread's fetch cycle.
+
+Resting at the end
+------------------
+A log's consumer at the end of its topic sends the next fetch as soon as the broker answers the last
+one, and the broker holds an empty fetch only ``fetch.wait.max.ms`` (100 ms here, so that a read-to-end
+barrier sees the end quickly). That is ten fetches a second per log for as long as the worker runs, each
+listing every partition of the topic (librdkafka sends full fetches, no KIP-227 sessions): 25 for the
+offsets topic. A node's herders follow six such logs on the two clusters: without a rest they are 59 of
+the 82 requests a second an idle node sends its brokers (bench/results.md, what an idle node asks of
+the brokers), though not a share of the brokers' CPU that separates from the noise.
+
+So a log built with a rest (:class:`IdleRest`) lets go of its partitions once a follow fetch found the
+end and brought nothing, and takes them back at its own positions after the rest, or at once when
+someone waits for the log: a read-to-end barrier, a read-your-writes wait, ``stop``. Assigning at known
+positions fetches at once (no offset lookup) and reports the end again, so every rest is followed by one
+fetch that reads what other workers wrote meanwhile. Pausing the partitions instead does not do: a
+paused follower was measured to fetch next to never, since after a resume librdkafka had not fetched
+before the next empty consume paused it again. Barriers and writes are as fast as without a rest; what
+a rest delays is how soon the node sees a record *another* worker wrote while nobody here waited for
+it: up to the rest later. Only the offsets log takes one (:data:`LOG_IDLE_REST_S`): its readers go
+through barriers (task start, REST offsets), and with 25 partitions its fetches are the largest. The
+config and status logs do not: followers act on what the leader writes, and the leader on the statuses
+it reads (a clean release by a task's last owner: with a status follower resting, a worker's view of a
+newer owner's RUNNING comes too late for it, which tests/integration/test_config_status_store.py
+catches).
 """
 
 from __future__ import annotations
@@ -34,9 +66,11 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -46,18 +80,16 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Message,
+    Producer,
     TopicPartition,
 )
 
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin
-from connect_runtime.clients.errors import map_kafka_errors
+from connect_runtime.clients.errors import map_kafka_errors, to_connect_error
 from connect_runtime.clients.factory import close_producer, learn_leaders, new_consumer, new_producer
 from connect_runtime.clients.log_reader import read_to_end
 from connect_runtime.logging_context import carry_context
-from connect_runtime.storage.idle_follow import IdleRest
-from connect_runtime.storage.kafka_log_writer import LogWriter
-from connect_runtime.storage.log_record import ConsumedCallback, LogRecord, WriteCallback
 
 logger = logging.getLogger(__name__)
 
@@ -83,14 +115,41 @@ _CONSUMER_DEFAULTS = {
 }
 #: Java's KafkaBasedLog producer writes with acks=all and in order; idempotence keeps order on retries.
 _PRODUCER_DEFAULTS = {"acks": "all", "enable.idempotence": "true"}
+#: The rest of the offsets log's follower at its end (see "Resting at the end").
+LOG_IDLE_REST_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """What the log hands its callbacks (and the stores built on it read): one record of its topic,
+    consumed or just written."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+
+
+ConsumedCallback = Callable[[LogRecord], None]
+#: Called once the write is acknowledged (error None) or failed (error set).
+WriteCallback = Callable[[Exception | None, LogRecord | None], None]
+
+
+def _record(msg: Message) -> LogRecord:
+    return LogRecord(msg.topic() or "", msg.partition() or 0, msg.offset() or 0, msg.key(), msg.value(),
+                     msg.timestamp()[1])
 
 
 class KafkaBasedLog:
     """A compacted topic read to the end at start and followed afterwards.
 
-    ``*_config`` are librdkafka configs (built by ``connect_runtime.clients`` from worker properties);
-    ``partitions``, ``replication_factor`` apply when the topic has to be created. ``consumed`` runs on
-    the log's own thread for every record read, including during the initial read.
+    ``producer_config`` / ``consumer_config`` / ``admin_config`` are librdkafka configs (the factory in
+    ``connect_runtime.clients`` builds them from worker properties). ``partitions`` and
+    ``replication_factor`` apply when the topic has to be created. ``consumed`` runs on the log's own
+    thread for every record read, including during the initial read. ``transactional_id``: one
+    transaction per write; ``idle_rest_s``: the follower's rest at the end, 0 for none (module doc).
     """
 
     def __init__(self, topic: str, *, producer_config: Mapping[str, str], consumer_config: Mapping[str, str],
@@ -111,7 +170,9 @@ class KafkaBasedLog:
         self._replication_factor = replication_factor
         self._topic_config = dict(topic_config or {})
         self._transactional = transactional_id is not None
-        self._writer = LogWriter(topic, transactional=self._transactional)
+        #: None before start and after stop: a write then fails with ConnectError.
+        self._producer: Producer | None = None
+        self._txn_lock = threading.Lock()
 
         self._consumer: Consumer | None = None
         self._partitions: list[int] = []
@@ -126,7 +187,7 @@ class KafkaBasedLog:
         self._thread: threading.Thread | None = None
         self._producer_thread: threading.Thread | None = None
         self._error_logged: dict[int, float] = {}
-        self._idle = IdleRest(idle_rest_s)  # between follow fetches at the end (idle_follow.py)
+        self._idle = IdleRest(idle_rest_s)  # between follow fetches at the end
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -149,7 +210,7 @@ class KafkaBasedLog:
         self._assignment = [TopicPartition(self.topic, p) for p in self._partitions]
         try:
             with map_kafka_errors(f"creating clients for topic {self.topic}"):
-                producer = self._writer.producer = new_producer(self._producer_config)
+                producer = self._producer = new_producer(self._producer_config)
                 if self._transactional:
                     producer.init_transactions(max(1.0, deadline - time.monotonic()))
                 self._consumer = new_consumer(self._consumer_config)
@@ -185,8 +246,8 @@ class KafkaBasedLog:
     def stop(self) -> None:
         """Flush pending writes, stop following, close clients."""
         logger.info("Stopping KafkaBasedLog for topic %s", self.topic)
-        if self._writer.producer is not None:
-            remaining = self._writer.producer.flush(30)
+        if self._producer is not None:
+            remaining = self._producer.flush(30)
             if remaining:
                 logger.warning("%d writes to topic %s not acknowledged before stop", remaining, self.topic)
         self._stopping.set()
@@ -211,16 +272,16 @@ class KafkaBasedLog:
                 consumer.close()
             except (KafkaException, RuntimeError) as exc:
                 logger.warning("Closing the consumer of topic %s failed: %s", self.topic, exc)
-        producer, self._writer.producer = self._writer.producer, None
+        producer, self._producer = self._producer, None
         if producer is not None:
             close_producer(producer)
 
-    # -- writing (see :mod:`connect_runtime.storage.kafka_log_writer`) -----------------------------
+    # -- writing ---------------------------------------------------------------------------------
 
     def _serve_producer(self) -> None:
         """Delivery callbacks run here, so they never wait for the consumer thread's fetch cycle."""
         while not self._stopping.is_set():
-            if (producer := self._writer.producer) is None:
+            if (producer := self._producer) is None:
                 return
             try:
                 producer.poll(_POLL_S)
@@ -236,18 +297,103 @@ class KafkaBasedLog:
             level = logging.ERROR if err.fatal() else logging.WARNING
             logger.log(level, "Client error on topic %s: %s", self.topic, err.str())
 
+    def _require_producer(self) -> Producer:
+        if self._producer is None:
+            raise ConnectError(f"log on topic {self.topic} is not started")
+        return self._producer
+
+    def _produce(self, key: bytes | None, value: bytes | None, on_delivery: Callable[[Any, Any], None],
+                 partition: int | None) -> None:
+        producer = self._require_producer()
+        kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": on_delivery}
+        if partition is not None:
+            kwargs["partition"] = partition
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                with map_kafka_errors(f"writing to topic {self.topic}"):
+                    producer.produce(self.topic, **kwargs)
+                return
+            except BufferError as exc:  # local queue full: wait for deliveries, as Java's send blocks
+                if time.monotonic() >= deadline:
+                    raise RetriableError(f"producer queue for topic {self.topic} stayed full") from exc
+                producer.poll(0.05)
+
     def send(self, key: bytes | None, value: bytes | None, callback: WriteCallback | None = None,
              partition: int | None = None) -> None:
         """Write asynchronously; ``callback`` runs once acknowledged or failed."""
-        self._writer.send(key, value, callback, partition)
+        if self._transactional:
+            # One transaction per write: run it here and report through the callback like async sends.
+            try:
+                record = self.send_sync(key, value, partition=partition)
+            except ConnectError as exc:
+                self._call(callback, exc, None)
+            else:
+                self._call(callback, None, record)
+            return
+
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            if err is not None:
+                self._call(callback, to_connect_error(err, f"writing to topic {self.topic}"), None)
+            else:
+                self._call(callback, None, _record(msg))
+
+        self._produce(key, value, delivered, partition)
+
+    def _call(self, callback: WriteCallback | None, error: Exception | None,
+              record: LogRecord | None) -> None:
+        if callback is None:
+            if error is not None:
+                logger.error("Write to topic %s failed: %s", self.topic, error)
+            return
+        try:
+            callback(error, record)
+        except Exception:
+            logger.exception("Write callback for topic %s raised", self.topic)
 
     def send_sync(self, key: bytes | None, value: bytes | None, timeout_s: float = 30.0,
                   partition: int | None = None) -> LogRecord:
         """Write and wait for the acknowledgement. Raises ConnectError on failure."""
-        return self._writer.send_sync(key, value, timeout_s, partition)
+        result: Future[LogRecord] = Future()
+
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            if err is not None:
+                result.set_exception(to_connect_error(err, f"writing to topic {self.topic}"))
+            else:
+                result.set_result(_record(msg))
+
+        if self._transactional:
+            self._send_in_transaction(key, value, delivered, partition, timeout_s)
+        else:
+            self._produce(key, value, delivered, partition)
+        try:
+            return result.result(timeout=timeout_s)
+        except FutureTimeout as exc:
+            raise RetriableError(f"write to topic {self.topic} not acknowledged within {timeout_s}s") from exc
+
+    def _send_in_transaction(self, key: bytes | None, value: bytes | None,
+                             delivered: Callable[[Any, Any], None], partition: int | None,
+                             timeout_s: float) -> None:
+        producer = self._require_producer()
+        with self._txn_lock:
+            try:
+                producer.begin_transaction()
+                self._produce(key, value, delivered, partition)
+                producer.commit_transaction(timeout_s)
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                if error is not None and error.txn_requires_abort():
+                    try:
+                        producer.abort_transaction(timeout_s)
+                    except KafkaException as abort_exc:
+                        logger.warning("Aborting the transaction on topic %s failed: %s", self.topic,
+                                       abort_exc)
+                raise to_connect_error(exc, f"transactional write to topic {self.topic}") from exc
 
     def flush(self, timeout_s: float = 30.0) -> None:
-        self._writer.flush(timeout_s)
+        remaining = self._require_producer().flush(timeout_s)
+        if remaining:
+            raise RetriableError(f"{remaining} writes to topic {self.topic} not acknowledged in {timeout_s}s")
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -351,7 +497,8 @@ class KafkaBasedLog:
         self._advance(consumer)
 
     def _advance(self, consumer: Consumer) -> None:
-        """Record how far each partition was consumed (one position() per batch), for :meth:`position`."""
+        """Record how far each partition has been consumed (one position() call per batch, not per
+        record), for :meth:`position` and :meth:`wait_until_consumed`."""
         try:
             positions = consumer.position(self._assignment)
         except KafkaException as exc:
@@ -384,8 +531,10 @@ class KafkaBasedLog:
                 self._consumed_cond.wait(min(remaining, 1.0))
 
     def use_batch_callback(self, callback: Callable[[list[Message]], None]) -> None:
-        """Hand each consumed batch of raw Messages (records only) to ``callback`` instead of ``consumed``
-        per record: bulk loaders (the offset store reads millions at start) build no LogRecord each."""
+        """Hand every consumed batch of raw confluent-kafka Messages to ``callback`` instead of calling
+        ``consumed`` per record. For bulk loaders (the offset store reads millions of records at start):
+        it saves building a LogRecord per record. The list holds records only (no error events).
+        Call before :meth:`start`."""
         if self._thread is not None:
             raise ConnectError("use_batch_callback must be called before start")
         self._batch_consumed = callback
@@ -397,3 +546,65 @@ class KafkaBasedLog:
         for future in done:
             if not future.done():
                 future.set_result(None)
+
+
+class IdleRest:
+    """The follower's rest at the end of its topic (module doc, "Resting at the end"): :meth:`at_end`
+    and :meth:`rest` on the log thread, :meth:`wake` and :meth:`waiting` from others."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._waiters = 0
+        self._end_seen = False
+
+    def wake(self) -> None:
+        """End the current rest (if any) now: a barrier was requested, or the log stops."""
+        self._wake.set()
+
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        """No rest while a thread waits for records to be read back (read-your-writes)."""
+        with self._lock:
+            self._waiters += 1
+        self._wake.set()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._waiters -= 1
+
+    def end_reached(self) -> None:
+        """A read-to-end round ended: the follower may rest from its next empty consume."""
+        self._end_seen = True
+
+    def at_end(self, records: bool, eof: bool) -> bool:
+        """After a follow consume: whether to rest now. Only after the end was reported (an EOF event, in
+        this batch or an earlier one with records) and this batch brought no record."""
+        if records:
+            self._end_seen = eof
+            return False
+        self._end_seen = self._end_seen or eof
+        return self.seconds > 0 and self._end_seen
+
+    def rest(self, consumer: Consumer, positions: Callable[[], Mapping[tuple[str, int], int]],
+             busy: Callable[[], bool]) -> None:
+        """Unassign for up to :attr:`seconds` unless ``busy()`` (barriers pending) or a reader waits, then
+        assign ``positions()`` (the next offset of each partition)."""
+        self._wake.clear()  # before the checks: a wake after them ends the rest below at once
+        with self._lock:
+            if self._waiters:
+                return
+        if busy():
+            return
+        self._end_seen = False
+        try:
+            consumer.unassign()
+        except KafkaException:
+            return
+        try:
+            self._wake.wait(self.seconds)
+        finally:
+            consumer.assign([TopicPartition(topic, partition, offset)
+                             for (topic, partition), offset in positions().items()])

@@ -32,9 +32,7 @@ from confluent_kafka import Message
 
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.api.records import SourceMap
-from connect_runtime.storage.idle_follow import LOG_IDLE_REST_S
-from connect_runtime.storage.kafka_log import KafkaBasedLog
-from connect_runtime.storage.log_record import LogRecord
+from connect_runtime.storage.kafka_log import LOG_IDLE_REST_S, KafkaBasedLog, LogRecord
 from connect_runtime.storage.memory import partition_id
 from connect_runtime.storage.offset_store import OffsetMap, OffsetStore, serialize_key, serialize_value
 from connect_runtime.storage.partitioning import java_partition

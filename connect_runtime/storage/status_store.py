@@ -37,8 +37,7 @@ from typing import Any
 from connect_runtime.lifecycle import ConnectorTaskId, State
 from connect_runtime.storage.config_records import dumps
 from connect_runtime.storage.config_store import LogFactory
-from connect_runtime.storage.kafka_log import KafkaBasedLog
-from connect_runtime.storage.log_record import LogRecord
+from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
 from connect_runtime.storage.topic_status import TopicStatus, parse_topic_status_key, topic_status_key
 
 logger = logging.getLogger(__name__)

@@ -12,9 +12,7 @@ from confluent_kafka import Producer
 
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import TopicAdmin
-from connect_runtime.storage.idle_follow import LOG_IDLE_REST_S
-from connect_runtime.storage.kafka_log import KafkaBasedLog
-from connect_runtime.storage.log_record import LogRecord
+from connect_runtime.storage.kafka_log import LOG_IDLE_REST_S, KafkaBasedLog, LogRecord
 from tests.conftest import Cluster
 from tests.support.kafka import consume_all, create_topic, unique, wait_until
 
@@ -102,7 +100,7 @@ def test_start_reads_existing_multi_record_batches_to_the_end(cluster_a: Cluster
     assert collector.threads == {f"kafka-log-{topic}"}
 
 
-#: Every following and barrier test runs with the follower resting at the end (idle_follow.py) and without.
+#: Every following and barrier test runs with the follower resting at the end (kafka_log.IdleRest) and without.
 RESTS = pytest.mark.parametrize("rest", [0.0, LOG_IDLE_REST_S], ids=["no-rest", "rest"])
 
 

@@ -15,7 +15,7 @@ from connect_runtime.api.errors import RetriableError
 from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.storage.config_records import SessionKey
-from connect_runtime.storage.log_record import LogRecord
+from connect_runtime.storage.kafka_log import LogRecord
 from connect_runtime.storage.memory import MemoryOffsetStore
 
 
