@@ -23,7 +23,7 @@ import sys
 from typing import Any
 
 from connect_runtime.logging_setup import configure_logging
-from mirror.cli.subcommand import log_level, split_clusters
+from mirror.cli.subcommand import log_level, positive_seconds, split_clusters
 
 
 def add_parser(subparsers: Any) -> None:
@@ -34,7 +34,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--clusters", nargs="+", metavar="ALIAS",
                         help="only the flows a node started with these --clusters would run (default: all)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of one line per finding")
-    parser.add_argument("--timeout", type=_positive_seconds, default=10.0, metavar="SECONDS",
+    parser.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="SECONDS",
                         help="how long each cluster may take to answer (default 10)")
     parser.add_argument("--strict", action="store_true",
                         help="refuse the file (exit 2) on any warning about it, as connect-mirror-maker --strict")
@@ -42,16 +42,6 @@ def add_parser(subparsers: Any) -> None:
                         help="log level of the clients' own lines (default: none below CRITICAL; their errors are "
                              "findings)")
     parser.set_defaults(func=run)
-
-
-def _positive_seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {value}")
-    return seconds
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,10 +1,11 @@
 """``mirror``: the command-line front end (``run``, ``config show|docs``, and plug-in subcommands).
 
-Subcommands live in their own modules so that each stays small and optional. A subcommand module
-exposes ``add_parser(subparsers) -> None``, which adds its parser and sets ``func=run`` with
-``run(args: argparse.Namespace) -> int``. Modules are imported only when ``main`` runs; one that is not
-installed or cannot be imported (for example ``backfill`` without pyspark) is simply not offered, so
-``mirror run`` never depends on optional extras.
+Each subcommand is a module of its own, so that it is optional: a module that is not installed or
+cannot be imported (for example ``backfill`` without pyspark) is simply not offered, and ``mirror run``
+never depends on optional extras. A subcommand module exposes ``add_parser(subparsers) -> None``, which
+adds its parser and sets ``func=run`` with ``run(args: argparse.Namespace) -> int``. Modules are imported
+only when ``main`` runs, and import what their command needs (the runtime, the Kafka clients) inside
+``run``, so that building the parser, ``--help`` included, stays fast.
 
 Exit codes: 0 ok, 1 failure while running, 2 bad input or usage, 3 start failure (see
 :mod:`mirror.cli.connect_mirror_maker`). Errors are one ``error: ...`` line on stderr, never a traceback.

@@ -6,10 +6,16 @@ age, end-to-end latency from heartbeats, lag per remote partition in records and
 freshness and translatability per consumer group, and an estimated RPO (see ``docs/metrics.md``).
 
 Exit codes: 0 healthy, 1 degraded, 2 down (also 2 for a bad config, as every ``mirror`` command), so
-cron jobs and Kubernetes probes can use it. ``--watch`` keeps the figures up to date in the terminal
-(``--json``: one JSON line per refresh) until Ctrl-C, then exits 0 (see :mod:`mirror.cli.status_watch`).
-Thresholds come from the ``health.*`` keys of mm2.properties (top level or ``A->B.health.*``) and are
-overridden by the flags below.
+cron jobs and Kubernetes probes can use it. Thresholds come from the ``health.*`` keys of mm2.properties
+(top level or ``A->B.health.*``) and are overridden by the flags below.
+
+``--watch`` keeps the status page's figures up to date in the terminal: the same
+:class:`~mirror.health.collector.HealthMonitor` the driver runs for ``/ui`` probes the flows in the
+background (a pass every ``--interval`` seconds, latency watched closely in between), so the terminal
+shows exactly what the page would: one line per flow (state, heartbeat age, latency, lag, RPO, groups),
+then one line per lagging partition and the reasons a flow is not healthy. ``rich`` redraws it in place;
+with ``--json`` each new report is one JSON line instead, for scripts (``... --watch --json | jq``). It
+runs until SIGINT, SIGTERM or SIGHUP, then exits 0.
 """
 
 from __future__ import annotations
@@ -17,12 +23,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
+import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connect_runtime.api.errors import ConfigError
-from mirror.cli.subcommand import split_clusters
-from mirror.health.flow_health import FlowHealth, HealthReport, ThresholdError
+from connect_runtime.cli.process import ExitCode, stop_on_signals
+from mirror.cli.subcommand import positive_seconds, split_clusters
+from mirror.health.flow_health import FlowHealth, HealthReport, PartitionLag, ThresholdError
+
+if TYPE_CHECKING:
+    from rich.console import Group
+
+    from mirror.health.probe import HealthProbe
 
 #: flag dest -> Thresholds field
 _THRESHOLD_FLAGS: dict[str, tuple[str, str]] = {
@@ -46,7 +60,7 @@ def add_parser(subparsers: Any) -> None:
                         help="print JSON instead of a table (with --watch: one JSON line per refresh)")
     parser.add_argument("--watch", action="store_true",
                         help="keep the figures up to date in the terminal until Ctrl-C (exit 0)")
-    parser.add_argument("--interval", type=_positive_seconds, default=2.0, metavar="SECONDS",
+    parser.add_argument("--interval", type=positive_seconds, default=2.0, metavar="SECONDS",
                         help="with --watch, seconds between two probe passes (default 2)")
     parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="timeout of each cluster request (default 10)")
@@ -60,16 +74,6 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _positive_seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {value}")
-    return seconds
-
-
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Threshold overrides given on the command line."""
     result: dict[str, Any] = {field: getattr(args, dest, None) for dest, (field, _) in _THRESHOLD_FLAGS.items()}
@@ -80,9 +84,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
 def _fmt(value: float | int | None, unit: str = "") -> str:
     if value is None:
         return "-"
-    if isinstance(value, float):
-        return f"{value:.1f}{unit}"
-    return f"{value}{unit}"
+    return f"{value:.1f}{unit}" if isinstance(value, float) else f"{value}{unit}"
 
 
 def render(report: HealthReport) -> str:
@@ -145,8 +147,6 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{config.location('clusters')}: no enabled replication flow to check "
                           f"(only heartbeat-only pairs: {', '.join(str(p) for p in pairs)})")
     if args.watch:
-        from mirror.cli.status_watch import watch
-
         return watch(probe, args.interval, args.json)
     try:
         window = args.latency_window
@@ -165,3 +165,89 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render(report))
     return int(report.state)
+
+
+# ---- --watch ----
+
+#: rich style of each state
+STYLES = {"healthy": "bold green", "degraded": "bold yellow", "down": "bold red"}
+#: at most this many lagging partitions per flow are listed (the worst first); the rest are counted
+MAX_PARTITION_LINES = 20
+
+
+def lagging(flow: FlowHealth) -> list[PartitionLag]:
+    """The partitions of ``flow`` that are behind, worst (oldest unreplicated record) first."""
+    behind = [p for p in flow.partitions if (p.lag_records or 0) > 0 or (p.lag_seconds or 0.0) > 0]
+    return sorted(behind, key=lambda p: (-(p.lag_seconds or 0.0), -(p.lag_records or 0), p.remote_topic,
+                                         p.partition))
+
+
+def _groups(flow: FlowHealth) -> str:
+    if not flow.groups:
+        return "-"
+    return f"{sum(1 for g in flow.groups if g.translatable)}/{len(flow.groups)} translatable"
+
+
+def view(report: HealthReport) -> Group:
+    """The renderable for one report: a headline, the flow table, reasons."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    checked = time.strftime("%H:%M:%S", time.localtime(report.checked_at))
+    state = report.state.label
+    headline = Text.assemble(("overall ", "bold"), (state.upper(), STYLES[state]),
+                             f"   checked {checked}   (Ctrl-C to stop)")
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("FLOW / PARTITION", "STATE", "HEARTBEAT AGE", "LATENCY", "LAG", "LAG AGE", "RPO", "GROUPS"):
+        table.add_column(column, justify="left" if column in ("FLOW / PARTITION", "STATE", "GROUPS") else "right",
+                         overflow="fold")  # a narrow terminal wraps a name, never cuts it
+    notes: list[Text] = []
+    for flow in report.flows:
+        label = flow.state.label
+        table.add_row(flow.name, Text(label, STYLES[label]), _fmt(flow.heartbeat_age_seconds, " s"),
+                      _fmt(flow.latency_seconds, " s"), _fmt(flow.lag_records), _fmt(flow.max_lag_seconds, " s"),
+                      _fmt(flow.rpo_seconds, " s"), _groups(flow))
+        behind = lagging(flow)
+        for p in behind[:MAX_PARTITION_LINES]:
+            table.add_row(f"  {p.remote_topic}-{p.partition}", "lagging", "", "", _fmt(p.lag_records),
+                          _fmt(p.lag_seconds, " s"), "", p.basis)
+        if len(behind) > MAX_PARTITION_LINES:
+            table.add_row(f"  ... {len(behind) - MAX_PARTITION_LINES} more lagging partition(s)", "", "", "", "",
+                          "", "", "")
+        notes += [Text(f"{flow.name}: {reason}", STYLES[label]) for reason in flow.reasons]
+    return Group(headline, table, *notes)
+
+
+def watch(probe: HealthProbe, interval_s: float, as_json: bool) -> int:
+    """Show every new report until a stop signal; the probe is closed on the way out."""
+    from rich.console import Console
+    from rich.live import Live
+    from rich.text import Text
+
+    from mirror.health.collector import HealthMonitor
+
+    monitor = HealthMonitor(probe, interval_s).start()
+    stop = threading.Event()
+    shown: HealthReport | None = None
+    console = Console(highlight=False)
+    try:
+        with stop_on_signals(stop):
+            if as_json:
+                while not stop.wait(0.1):
+                    report = monitor.latest()
+                    if report is not None and report is not shown:
+                        shown = report
+                        sys.stdout.write(json.dumps(report.to_dict(), separators=(",", ":")) + "\n")
+                        sys.stdout.flush()
+                return ExitCode.OK
+            waiting: Any = Text("probing the clusters...", "dim")
+            with Live(waiting, console=console, refresh_per_second=4, auto_refresh=False) as live:
+                while not stop.wait(0.1):
+                    report = monitor.latest()
+                    if report is not None and report is not shown:
+                        shown = report
+                        live.update(view(report), refresh=True)
+    finally:
+        monitor.stop()  # closes the probe's clients
+    return ExitCode.OK

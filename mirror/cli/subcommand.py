@@ -71,6 +71,17 @@ def port(value: str) -> int:
     return number
 
 
+def positive_seconds(value: str) -> float:
+    """argparse type for a duration in seconds above 0 (``--timeout``, ``--interval``)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {value}")
+    return seconds
+
+
 def configure_logging(level: str | None, config_path: str | None) -> None:
     """``--log-config``, else ``etc/logging.yaml`` when it exists in the working directory, else basic."""
     setup.configure_logging(level, config_path, DEFAULT_LOG_CONFIG)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from mirror.cli.status_watch import MAX_PARTITION_LINES, lagging, view
+from mirror.cli.status import MAX_PARTITION_LINES, lagging, view
 from mirror.health.flow_health import FlowHealth, GroupCheckpointHealth, HealthReport, PartitionLag, State
 
 
