@@ -43,7 +43,7 @@ from connect_runtime.rest.response_headers import (
     parse_header_config,
 )
 from connect_runtime.rest.responses import error_response
-from connect_runtime.rest.tls import StoreLoader, client_ssl_context, pem_store_loader, server_ssl_context
+from connect_runtime.rest.tls import client_ssl_context, server_ssl_context
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +103,6 @@ class RestSecurity:
 
     @classmethod
     def from_props(cls, props: Mapping[str, str], *, https: bool,
-                   store_loader: StoreLoader = pem_store_loader,
                    environ: Mapping[str, str] | None = None) -> RestSecurity:
         """The security of a worker or MM2 node from its properties; ConfigError naming the key."""
         values = rc.REST_SECURITY_CONFIG_DEF.parse(props)
@@ -124,8 +123,8 @@ class RestSecurity:
                         if m.strip()) or DEFAULT_CORS_METHODS
         server = client = None
         if https:
-            server = server_ssl_context(props, store_loader)
-            client = client_ssl_context(props, store_loader)
+            server = server_ssl_context(props)
+            client = client_ssl_context(props)
         return cls(authenticator=authenticator,
                    allow_unauthenticated_mutations=values[rc.REST_MUTATIONS_ALLOW_UNAUTHENTICATED],
                    provider_allowlist=frozenset(values[rc.REST_CONFIG_PROVIDERS_ALLOWLIST]),
