@@ -74,7 +74,6 @@ from connect_runtime.runtime.task.source_task_setup import (
     is_true,
     task_producer_config,
 )
-from connect_runtime.runtime.task.source_task_shutdown import flush_and_commit
 from connect_runtime.runtime.task.topic_tracking import ActiveTopicRecorder
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
 from connect_runtime.storage.offset_store import OffsetStore
@@ -346,9 +345,7 @@ class WorkerSourceTask:
         producer = self._producer
         if producer is not None:
             try:
-                flush_and_commit(str(self.id), producer, loop, self._committer, self.settings,
-                                 stop_requested_at=self._stop_requested_at, commit=self._task_started,
-                                 cancelled=lambda: self._cancelled)
+                self._flush_and_commit(producer, loop)
             finally:
                 self._producer = None
                 self._committer.close()  # waits for its thread: the task's own producers close next
@@ -370,6 +367,44 @@ class WorkerSourceTask:
         else:
             logger.info("%s stopped", self.id)
             self._report(State.UNASSIGNED)
+
+    def _flush_and_commit(self, producer: Producer, loop: SourceLoop) -> None:
+        """Flush, serve the last delivery reports, commit what was acknowledged (only if the task's
+        ``start`` returned), then purge what is left: it is not acknowledged, so its offsets stay uncommitted.
+
+        A task the worker gave up on (:meth:`cancel`: it did not stop within its timeout, and the worker may
+        have gone on, e.g. to a KIP-875 offsets reset or to the task's next owner) commits nothing more, as in
+        Java (``finalOffsetCommit``): a late commit would write its offsets over whatever came meanwhile. Its
+        records are copied again from the last commit instead.
+
+        Never raises for a failed flush or commit (logged): closing must always reach the status report.
+        """
+        settings = self.settings
+        shutdown_timeout_s = settings.shutdown_timeout_s
+        try:
+            # The graceful-shutdown budget runs from the stop request, so that flushing and the final
+            # commit fit in the time the worker waits for this task (stop_tasks' timeout).
+            budget = shutdown_timeout_s
+            stop_requested_at = self._stop_requested_at
+            if stop_requested_at is not None:
+                budget = max(0.0, budget - (time.monotonic() - stop_requested_at))
+            remaining = producer.flush(budget)
+            loop.serve(producer, 0)
+            if remaining:
+                logger.warning("%s: %d records not acknowledged within %.1fs of stopping; their offsets "
+                               "are not committed, so they will be sent again after a restart",
+                               self.id, remaining, shutdown_timeout_s)
+            if self._task_started and self._cancelled:
+                logger.warning("%s: skipping the final offset commit: the task was cancelled (it did not stop in "
+                               "time); its records since the last commit will be copied again", self.id)
+            elif self._task_started:
+                self._committer.commit_now(loop.tracking, settings.offset_flush_timeout_s)
+        except Exception:  # closing must always reach the status report
+            logger.exception("%s error while flushing and committing on close", self.id)
+        finally:
+            loop.closing = True
+            producer.purge()
+            loop.serve(producer, 0)
 
     def _stop_task(self) -> None:
         with self._state_lock:
