@@ -35,11 +35,14 @@ Guarantees, and how they are kept:
   needs no lock. ``stop()``, ``transition_to()`` and ``request_commit()`` are the only calls from other
   threads; they set flags.
 
-Two paths, each in its own module, both a :class:`~connect_runtime.runtime.task.source_loop.SourceLoop`. Per
-record (:mod:`~connect_runtime.runtime.task.record_source_loop`): a delivery callback per record, reports
-acknowledged in one loop after each ``producer.poll``. Bulk (:mod:`~connect_runtime.runtime.task.bulk_source_loop`),
-for a :class:`~connect_runtime.api.bulk.BulkSourceTask` without transformations: the task produces straight
-from its input in runs acknowledged as a whole. The task is configured by one frozen
+The task owns the loop around a step (pause, the outstanding cap, offset commits, shutdown); a
+:class:`SourceLoop` owns what a step does. There are two, both on the task thread only. Per record
+(:mod:`~connect_runtime.runtime.task.record_source_loop`): a delivery callback per record, reports acknowledged
+in one loop after each ``producer.poll``. Bulk (:mod:`~connect_runtime.runtime.task.bulk_source_loop`), for a
+:class:`~connect_runtime.api.bulk.BulkSourceTask` without transformations: the task produces straight from
+its input in runs acknowledged as a whole. Acknowledgements reach the task (``commit_records`` /
+``runs_acknowledged``) as they come, or, for a loop that holds them (exactly-once: only after their
+transaction committed), at :meth:`SourceLoop.release`. The task is configured by one frozen
 :class:`~connect_runtime.runtime.task.source_task_settings.SourceTaskSettings`.
 """
 
@@ -49,7 +52,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from confluent_kafka import Producer
 
@@ -66,7 +69,6 @@ from connect_runtime.runtime.task.bulk_source_loop import BulkLoop
 from connect_runtime.runtime.task.error_policy import SkipReporter
 from connect_runtime.runtime.task.offset_committer import OffsetCommitter
 from connect_runtime.runtime.task.record_source_loop import RecordLoop
-from connect_runtime.runtime.task.source_loop import SourceLoop
 from connect_runtime.runtime.task.source_task_settings import DEFAULT_MAX_OUTSTANDING_RECORDS, SourceTaskSettings
 from connect_runtime.runtime.task.source_task_setup import (
     PRODUCER_DEFAULTS,
@@ -74,6 +76,8 @@ from connect_runtime.runtime.task.source_task_setup import (
     is_true,
     task_producer_config,
 )
+from connect_runtime.runtime.task.submitted_records import SubmittedRecords
+from connect_runtime.runtime.task.submitted_runs import SubmittedRuns
 from connect_runtime.runtime.task.topic_tracking import ActiveTopicRecorder
 from connect_runtime.storage.kafka_offset_store import OffsetStoreReader
 from connect_runtime.storage.offset_store import OffsetStore
@@ -86,6 +90,39 @@ _IDLE_POLL_S = 0.05
 
 __all__ = ["DEFAULT_MAX_OUTSTANDING_RECORDS", "PRODUCER_DEFAULTS", "SourceTaskSettings", "WorkerSourceTask",
            "task_producer_config"]
+
+
+class SourceLoop(Protocol):
+    """One source task's copy path, driven by WorkerSourceTask on the task thread."""
+
+    #: The first error that fails the task (a refused record, a failed delivery); the task raises it.
+    failure: BaseException | None
+    #: Set once the producer was purged at close: failed reports after that are not failures.
+    closing: bool
+    #: Records acknowledged since the task last counted them (the task resets it).
+    written: int
+
+    @property
+    def tracking(self) -> SubmittedRecords | SubmittedRuns:
+        """What was produced and not yet committed: the offset committer's input."""
+        ...
+
+    @property
+    def holds_acknowledgements(self) -> bool:
+        """Whether acknowledgements wait for :meth:`release` (always False for a loop that does not hold)."""
+        ...
+
+    def step(self, producer: Producer) -> None:
+        """Poll the task once, produce what it returned, serve the delivery reports."""
+
+    def serve(self, producer: Producer, timeout_s: float) -> None:
+        """``producer.poll``, then acknowledge what it delivered."""
+
+    def release(self) -> None:
+        """The held acknowledgements committed: tell the task now."""
+
+    def close(self) -> None:
+        """Release what the loop holds (the transformations), after the producer closed."""
 
 
 class WorkerSourceTask:
