@@ -41,16 +41,19 @@ Scenarios (``--scenario``, comma-separated; all by default):
 
 ``--compare-code DIR`` (``git archive <commit> connect_runtime mirror | tar -x -C DIR``, plus the built
 ``connect_runtime/clients/_bulk_produce*.so``) runs every scenario's nodes and commands on DIR's code as
-well, before the current checkout's, in each round. The load average at the start and the end of each
-scenario is printed with it.
+well, before the current checkout's, in each round. Each scenario prints one table (a cell is the median
+over the trials and rounds, with min-max) and the load averages at its start and end; ``--record`` records
+the tables in bench/results.md with the recording rule's facts (bench/recording.py), ``--output FILE``
+writes that section to FILE instead.
 
     python bench/failover_timing.py [--scenario translate,cutover,node-loss,steady] [--trials 5]
-                                    [--rounds 1] [--compare-code DIR] [--json out.json]
+                                    [--rounds 1] [--compare-code DIR] [--json out.json] [--record]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import re
@@ -62,7 +65,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +74,17 @@ if __package__ in (None, ""):
 import httpx
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from bench import kafka_brokers
-from bench.common import admin, cpu_seconds, create_topic, local_brokers, python_child, stop_child, unique
+from bench import kafka_brokers, recording
+from bench.common import (
+    admin,
+    cpu_seconds,
+    create_topic,
+    local_brokers,
+    machine_facts,
+    python_child,
+    stop_child,
+    unique,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 JAVA_DEFAULT_FILE = ROOT / "tests" / "data" / "kafka-connect-mirror-maker.properties"
@@ -174,7 +185,7 @@ def log_times(node: Node, since_ms: float, patterns: Mapping[str, re.Pattern[str
         match = LOG_TIME.match(line)
         if match is None:
             continue
-        at = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp() * 1000
+        at = datetime.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp() * 1000
         if at < since_ms:
             continue
         for name, pattern in patterns.items():
@@ -637,7 +648,7 @@ def last_start(node: Node) -> float:
               if "MirrorSourceConnector-0 started" in line and (m := LOG_TIME.match(line)) is not None]
     if not starts:
         return now_ms()
-    return datetime.strptime(starts[-1].group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp() * 1000
+    return datetime.datetime.strptime(starts[-1].group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp() * 1000
 
 
 def settled(nodes: list[Node], timeout_s: float = 180.0) -> str:
@@ -731,47 +742,109 @@ def steady_scenario(workdir: Path, code: Path | None, rate: float, warmup_s: flo
     return result
 
 
-# -- summary ---------------------------------------------------------------------------------------------------
-def summary(results: list[dict[str, Any]]) -> str:
-    lines = []
+# -- tables ------------------------------------------------------------------------------------------------
+def tables(results: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """One markdown table per scenario run, rows per code (each cell: the median, with min-max)."""
+    by_scenario: dict[str, list[dict[str, Any]]] = {}
     for res in results:
-        rows = res.get("rows", [])
-        head = f"{res['scenario']} ({res['code']}; load average {res['load_start']} -> {res['load_end']})"
-        if res["scenario"] == "translate":
-            lines.append(head)
-            for kind in sorted({r["kind"] for r in rows}):
-                mine = [r for r in rows if r["kind"] == kind]
-                cells = []
-                for step in ("map", "exact", "checkpoint", "synced"):
-                    values = [r[f"{step}_s"] for r in mine if r[f"{step}_s"] is not None]
-                    cells.append(f"{step} {_spread(values)}")
-                lines.append(f"  group {kind}: " + "; ".join(cells) + f" ({len(mine)} trials)")
-        elif res["scenario"] == "cutover":
-            lines.append(head)
-            for direction, key in (("failover", "after_drain_s"), ("failback", "after_commit_s")):
-                mine = [r for r in rows if r["direction"] == direction]
-                lines.append(f"  {direction}: exit {_spread([r[key] for r in mine])} after "
-                             f"{'the lag drained' if direction == 'failover' else 'the groups stopped on B'}; "
-                             f"reported {_spread([r['reported_s'] for r in mine if r['reported_s'] is not None])}; "
-                             f"exact {sum(r['exact'] for r in mine)}/{len(mine)}")
-        elif res["scenario"] == "node-loss":
-            lines.append(head)
-            lines.append(f"  stall after kill -9: {_spread([r['stall_max_s'] for r in rows])}; lost {res.get('lost')}, "
-                         f"duplicated {res.get('duplicated')}")
-            for row in rows:
-                lines.append(f"  kill {row['kill']}: duplicated {row.get('duplicated')} (bound "
-                             f"{row['duplicate_bound']}, the task ran {row['task_age_s']} s); {row['timeline_s']}")
+        by_scenario.setdefault(res["scenario"], []).append(res)
+    out = []
+    for scenario, runs in by_scenario.items():
+        codes = sorted({r["code"] for r in runs}, key=lambda c: c != "current")[::-1]  # the base first
+        loads = "; ".join(f"{r['code']}: {r['load_start']} -> {r['load_end']}" for r in runs)
+        if scenario == "translate":
+            head = ["group", "code", "trials", "offset map on B (s)", "mirror offsets translate exact (s)",
+                    "checkpoint exact (s)", "group synced on B (s)", "synced minus sync.group.offsets.interval (s)"]
+            rows = []
+            for kind in sorted({row["kind"] for r in runs for row in r["rows"]}):
+                for code in codes:
+                    mine = [row for r in runs if r["code"] == code for row in r["rows"] if row["kind"] == kind]
+                    steps = [_cell([row[f"{step}_s"] for row in mine]) for step in ("map", "exact", "checkpoint")]
+                    synced = [row["synced_s"] for row in mine]
+                    rows.append([kind, code, str(len(mine)), *steps, _cell(synced),
+                                 _cell([None if v is None else v - SYNC_INTERVAL_S for v in synced])])
+            title = "failover timing: translate (from a group's records' arrival on B)"
+        elif scenario == "cutover":
+            head = ["command", "code", "trials", "exit after the lag drained / the groups stopped on B (s)",
+                    "reported by the command (s)", "exact"]
+            rows = []
+            for direction, key in (("mirror failover --execute", "after_drain_s"),
+                                   ("mirror failback --execute", "after_commit_s")):
+                for code in codes:
+                    mine = [row for r in runs if r["code"] == code for row in r["rows"]
+                            if direction.split()[1] == row["direction"]]
+                    rows.append([direction, code, str(len(mine)), _cell([row[key] for row in mine]),
+                                 _cell([row["reported_s"] for row in mine]),
+                                 f"{sum(bool(row['exact'] and row['written']) for row in mine)}/{len(mine)}"])
+            title = "failover timing: planned cutover and failback"
+        elif scenario == "node-loss":
+            head = ["code", "kills", "longest stall (s)", "rebalance noticed (s)", "task consuming (s)",
+                    "first record (s)", "lost", "duplicated (bound)"]
+            rows = []
+            for code in codes:
+                mine = [r for r in runs if r["code"] == code]
+                kills = [row for r in mine for row in r["rows"]]
+                rows.append([code, str(len(kills)), _cell([row["stall_max_s"] for row in kills]),
+                             *(_cell([row["timeline_s"].get(mark) for row in kills])
+                               for mark in ("rebalance noticed", "task consuming", "first record")),
+                             str(sum(r.get("lost", 0) for r in mine)),
+                             f"{sum(row.get('duplicated', 0) for row in kills):,} "
+                             f"({sum(row['duplicate_bound'] for row in kills):,})"])
+            title = "failover timing: kill -9 of the node running the source task (two nodes)"
         else:
-            lines.append(f"{head}: {res.get('records_per_s')} records/s, {res.get('cpu_us_per_record')} us CPU/record, "
-                         f"{res.get('cpu_per_s')} CPU s/s, map {res.get('map_records_per_s')}/s, checkpoints "
-                         f"{res.get('checkpoints_per_s')}/s, offset syncs {res.get('offset_syncs_per_s')}/s")
-    return "\n".join(lines)
+            head = ["code", "rounds", "records/s", "CPU per record (us)", "CPU s per s", "offset map records/s",
+                    "checkpoints/s", "offset syncs/s"]
+            rows = []
+            for code in codes:
+                mine = [r for r in runs if r["code"] == code]
+                rows.append([code, str(len(mine)), *(_cell([r.get(k) for r in mine], "") for k in (
+                    "records_per_s", "cpu_us_per_record", "cpu_per_s", "map_records_per_s", "checkpoints_per_s",
+                    "offset_syncs_per_s"))])
+            title = f"failover timing: steady cost at {runs[0]['rate']:g} records/s"
+        body = "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+                          *("| " + " | ".join(row) + " |" for row in rows), "", f"Load averages: {loads}."])
+        out.append((title, body))
+    return out
 
 
-def _spread(values: list[float]) -> str:
-    if not values:
+#: sync.group.offsets.interval.seconds, MM2's default (the translate scenario does not change it).
+SYNC_INTERVAL_S = 60.0
+
+
+def _cell(values: list[float | None], unit: str = "") -> str:
+    found = [v for v in values if v is not None]
+    if not found:
         return "-"
-    return f"median {statistics.median(values):.1f} s (min {min(values):.1f}, max {max(values):.1f})"
+    missing = f", {len(values) - len(found)} not reached" if len(found) < len(values) else ""
+    if len(found) == 1:
+        return f"{_number(found[0])}{unit}{missing}"
+    return (f"{_number(statistics.median(found))}{unit} ({_number(min(found))}-{_number(max(found))}"
+            f"{missing})")
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}" if abs(value) >= 1 else f"{value:.3f}"
+
+
+def record_run(args: argparse.Namespace, sections: list[tuple[str, str]], facts: dict[str, str],
+               start: datetime.datetime, began: float) -> None:
+    from bench.run import record
+
+    command = "python bench/failover_timing.py " + " ".join(sys.argv[1:])
+    ended = datetime.datetime.now(datetime.UTC)
+    heading = f"{start:%Y-%m-%d %H:%M}-{ended:%H:%M} UTC: {args.title or 'failover timing'}"
+    lines = [f"## {heading}", "", f"Written by `{command}`, took {time.monotonic() - began:.0f} s, on "
+             f"{kafka_brokers.label()} brokers. See bench/failover_timing.py for what each figure means.", "",
+             "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in facts.items()), ""]
+    for title, body in sections:
+        lines += [f"### {title}", "", body, ""]
+    section = "\n".join(lines)
+    if args.output is not None:
+        args.output.write_text(section)
+        print(f"wrote {args.output}")
+    else:
+        record(ROOT / "bench" / "results.md", section)
+        print(f"recorded in bench/results.md: {heading}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -783,17 +856,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--broker", default="kafka", choices=kafka_brokers.BROKERS)
     parser.add_argument("--rate", type=float, default=2000.0, help="steady: records/s")
     parser.add_argument("--warmup", type=float, default=30.0, help="steady: seconds before the window")
-    parser.add_argument("--window", type=float, default=60.0, help="steady: seconds measured")
+    parser.add_argument("--window", type=float, default=120.0,
+                        help="steady: seconds measured (a multiple of the 60 s intervals)")
     parser.add_argument("--load-s", type=float, default=15.0, help="cutover: seconds of load before the groups commit")
     parser.add_argument("--before-kill", type=float, default=75.0, help="node-loss: seconds of load before each kill")
     parser.add_argument("--json", type=Path, help="also write every result to this file")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the nodes' and commands' logs in DIR")
+    parser.add_argument("--record", action="store_true", help="record the tables in bench/results.md")
+    parser.add_argument("--output", type=Path, help="write the recorded section to this file instead")
+    parser.add_argument("--title", help="the recorded section's heading after its date")
     args = parser.parse_args(argv)
     scenarios = [s.strip() for s in args.scenario.split(",") if s.strip()]
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:
         raise SystemExit(f"--scenario {','.join(unknown)}: unknown; choose from {', '.join(SCENARIOS)}")
     kafka_brokers.select(args.broker)
+    rule, loads = recording.at_start()
+    facts = {**machine_facts(), **rule.rows(loads)}
+    start, began = datetime.datetime.now(datetime.UTC), time.monotonic()
     codes: list[Path | None] = [args.compare_code.resolve(), None] if args.compare_code else [None]
     results: list[dict[str, Any]] = []
     print(f"load average at start {load_average()}; broker {kafka_brokers.label()}", flush=True)
@@ -814,8 +894,11 @@ def main(argv: list[str] | None = None) -> int:
                         results.append(steady_scenario(workdir, code, args.rate, args.warmup, args.window))
                     if args.json:
                         args.json.write_text(json.dumps(results, indent=1))
-    print()
-    print(summary(results))
+    sections = tables(results)
+    for title, body in sections:
+        print(f"\n{title}\n\n{body}")
+    if args.record or args.output is not None:
+        record_run(args, sections, facts, start, began)
     return 0
 
 
