@@ -6,7 +6,7 @@ source, ``produce`` (positional arguments, the fastest call) of every message to
 the target (key, value, headers, timestamp kept), ``poll(0)`` per batch and a final ``flush()``.
 
 * Producer: the task producer's settings (``PRODUCER_DEFAULTS`` of
-  ``connect_runtime/runtime/task/source_task_setup.py``: acks=all, linger.ms, never time out, bounded queue;
+  ``connect_runtime/runtime/task/worker_source_task.py``: acks=all, linger.ms, never time out, bounded queue;
   idempotent with ``enable.gapless.guarantee``, as ``task_producer_config`` builds it) plus
   ``delivery.report.only.error=true``: no Python call per record, only failures reach the error callback.
   The task needs a report per run of records to commit offsets; the pipe needs none, which is what makes
@@ -14,9 +14,8 @@ the target (key, value, headers, timestamp kept), ``poll(0)`` per batch and a fi
 * Consumer: the task's source consumer (``COPIER_CONSUMER_DEFAULTS`` of
   ``mirror/source/source_consumer.py`` over librdkafka's defaults, read_uncommitted), assigned, no group.
 
-No offsets, no tracking, no metrics. Earlier versions (before 2026-11-26) used docs/tansu.md's tuned
-settings and a delivery callback per record instead: not the task's settings, and a Python call per
-record the replicator does not pay.
+No offsets, no tracking, no metrics, and no delivery callback per record (a Python call per record the
+replicator does not pay).
 
 Usage (normally started by bench/throughput.py)::
 
@@ -39,7 +38,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from connect_runtime.lifecycle import ConnectorTaskId
-from connect_runtime.runtime.task.source_task_setup import task_producer_config
+from connect_runtime.runtime.task.worker_source_task import task_producer_config
 from mirror.source.source_consumer import copier_consumer_config
 
 

@@ -28,7 +28,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from connect_runtime.runtime.task.source_task_setup import PRODUCER_DEFAULTS
+from connect_runtime.runtime.task.worker_source_task import PRODUCER_DEFAULTS
 
 #: The replicator's source consumer on Tansu in bench/latency.py (TANSU_FETCH_WAIT).
 CONSUMER = {"fetch.wait.max.ms": 10, "fetch.min.bytes": 1, "queued.min.messages": 1000000,

@@ -15,7 +15,7 @@ Guarantees, and how they are kept:
   :mod:`~connect_runtime.runtime.task.submitted_records`). ``OffsetStore.put`` is durable before
   ``task.commit()`` runs. A record the producer refused is never tracked, so it cannot be committed.
 * **Order per target partition.** The producer is idempotent with ``enable.gapless.guarantee`` unless the
-  user says otherwise (:mod:`~connect_runtime.runtime.task.source_task_setup` says why).
+  user says otherwise (:func:`task_producer_config` says why).
 * **A RetriableError from ``task.poll()`` is retried**; any other exception from ``start``/``poll``
   fails the task (FAILED with the trace), as Java does.
 * **A failed start leaks nothing.** As in Java (``AbstractWorkerSourceTask``, KAFKA-10792) a task counts
@@ -58,6 +58,7 @@ from confluent_kafka import Producer
 
 from connect_runtime.api.bulk import BulkSourceTask
 from connect_runtime.api.metrics_registry import MetricsRegistry
+from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.api.task import SourceTask
 from connect_runtime.api.transforms import TransformationChain
 from connect_runtime.clients.factory import close_producer, new_producer
@@ -70,12 +71,6 @@ from connect_runtime.runtime.task.error_policy import SkipReporter
 from connect_runtime.runtime.task.offset_committer import OffsetCommitter
 from connect_runtime.runtime.task.record_source_loop import RecordLoop
 from connect_runtime.runtime.task.source_task_settings import DEFAULT_MAX_OUTSTANDING_RECORDS, SourceTaskSettings
-from connect_runtime.runtime.task.source_task_setup import (
-    PRODUCER_DEFAULTS,
-    TaskContext,
-    is_true,
-    task_producer_config,
-)
 from connect_runtime.runtime.task.submitted_records import SubmittedRecords
 from connect_runtime.runtime.task.submitted_runs import SubmittedRuns
 from connect_runtime.runtime.task.topic_tracking import ActiveTopicRecorder
@@ -90,6 +85,54 @@ _IDLE_POLL_S = 0.05
 
 __all__ = ["DEFAULT_MAX_OUTSTANDING_RECORDS", "PRODUCER_DEFAULTS", "SourceTaskSettings", "WorkerSourceTask",
            "task_producer_config"]
+
+#: Connect's producer safety defaults, in librdkafka names (:func:`task_producer_config` says why).
+PRODUCER_DEFAULTS: Mapping[str, str] = {
+    "acks": "all",
+    # Java's default is 5 (Kafka 4.0, KIP-1030): 5 takes ~5 ms off the replication latency's p50 but costs
+    # 31-40% more copier CPU per record at 1 KB (bench/results.md, "the task producer's linger.ms 10 -> 5");
+    # latency-sensitive flows set producer.override.linger.ms.
+    "linger.ms": "10",
+    "message.timeout.ms": "0",
+    # librdkafka's default is 1 GiB per producer; a record count cap alone does not bound bytes.
+    "queue.buffering.max.kbytes": "131072",
+}
+
+
+def task_producer_config(base: Mapping[str, str], task: ConnectorTaskId, *,
+                         tolerate_errors: bool = False) -> dict[str, str]:
+    """The producer config of one task: Connect's defaults, then the worker's settings, then the client id.
+
+    Producer safety (why these defaults): ``acks=all`` and idempotence, so the target acknowledges each
+    partition's records once and in order with up to 5 requests in flight (Java pins one request in flight
+    instead, which caps throughput at one round trip per batch); without idempotence ordering needs one
+    request in flight. ``message.timeout.ms=0`` (never time out) copies Connect's
+    ``delivery.timeout.ms=Integer.MAX_VALUE``: a slow target stalls the task, it never drops a record.
+    ``enable.gapless.guarantee``, unless errors are tolerated: a record the target refuses then fails every
+    later one instead of leaving a hole behind records that succeed, which is what lets the bulk path
+    acknowledge a whole run from its last record (:mod:`~connect_runtime.runtime.task.submitted_runs`). With
+    ``errors.tolerance=all`` a refused record must be skipped and the rest delivered, so it is off and
+    every record carries a delivery callback.
+
+    Idempotence is on unless the user set ``enable.idempotence`` or weakened ``acks`` (librdkafka
+    refuses idempotence without ``acks=all``); without it, ordering needs one request in flight.
+    """
+    config = {**PRODUCER_DEFAULTS, **base}
+    if "enable.idempotence" not in base:
+        strong_acks = config.get("acks", config.get("request.required.acks", "all")) in ("all", "-1")
+        config["enable.idempotence"] = "true" if strong_acks else "false"
+    idempotent = is_true(config["enable.idempotence"])
+    in_flight_keys = ("max.in.flight.requests.per.connection", "max.in.flight")
+    if not idempotent and not any(k in base for k in in_flight_keys):
+        config["max.in.flight.requests.per.connection"] = "1"
+    if idempotent and not tolerate_errors:
+        config.setdefault("enable.gapless.guarantee", "true")
+    config.setdefault("client.id", f"connector-producer-{task}")
+    return config
+
+
+def is_true(value: object) -> bool:
+    return str(value).strip().lower() == "true"
 
 
 class SourceLoop(Protocol):
@@ -123,6 +166,34 @@ class SourceLoop(Protocol):
 
     def close(self) -> None:
         """Release what the loop holds (the transformations), after the producer closed."""
+
+
+class TaskContext:
+    """The SourceTaskContext a task receives."""
+
+    __slots__ = ("_metrics_registry", "_reader", "_task_id", "_worker_id")
+
+    def __init__(self, task_id: int, worker_id: str, reader: OffsetStorageReader,
+                 metrics_registry: MetricsRegistry) -> None:
+        self._task_id = task_id
+        self._worker_id = worker_id
+        self._reader = reader
+        self._metrics_registry = metrics_registry
+
+    @property
+    def task_id(self) -> int:
+        return self._task_id
+
+    @property
+    def worker_id(self) -> str:
+        return self._worker_id
+
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        return self._reader
+
+    @property
+    def metrics_registry(self) -> MetricsRegistry:
+        return self._metrics_registry
 
 
 class WorkerSourceTask:

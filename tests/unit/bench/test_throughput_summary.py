@@ -9,7 +9,7 @@ import time
 from bench import pipe, thread_cpu
 from bench.throughput import Result, run_order, summarize, table
 from connect_runtime.lifecycle import ConnectorTaskId
-from connect_runtime.runtime.task.source_task_setup import task_producer_config
+from connect_runtime.runtime.task.worker_source_task import task_producer_config
 from mirror.source.source_consumer import copier_consumer_config
 
 
