@@ -21,8 +21,15 @@ ran it, until the next restart). Java narrows this window with a producer that n
 read rule closes it. Every worker reads the same log in the same order, so all apply the same rule.
 
 Every status is read by every worker (the topic is read in full), so ``GET .../status`` can be served
-by any worker. The same holds for KIP-558 topic statuses (``status-topic-<t>:connector-<c>``, see
-:mod:`connect_runtime.storage.topic_status`), which back ``GET /connectors/<c>/topics``.
+by any worker. The same holds for KIP-558 topic statuses (:class:`TopicStatus`: which topics a connector
+has used), which back ``GET /connectors/<c>/topics``. Their format is Java's too, so Java and Python
+workers of one cluster read each other's:
+
+* key ``status-topic-<topic>:connector-<connector>`` (a topic name never holds ``:``, so the first
+  ``:connector-`` ends the topic);
+* value ``{"topic":{"name":<topic>,"connector":<connector>,"task":<n>,"discoverTimestamp":<epoch ms>}}``,
+  compact JSON in that field order, as JsonConverter writes the struct; a null value (tombstone) is
+  written when the topics are reset or the connector is deleted.
 """
 
 from __future__ import annotations
@@ -38,12 +45,13 @@ from connect_runtime.lifecycle import ConnectorTaskId, State
 from connect_runtime.storage.config_records import dumps
 from connect_runtime.storage.config_store import LogFactory
 from connect_runtime.storage.kafka_log import KafkaBasedLog, LogRecord
-from connect_runtime.storage.topic_status import TopicStatus, parse_topic_status_key, topic_status_key
 
 logger = logging.getLogger(__name__)
 
 CONNECTOR_STATUS_PREFIX = "status-connector-"
 TASK_STATUS_PREFIX = "status-task-"
+TOPIC_STATUS_PREFIX = "status-topic-"
+TOPIC_STATUS_SEPARATOR = ":connector-"
 
 #: Java's retries of a failed status write while it is still the latest for its key.
 _MAX_WRITE_ATTEMPTS = 5
@@ -84,6 +92,45 @@ def parse_status_key(key: str) -> tuple[str, int | None] | None:
         if sep and number.isdigit():
             return body, int(number)
     return None
+
+
+def topic_status_key(topic: str, connector: str) -> bytes:
+    return f"{TOPIC_STATUS_PREFIX}{topic}{TOPIC_STATUS_SEPARATOR}{connector}".encode()
+
+
+def parse_topic_status_key(key: str) -> tuple[str, str] | None:
+    """``status-topic-<t>:connector-<c>`` -> (t, c); None for any other key."""
+    if not key.startswith(TOPIC_STATUS_PREFIX):
+        return None
+    topic, sep, connector = key[len(TOPIC_STATUS_PREFIX):].partition(TOPIC_STATUS_SEPARATOR)
+    if not sep or not topic or not connector:
+        return None
+    return topic, connector
+
+
+@dataclass(frozen=True, slots=True)
+class TopicStatus:
+    """A topic ``connector``'s task ``task`` first produced to at ``discover_timestamp`` (epoch ms)."""
+
+    topic: str
+    connector: str
+    task: int
+    discover_timestamp: int
+
+    @property
+    def key(self) -> bytes:
+        return topic_status_key(self.topic, self.connector)
+
+    def value(self) -> bytes:
+        return dumps({"topic": {"name": self.topic, "connector": self.connector, "task": self.task,
+                                "discoverTimestamp": self.discover_timestamp}})
+
+    @staticmethod
+    def parse(value: Mapping[str, Any]) -> TopicStatus:
+        """From the decoded JSON value; KeyError/TypeError/ValueError when malformed."""
+        body = value["topic"]
+        return TopicStatus(str(body["name"]), str(body["connector"]), int(body["task"]),
+                           int(body["discoverTimestamp"]))
 
 
 def can_write_safely(current: Status | None, new: Status) -> bool:

@@ -7,8 +7,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from confluent_kafka import Producer
 
-from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore, OffsetStoreReader
-from connect_runtime.storage.partitioning import java_partition, murmur2
+from connect_runtime.storage.kafka_offset_store import KafkaOffsetStore, OffsetStoreReader, java_partition, murmur2
 from tests.conftest import Cluster
 from tests.support.kafka import consume_all, unique
 

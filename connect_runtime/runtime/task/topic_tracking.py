@@ -21,8 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from connect_runtime.lifecycle import ConnectorTaskId
-from connect_runtime.storage.status_store import KafkaStatusStore
-from connect_runtime.storage.topic_status import TopicStatus
+from connect_runtime.storage.status_store import KafkaStatusStore, TopicStatus
 
 logger = logging.getLogger(__name__)
 

@@ -19,8 +19,7 @@ from connect_runtime.runtime.distributed.tick_executor import TickExecutor
 from connect_runtime.runtime.task.topic_tracking import ActiveTopicRecorder
 from connect_runtime.runtime.worker.log_levels import LogLevels
 from connect_runtime.runtime.worker.plugins import Plugins
-from connect_runtime.storage.status_store import KafkaStatusStore
-from connect_runtime.storage.topic_status import TopicStatus, parse_topic_status_key
+from connect_runtime.storage.status_store import KafkaStatusStore, TopicStatus, parse_topic_status_key
 from tests.unit.connect_runtime.herder_fakes import FakeBroker
 from tests.unit.connect_runtime.test_config_status_store_unit import config_store
 
