@@ -19,8 +19,8 @@ Invariant "STOPPED": Java 3.5+ writes a STOPPED target state as ``state=PAUSED, 
 that older workers, which only read ``state``, at least keep the connector paused. Readers prefer
 ``state.v2``.
 
-Kept apart from :mod:`connect_runtime.storage.config_store` so that the format (what a Java peer must
-agree with) is readable on its own, and the store holds only the state machine that applies records.
+This is the format, what a Java peer must agree with; :mod:`connect_runtime.storage.config_store` reads
+and writes the topic and :mod:`connect_runtime.storage.config_topic_state` applies its records.
 """
 
 from __future__ import annotations

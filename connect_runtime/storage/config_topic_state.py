@@ -4,9 +4,8 @@
 invariant "commit" (task configs become visible only with the ``commit-<name>`` record that covers a
 complete set ``0..N-1``; Java's ``processTasksCommitRecord``); :class:`ClusterConfigState` is the
 snapshot it hands out, and :class:`ConfigUpdateListener` what the herder is told as records arrive.
-Kept apart from :mod:`connect_runtime.storage.config_store`, which reads and writes the topic (the
-log, leader fencing, read-your-writes) and applies records here under its lock: this module is pure
-state, with no broker and no thread.
+This is pure state, with no broker and no thread: :mod:`connect_runtime.storage.config_store` reads and
+writes the topic (the log, leader fencing, read-your-writes) and applies records here under its lock.
 """
 
 from __future__ import annotations
