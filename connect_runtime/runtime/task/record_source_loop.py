@@ -1,11 +1,26 @@
 """The per-record path of a source task: poll a batch, produce each record, acknowledge its delivery report.
 
 :class:`~connect_runtime.runtime.task.worker_source_task.WorkerSourceTask` drives it for every task that does
-not copy in bulk (:mod:`~connect_runtime.runtime.task.bulk_source_loop`). The loop around it (pause, the
-outstanding cap, offset commits and shutdown) stays in WorkerSourceTask; this module holds what runs per
-record: a :class:`SubmittedRecord` per record is its delivery callback and only files the report; after
-each ``producer.poll`` the reports are acknowledged in one loop and handed to the task in one
-``commit_records`` call; the connector's transformations run just before produce (:mod:`.transform_stage`).
+not copy in bulk (:mod:`~connect_runtime.runtime.task.bulk_source_loop`), and keeps the loop around it
+(pause, the outstanding cap, offset commits and shutdown). What runs per record is here: a
+:class:`~connect_runtime.runtime.task.submitted_records.SubmittedRecord` per record is its delivery callback
+and only files the report; after each ``producer.poll`` the reports are acknowledged in one loop and
+handed to the task in one ``commit_records`` call; the connector's transformations run just before
+produce (:class:`TransformStage`).
+
+Transformations (Connect's ``TransformationChain`` use in ``AbstractWorkerSourceTask.sendRecords``) run
+after ``poll`` and before the record is produced. What Connect does, done here:
+
+* A record a transformation drops (None) is *done*: it is tracked and acknowledged at once, so its
+  source offset is committed as soon as every earlier record of its source partition is acknowledged
+  (Connect's ``recordDropped``), and a restart does not poll it again. It is not handed to
+  ``SourceTask.commit_records`` (it has no target offset; Java calls ``commitRecord(record, null)``,
+  which MirrorSourceTask ignores), so an offset sync or offset-map run simply breaks at it.
+* A transformation that raises fails the task (``errors.tolerance=none``) or, with
+  ``errors.tolerance=all``, the record is skipped: counted, logged as the policy says, and done like a
+  dropped one.
+* The producer gets the transformed record; the offset tracking and ``commit_records`` get the record
+  the task returned (Java's ``preTransformRecord``), whose source partition and offset are the task's.
 """
 
 from __future__ import annotations
@@ -21,14 +36,13 @@ from confluent_kafka import KafkaException, Producer
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.api.records import SourceRecord
 from connect_runtime.api.task import SourceTask
-from connect_runtime.api.transforms import TransformationChain
+from connect_runtime.api.transforms import TransformationChain, TransformError
 from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.metrics import TaskMetrics
-from connect_runtime.runtime.task.error_policy import SkipReporter
+from connect_runtime.runtime.task.error_policy import ErrorPolicy, SkipReporter
 from connect_runtime.runtime.task.source_task_settings import SourceTaskSettings
 from connect_runtime.runtime.task.submitted_records import SubmittedRecords
 from connect_runtime.runtime.task.topic_tracking import ActiveTopicRecorder
-from connect_runtime.runtime.task.transform_stage import TransformStage
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +53,43 @@ _EMPTY_POLL_WAIT_S = 0.005
 _RETRY_BACKOFF_S = 0.1
 
 Acknowledged = list[tuple[SourceRecord, Any]]
+
+
+class TransformStage:
+    """One task's chain, applied record by record on the task thread."""
+
+    __slots__ = ("_chain", "_policy", "_skips", "_submitted", "_task", "dropped")
+
+    def __init__(self, chain: TransformationChain, task: object, policy: ErrorPolicy, skips: SkipReporter,
+                 submitted: SubmittedRecords) -> None:
+        self._chain = chain
+        self._task = task
+        self._policy = policy
+        self._skips = skips
+        self._submitted = submitted
+        #: Records dropped by a transformation (skipped ones not included).
+        self.dropped = 0
+
+    def apply(self, record: SourceRecord) -> SourceRecord | None:
+        """The record to produce, or None when it was dropped or skipped (then it is already done)."""
+        try:
+            transformed = self._chain.apply(record)
+        except TransformError as exc:
+            if not self._policy.tolerate:
+                raise ConnectError(f"{self._task}: {exc}") from exc
+            self._skips.skip(exc, record.topic, record.partition, f"{dict(record.source_partition)} "
+                             f"{record.source_offset}", record.key, record.value, what="failed to transform")
+            transformed = None
+        else:
+            if transformed is None:
+                self.dropped += 1
+        if transformed is None:
+            submitted = self._submitted
+            submitted.ack(submitted.submit(record))
+        return transformed
+
+    def close(self) -> None:
+        self._chain.close()
 
 
 class RecordLoop:
