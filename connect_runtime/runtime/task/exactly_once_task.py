@@ -288,5 +288,5 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                     self.transactional_id, self._boundary)
 
     def _dispose_producer(self, producer: Producer) -> None:
-        """Left to garbage collection, as before issue 32: closing a fenced zombie's transactional producer
-        here kept its task from reporting FAILED (test_exactly_once.py, SIGSTOP case); not understood yet."""
+        """Left to garbage collection: closing a fenced zombie's transactional producer here keeps its task
+        from reporting FAILED (test_exactly_once.py, the SIGSTOP case), for a reason not yet found."""
