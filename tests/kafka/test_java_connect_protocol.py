@@ -1,4 +1,4 @@
-"""Java Connect's group protocols, byte for byte: ``java_connect_protocol`` against Java's own code.
+"""Java Connect's group protocols, byte for byte: ``connect_protocol`` against Java's own code.
 
 ``ConnectProtocolProbe.java`` (compiled against connect-runtime 4.3.1, tests/support/java_mm2.py) encodes
 the same metadata and assignments with Java's ``ConnectProtocol`` / ``IncrementalCooperativeConnectProtocol``
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from connect_runtime.lifecycle import ConnectorTaskId
-from connect_runtime.runtime.coordination.java_connect_protocol import (
+from connect_runtime.runtime.coordination.connect_protocol import (
     CONFIG_MISMATCH,
     Assignment,
     JavaConnectProtocol,

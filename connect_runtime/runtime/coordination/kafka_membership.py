@@ -3,7 +3,7 @@
 :class:`KafkaGroupMembership` implements :class:`~connect_runtime.runtime.coordination.membership.GroupMembership`
 on kafka-python's ``BaseCoordinator``, reached only through :mod:`connect_runtime.clients.group_client` (the
 one module that touches kafka-python): JoinGroup / SyncGroup / Heartbeat / LeaveGroup with protocol type
-``connect`` and Java's ``sessioned`` protocol (:mod:`.group_wire`). The broker picks the leader;
+``connect`` and Java's ``sessioned`` protocol (:mod:`.connect_protocol`). The broker picks the leader;
 the leader runs the incremental cooperative assignor (:mod:`connect_runtime.runtime.coordination.assignor`)
 over the config snapshot the herder last handed to :meth:`KafkaGroupMembership.poll`; every member learns
 its share in SyncGroup.
@@ -43,9 +43,8 @@ from connect_runtime.clients.group_client import (
 )
 from connect_runtime.metrics import RebalanceMetrics
 from connect_runtime.runtime import worker_config as wc
-from connect_runtime.runtime.coordination import group_messages as messages
+from connect_runtime.runtime.coordination import connect_protocol
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
-from connect_runtime.runtime.coordination.group_wire import WIRE
 from connect_runtime.runtime.coordination.leader_rounds import LeaderRounds
 from connect_runtime.runtime.coordination.membership import Assignment
 from connect_runtime.runtime.coordination.rebalance_timing import RebalanceTimer
@@ -80,7 +79,8 @@ class KafkaGroupMembership:
                  released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None,
                  metrics: RebalanceMetrics | None = None, internal_rest: bool = True) -> None:
         self.group_id = group_id
-        self.wire = WIRE  #: the group protocol on the wire: Java's ``sessioned`` (:mod:`.group_wire`)
+        #: The group protocol this member offers and speaks: Java's ``sessioned`` (:mod:`.connect_protocol`).
+        self.protocol = connect_protocol.PROTOCOL
         #: Whether this worker, as a follower, can reach the leader over internal REST (told to the
         #: leader in every JoinGroup; see "Connectors on the leader" in the module docstring).
         self.internal_rest = internal_rest
@@ -107,7 +107,7 @@ class KafkaGroupMembership:
         self._snapshot = ClusterConfigState()
         self._owned: ConnectorsAndTasks = EMPTY
         #: The last assignment received, sent back in every JoinGroup (Java's ``assignmentSnapshot``).
-        self._previous: messages.WireAssignment | None = None
+        self._previous: connect_protocol.WireAssignment | None = None
         self._completed: _Completed | None = None
         self._last_completed_generation: int | None = None
         self._lease = SessionLease(session_timeout_ms / 1000, rebalance_timeout_ms / 1000)
@@ -125,7 +125,7 @@ class KafkaGroupMembership:
                            internal_rest: bool = True) -> KafkaGroupMembership:
         """From the worker config: group.id, timeouts, delays, the connection and security settings
         (``admin.``-prefixed overrides included). ``connect.protocol`` has one value, ``sessioned``, which the
-        worker config checks (:mod:`.group_wire`)."""
+        worker config checks (:mod:`.connect_protocol`)."""
         return cls(config.group_id, advertised_url, config.group_client_config("coordinator"),
                    session_timeout_ms=int(config[wc.SESSION_TIMEOUT_MS]),
                    heartbeat_interval_ms=int(config[wc.HEARTBEAT_INTERVAL_MS]),
@@ -259,9 +259,9 @@ class KafkaGroupMembership:
                                          confirmed=self._confirm, changed=self._notify)
         self._coordinator = KafkaPythonCoordinator.connect(
             {"client_id": f"connect-{self.group_id}", **self._client_config}, self._settings,
-            messages.PROTOCOL_TYPE, self.wire.name, callbacks, timeout_s)
+            connect_protocol.PROTOCOL_TYPE, self.protocol.protocol_name, callbacks, timeout_s)
         logger.info("Group %s: member client started (broker version %s, protocol %s), advertised URL %s",
-                    self.group_id, self._coordinator.broker_version, self.wire.name, self.advertised_url)
+                    self.group_id, self._coordinator.broker_version, self.protocol.protocol_name, self.advertised_url)
 
     def _join_once(self, timeout_s: float) -> Assignment | None:
         assert self._coordinator is not None
@@ -280,12 +280,12 @@ class KafkaGroupMembership:
     def _apply(self, completed: _Completed) -> Assignment | None:
         assert self._coordinator is not None
         try:
-            wire = self.wire.decode_assignment(completed.data)
-        except messages.ProtocolError as exc:
+            wire = connect_protocol.decode_member_assignment(completed.data)
+        except connect_protocol.ProtocolError as exc:
             logger.error("Group %s generation %d: %s; rejoining", self.group_id, completed.generation, exc)
             self._rejoin_at = time.monotonic() + self._heartbeat_s
             return None
-        if wire.error == messages.CONFIG_MISMATCH:
+        if wire.error == connect_protocol.CONFIG_MISMATCH:
             with self._state_lock:
                 self._previous = wire  # as Java's snapshot: sent back, failed, with what this member still runs
             logger.info("Group %s generation %d: leader is behind on the config topic (members read up to "
@@ -373,8 +373,8 @@ class KafkaGroupMembership:
         with self._state_lock:
             owned, snapshot, previous = self._owned, self._snapshot, self._previous
         SessionLease.check_rejoin(bool(owned), generation_lost)
-        return self.wire.encode_metadata(messages.MemberMetadata(self.advertised_url, snapshot.offset, owned,
-                                                                 self.internal_rest, previous))
+        return connect_protocol.encode_member_metadata(connect_protocol.MemberMetadata(
+            self.advertised_url, snapshot.offset, owned, self.internal_rest, previous))
 
     def _joined(self, generation: int, member_id: str, data: bytes) -> None:
         """IO thread: a JoinGroup + SyncGroup finished; the herder's next poll applies it."""

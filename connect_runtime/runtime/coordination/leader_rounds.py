@@ -28,14 +28,13 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
-from connect_runtime.runtime.coordination import group_messages as messages
+from connect_runtime.runtime.coordination import connect_protocol
 from connect_runtime.runtime.coordination.assignor import (
     EMPTY,
     ConnectorsAndTasks,
     IncrementalCooperativeAssignor,
     MemberAssignment,
 )
-from connect_runtime.runtime.coordination.group_wire import WIRE
 from connect_runtime.storage.config_store import ClusterConfigState
 
 logger = logging.getLogger(__name__)
@@ -54,24 +53,23 @@ class LeaderRounds:
         self._advertised_url = advertised_url
         self.assignor = assignor
         self._released_work = released_work
-        self._wire = WIRE
 
     def group_round(self, leader_id: str, generation: int, metadata: Mapping[str, bytes],
                     snapshot: ClusterConfigState, last_completed: int | None) -> dict[str, bytes]:
         """Decode the members, check config offsets, run the assignor, encode every member's share."""
-        members: dict[str, messages.MemberMetadata] = {}
+        members: dict[str, connect_protocol.MemberMetadata] = {}
         for member_id, data in metadata.items():
             try:
-                members[member_id] = self._wire.decode_metadata(data)
-            except messages.ProtocolError as exc:
+                members[member_id] = connect_protocol.decode_member_metadata(data)
+            except connect_protocol.ProtocolError as exc:
                 logger.error("Group %s: member %s: %s; treating it as owning nothing", self._group_id,
                              member_id, exc)
-                members[member_id] = messages.MemberMetadata(None, -1)
+                members[member_id] = connect_protocol.MemberMetadata(None, -1)
         max_offset = max(m.config_offset for m in members.values())
 
-        def wire(plan_member: MemberAssignment | None = None, *, error: int = messages.NO_ERROR,
+        def wire(plan_member: MemberAssignment | None = None, *, error: int = connect_protocol.NO_ERROR,
                  delay_ms: int = 0) -> bytes:
-            return self._wire.encode_assignment(messages.WireAssignment(
+            return connect_protocol.encode_member_assignment(connect_protocol.WireAssignment(
                 error, leader_id, self._advertised_url, snapshot.offset if not error else max_offset,
                 plan_member.assigned if plan_member else EMPTY, plan_member.revoked if plan_member else EMPTY,
                 delay_ms))
@@ -80,7 +78,7 @@ class LeaderRounds:
             logger.info("Group %s generation %d: leader is behind (config topic read to offset %d, a member "
                         "to %d); everyone rejoins", self._group_id, generation, snapshot.offset, max_offset)
             self.assignor.note_generation(generation)
-            return {member_id: wire(error=messages.CONFIG_MISMATCH) for member_id in members}
+            return {member_id: wire(error=connect_protocol.CONFIG_MISMATCH) for member_id in members}
         configured = ConnectorsAndTasks.of(snapshot.connectors(), snapshot.all_tasks())
         released = self._released_work(configured) if self._released_work is not None else EMPTY
         # Invariant F of the assignor: a member that cannot reach the leader keeps connectors on it.

@@ -11,9 +11,15 @@ from types import SimpleNamespace
 import pytest
 
 from connect_runtime.lifecycle import ConnectorTaskId
-from connect_runtime.runtime.coordination import group_messages as messages
 from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks
-from connect_runtime.runtime.coordination.group_wire import WIRE
+from connect_runtime.runtime.coordination.connect_protocol import (
+    CONFIG_MISMATCH,
+    NO_ERROR,
+    MemberMetadata,
+    decode_member_assignment,
+    decode_member_metadata,
+    encode_member_metadata,
+)
 from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership
 from connect_runtime.runtime.coordination.session_lease import MustStopFirst
 from connect_runtime.runtime.worker_config import DistributedWorkerConfig
@@ -34,15 +40,15 @@ def membership(session_timeout_ms: int = 6000) -> KafkaGroupMembership:
 
 
 def metadata(offset: int, owned: ConnectorsAndTasks = EMPTY) -> bytes:
-    return WIRE.encode_metadata(messages.MemberMetadata("http://m/", offset, owned))
+    return encode_member_metadata(MemberMetadata("http://m/", offset, owned))
 
 
 def test_leader_assigns_all_work_once_from_its_snapshot() -> None:
     member = membership()
     member._snapshot = snapshot(offset=5)
     out = member._leader_assign("m1", 1, {"m1": metadata(5), "m2": metadata(4), "m3": metadata(5)})
-    decoded = {m: WIRE.decode_assignment(data) for m, data in out.items()}
-    assert all(a.error == messages.NO_ERROR and a.leader == "m1" and a.config_offset == 5 for a in decoded.values())
+    decoded = {m: decode_member_assignment(data) for m, data in out.items()}
+    assert all(a.error == NO_ERROR and a.leader == "m1" and a.config_offset == 5 for a in decoded.values())
     assert all(a.leader_url == "http://leader:8083/" for a in decoded.values())
     assigned = [a.assigned for a in decoded.values()]
     assert sum(len(a) for a in assigned) == 2 + 4
@@ -55,8 +61,8 @@ def test_a_leader_behind_a_member_on_the_config_topic_assigns_nothing() -> None:
     member._snapshot = snapshot(offset=5)
     owned = ConnectorsAndTasks.of({"a"})
     out = member._leader_assign("m1", 1, {"m1": metadata(5), "m2": metadata(8, owned)})
-    decoded = [WIRE.decode_assignment(data) for data in out.values()]
-    assert all(a.error == messages.CONFIG_MISMATCH for a in decoded)
+    decoded = [decode_member_assignment(data) for data in out.values()]
+    assert all(a.error == CONFIG_MISMATCH for a in decoded)
     assert all(not a.assigned and not a.revoked for a in decoded)
 
 
@@ -112,12 +118,12 @@ def test_join_metadata_reports_owned_work_and_refuses_once_the_generation_is_los
     member._snapshot = snapshot(offset=5)
     owned = ConnectorsAndTasks.of({"a"}, {ConnectorTaskId("a", 0)})
     member._owned = owned
-    reported = WIRE.decode_metadata(member._join_metadata(False))
-    assert reported == messages.MemberMetadata("http://leader:8083/", 5, owned)
+    reported = decode_member_metadata(member._join_metadata(False))
+    assert reported == MemberMetadata("http://leader:8083/", 5, owned)
     with pytest.raises(MustStopFirst):  # it must stop its work before it rejoins
         member._join_metadata(True)
     member._owned = EMPTY
-    assert WIRE.decode_metadata(member._join_metadata(True)) == messages.MemberMetadata(  # nothing owned: rejoin
+    assert decode_member_metadata(member._join_metadata(True)) == MemberMetadata(  # nothing owned: rejoin
         "http://leader:8083/", 5)
 
 
@@ -204,7 +210,7 @@ def test_a_sole_leader_assigns_new_work_in_the_same_generation_without_rejoining
     assert (assignment.generation, assignment.leader, assignment.config_offset) == (3, True, 9)
     assert ConnectorsAndTasks.of(assignment.connectors, assignment.tasks) == EVERYTHING
     # The next real round sees it as owned, as if a rebalance had assigned it.
-    assert WIRE.decode_metadata(member._join_metadata(False)).owned == EVERYTHING
+    assert decode_member_metadata(member._join_metadata(False)).owned == EVERYTHING
 
 
 def test_a_leader_with_other_members_or_a_rejoin_due_rebalances_for_new_work() -> None:

@@ -1,8 +1,35 @@
-"""Java Connect's group protocols, byte for byte: member metadata (JoinGroup) and assignments (SyncGroup).
+"""Java Connect's group protocols, byte for byte: member metadata (JoinGroup) and assignments (SyncGroup),
+and what a member of ours says in them (Java's ``ConnectProtocol`` / ``IncrementalCooperativeConnectProtocol``).
 
-Every member of ours speaks ``sessioned`` through :mod:`.group_wire`, so that it shares a group with Java
-Connect / MirrorMaker 2 workers. Pure: no Kafka client, bytes in and out.
+Pure: no Kafka client, bytes in and out. The group has protocol type ``connect``.
 
+The protocol every member speaks
+--------------------------------
+Java Connect's ``sessioned``, for every member of every group (:data:`PROTOCOL`). Java's workers offer
+``sessioned`` first by default (``connect.protocol``), so a node of ours joins a group of Java Connect /
+MirrorMaker 2 workers with the user's file unchanged, leads it or follows a Java leader, and a Java fleet
+is replaced node by node. Every herder speaks it, including MM2's heartbeat-only herders of flows that are
+not enabled, which share groups with Java nodes started the same way.
+
+``sessioned`` is the only protocol offered, not Java's fall-backs. ``compatible`` has no request signing,
+and a leader of ours always verifies signed internal requests; ``default`` (eager) revokes everything at
+every rebalance, which our members do not do. A Java worker set to either fails to join with
+INCONSISTENT_GROUP_PROTOCOL rather than share a group whose rules it does not keep, and the worker config
+refuses either by name (``worker_config.check_group_protocol``).
+
+The runtime reads a member's JoinGroup as :class:`MemberMetadata` (Java's ``ExtendedWorkerState``: its
+advertised URL, how far it read the config topic, what it runs) and each member's share as
+:class:`WireAssignment` (Java's ``ExtendedAssignment``): the content the leader's assignor needs.
+:func:`encode_member_metadata`, :func:`decode_member_metadata`, :func:`encode_member_assignment` and
+:func:`decode_member_assignment` put them on Java's wire and back. What Java's schema cannot carry goes
+where Java keeps it. Whether a member can reach the leader over internal REST (MM2's
+``dedicated.mode.enable.internal.rest``; the assignor keeps connectors on the leader when one cannot) is
+its URL: a Java MirrorMaker without internal REST advertises no usable one (``NOTUSED``), so a member can
+reach the leader when its URL is an http(s) URL, and this worker advertises :data:`NO_REST_URL` when it
+cannot.
+
+Java's wire
+-----------
 Java's worker offers, in preference order (``WorkerCoordinator.metadata()``, :func:`join_group_protocols`),
 ``sessioned`` (v2), ``compatible`` (v1) and ``default`` (v0), cut at its ``connect.protocol`` setting.
 Every integer is big-endian; a string is an int16 length and UTF-8; an array an int32 count (-1: null);
@@ -39,6 +66,7 @@ from dataclasses import dataclass
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.lifecycle import ConnectorTaskId
+from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks
 
 PROTOCOL_TYPE = "connect"
 NO_ERROR = 0
@@ -76,6 +104,10 @@ class JavaConnectProtocol(enum.Enum):
 
 #: Java's preference order, the most capable first.
 PROTOCOLS_BY_PREFERENCE = (JavaConnectProtocol.SESSIONED, JavaConnectProtocol.COMPATIBLE, JavaConnectProtocol.EAGER)
+#: The protocol every member of ours offers and speaks (module doc).
+PROTOCOL = JavaConnectProtocol.SESSIONED
+#: The URL a member without internal REST advertises on Java's wire (what Java's MirrorMaker sends then).
+NO_REST_URL = "NOTUSED"
 
 
 class JavaProtocolError(ConnectError):
@@ -108,6 +140,108 @@ class WorkerState:
     url: str
     config_offset: int
     assignment: Assignment | None = None
+
+
+class ProtocolError(ConnectError):
+    """A group member sent metadata or an assignment we cannot read."""
+
+
+@dataclass(frozen=True, slots=True)
+class WireAssignment:
+    """What the leader tells one member in SyncGroup, as the runtime reads it.
+
+    ``error`` :data:`CONFIG_MISMATCH` means the leader had read less of the config topic than some member:
+    nothing changes, the members catch up and rejoin (Java's ``Assignment.CONFIG_MISMATCH``).
+    """
+
+    error: int
+    leader: str
+    leader_url: str | None
+    config_offset: int
+    assigned: ConnectorsAndTasks = EMPTY
+    revoked: ConnectorsAndTasks = EMPTY
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadata:
+    """What a member tells the leader when it joins, as the runtime reads it."""
+
+    url: str | None
+    config_offset: int
+    #: What the member runs: the leader's incremental cooperative assignor never assigns it elsewhere.
+    owned: ConnectorsAndTasks = EMPTY
+    #: Whether this member, as a follower, can hand task configs and fencing requests to the leader over
+    #: internal REST (MM2: ``dedicated.mode.enable.internal.rest``). A member that cannot makes the leader
+    #: keep every connector on itself (the assignor's invariant F). On the wire: an http(s) URL or not.
+    internal_rest: bool = True
+    #: The last assignment this member received (None: none, or it dropped its work since). Java's worker
+    #: sends it back as its allocation, with ``owned`` as its connectors and tasks, and so does ours; no
+    #: assignor reads more of it than ``owned``, so decoding leaves it None. Besides being Java's bytes,
+    #: it makes a rejoin after a scheduled delay differ from the join before it, which a broker that starts
+    #: no new generation for unchanged metadata (Tansu) needs to deliver the leader's next plan.
+    previous: WireAssignment | None = None
+
+
+def encode_member_metadata(metadata: MemberMetadata) -> bytes:
+    """A member's JoinGroup metadata in :data:`PROTOCOL`'s schema."""
+    url = metadata.url if metadata.internal_rest and metadata.url else NO_REST_URL
+    owned, previous = metadata.owned, metadata.previous
+    # Java sends its last assignment as the allocation, its connectors and tasks being all it runs; a
+    # member that was never assigned anything (or dropped its work since) sends null.
+    if previous is not None:
+        allocation: Assignment | None = Assignment(
+            previous.leader, previous.leader_url or NO_REST_URL, previous.config_offset,
+            tuple(sorted(owned.connectors)), tuple(sorted(owned.tasks)),
+            tuple(sorted(previous.revoked.connectors)), tuple(sorted(previous.revoked.tasks)),
+            previous.delay_ms, previous.error)
+    elif owned:
+        allocation = Assignment("", "", metadata.config_offset, tuple(sorted(owned.connectors)),
+                                tuple(sorted(owned.tasks)))
+    else:
+        allocation = None
+    return encode_metadata(WorkerState(url, metadata.config_offset, allocation), PROTOCOL)
+
+
+def decode_member_metadata(data: bytes) -> MemberMetadata:
+    """A member's JoinGroup metadata, ours or a Java worker's; ProtocolError if unreadable."""
+    try:
+        state = decode_metadata(data)
+    except ConnectError as exc:
+        raise ProtocolError(f"unreadable {PROTOCOL.protocol_name} member metadata ({len(data)} bytes): "
+                            f"{exc}") from exc
+    reachable = state.url.startswith(("http://", "https://"))
+    return MemberMetadata(state.url if reachable else None, state.config_offset, _owned(state.assignment),
+                          internal_rest=reachable)
+
+
+def encode_member_assignment(assignment: WireAssignment) -> bytes:
+    """One member's share in SyncGroup in :data:`PROTOCOL`'s schema."""
+    return encode_assignment(Assignment(
+        assignment.leader, assignment.leader_url or NO_REST_URL, assignment.config_offset,
+        tuple(sorted(assignment.assigned.connectors)), tuple(sorted(assignment.assigned.tasks)),
+        tuple(sorted(assignment.revoked.connectors)), tuple(sorted(assignment.revoked.tasks)),
+        assignment.delay_ms, assignment.error), PROTOCOL)
+
+
+def decode_member_assignment(data: bytes) -> WireAssignment:
+    """A share as our leader or a Java leader sends it; ProtocolError if unreadable."""
+    try:
+        got = decode_assignment(data)
+    except ConnectError as exc:
+        raise ProtocolError(f"unreadable {PROTOCOL.protocol_name} assignment ({len(data)} bytes): "
+                            f"{exc}") from exc
+    leader_url = got.leader_url if got.leader_url.startswith(("http://", "https://")) else None
+    return WireAssignment(got.error, got.leader, leader_url, got.config_offset,
+                          ConnectorsAndTasks.of(got.connectors, got.tasks),
+                          ConnectorsAndTasks.of(got.revoked_connectors, got.revoked_tasks), got.delay_ms)
+
+
+def _owned(allocation: Assignment | None) -> ConnectorsAndTasks:
+    """What a member runs: its allocation's assigned connectors and tasks (Java's leader reads only those)."""
+    if allocation is None:
+        return ConnectorsAndTasks()
+    return ConnectorsAndTasks.of(allocation.connectors, allocation.tasks)
 
 
 def join_group_protocols(state: WorkerState, mode: JavaConnectProtocol, *,
