@@ -78,7 +78,7 @@ _GROUP = "Group membership"
 _STORAGE = "Internal topics"
 
 
-#: The one value ``connect.protocol`` takes: Java's ``sessioned`` protocol, its default (coordination/group_wire.py).
+#: The one value ``connect.protocol`` takes: Java's default, ``sessioned`` (coordination/connect_protocol.py).
 JAVA_GROUP_PROTOCOL = "sessioned"
 #: Java's other protocols, refused by name: why each cannot be offered.
 _REFUSED_GROUP_PROTOCOLS = {
