@@ -9,6 +9,7 @@ the fetch response's end of partition (``enable.partition.eof``), which is exact
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -26,6 +27,10 @@ from mirror.backfill_markers.markers import (
 )
 
 logger = logging.getLogger(__name__)
+
+#: How long one metadata request of :meth:`MarkerLog.exists` may wait before the lookup checks whether
+#: librdkafka found every broker down.
+_LOOKUP_STEP_S = 0.25
 
 
 class MarkerLog:
@@ -58,9 +63,33 @@ class MarkerLog:
         self._errors: list[KafkaError] = []
 
     def exists(self, timeout_s: float = 10.0) -> bool:
-        consumer = new_consumer(self._consumer_config)
+        """Whether the topic exists, from the cluster's metadata; KafkaException if the cluster cannot say.
+
+        A reachable cluster answers in a round trip. One that cannot be reached would hold the caller for
+        all of ``timeout_s`` (librdkafka waits for a broker until then), and a source task asks as it
+        starts, for a topic that is optional: so the metadata is asked for in short steps, and the lookup
+        fails as soon as librdkafka reports every broker down (a name that does not resolve, a connection
+        refused, a failed handshake), which it does after the first attempt at each.
+        """
+        down: list[KafkaError] = []
+
+        def on_error(error: KafkaError) -> None:
+            if error.code() == KafkaError._ALL_BROKERS_DOWN:
+                down.append(error)
+
+        consumer = new_consumer({**self._consumer_config, "error_cb": on_error})
+        deadline = time.monotonic() + timeout_s
         try:
-            topic = consumer.list_topics(self.topic, timeout=timeout_s).topics.get(self.topic)
+            while True:
+                remaining = deadline - time.monotonic()
+                try:
+                    metadata = consumer.list_topics(self.topic, timeout=max(min(_LOOKUP_STEP_S, remaining), 0.01))
+                    break
+                except KafkaException:
+                    consumer.poll(0)  # serves the error callback: where librdkafka says every broker is down
+                    if down or remaining <= _LOOKUP_STEP_S:
+                        raise
+            topic = metadata.topics.get(self.topic)
             return topic is not None and topic.error is None and bool(topic.partitions)
         finally:
             consumer.close()
