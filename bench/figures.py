@@ -74,9 +74,9 @@ MEASURES: tuple[tuple[str, re.Pattern[str]], ...] = (
                         + _NUM + r"\s*(?:B|KB|KiB|MB|MiB|GB|GiB)/s\b")),
     ("latency", re.compile(r"\bp(?:50|90|95|99|999)\b[^|.;]{0,24}?\d+(?:\.\d+)?\s*ms\b|"
                            r"\blatency\b[^|.;]{0,40}?\d+(?:\.\d+)?\s*ms\b", re.IGNORECASE)),
-    ("cpu", re.compile(r"\d+(?:\.\d+)?\s*(?:us|µs)(?:/record| (?:of (?:process )?CPU )?per record)")),
+    ("cpu", re.compile(r"\d+(?:\.\d+)?\s*(?:us|\u00b5s)(?:/record| (?:of (?:process )?CPU )?per record)")),
     ("times", re.compile(_NUM + r"\s+times\b")),
-    ("duration", re.compile(_NUM + r"\s*(?:ns|us|µs|ms|s|secs?|seconds?|min|mins|minutes?|h|hours?)(?![\w/])")),
+    ("duration", re.compile(_NUM + r"\s*(?:ns|us|\u00b5s|ms|s|secs?|seconds?|min|mins|minutes?|h|hours?)(?![\w/])")),
     ("size", re.compile(_NUM + r"\s*(?:B|KB|KiB|MB|MiB|GB|GiB|TB|TiB|bytes)(?![\w/])")),
     ("percentage", re.compile(_NUM + r"\s*%")),
     ("count", re.compile(r"(?<![\w.\-/:#+])\d{1,3}(?:,\d{3})+(?![\d.,]*\d)(?!\s*(?:x\b|times\b|%|[A-Za-z]+/s))|"

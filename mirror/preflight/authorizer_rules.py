@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from confluent_kafka.admin._acl import AclBinding, AclOperation, AclPermissionType
-from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
+from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
 #: The name Kafka gives its one CLUSTER resource.
 CLUSTER_NAME = "kafka-cluster"

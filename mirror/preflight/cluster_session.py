@@ -22,10 +22,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import ConsumerGroupType, KafkaError, KafkaException, TopicCollection
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermissionType
-from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
-from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
+from confluent_kafka.admin import (
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourcePatternType,
+    ResourceType,
+)
 from confluent_kafka.cimpl import NewTopic
 
 from connect_runtime.clients.admin import TopicConfigEntry

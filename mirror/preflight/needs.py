@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from confluent_kafka.admin._acl import AclOperation
-from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
+from confluent_kafka.admin import AclOperation, ResourcePatternType, ResourceType
 
 from connect_runtime.runtime import worker_config as wc
 from mirror.backfill_markers.markers import marker_topic

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError
-from confluent_kafka.admin._acl import AclOperation
-from confluent_kafka.admin._resource import ResourceType
+from confluent_kafka.admin import AclOperation, ResourceType
 from confluent_kafka.cimpl import NewTopic
 
 from mirror.preflight.authorizer_rules import IMPLIED_BY, allowed, kafka_acls_command, resource_label

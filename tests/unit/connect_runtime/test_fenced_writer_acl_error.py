@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
 
-from connect_runtime.storage.fenced_writer import _init_error
+from connect_runtime.storage.fenced_writer import _init_error  # noqa: PLC2701 (a unit test of this module's own internal)
 
 
 def test_a_refused_transactional_id_names_the_acl() -> None:

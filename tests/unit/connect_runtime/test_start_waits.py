@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from connect_runtime.clients import factory
 from connect_runtime.runtime.distributed.parallel_start import start_together
-from connect_runtime.storage.fenced_writer import _unwrap
+from connect_runtime.storage.fenced_writer import _unwrap  # noqa: PLC2701 (a unit test of this module's own internal)
 
 
 def test_starts_run_at_the_same_time_and_only_the_started_ones_are_undone() -> None:

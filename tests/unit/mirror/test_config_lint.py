@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mirror.cli.quickstart import _properties as quickstart_properties
+from mirror.cli.quickstart import _properties as quickstart_properties  # noqa: PLC2701 (a unit test of this module's own internal)
 from mirror.config import kafka_keys
 from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
 from mirror.maker import key_catalog as kc

@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from connect_runtime.api.errors import ConfigError, NotLeaderError
 from connect_runtime.lifecycle import TargetState
-from connect_runtime.rest.app import _NamespaceDispatch, create_app
+from connect_runtime.rest.app import _NamespaceDispatch, create_app  # noqa: PLC2701 (a unit test of this module's own internal)
 from connect_runtime.rest.basic_auth import (
     BASIC_AUTH_EXTENSION,
     BasicAuthenticator,
