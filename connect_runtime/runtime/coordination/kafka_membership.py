@@ -14,6 +14,12 @@ including the group client's callbacks (``_join_metadata``, ``_leader_assign`` -
 rejoins (``ensure_active_group``) and hands finished assignments over. The two sides share a few
 fields under ``_state_lock``; the IO side never blocks on the herder.
 
+The leader's rounds. The leader runs the assignor on the IO thread when the broker made this worker the
+leader of a new generation (the SyncGroup phase, ``_leader_assign``: Java's ``performAssignment``), and on
+the tick thread when this worker led its generation alone and only the work changed (below). Both feed the
+same :class:`~connect_runtime.runtime.coordination.assignor.IncrementalCooperativeAssignor`, so its memory of
+the previous round stays right whichever path ran last.
+
 When a worker stops its tasks. Between live members revoked work stops before it is reassigned: the
 assignor never assigns what a member reports owning (its invariant A), and a member rejoins without
 revoked work only from the *next* :meth:`poll`, after the herder stopped it (KIP-415's two rounds). A
@@ -21,8 +27,21 @@ member the broker may have removed stops all its work at the first :meth:`poll` 
 lapsed or its generation was lost, then rejoins owning nothing; :mod:`.session_lease` states the rule
 and derives how long a task may still run there after the group reassigned it.
 
-A sole leader assigns new work without a rebalance (why that is safe: :mod:`.leader_rounds`). Each member
-says in its JoinGroup whether it can reach the leader over internal REST (assignor invariant F).
+A sole leader assigns new work without a rebalance. When connectors or tasks are added or removed and
+this worker led the current generation *alone* (its assignor's last round had no other member),
+:meth:`KafkaGroupMembership.poll` runs the assignor over the same generation locally instead of rejoining
+(Java's DistributedHerder names this optimisation in ``onTaskConfigUpdate``: "single-task connectors
+clearly don't need any coordination"). A rebalance would hand all of it to this worker anyway; on Kafka it
+costs a JoinGroup round trip, on brokers that hold every JoinGroup (Tansu: ``session.timeout.ms``/2)
+seconds per change, twice at every start-up (the connectors, then their tasks). It is safe because the
+work is new to the group: no other member of this generation exists to own it, a member joining meanwhile
+makes this worker rejoin reporting the work as owned (the assignor balances it from there, invariant A),
+and the assignor's memory is updated as by a real round. Not taken while a rejoin is due, a join is in
+flight, the generation is lost, or the last acknowledged heartbeat is older than half a session
+(:meth:`.SessionLease.allows_local_round`).
+
+Connectors on the leader. Each member says in its JoinGroup whether it can reach the leader over
+internal REST (``internal_rest``); if one cannot, the leader keeps every connector (assignor invariant F).
 """
 
 from __future__ import annotations
@@ -44,10 +63,13 @@ from connect_runtime.clients.group_client import (
 from connect_runtime.metrics import RebalanceMetrics
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.coordination import connect_protocol
-from connect_runtime.runtime.coordination.assignor import EMPTY, ConnectorsAndTasks, IncrementalCooperativeAssignor
-from connect_runtime.runtime.coordination.leader_rounds import LeaderRounds
+from connect_runtime.runtime.coordination.assignor import (
+    EMPTY,
+    ConnectorsAndTasks,
+    IncrementalCooperativeAssignor,
+    MemberAssignment,
+)
 from connect_runtime.runtime.coordination.membership import Assignment
-from connect_runtime.runtime.coordination.rebalance_timing import RebalanceTimer
 from connect_runtime.runtime.coordination.session_lease import MustStopFirst, SessionLease
 from connect_runtime.storage.config_store import ClusterConfigState
 
@@ -61,6 +83,38 @@ class _Completed:
     data: bytes
 
 
+class RebalanceTimer:
+    """How long this worker's rebalances take: feeds ``metrics`` (if any, ``connect_runtime.metrics``) when one
+    starts and when one completes, with its duration.
+
+    A rebalance begins with the first JoinGroup this member sends after its last applied assignment and
+    ends when the herder is handed the next one. kafka-python's IO thread reports the JoinGroups, the
+    herder's tick thread the assignments, so the timer guards its one field with a lock.
+    """
+
+    def __init__(self, metrics: RebalanceMetrics | None) -> None:
+        self._metrics = metrics
+        self._lock = threading.Lock()
+        #: When the rebalance in progress began (None: none in progress).
+        self._began: float | None = None
+
+    def join_sent(self, at: float) -> None:
+        """IO thread: a JoinGroup was sent at ``at`` (monotonic time); the first one starts a rebalance."""
+        with self._lock:
+            starting = self._began is None
+            if starting:
+                self._began = at
+        if starting and self._metrics is not None:
+            self._metrics.started()
+
+    def completed(self, generation: int, leader: bool) -> None:
+        """Tick thread: the assignment of ``generation`` was handed to the herder."""
+        with self._lock:
+            began, self._began = self._began, None
+        if self._metrics is not None:
+            self._metrics.completed(generation, leader, None if began is None else time.monotonic() - began)
+
+
 class KafkaGroupMembership:
     """This worker's membership of Connect group ``group_id`` on a Kafka cluster (see module doc).
 
@@ -69,6 +123,8 @@ class KafkaGroupMembership:
     connects before :meth:`join`. ``notify`` is called from the client's IO thread whenever :meth:`poll` has
     work to do (a rebalance began, a JoinGroup/SyncGroup finished, membership was lost); a herder that polls
     with a zero timeout and idles on its own condition passes a callback that wakes it. It must not block.
+    ``released_work`` says which of the given work its last owner stopped cleanly (the assignor's
+    invariant D); without it every departure counts as a crash.
     """
 
     def __init__(self, group_id: str, advertised_url: str | None, client_config: Mapping[str, Any], *,
@@ -98,7 +154,7 @@ class KafkaGroupMembership:
         self._notify_herder = notify
         self._assignor = IncrementalCooperativeAssignor(scheduled_rebalance_max_delay_ms,
                                                         scheduled_rebalance_crash_delay_ms)
-        self._rounds = LeaderRounds(group_id, advertised_url, self._assignor, released_work)
+        self._released_work = released_work
         self._rebalance_timer = RebalanceTimer(metrics)
         self._coordinator: KafkaPythonCoordinator | None = None
         self._wakeup = threading.Event()
@@ -123,8 +179,9 @@ class KafkaGroupMembership:
                            released_work: Callable[[ConnectorsAndTasks], ConnectorsAndTasks] | None = None,
                            metrics: RebalanceMetrics | None = None,
                            internal_rest: bool = True) -> KafkaGroupMembership:
-        """From the worker config: group.id, timeouts, delays, the connection and security settings
-        (``admin.``-prefixed overrides included). ``connect.protocol`` has one value, ``sessioned``, which the
+        """From the worker config: group.id, the session / heartbeat / rebalance timeouts, the scheduled
+        rebalance delays, worker.sync.timeout.ms, the connection and security settings (``admin.``-prefixed
+        overrides included). ``connect.protocol`` has one value, ``sessioned``, which the
         worker config checks (:mod:`.connect_protocol`)."""
         return cls(config.group_id, advertised_url, config.group_client_config("coordinator"),
                    session_timeout_ms=int(config[wc.SESSION_TIMEOUT_MS]),
@@ -336,7 +393,7 @@ class KafkaGroupMembership:
         with self._state_lock:
             self._snapshot = snapshot
             owned = self._owned
-        owned, delay_ms = self._rounds.sole_round(member, generation, owned, snapshot, self.internal_rest)
+        owned, delay_ms = self._sole_round(member, generation, owned, snapshot)
         with self._state_lock:
             self._owned = owned
         if delay_ms > 0:
@@ -363,8 +420,10 @@ class KafkaGroupMembership:
         generation = self._current.generation if self._current is not None else -1
         self._current = Assignment.of(generation, False, None, (), (), -1)
         if self._coordinator is not None:
-            # Rejoin owning nothing, so that the leader reassigns the dropped work: a member whose seat
-            # survived (a process paused past its session) would otherwise keep it with no work running.
+            # Rejoin owning nothing, so that the leader reassigns the dropped work. Without this a
+            # member whose heartbeats stalled but whose membership survived (e.g. a process paused
+            # for longer than the session, then resumed) would keep its seat with no work, and the
+            # leader would believe the work still ran there: nothing would ever restart it.
             self._coordinator.request_rejoin()
         return self._current
 
@@ -385,10 +444,61 @@ class KafkaGroupMembership:
 
     def _leader_assign(self, leader_id: str, generation: int,
                        metadata: Mapping[str, bytes]) -> dict[str, bytes]:
-        """IO thread, leader only: the assignor's round over every member's metadata (:mod:`.leader_rounds`)."""
+        """IO thread, leader only (Java's ``performAssignment``): decode the members, check their config
+        offsets, run the assignor over every member's metadata, encode every member's share."""
         with self._state_lock:
             snapshot, last_completed = self._snapshot, self._last_completed_generation
-        return self._rounds.group_round(leader_id, generation, metadata, snapshot, last_completed)
+        members: dict[str, connect_protocol.MemberMetadata] = {}
+        for member_id, data in metadata.items():
+            try:
+                members[member_id] = connect_protocol.decode_member_metadata(data)
+            except connect_protocol.ProtocolError as exc:
+                logger.error("Group %s: member %s: %s; treating it as owning nothing", self.group_id,
+                             member_id, exc)
+                members[member_id] = connect_protocol.MemberMetadata(None, -1)
+        max_offset = max(m.config_offset for m in members.values())
+
+        def wire(plan_member: MemberAssignment | None = None, *, error: int = connect_protocol.NO_ERROR,
+                 delay_ms: int = 0) -> bytes:
+            return connect_protocol.encode_member_assignment(connect_protocol.WireAssignment(
+                error, leader_id, self.advertised_url, snapshot.offset if not error else max_offset,
+                plan_member.assigned if plan_member else EMPTY, plan_member.revoked if plan_member else EMPTY,
+                delay_ms))
+
+        if snapshot.offset < max_offset:
+            logger.info("Group %s generation %d: leader is behind (config topic read to offset %d, a member "
+                        "to %d); everyone rejoins", self.group_id, generation, snapshot.offset, max_offset)
+            self._assignor.note_generation(generation)
+            return {member_id: wire(error=connect_protocol.CONFIG_MISMATCH) for member_id in members}
+        configured = ConnectorsAndTasks.of(snapshot.connectors(), snapshot.all_tasks())
+        released = self._released_work(configured) if self._released_work is not None else EMPTY
+        # Invariant F of the assignor: a member that cannot reach the leader keeps connectors on it.
+        unreachable = sorted(m for m, s in members.items() if not s.internal_rest)
+        if unreachable and len(members) > 1:
+            logger.info("Group %s generation %d: connectors stay on the leader (member(s) without internal REST "
+                        "to reach it: %s)", self.group_id, generation, ", ".join(unreachable))
+        plan = self._assignor.assign(configured, {m: s.owned for m, s in members.items()},
+                                     generation=generation, last_completed_generation=last_completed,
+                                     now_ms=time.monotonic() * 1000, released=released,
+                                     connectors_on=leader_id if unreachable else None)
+        return {member_id: wire(plan.members[member_id], delay_ms=plan.delay_ms) for member_id in members}
+
+    def _sole_round(self, member: str, generation: int, owned: ConnectorsAndTasks,
+                    snapshot: ClusterConfigState) -> tuple[ConnectorsAndTasks, int]:
+        """Tick thread: the assignor's round over ``generation`` with ``member`` (owning ``owned``) as its only
+        member (see "A sole leader assigns new work without a rebalance"): what it owns afterwards, and the
+        plan's ``delay_ms``."""
+        configured = ConnectorsAndTasks.of(snapshot.connectors(), snapshot.all_tasks())
+        released = self._released_work(configured) if self._released_work is not None else EMPTY
+        plan = self._assignor.assign(configured, {member: owned}, generation=generation,
+                                     last_completed_generation=generation, now_ms=time.monotonic() * 1000,
+                                     released=released, connectors_on=None if self.internal_rest else member)
+        mine = plan.members[member]
+        owned = (owned - mine.revoked) | mine.assigned
+        logger.info("Group %s generation %d (leader, sole member): %d connector(s), %d task(s); +%d/-%d "
+                    "assigned without a rebalance", self.group_id, generation, len(owned.connectors),
+                    len(owned.tasks), len(mine.assigned), len(mine.revoked))
+        return owned, plan.delay_ms
 
     def _confirm(self, send_time: float) -> None:
         with self._state_lock:

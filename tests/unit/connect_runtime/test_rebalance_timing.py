@@ -1,4 +1,4 @@
-"""Rebalance timing for Connect's rebalance metrics (connect_runtime/runtime/coordination/rebalance_timing.py)."""
+"""Rebalance timing for Connect's rebalance metrics (connect_runtime/runtime/coordination/kafka_membership.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 from prometheus_client import CollectorRegistry
 
 from connect_runtime.metrics import RebalanceMetrics
-from connect_runtime.runtime.coordination.rebalance_timing import RebalanceTimer
+from connect_runtime.runtime.coordination.kafka_membership import RebalanceTimer
 
 
 def sample(registry: CollectorRegistry, name: str) -> float | None:
