@@ -9,12 +9,14 @@ built. So every client config passes through :func:`translate`:
   ``queue.buffering.max.kbytes`` ...), and values that differ are converted (``auto.offset.reset=none``
   -> ``error``, Java assignor class names -> ``range`` / ``roundrobin`` / ``cooperative-sticky``).
 * SASL logins (``sasl.mechanism``, ``sasl.jaas.config``, callback handlers) become librdkafka's SASL
-  keys or a token callback: :mod:`connect_runtime.clients.sasl_properties`.
+  keys or a token callback: :mod:`connect_runtime.clients.sasl_properties`, the one SASL translation
+  every client shares (the group membership client's is :mod:`connect_runtime.clients.group_client`).
 * JKS / PKCS12 / PEM trust and key stores are read and handed over as PEM in memory (``ssl.ca.pem``,
-  ``ssl.certificate.pem``, ``ssl.key.pem``): :mod:`connect_runtime.clients.tls_properties`.
-* Every other Java ``ssl.*`` / ``sasl.*`` key is mapped to what librdkafka enforces (TLS versions and
-  suites: :mod:`connect_runtime.clients.tls_policy`) or, when its value asks for what no client here can
-  do, refused with a ConfigError naming it: :mod:`connect_runtime.clients.security_keys`.
+  ``ssl.certificate.pem``, ``ssl.key.pem``), and the TLS versions and suites become what librdkafka
+  enforces: :mod:`connect_runtime.clients.tls_properties`, the one TLS translation every client shares.
+* Every other Java ``ssl.*`` / ``sasl.*`` key is accepted where its value asks for what the clients do
+  anyway or, when it asks for what no client here can do, refused with a ConfigError naming it:
+  :mod:`connect_runtime.clients.security_keys`.
 * Anything else librdkafka does not know for that client kind (serializers, ``max.poll.records``,
   worker-only keys such as ``offset.storage.topic``...) is dropped and logged ONCE per process at INFO,
   by key name only. Values are never logged: they may be secrets.
@@ -41,13 +43,13 @@ from confluent_kafka.admin import AdminClient
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from connect_runtime.clients import librdkafka_properties as props_table
-from connect_runtime.clients import security_keys, tls_policy
+from connect_runtime.clients import security_keys
 from connect_runtime.clients.librdkafka_logging import LIBRDKAFKA_LOG, pump_admin_logs
 from connect_runtime.clients.registry import TrackedConsumer, TrackedProducer, track
 from connect_runtime.clients.sasl_properties import HANDLED as SASL_HANDLED
-from connect_runtime.clients.sasl_properties import translate_sasl, uses_sasl
+from connect_runtime.clients.sasl_properties import librdkafka_sasl, sasl_login, uses_sasl
+from connect_runtime.clients.tls_properties import CIPHER_SUITES, librdkafka_tls, tls_settings
 from connect_runtime.clients.tls_properties import HANDLED as TLS_HANDLED
-from connect_runtime.clients.tls_properties import translate_tls
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +78,7 @@ _ASSIGNORS = {
 
 #: Java keys handled by the TLS / SASL translation or decided by security_keys (accepted only where they ask
 #: for what librdkafka does anyway), never passed through by name.
-_SPECIAL = (SASL_HANDLED | TLS_HANDLED | {tls_policy.CIPHER_SUITES}
+_SPECIAL = (SASL_HANDLED | TLS_HANDLED | {CIPHER_SUITES}
             | frozenset(k for k in security_keys.DECISIONS if k not in props_table.COMMON))
 
 #: Java keys whose librdkafka namesake means something else (``max.poll.records`` limits librdkafka's
@@ -103,12 +105,25 @@ def _drop(key: str, why: str = "not a librdkafka property") -> None:
         logger.info("Ignoring client property '%s': %s", key, why)
 
 
+def log_unused(key: str, client: str) -> None:
+    """Say once per process, at INFO, that ``client`` does not use the client property ``key`` (by name
+    only: a value may be a secret)."""
+    if _once(client, key):
+        logger.info("Client property '%s' is not used by %s", key, client)
+
+
 def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if hasattr(value, "value") and callable(value.value):  # api.config.Password
         return str(value.value())
     return str(value)
+
+
+def java_text(java: Mapping[str, Any]) -> dict[str, str]:
+    """``java``'s values as a Java properties file holds them (a Password's value, true/false), without
+    the keys whose value is None and the Python client's own keys (``logger``, ``error_cb`` ...)."""
+    return {k: _text(v) for k, v in java.items() if v is not None and k not in props_table.PYTHON_CLIENT}
 
 
 def _convert(key: str, value: str) -> tuple[str, str] | None:
@@ -153,7 +168,7 @@ def translate(java: Mapping[str, Any], kind: ClientKind) -> dict[str, Any]:
     """
     python_only = props_table.PYTHON_CLIENT
     out: dict[str, Any] = {k: v for k, v in java.items() if k in python_only and v is not None}
-    plain = {k: _text(v) for k, v in java.items() if v is not None and k not in python_only}
+    plain = java_text(java)
     valid = _VALID[kind]
     security_keys.check(plain)
     sasl = uses_sasl(plain)
@@ -171,11 +186,12 @@ def translate(java: Mapping[str, Any], kind: ClientKind) -> dict[str, Any]:
             out[new_key] = new_value
         else:
             _drop(key)
-    translate_sasl(plain, out)
-    translate_tls(plain, out)
-    ciphers = tls_policy.librdkafka_ciphers(plain)
-    if ciphers and plain.get("security.protocol", "").strip().upper() in ("SSL", "SASL_SSL"):
-        out[tls_policy.CIPHER_SUITES] = ciphers
+    login = sasl_login(plain)
+    if login is not None:
+        out.update(librdkafka_sasl(login))
+    tls = tls_settings(plain)
+    if tls is not None:
+        out.update(librdkafka_tls(tls))
     return out
 
 

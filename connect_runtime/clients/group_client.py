@@ -26,9 +26,16 @@ The internals, and why each is needed (``_WorkerCoordinator`` overrides them):
   public ``heartbeat`` only records receive times.
 
 Everything else used is public: ``KafkaNetClient(net=...)``, ``NetworkSelector.start`` (kafka-python's
-own consumer starts its IO thread the same way), ``KafkaNetClient.get_broker_version``, and
+own consumer starts its IO thread the same way), ``KafkaNetClient.get_broker_version``,
 ``BaseCoordinator.group_metadata`` (generation and member id, read under the coordinator's lock) with
-``Generation.is_lost`` for what counts as a lost generation.
+``Generation.is_lost`` for what counts as a lost generation, and ``AbstractTokenProvider`` for
+OAUTHBEARER tokens.
+
+Its config. :func:`group_client_config` builds this client's keywords from the same Java properties the
+worker's admin client is built from, through the same TLS and SASL translations as every librdkafka client
+(:mod:`connect_runtime.clients.tls_properties`, :mod:`connect_runtime.clients.sasl_properties`), so both
+log in alike; what kafka-python cannot do (a Kerberos key tab, librdkafka-only keys) is refused naming
+this client, never left out.
 
 Its logs. kafka-python logs every failed connection attempt at ERROR, most with the exception's
 traceback, from several modules at once, about every 100 ms while a broker is unreachable: a 5 s network
@@ -51,12 +58,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connect_runtime.api.errors import ConnectError
-from connect_runtime.clients import tls_policy
-from connect_runtime.clients.java_stores import KeyMaterial
+from connect_runtime.api.errors import ConfigError, ConnectError
+from connect_runtime.clients import factory, security_keys
 from connect_runtime.clients.librdkafka_logging import DEFAULT_INTERVAL_S, RepeatGate
-from connect_runtime.clients.sasl_properties import token_source
-from connect_runtime.clients.ssl_context import client_context
+from connect_runtime.clients.sasl_properties import GROUP_CLIENT, TokenSource, kafka_python_sasl, sasl_login
+from connect_runtime.clients.tls_properties import ssl_context, tls_settings
 from connect_runtime.clients.versions import KAFKA_PYTHON, UnsupportedClientLibrary
 
 logger = logging.getLogger(__name__)
@@ -150,6 +156,7 @@ with warnings.catch_warnings():
     from kafka import errors as kafka_errors
     from kafka.coordinator.base import BaseCoordinator, Generation
     from kafka.net.compat import KafkaNetClient
+    from kafka.net.sasl.oauth import AbstractTokenProvider
     from kafka.net.selector import NetworkSelector
 
 _missing = missing_internals(BaseCoordinator) + [
@@ -301,7 +308,7 @@ class KafkaPythonCoordinator:
                 protocol_name: str, callbacks: CoordinatorCallbacks, timeout_s: float) -> KafkaPythonCoordinator:
         """Start the client's IO thread and bootstrap; ConnectError if the cluster is not reached in time.
 
-        ``client_config`` holds kafka-python client keywords (see :func:`kafka_python_config`).
+        ``client_config`` holds kafka-python client keywords (see :func:`group_client_config`).
         """
         config = dict(client_config)
         limit_kafka_python_logs()  # the loggers of modules kafka-python imported since
@@ -362,72 +369,88 @@ class KafkaPythonCoordinator:
         self._client.close()
 
 
-#: librdkafka property -> kafka-python keyword, for the client settings the coordinator needs.
-_CLIENT_KEYS = {
+#: Java connection keys -> kafka-python keywords (security comes from the shared TLS and SASL translations).
+_CONNECTION_KEYS = {
     "bootstrap.servers": "bootstrap_servers", "client.id": "client_id",
     "request.timeout.ms": "request_timeout_ms", "retry.backoff.ms": "retry_backoff_ms",
     "reconnect.backoff.ms": "reconnect_backoff_ms", "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
-    "connections.max.idle.ms": "connections_max_idle_ms", "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism", "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username", "sasl.password": "sasl_plain_password",
-    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
-    "ssl.ca.location": "ssl_cafile", "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile", "ssl.key.password": "ssl_password", "ssl.crl.location": "ssl_crlfile",
+    "connections.max.idle.ms": "connections_max_idle_ms", "metadata.max.age.ms": "metadata_max_age_ms",
+    "socket.connection.setup.timeout.ms": "socket_connection_setup_timeout_ms",
+    "socket.connection.setup.timeout.max.ms": "socket_connection_setup_timeout_max_ms",
+    "client.dns.lookup": "client_dns_lookup",
 }
-_INT_KEYS = frozenset({"request_timeout_ms", "retry_backoff_ms", "reconnect_backoff_ms",
-                       "reconnect_backoff_max_ms", "connections_max_idle_ms"})
+_DNS_LOOKUPS = ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")
+#: Keys the security translations read (or refuse for this client): never "not used".
+_SECURITY = ("security.protocol", "ssl.", "ssl_", "sasl.", "enable.ssl.", "enable.sasl.", "https.")
 
 
-def kafka_python_config(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
-    """kafka-python client keywords from a librdkafka config (``DistributedWorkerConfig.group_client_config()``
-    passes its ``admin_config()``).
+def group_client_config(java: Mapping[str, Any]) -> dict[str, Any]:
+    """kafka-python client keywords for a group member, from the Java client properties the worker's admin
+    client gets (``DistributedWorkerConfig.group_client_config()``).
 
-    Only connection and security settings matter to a group member; other keys are ignored.
+    The connection keys are taken by their Java names; TLS and SASL come from the same translations as
+    librdkafka's (:func:`~connect_runtime.clients.tls_properties.ssl_context` over
+    :func:`~connect_runtime.clients.tls_properties.tls_settings`,
+    :func:`~connect_runtime.clients.sasl_properties.kafka_python_sasl` over
+    :func:`~connect_runtime.clients.sasl_properties.sasl_login`), so a key reaches this client when it
+    reaches librdkafka's, or is refused naming this client (ConfigError,
+    :func:`~connect_runtime.clients.security_keys.group_client_refusals`). A key the admin client uses
+    and a group member does not (``client.rack``, ``socket.keepalive.enable`` ...) is named once at INFO.
     """
+    plain = factory.java_text(java)
+    security_keys.check(plain)
+    refused = security_keys.group_client_refusals(plain)
+    if refused:
+        raise security_keys.group_client_error(*next(iter(refused.items())))
     out: dict[str, Any] = {}
-    for key, value in librdkafka.items():
-        name = _CLIENT_KEYS.get(key)
-        if name is None or value is None:
-            continue
-        text = str(value)
-        out[name] = int(text) if name in _INT_KEYS else text
-    if "security_protocol" in out:
-        out["security_protocol"] = str(out["security_protocol"]).upper()
-    check_hostname = str(librdkafka.get("ssl.endpoint.identification.algorithm", "https")).lower() != "none"
-    if not check_hostname:
-        out["ssl_check_hostname"] = False
-    if any(key in librdkafka for key in ("ssl.ca.pem", "ssl.certificate.pem", "ssl.cipher.suites")):
-        # Java stores arrive as PEM text in memory (connect_runtime.clients.tls_properties)
-        identity = (KeyMaterial(librdkafka["ssl.certificate.pem"], librdkafka["ssl.key.pem"])
-                    if "ssl.certificate.pem" in librdkafka else None)
-        verify = str(librdkafka.get("enable.ssl.certificate.verification", "true")).lower() != "false"
-        context = client_context(librdkafka.get("ssl.ca.pem"), identity, verify=verify, check_hostname=check_hostname)
-        if librdkafka.get("ssl.ca.location") and "ssl.ca.pem" not in librdkafka:
-            context.load_verify_locations(cafile=str(librdkafka["ssl.ca.location"]))
-        tls_policy.configure_context(context, librdkafka)  # the TLS versions and suites librdkafka keeps to
-        out["ssl_context"] = context
-    tokens = token_source(librdkafka)
-    if tokens is not None:
-        out["sasl_oauth_token_provider"] = _token_provider(*tokens)
+    for key, value in plain.items():
+        name = _CONNECTION_KEYS.get(key)
+        if name is None:
+            if not key.startswith(_SECURITY) and factory.has_librdkafka_equivalent(key, "admin"):
+                factory.log_unused(key, GROUP_CLIENT)
+        elif name == "client_dns_lookup":
+            if value.strip() not in _DNS_LOOKUPS:
+                raise ConfigError(f"Invalid value {value} for configuration {key}: expected one of "
+                                  f"{', '.join(_DNS_LOOKUPS)}", key)
+            out[name] = value.strip()
+        elif name.endswith("_ms"):
+            try:
+                out[name] = int(value)
+            except ValueError:
+                raise ConfigError(f"Invalid value {value} for configuration {key}: not a whole number", key) from None
+        else:
+            out[name] = value
+    if "security.protocol" in plain:
+        out["security_protocol"] = plain["security.protocol"].strip().upper()
+    tls = tls_settings(plain)
+    if tls is not None:
+        out["ssl_context"] = ssl_context(tls)
+    login = sasl_login(plain)
+    if login is not None:
+        keywords = kafka_python_sasl(login)
+        if login.tokens is not None:
+            keywords["sasl_oauth_token_provider"] = _TokenProvider(login.tokens)
+        out.update(keywords)
     return out
 
 
-def _token_provider(source: Callable[[], tuple[str, float]], extensions: dict[str, str]) -> Any:
-    """kafka-python's OAUTHBEARER token provider over the token source librdkafka's config describes;
-    a token is reused until a minute before it expires."""
-    from kafka.net.sasl.oauth import AbstractTokenProvider
+class _TokenProvider(AbstractTokenProvider):  # type: ignore[misc]  # kafka-python is untyped
+    """kafka-python's OAUTHBEARER token provider over the token source librdkafka's keys describe; a token
+    is reused until 80% of its lifetime has passed, when librdkafka refreshes its own (Java's default
+    ``sasl.login.refresh.window.factor``, the one value accepted)."""
 
-    class TokenProvider(AbstractTokenProvider):  # type: ignore[misc]
-        def __init__(self) -> None:
-            super().__init__()
-            self._token: tuple[str, float] | None = None
+    def __init__(self, tokens: TokenSource) -> None:
+        super().__init__()
+        self._tokens = tokens
+        self._token: str | None = None
+        self._refresh_at = 0.0
 
-        def token(self) -> str:
-            if self._token is None or self._token[1] - 60 < time.time():
-                self._token = source()
-            return self._token[0]
+    def token(self) -> str:
+        now = time.time()
+        if self._token is None or now >= self._refresh_at:
+            token, expiry = self._tokens.token()
+            self._token, self._refresh_at = token, now + 0.8 * max(0.0, expiry - now)
+        return self._token
 
-        def extensions(self) -> dict[str, str]:
-            return dict(extensions)
-
-    return TokenProvider()
+    def extensions(self) -> dict[str, str]:
+        return self._tokens.extensions()

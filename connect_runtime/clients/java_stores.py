@@ -93,11 +93,13 @@ def load_key_store(location: str, password: str | None = None, declared_type: st
 
 
 def key_material_from_pem(certificate_chain: str, private_key: str, key_password: str | None = None, *,
-                          prefix: str = "ssl.keystore", key_password_key: str = "ssl.key.password") -> KeyMaterial:
-    """Inline PEM key material (``ssl.keystore.certificate.chain`` / ``ssl.keystore.key``), checked and
+                          prefix: str = "ssl.keystore", key_password_key: str = "ssl.key.password",
+                          chain_key: str | None = None, private_key_key: str | None = None) -> KeyMaterial:
+    """Inline PEM key material (``ssl.keystore.certificate.chain`` / ``ssl.keystore.key``, or librdkafka's
+    ``ssl.certificate.pem`` / ``ssl.key.pem``: ``chain_key`` and ``private_key_key`` name them), checked and
     with the key decrypted, so every consumer gets the same unencrypted PKCS#8 form."""
-    certs = _pem_certificates(certificate_chain.encode(), f"{prefix}.certificate.chain")
-    key = _pem_private_key(private_key.encode(), key_password, f"{prefix}.key", key_password_key)
+    certs = _pem_certificates(certificate_chain.encode(), chain_key or f"{prefix}.certificate.chain")
+    key = _pem_private_key(private_key.encode(), key_password, private_key_key or f"{prefix}.key", key_password_key)
     return KeyMaterial(_certs_pem(certs), _key_pem(key))
 
 
@@ -184,7 +186,8 @@ def _key_material(location: str, stat: tuple[int, int], kind: str, password: str
         chain = [bundle.cert.certificate] + [c.certificate for c in bundle.additional_certs]
         return KeyMaterial(_certs_pem(chain), _key_pem(bundle.key))
     certs = _pem_certificates(data, f"{prefix}.location")
-    key = _pem_private_key(data, key_password, f"{prefix}.location", key_password_key)
+    # a PEM store has no store password of its own: one given decrypts the key when ssl.key.password is unset
+    key = _pem_private_key(data, key_password or password, f"{prefix}.location", key_password_key)
     return KeyMaterial(_certs_pem(certs), _key_pem(key))
 
 

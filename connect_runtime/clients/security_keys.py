@@ -1,11 +1,19 @@
 """What becomes of each of Java's client ``ssl.*`` and ``sasl.*`` keys here: mapped, or refused with a reason.
 
 The Kafka clients here are librdkafka (producers, consumers, admin clients), kafka-python (the group
-membership client, configured from the same librdkafka config) and Python's ``ssl``. A Java key either
-has an equivalent they enforce (:data:`DECISIONS` says which), or only the value that asks for what they
-do anyway is accepted: Java's default, written out or not. Any other value is refused with one line
-naming the key and the reason (:func:`check`), at config validation and again at client build, so no
-key is accepted and then ignored. ``docs/security-keys.md`` is the same table for operators.
+membership client) and Python's ``ssl`` (the REST listener). All of them take their TLS and SASL settings
+from one translation of the Java keys (:mod:`~connect_runtime.clients.tls_properties`,
+:mod:`~connect_runtime.clients.sasl_properties`), rendered once per library. A Java key either has an
+equivalent they enforce (:data:`DECISIONS` says which, for librdkafka and for the group membership client),
+or only the value that asks for what they do anyway is accepted: Java's default, written out or not. Any
+other value is refused with one line naming the key and the reason (:func:`check`), at config validation
+and again at client build, so no key is accepted and then ignored. ``docs/security-keys.md`` is the same
+table for operators.
+
+The group membership client gets what the admin client gets. Where kafka-python cannot do what a key
+asks (a Kerberos key tab; librdkafka's own keys with no Python equivalent, such as ``ssl.sigalgs.list``),
+the key is refused for that client by :func:`group_client_refusals`, with one line naming the key and the
+client, rather than left out of its login.
 
 Keys consumed by their own translation (stores: :mod:`~connect_runtime.clients.tls_properties`; logins:
 :mod:`~connect_runtime.clients.sasl_properties`) are listed as mapped; their errors are raised there.
@@ -18,22 +26,34 @@ from dataclasses import dataclass
 from typing import Any
 
 from connect_runtime.api.errors import ConfigError
-from connect_runtime.clients import tls_policy
+from connect_runtime.clients import sasl_properties as sasl
+from connect_runtime.clients import tls_properties as tls
 
 Refusal = Callable[[Any], "str | None"]
 
 
+#: What the group membership client does with a key whose accepted values ask nothing of any client.
+SAME = "the same: the values accepted ask for what every client here does anyway"
+#: ... with a TLS key: the one TLS translation, rendered as its SSLContext.
+SSL_CONTEXT = "its SSLContext, from the same TLS settings (tls_properties.ssl_context)"
+#: ... with a login key: the one SASL translation, rendered as its keywords.
+SASL_LOGIN = ("its SASL keywords, from the same login (sasl_properties.kafka_python_sasl); GSSAPI from the "
+              "process's ticket cache, a key tab refused")
+
+
 @dataclass(frozen=True)
 class Decision:
-    """``mapping``: what the key does here; ``refuse``: why a value cannot be enforced (None: accepted)."""
+    """``mapping``: what the key does for librdkafka; ``refuse``: why a value cannot be enforced (None:
+    accepted); ``group``: what the group membership client (kafka-python) does with an accepted value."""
 
     mapping: str
     refuse: Refusal
     refuses: bool = True  # False: every value is mapped (errors, if any, come from the key's translation)
+    group: str = SAME
 
 
-def _mapped(mapping: str) -> Decision:
-    return Decision(mapping, lambda _value: None, refuses=False)
+def _mapped(mapping: str, group: str) -> Decision:
+    return Decision(mapping, lambda _value: None, refuses=False, group=group)
 
 
 def _text(value: Any) -> str:
@@ -98,21 +118,23 @@ _DEFAULT_LOGINS = ("org.apache.kafka.common.security.authenticator.DefaultLogin"
 
 #: Every client ``ssl.*`` / ``sasl.*`` key Kafka declares (``SslConfigs``, ``SaslConfigs``) -> its decision.
 DECISIONS: dict[str, Decision] = {
-    # --- TLS: versions and suites (connect_runtime.clients.tls_policy) ---
-    tls_policy.PROTOCOL: Decision("TLSv1.3 (default) or TLS: no cap on ssl.enabled.protocols",
-                                  tls_policy.protocol_refusal),
-    tls_policy.ENABLED_PROTOCOLS: Decision(
+    # --- TLS: versions and suites (connect_runtime.clients.tls_properties) ---
+    tls.PROTOCOL: Decision("TLSv1.3 (default) or TLS: no cap on ssl.enabled.protocols",
+                           tls.protocol_refusal, group=SSL_CONTEXT),
+    tls.ENABLED_PROTOCOLS: Decision(
         "TLSv1.2,TLSv1.3 (default): both, as librdkafka and Python do anyway; TLSv1.3 alone: librdkafka "
-        f"ssl.cipher.suites={tls_policy.TLS13_ONLY_CIPHERS} (no TLSv1.2 suite offered), Python minimum_version "
-        "TLSv1.3; TLSv1.1 and older are not enabled, as in current JDKs", tls_policy.enabled_protocols_refusal),
-    tls_policy.CIPHER_SUITES: Decision(
+        f"ssl.cipher.suites={tls.TLS13_ONLY_CIPHERS} (no TLSv1.2 suite offered), Python minimum_version "
+        "TLSv1.3; TLSv1.1 and older are not enabled, as in current JDKs", tls.enabled_protocols_refusal,
+        group=SSL_CONTEXT),
+    tls.CIPHER_SUITES: Decision(
         "the TLSv1.2 suites, by their OpenSSL names -> librdkafka ssl.cipher.suites and Python set_ciphers",
-        tls_policy.cipher_suites_refusal),
+        tls.cipher_suites_refusal, group=SSL_CONTEXT),
     "ssl.endpoint.identification.algorithm": Decision(
-        "https -> librdkafka https and Python check_hostname; empty -> none", _endpoint_identification),
+        "https -> librdkafka https and Python check_hostname; empty -> none", _endpoint_identification,
+        group=SSL_CONTEXT),
     # --- TLS: stores (connect_runtime.clients.tls_properties) ---
     **{key: _mapped("read here (JKS, PKCS12, PEM) and given as PEM in memory: librdkafka ssl.ca.pem / "
-                    "ssl.certificate.pem / ssl.key.pem, Python SSLContext")
+                    "ssl.certificate.pem / ssl.key.pem, Python SSLContext", SSL_CONTEXT)
        for key in ("ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
                    "ssl.truststore.certificates", "ssl.keystore.location", "ssl.keystore.type",
                    "ssl.keystore.password", "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.key.password")},
@@ -128,7 +150,7 @@ DECISIONS: dict[str, Decision] = {
     "ssl.secure.random.implementation": _unset_only(
         "a Java SecureRandom algorithm; OpenSSL uses its own random generator"),
     # --- SASL: logins (connect_runtime.clients.sasl_properties) ---
-    **{key: _mapped("the SASL login: librdkafka sasl.* keys or a token callback (see the SASL section)")
+    **{key: _mapped("the SASL login: librdkafka sasl.* keys or a token callback (see the SASL section)", SASL_LOGIN)
        for key in ("sasl.mechanism", "sasl.jaas.config", "sasl.client.callback.handler.class",
                    "sasl.login.callback.handler.class", "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd",
                    "sasl.oauthbearer.token.endpoint.url")},
@@ -136,7 +158,10 @@ DECISIONS: dict[str, Decision] = {
         "a Java Login class; the login here is librdkafka's for the mechanism (Kafka's default Login classes "
         "are accepted)", *_DEFAULT_LOGINS),
     # --- SASL: Kerberos ---
-    "sasl.kerberos.min.time.before.relogin": _mapped("librdkafka sasl.kerberos.min.time.before.relogin (the same)"),
+    "sasl.kerberos.min.time.before.relogin": _mapped(
+        "librdkafka sasl.kerberos.min.time.before.relogin (the same)",
+        "the same: it runs no kinit, and with the one GSSAPI login it can do (a ticket cache, no key tab) "
+        "librdkafka runs none either"),
     "sasl.kerberos.ticket.renew.window.factor": _number_default(0.8, _KINIT),
     "sasl.kerberos.ticket.renew.jitter": _number_default(0.05, _KINIT),
     # --- SASL: token refresh and the token endpoint ---
@@ -150,7 +175,10 @@ DECISIONS: dict[str, Decision] = {
         "librdkafka's token endpoint request has its own fixed timeouts; it cannot be given this one"),
     "sasl.login.read.timeout.ms": _unset_only(
         "librdkafka's token endpoint request has its own fixed timeouts; it cannot be given this one"),
-    "sasl.oauthbearer.sub.claim.name": _mapped("librdkafka sasl.oauthbearer.sub.claim.name (OIDC tokens)"),
+    "sasl.oauthbearer.sub.claim.name": _mapped(
+        "librdkafka sasl.oauthbearer.sub.claim.name (OIDC tokens)",
+        "nothing to apply: librdkafka reads the principal's name from that claim for itself; the token is "
+        "sent as fetched and the broker reads its own claim"),
     "sasl.oauthbearer.scope.claim.name": _default_only(
         "scope", "librdkafka reads no scope claim from the tokens it fetches"),
     # --- SASL: broker-side token validation (Java's clients ignore these too) ---
@@ -171,8 +199,8 @@ def refusal(key: str, value: Any) -> str | None:
 
 
 #: For a TLS endpoint only Python's ssl serves (the REST listener): it enforces both version bounds.
-_PYTHON_ONLY: dict[str, Refusal] = {tls_policy.PROTOCOL: tls_policy.python_protocol_refusal,
-                                    tls_policy.ENABLED_PROTOCOLS: tls_policy.python_enabled_protocols_refusal}
+_PYTHON_ONLY: dict[str, Refusal] = {tls.PROTOCOL: tls.python_protocol_refusal,
+                                    tls.ENABLED_PROTOCOLS: tls.python_enabled_protocols_refusal}
 
 
 def python_refusal(key: str, value: Any) -> str | None:
@@ -220,3 +248,51 @@ def validator(key: str) -> Callable[[str, Any], None] | None:
 
     validate.__doc__ = f"{DECISIONS[key].mapping.split(':')[0]} (docs/security-keys.md)"
     return validate
+
+
+# --- the group membership client ---------------------------------------------------------------------
+
+#: librdkafka's own TLS/SASL keys that Python's ssl / kafka-python cannot apply, and why.
+_NO_GROUP_EQUIVALENT = {
+    "ssl.sigalgs.list": "cannot restrict the signature algorithms (Python's ssl has no such setting)",
+    "ssl.curves.list": "cannot restrict the key exchange curves (Python's ssl has no such setting for a client)",
+    "ssl.providers": "loads no OpenSSL provider (Python's ssl uses the default ones)",
+    "ssl.engine.location": "loads no OpenSSL engine",
+    "ssl.engine.id": "loads no OpenSSL engine",
+    "ssl.ca.certificate.stores": "reads no Windows certificate store; give the CA in ssl.truststore.* instead",
+    "sasl.kerberos.keytab": "cannot log in from a key tab: its GSSAPI uses the process's Kerberos ticket cache",
+    "sasl.oauthbearer.grant.type": "fetches OIDC tokens with client credentials only",
+    "sasl.oauthbearer.metadata.authentication.type": "fetches OIDC tokens with client credentials only",
+}
+#: Key prefixes of TLS and SASL settings (Java's and librdkafka's): none may be left out of a login.
+_SECURITY_PREFIXES = ("ssl.", "ssl_", "sasl.", "enable.ssl.", "enable.sasl.", "https.")
+#: Keys the group membership client takes from the shared parse (DECISIONS' keys aside).
+_GROUP_TAKES = sasl.LIBRDKAFKA_KEYS | tls.LIBRDKAFKA_KEYS
+
+
+def group_client_refusals(java: Mapping[str, Any]) -> dict[str, str]:
+    """The TLS/SASL keys of the group membership client's Java properties (the admin client's) that
+    kafka-python cannot apply -> why, read without resolving or importing anything. A key counts only
+    under a ``security.protocol`` that uses it, as it does for librdkafka."""
+    out: dict[str, str] = {}
+    tls_on, sasl_on = tls.uses_tls(java), sasl.uses_sasl(java)
+    for key, value in java.items():
+        if value is None or key in DECISIONS or key in _GROUP_TAKES or not key.startswith(_SECURITY_PREFIXES):
+            continue
+        if not (sasl_on if key.startswith(("sasl.", "enable.sasl.", "https.")) else tls_on):
+            continue
+        why = _NO_GROUP_EQUIVALENT.get(key)
+        if why is None and key.startswith("sasl.oauthbearer.assertion."):
+            why = "fetches OIDC tokens with client credentials only"
+        out[key] = (f"{why or 'has no equivalent of this librdkafka key'}; it gets the admin client's keys, so "
+                    "set this one under producer. or consumer. only, or remove it")
+    login = sasl.group_client_refusal(java)
+    if login is not None:
+        out[login[0]] = login[1]
+    return out
+
+
+def group_client_error(name: str, why: str) -> ConfigError:
+    """The one-line error for a key the group membership client cannot apply (its value is not shown: it
+    may be a JAAS line with a password). ``name`` is the key as the operator wrote it."""
+    return ConfigError(f"Configuration {name}: {sasl.GROUP_CLIENT} {why}", name)

@@ -256,6 +256,11 @@ class DistributedWorkerConfig:
         self.values: dict[str, Any] = DISTRIBUTED_CONFIG_DEF.parse(props)
         for prefix in ("", "producer.", "consumer.", "admin."):  # the clients' ssl.* / sasl.* keys
             security_keys.check(props, prefix)
+        # the group membership client gets the admin client's keys: what it cannot apply is refused here
+        refused = security_keys.group_client_refusals(self.client_properties("admin"))
+        if refused:
+            key, why = next(iter(refused.items()))
+            raise security_keys.group_client_error(f"admin.{key}" if f"admin.{key}" in props else key, why)
         self.listeners = [Listener.parse(uri) for uri in self.values[LISTENERS]]
         if not self.listeners:
             raise ConfigError(f"Configuration {LISTENERS} must name at least one listener", LISTENERS)
@@ -309,12 +314,13 @@ class DistributedWorkerConfig:
         return self.client_config("admin", suffix)
 
     def group_client_config(self, suffix: str = "") -> dict[str, Any]:
-        """The group membership client's config (kafka-python keywords), from the admin client's settings."""
+        """The group membership client's config (kafka-python keywords), from the Java properties the admin
+        client is built from, through the same TLS and SASL translation."""
         # Imported here: kafka-python is loaded by a worker that joins a group, not by every reader of the
         # worker config (``mirror config show``, the config checks).
-        from connect_runtime.clients.group_client import kafka_python_config
+        from connect_runtime.clients.group_client import group_client_config
 
-        return kafka_python_config(self.admin_config(suffix))
+        return group_client_config(self.client_properties("admin", suffix))
 
 
 def worker_id(config: DistributedWorkerConfig, bound_port: int) -> str:

@@ -19,7 +19,6 @@ from connect_runtime.clients import group_client
 from connect_runtime.clients.group_client import (
     KAFKA_PYTHON_FILTER,
     KafkaPythonRepeatFilter,
-    kafka_python_config,
     limit_kafka_python_logs,
 )
 from connect_runtime.runtime.worker_config import DistributedWorkerConfig
@@ -86,17 +85,6 @@ def test_settings_use_kafka_pythons_name_for_the_rebalance_timeout() -> None:
     assert settings.coordinator_config() == {
         "group_id": "g", "session_timeout_ms": 6000, "heartbeat_interval_ms": 1000,
         "max_poll_interval_ms": 45_000, "retry_backoff_ms": 50, "request_timeout_ms": 9000}
-
-
-def test_kafka_python_config_maps_connection_and_security_settings() -> None:
-    config = kafka_python_config({"bootstrap.servers": "h:9092", "security.protocol": "sasl_ssl",
-                                  "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "p",
-                                  "ssl.ca.location": "/ca.pem", "request.timeout.ms": "20000",
-                                  "ssl.endpoint.identification.algorithm": "none", "linger.ms": "5"})
-    assert config == {"bootstrap_servers": "h:9092", "security_protocol": "SASL_SSL",
-                      "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "u",
-                      "sasl_plain_password": "p", "ssl_cafile": "/ca.pem", "request_timeout_ms": 20000,
-                      "ssl_check_hostname": False}
 
 
 def test_the_group_client_config_takes_the_admin_clients_connection_and_security_settings() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from connect_runtime.clients.ssl_context import private_file, private_files
+from connect_runtime.clients.tls_properties import private_file, private_files
 
 
 def test_a_private_file_holds_the_text_until_its_scope_ends() -> None:
