@@ -1,4 +1,4 @@
-"""The health figures as Prometheus metrics, refreshed by a background thread of the running driver.
+"""The health figures of the running driver: a background monitor, its Prometheus metrics and the status page.
 
 ``start_health_monitor(config, pairs, registry)`` starts a :class:`HealthMonitor`: a daemon thread
 that runs a :class:`~mirror.health.probe.HealthProbe` pass every ``health.refresh.interval.ms``
@@ -7,6 +7,11 @@ for the status page. A :class:`HealthCollector` registered on the given registry
 report into metrics at scrape time: a scrape never talks to Kafka, so it is cheap and cannot hang.
 
 Metric names and labels are listed in ``docs/metrics.md``.
+
+The status page (:func:`ui_routes`): ``GET /ui`` (HTML + JS, no external resources) and
+``GET /ui/api/status`` (JSON). The page polls the JSON every two seconds and draws its charts itself
+(inline SVG), so it works on machines and networks without Internet access. Mount with
+``create_app(herders, registry, extra_routes=ui_routes(monitor))``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
+from importlib import resources
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
@@ -27,12 +33,16 @@ from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
 from mirror.health.flow_health import FlowHealth, HealthReport, State, ThresholdError
 from mirror.health.probe import HealthProbe
 
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
 logger = logging.getLogger(__name__)
 
 REFRESH_INTERVAL = "health.refresh.interval.ms"
 REFRESH_INTERVAL_DEFAULT_MS = 2000
 HISTORY_POINTS = 300  # 10 minutes at the default refresh interval
 GROUPS_INTERVAL_S = 10.0  # consumer groups (one request per group) are re-listed at most this often
+_ASSETS = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
 
 
 class HealthMonitor:
@@ -186,3 +196,38 @@ def start_health_monitor(config: MirrorMakerConfig, pairs: Iterable[SourceAndTar
     monitor = HealthMonitor(probe, max(0.5, interval_ms / 1000))
     registry.register(HealthCollector(monitor))
     return monitor.start()
+
+
+def _asset(name: str) -> bytes:
+    return resources.files("mirror").joinpath("ui").joinpath(name).read_bytes()
+
+
+def ui_routes(monitor: HealthMonitor) -> list[BaseRoute]:
+    """The routes of the status page, reading ``monitor``'s latest report and history."""
+    # Imported here: only the driver serves the page; `mirror status --watch` runs the monitor without it.
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    async def page(_: Request) -> Response:
+        return Response(_asset("index.html"), media_type="text/html; charset=utf-8",
+                        headers={"Cache-Control": "no-cache"})
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in _ASSETS:
+            return Response(status_code=404)
+        return Response(_asset(name), media_type=_ASSETS[name], headers={"Cache-Control": "no-cache"})
+
+    async def status(_: Request) -> Response:
+        report = monitor.latest()
+        body = {"report": report.to_dict() if report is not None else None,
+                "history": monitor.history(), "refresh_interval_seconds": monitor.interval_s}
+        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+    return [
+        Route("/ui", page, methods=["GET"]),
+        Route("/ui/", page, methods=["GET"]),
+        Route("/ui/api/status", status, methods=["GET"]),
+        Route("/ui/static/{name}", asset, methods=["GET"]),
+    ]

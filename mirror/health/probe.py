@@ -12,12 +12,11 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
 * **End-to-end latency**: when a read finds *new* records in ``A.heartbeats`` on B, their arrival is
   bounded by the read time, so ``read time - heartbeat timestamp`` of the newest new record is an upper
   bound of the latency from emit on A to visibility on B; its resolution is the time since the
-  previous read (samples with a resolution above
-  :data:`~mirror.health.flow_state.LATENCY_RESOLUTION_S` are kept only when a watch window got no finer
-  one: on a loaded machine every read can take longer than that, and a coarse upper bound beats no
-  latency at all). The first read only sets the baseline. :meth:`HealthProbe.watch_latency` reads every
-  0.2 s for a short window to get samples (``mirror status`` once; the monitor between its passes).
-  The last sample is kept.
+  previous read (samples with a resolution above :data:`LATENCY_RESOLUTION_S` are kept only when a watch
+  window got no finer one: on a loaded machine every read can take longer than that, and a coarse upper
+  bound beats no latency at all). The first read only sets the baseline.
+  :meth:`HealthProbe.watch_latency` reads every 0.2 s for a short window to get samples (``mirror
+  status`` once; the monitor between its passes). The last sample is kept.
 * **Lag per remote partition**: ``source end offset - replicated offset`` where the replicated offset
   (next upstream offset to copy) is the larger of (1) the flow's Connect offsets topic
   (``mm2-offsets.A.internal`` on B: last replicated upstream offset + 1; it trails by up to
@@ -34,51 +33,274 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
   (:func:`mirror.health.flow_health.group_sync_state`).
 * **RPO estimate**: see :func:`mirror.health.flow_health.estimate_rpo`.
 
-Reads are incremental: a :class:`HealthProbe` keeps its positions in the internal topics
-(:mod:`mirror.health.flow_state`), so the background monitor only reads what is new at each refresh.
-What to probe per flow comes from mm2.properties through :mod:`mirror.health.flow_spec`.
+Reads are incremental: a :class:`HealthProbe` keeps, per flow, its positions in the internal topics
+and the newest facts found there (heartbeats, checkpoints, Connect offsets, offset syncs, the offset
+map, stalled hand-offs) in a :class:`FlowState`, so the background monitor only reads what is new at
+each refresh. What to probe per flow (policy, filters, internal topic names, thresholds) is a
+:class:`FlowSpec`, built once from mm2.properties by ``mirror status`` and the monitor, and by hand in
+tests. A status tool must not die on one bad record: each decoder of the internal topics' records skips
+what it cannot read.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message
 
 from connect_runtime.api.errors import ConnectError
-from mirror.client.offset_map import offset_map_topic
+from mirror.client.mirror_client import ReaderKind, reader_config
+from mirror.client.models import Checkpoint, Heartbeat, MalformedRecordError, OffsetSync
+from mirror.client.offset_map import OffsetMap, offset_map_topic
+from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
+from mirror.config.checkpoint import SYNC_GROUP_OFFSETS_ENABLED
+from mirror.config.connector_base import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT
+from mirror.config.heartbeat import EMIT_HEARTBEATS_INTERVAL_SECONDS, EMIT_HEARTBEATS_INTERVAL_SECONDS_DEFAULT
 from mirror.config.mirror_maker_config import (
+    CHECKPOINT_CONNECTOR_CLASS,
+    HEARTBEAT_CONNECTOR_CLASS,
+    SOURCE_CONNECTOR_CLASS,
     MirrorMakerConfig,
     SourceAndTarget,
+    parse_boolean,
 )
+from mirror.filters import GroupFilter, TopicFilter, load_group_filter, load_topic_filter
 from mirror.health.flow_health import (
     FlowHealth,
     GroupCheckpointHealth,
     HealthReport,
     PartitionLag,
+    Thresholds,
     estimate_rpo,
     evaluate,
     group_sync_state,
     lag_of,
     loss_of,
 )
-from mirror.health.flow_spec import FlowSpec, cluster_io, flow_specs
-from mirror.health.flow_state import FlowState, sample_latency, settle_latency
 from mirror.health.kafka_io import TP, ClusterIO
-from mirror.health.record_decoding import (
-    apply_checkpoint,
-    apply_connect_offset,
-    apply_connector_status,
-    apply_newest_syncs,
-    heartbeat_ts,
-)
 
 logger = logging.getLogger(__name__)
 
+#: Latency samples whose arrival time is known less precisely than this are dropped.
+LATENCY_RESOLUTION_S = 0.5
 DEFAULT_TIMEOUT_S = 10.0
+
+
+# ---- what to probe per flow, from mm2.properties ----
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """What the probe needs to know about one flow, taken from mm2.properties."""
+
+    source: str
+    target: str
+    policy: ReplicationPolicy
+    topic_filter: TopicFilter
+    group_filter: GroupFilter
+    offsets_topic: str
+    offset_syncs_on_source: bool
+    heartbeat_interval_s: float
+    thresholds: Thresholds
+    sync_group_offsets: bool = False
+    #: the flow's Connect status topic: a node that cannot do its part says so there (stalled_handoffs.py)
+    status_topic: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.source}->{self.target}"
+
+
+def cluster_io(config: MirrorMakerConfig, alias: str) -> ClusterIO:
+    """A read-only client pair for ``alias``: its Java client keys from mm2.properties made librdkafka's."""
+    raw = config.client_config(alias)
+    configs: dict[ReaderKind, dict[str, Any]] = {}
+    for kind in ("consumer", "admin"):
+        configs[kind] = reader_config(raw, kind)
+        configs[kind].pop("client.id", None)
+    return ClusterIO(alias, configs["consumer"], configs["admin"])
+
+
+def flow_specs(config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
+               overrides: Mapping[str, Any] | None = None) -> list[FlowSpec]:
+    """One :class:`FlowSpec` per enabled flow among ``pairs`` (heartbeat-only pairs are left out);
+    thresholds from ``health.*`` keys, then ``overrides`` (flags)."""
+    raw = config.raw_properties()
+    specs = []
+    for pair in pairs:
+        source_cfg = config.connector_base_config(pair, SOURCE_CONNECTOR_CLASS)
+        if not parse_boolean(source_cfg.get("enabled")):
+            continue  # a heartbeat-only herder: it replicates nothing, so it has no health to judge
+        checkpoint_cfg = config.connector_base_config(pair, CHECKPOINT_CONNECTOR_CLASS)
+        heartbeat_cfg = config.connector_base_config(pair, HEARTBEAT_CONNECTOR_CLASS)
+        policy = policy_from_config(source_cfg)
+        interval = float(heartbeat_cfg.get(EMIT_HEARTBEATS_INTERVAL_SECONDS,
+                                           EMIT_HEARTBEATS_INTERVAL_SECONDS_DEFAULT))
+        location = source_cfg.get(OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT)
+        thresholds = Thresholds.from_properties(raw, str(pair)).with_overrides(overrides or {})
+        specs.append(FlowSpec(
+            source=pair.source, target=pair.target, policy=policy,
+            topic_filter=load_topic_filter(source_cfg), group_filter=load_group_filter(checkpoint_cfg),
+            offsets_topic=config.worker_config(pair)["offset.storage.topic"],
+            status_topic=config.worker_config(pair)["status.storage.topic"],
+            offset_syncs_on_source=location.strip().lower() != "target",
+            heartbeat_interval_s=interval, thresholds=thresholds,
+            sync_group_offsets=parse_boolean(checkpoint_cfg.get(SYNC_GROUP_OFFSETS_ENABLED, "false"))))
+    return specs
+
+
+# ---- what was read so far for one flow, and the latency rule ----
+
+
+@dataclass
+class FlowState:
+    """What the probe has read so far for one flow (positions and the newest facts)."""
+
+    target_positions: dict[TP, int] = field(default_factory=dict)
+    source_positions: dict[TP, int] = field(default_factory=dict)
+    primed: bool = False
+    last_heartbeat_read: float | None = None
+    newest_replicated_ms: int | None = None
+    newest_emitted_ms: int | None = None
+    latency_s: float | None = None
+    latency_sampled: int = 0
+    #: the finest sample coarser than LATENCY_RESOLUTION_S since the last kept one: (resolution, latency)
+    coarse_latency: tuple[float, float] | None = None
+    #: (group, remote topic, partition) -> (upstream offset, downstream offset, record timestamp ms)
+    checkpoints: dict[tuple[str, str, int], tuple[int, int, int | None]] = field(default_factory=dict)
+    #: (source topic, partition) -> last replicated upstream offset, from the Connect offsets topic
+    connect_offsets: dict[TP, int] = field(default_factory=dict)
+    #: (source topic, partition) -> newest offset sync (upstream, downstream)
+    syncs: dict[TP, tuple[int, int]] = field(default_factory=dict)
+    offset_map: OffsetMap = field(default_factory=OffsetMap)
+    #: connector -> why its node cannot hand its task configs to the leader (from the status topic)
+    stalled: dict[str, str] = field(default_factory=dict)
+    #: the target's topics (name -> partitions) as the last pass found them: the latency watch between
+    #: passes reads the heartbeats five times a second, and asking for every topic's metadata each time
+    #: cost a copy of 100-byte records 15% of its rate (bench/results.md, "where the brokers' extra CPU goes")
+    target_topics: dict[str, int] | None = None
+
+
+def sample_latency(state: FlowState, newest_new_ms: int, read_at: float) -> None:
+    """A read found replicated heartbeats up to ``newest_new_ms`` that the previous read had not."""
+    previous = state.last_heartbeat_read
+    if state.primed and previous is not None:
+        resolution, latency = read_at - previous, max(0.0, read_at - newest_new_ms / 1000)
+        if resolution <= LATENCY_RESOLUTION_S:
+            state.latency_s = latency
+            state.latency_sampled += 1
+            state.coarse_latency = None
+        elif state.coarse_latency is None or resolution < state.coarse_latency[0]:
+            state.coarse_latency = (resolution, latency)
+    state.newest_replicated_ms = max(state.newest_replicated_ms or newest_new_ms, newest_new_ms)
+
+
+def settle_latency(state: FlowState) -> None:
+    """Keep the finest coarse sample taken since the last kept one (no fine one came after it).
+
+    Called at the end of a latency watch and before each full report: on a loaded machine a watch may
+    not fit between two passes, and each pass's own read is a second or more after the previous one.
+    """
+    if state.coarse_latency is not None:
+        state.latency_s = state.coarse_latency[1]
+        state.latency_sampled += 1
+        state.coarse_latency = None
+
+
+# ---- the internal topics' records (each decoder skips what it cannot read) ----
+
+
+def heartbeat_ts(msg: Message, source: str | None = None, target: str | None = None) -> int | None:
+    try:
+        heartbeat = Heartbeat.from_record(msg.key(), msg.value())
+    except MalformedRecordError:
+        return None
+    if source is not None and (heartbeat.source_cluster_alias, heartbeat.target_cluster_alias) != (source, target):
+        return None
+    return heartbeat.timestamp
+
+
+def apply_checkpoint(msg: Message, store: dict[tuple[str, str, int], tuple[int, int, int | None]]) -> None:
+    try:
+        cp = Checkpoint.from_record(msg.key(), msg.value())
+    except MalformedRecordError:
+        return
+    kind, ts = msg.timestamp()
+    store[(cp.consumer_group_id, cp.topic, cp.partition)] = (
+        cp.upstream_offset,
+        cp.downstream_offset,
+        ts if kind and ts >= 0 else None,
+    )
+
+
+def apply_sync(msg: Message, store: dict[TP, tuple[int, int]]) -> bool:
+    """Store the sync's offsets under its source partition; False if the record is not a sync."""
+    try:
+        sync = OffsetSync.from_record(msg.key(), msg.value())
+    except MalformedRecordError:
+        return False
+    store[(sync.topic_partition.topic, sync.topic_partition.partition)] = (sync.upstream_offset, sync.downstream_offset)
+    return True
+
+
+def apply_newest_syncs(messages: list[Message], store: dict[TP, tuple[int, int]]) -> None:
+    """:func:`apply_sync` for the newest readable sync of each source partition only, as applying all of
+    them in order would leave it.
+
+    The source task writes a sync every ``offset.lag.max`` records, a thousand or more a second during a
+    backlog, and the probe keeps only the newest of each partition: decoding each one cost the probe's
+    thread more than the rest of its reading. A sync's key is its source partition, so walking back from
+    the newest, a key already applied is skipped without decoding.
+    """
+    done: set[bytes | None] = set()
+    for msg in reversed(messages):
+        key = msg.key()
+        if key not in done and apply_sync(msg, store):
+            done.add(key)
+
+
+def apply_connect_offset(msg: Message, source: str, store: dict[TP, int]) -> None:
+    """A MirrorSourceConnector offset: key ``[name, {cluster, partition, topic}]``, value ``{offset: N}``."""
+    try:
+        key = json.loads(msg.key() or b"")
+        raw = msg.value()
+        value = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return
+    if not (isinstance(key, list) and len(key) == 2 and isinstance(key[1], dict)):
+        return
+    partition = key[1]
+    if partition.get("cluster") != source or "topic" not in partition or "partition" not in partition:
+        return
+    tp = (str(partition["topic"]), int(partition["partition"]))
+    if value is None:
+        store.pop(tp, None)
+    elif isinstance(value, dict) and isinstance(value.get("offset"), int):
+        store[tp] = value["offset"]
+
+
+def apply_connector_status(msg: Message, store: dict[str, str]) -> None:
+    """A ``status-connector-<name>`` record: a RUNNING connector with a trace is one whose node cannot hand
+    its task configs to the group leader (connect_runtime/runtime/leader/stalled_handoffs.py); any later status
+    of the connector without one clears it."""
+    key = (msg.key() or b"").decode("utf-8", "replace")
+    if not key.startswith("status-connector-"):
+        return
+    name = key[len("status-connector-"):]
+    try:
+        raw = msg.value()
+        value = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return
+    if isinstance(value, dict) and value.get("state") == "RUNNING" and value.get("trace"):
+        store[name] = f"connector {name} on {value.get('worker_id')}: {value['trace']}"
+    else:
+        store.pop(name, None)
 
 
 class HealthProbe:

@@ -32,8 +32,7 @@ from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.distributed.assembly import build_herder, kafka_membership
 from connect_runtime.runtime.worker.plugins import Plugins
 from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
-from mirror.health.collector import start_health_monitor
-from mirror.health.ui_routes import ui_routes
+from mirror.health.collector import start_health_monitor, ui_routes
 from mirror.maker.herder_slot import READY_TIMEOUT_S, STOP_TIMEOUT_S, HerderSlot
 from mirror.maker.mirror_herder import MirrorHerder
 from mirror.maker.rest_wiring import install_code_policy, rest_listeners, rest_security, task_config_forwarder

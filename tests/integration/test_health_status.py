@@ -280,9 +280,7 @@ def test_latency_is_reported_when_every_read_is_slower_than_the_resolution(
     coarse sample of the window is kept (an upper bound still), not none at all. Here the probe's clock
     makes every read look a second after the previous one."""
     from mirror.config.mirror_maker_config import MirrorMakerConfig
-    from mirror.health.flow_spec import cluster_io, flow_specs
-    from mirror.health.flow_state import LATENCY_RESOLUTION_S
-    from mirror.health.probe import HealthProbe
+    from mirror.health.probe import LATENCY_RESOLUTION_S, HealthProbe, cluster_io, flow_specs
 
     src, tgt = unique("hl"), unique("hm")
     topic = create_topic(cluster_a.bootstrap, unique("health-slow"), partitions=1)
@@ -321,10 +319,9 @@ def test_the_latency_watch_reads_heartbeats_without_asking_for_every_topic(
         cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
     """Between passes the monitor reads the replicated heartbeats five times a second; the topics come
     from the last pass, not from a metadata request for the whole target cluster each time (that cost a
-    copy of 100-byte records 15% of its rate: bench/results.md, 2026-11-26 23:49)."""
+    copy of 100-byte records 15% of its rate: bench/results.md, "where the brokers' extra CPU goes")."""
     from mirror.config.mirror_maker_config import MirrorMakerConfig
-    from mirror.health.flow_spec import cluster_io, flow_specs
-    from mirror.health.probe import HealthProbe
+    from mirror.health.probe import HealthProbe, cluster_io, flow_specs
 
     src, tgt = unique("hw"), unique("hx")
     topic = create_topic(cluster_a.bootstrap, unique("health-watch"), partitions=1)

@@ -22,8 +22,7 @@ from prometheus_client import CollectorRegistry
 from connect_runtime.rest.app import create_app
 from connect_runtime.rest.server import RestServer
 from mirror.config.mirror_maker_config import MirrorMakerConfig
-from mirror.health.collector import start_health_monitor
-from mirror.health.ui_routes import ui_routes
+from mirror.health.collector import start_health_monitor, ui_routes
 from tests.conftest import Cluster
 from tests.integration.support.mm2_process import MirrorMakerProcess
 from tests.integration.support.replication import (

@@ -165,7 +165,7 @@ def test_collector_exposes_the_latest_report() -> None:
 
 def test_flow_specs_from_mm2_properties() -> None:
     from mirror.config.mirror_maker_config import MirrorMakerConfig
-    from mirror.health.flow_spec import flow_specs
+    from mirror.health.probe import flow_specs
 
     config = MirrorMakerConfig({
         "clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from mirror.health.flow_health import FlowHealth, State, Thresholds, evaluate
-from mirror.health.record_decoding import apply_connector_status
+from mirror.health.probe import apply_connector_status
 from tests.support.fakes import message
 
 REASON = "its task-configs cannot reach the leader: This worker is not able to communicate with the leader"

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mirror.client.models import OffsetSync, TopicPartition
-from mirror.health.record_decoding import apply_newest_syncs, apply_sync
+from mirror.health.probe import apply_newest_syncs, apply_sync
 from tests.support.fakes import message
 
 #: a sync of one of three source partitions, or a record that is not a sync (bad value, truncated key)

@@ -14,7 +14,7 @@ with warnings.catch_warnings():
     from starlette.testclient import TestClient
 
 from mirror.cli.status import render
-from mirror.health.collector import HealthMonitor
+from mirror.health.collector import HealthMonitor, ui_routes
 from mirror.health.flow_health import (
     FlowHealth,
     GroupCheckpointHealth,
@@ -23,7 +23,6 @@ from mirror.health.flow_health import (
     Thresholds,
     evaluate,
 )
-from mirror.health.ui_routes import ui_routes
 
 
 class _Probe:
