@@ -21,8 +21,8 @@ from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.metrics import ConnectMetrics, RebalanceMetrics
 from connect_runtime.runtime import worker_config as wc
+from connect_runtime.runtime.coordination.assignor import ConnectorsAndTasks
 from connect_runtime.runtime.coordination.membership import GroupMembership
-from connect_runtime.runtime.coordination.released_work import released_work
 from connect_runtime.runtime.distributed.distributed_herder import DistributedHerder
 from connect_runtime.runtime.leader.stalled_handoffs import StalledHandoffs
 from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
@@ -83,11 +83,31 @@ class WakeupRelay:
             target.wakeup()
 
 
+def released_work(statuses: KafkaStatusStore, work: ConnectorsAndTasks) -> ConnectorsAndTasks:
+    """The part of ``work`` its last owner let go of cleanly: latest status UNASSIGNED, not a stale write of
+    an older generation (see :meth:`KafkaStatusStore.released_by_last_owner`). The leader's way to tell a
+    restart from a crash.
+
+    The group protocol cannot say why a member is gone: a LeaveGroup and an expired session look the same
+    to the leader (a member id missing from the new generation). The status topic can. A worker that
+    stops cleanly stops its connectors and tasks first, and each stop writes UNASSIGNED (Java's
+    ``onShutdown``, which Java workers write too) before the worker leaves the group; a worker that
+    crashed, was killed or lost its network leaves its statuses saying RUNNING (or PAUSED, FAILED). The
+    assignor holds released work for the returning worker and reassigns the rest at once (its invariant D).
+
+    Read lag only errs towards moving work: if the leader has not yet read a clean leaver's UNASSIGNED
+    records when it assigns, that work counts as crashed and moves at once, as it would after a crash.
+    """
+    connectors = [c for c in work.connectors if statuses.released_by_last_owner(c)]
+    tasks = [t for t in work.tasks if statuses.released_by_last_owner(t.connector, t.task)]
+    return ConnectorsAndTasks.of(connectors, tasks)
+
+
 def kafka_membership(config: wc.DistributedWorkerConfig, advertised_url: str, status_store: KafkaStatusStore,
                      notify: Callable[[], None], registry: CollectorRegistry, *,
                      internal_rest: bool = True) -> GroupMembership:
     """Membership through Kafka's group coordinator for ``group.id`` (several workers share the work);
-    the leader tells a clean departure from a crash by the statuses (see :mod:`released_work`).
+    the leader tells a clean departure from a crash by the statuses (see :func:`released_work`).
     ``internal_rest=False``: this worker cannot reach the leader over internal REST, so the group keeps
     every connector on its leader (MM2 without ``dedicated.mode.enable.internal.rest``)."""
     from connect_runtime.runtime.coordination.kafka_membership import KafkaGroupMembership

@@ -8,9 +8,9 @@ plays a herder that applies assignments instantly and prints one JSON line per a
 SIGTERM: stop everything, LeaveGroup, exit 0 (a graceful worker shutdown). SIGKILL is the crash.
 
 A herder tells the leader which work it stopped cleanly through the status topic (UNASSIGNED, see
-connect_runtime/runtime/coordination/released_work.py); this stand-in has no status store, so on SIGTERM it writes
-the work it stops to a file in ``RELEASED_DIR`` before leaving, and the leader reads every member's
-file. A SIGKILLed member writes nothing: its work counts as crashed, as a killed herder's would.
+``released_work`` in connect_runtime/runtime/distributed/assembly.py); this stand-in has no status store, so on
+SIGTERM it writes the work it stops to a file in ``RELEASED_DIR`` before leaving, and the leader reads every
+member's file. A SIGKILLed member writes nothing: its work counts as crashed, as a killed herder's would.
 """
 
 from __future__ import annotations
