@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 from connect_runtime.runtime.distributed import reconciler
 from connect_runtime.runtime.distributed.reconciler import ReconcilePlan, RunningWork
-from connect_runtime.runtime.distributed.reconfiguration_schedule import ReconfigurationSchedule
+from connect_runtime.runtime.distributed.task_reconfiguration import ReconfigurationSchedule
 from connect_runtime.runtime.worker.status_writer import StatusWriter
 from connect_runtime.runtime.worker.worker_runtime import WorkerRuntime
 from connect_runtime.storage.config_topic_state import ClusterConfigState
