@@ -136,7 +136,7 @@ def test_only_the_comments_of_a_code_block_are_read() -> None:
 
 def test_durations_sizes_and_counts_are_reported_until_enforced(tmp_path: Path) -> None:
     root, results, spec = tree(tmp_path, "a restart took 8-23 s\n")
-    _, findings = figures.build(root, results, spec)
+    _, findings = figures.build(root, results, spec, enforce_all=False)
     assert findings.errors == [] and [p.split(": ")[0] for p in findings.reports] == ["README.md:1"]
     _, strict = figures.build(root, results, spec, enforce_all=True)
     assert [p.split(": ")[0] for p in strict.errors] == ["README.md:1"]
