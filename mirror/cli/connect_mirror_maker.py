@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     logging is configured, as they were at module level, so a dictConfig that disables existing loggers
     treats their loggers as before.
     """
-    from mirror.maker import driver
+    from mirror.maker import mirror_maker
 
     configure_logging(args.log_level, args.log_config)
     clusters = split_clusters(args.clusters)
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, clusters, bool(getattr(args, "strict", False)))
     pairs = config.herder_pairs(clusters)
     logger.info("%s: %d herder(s): %s", args.config, len(pairs), ", ".join(str(p) for p in pairs))
-    return int(driver.run(config, clusters, args))
+    return int(mirror_maker.run(config, clusters, args))
 
 
 def build_parser() -> configargparse.ArgumentParser:

@@ -1,16 +1,40 @@
-"""MirrorMaker: one MM2 node, every herder of the process and what they share.
+"""MirrorMaker: one MM2 node, every herder of the process and what they share, and its run loop.
 
-One node runs a :class:`~mirror.maker.herder_slot.HerderSlot` per herder pair and, shared by all, the
-plugin registry, the REST server (each herder's Connect API under ``/<src>/<tgt>/``), ``/metrics`` (each
-herder's metrics labelled ``source``/``target``), the health monitor and the status page. It builds each
-flow's :class:`~mirror.maker.mirror_herder.MirrorHerder` through the runtime's typed factory
+What ``connect-mirror-maker mm2.properties [--clusters B ...]`` runs (Kafka's ``MirrorMaker.java`` and
+``MirrorHerder.java``):
+
+* For each herder pair of :meth:`MirrorMakerConfig.herder_pairs` (the target clusters named by
+  ``--clusters``, all without it, including the heartbeat-only reverse pairs of docs/architecture.md) one
+  :class:`~mirror.maker.mirror_herder.MirrorHerder`: a Connect cluster member of group ``<src>-mm2``
+  on the *target* cluster, with its own config/offset/status topics (``mm2-*.<src>.internal``).
+  Several processes started with the same file share each pair's connectors and tasks through Kafka's group coordinator.
+* Shared by all herders of the process: one plugin registry, one REST server (each herder's Connect
+  API under ``/<src>/<tgt>/``, forwarding between nodes included, KIP-710 in spirit), one ``/metrics``
+  (each herder's metrics labelled ``source``/``target``), the health monitor and the status page
+  (``/ui``).
+* A herder whose leader role is newly acquired writes the three MM2 connector configs
+  (Source, Heartbeat, Checkpoint, in Java's order) when they differ from what is stored, so the
+  leader's file wins, as in Java.
+* A herder that cannot reach its cluster is rebuilt with exponential backoff (1 s up to 60 s) by its
+  :class:`~mirror.maker.herder_slot.HerderSlot`; its REST namespace answers 503/409 meanwhile and
+  ``/health`` says why; the other herders are not disturbed.
+
+:class:`MirrorMaker` builds each flow's herder through the runtime's typed factory
 (:func:`connect_runtime.runtime.distributed.assembly.build_herder`), after probing the target cluster so that an
-unreachable cluster is one short, clear failure. Kept apart from the slot (supervision of one flow) and
-from :mod:`mirror.maker.driver` (the command's run loop).
+unreachable cluster is one short, clear failure; the supervision of one flow is its
+:class:`~mirror.maker.herder_slot.HerderSlot`. :func:`run` is the command's run loop (Java's
+``MirrorMaker.main``).
+
+Differences from Java MM2, on purpose: the public Connect REST API is served (namespaced), not only the
+internal endpoints, with state changes refused unless basic auth or an explicit opt-in is configured
+(:mod:`mirror.maker.rest_wiring`); worker ids are ``<host>:<port>`` of the node's REST server (Java uses
+the flow name, so its statuses cannot tell nodes apart); secrets are stored in the configs topic as
+references to the node's own mm2.properties (:mod:`mirror.config.secret_references`).
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import logging
 import socket
@@ -23,6 +47,7 @@ from prometheus_client import CollectorRegistry
 
 from connect_runtime.api import plugin_allowlist
 from connect_runtime.api.errors import ConnectError
+from connect_runtime.cli.process import ExitCode, run_until_stopped
 from connect_runtime.cli.process_metrics import register_process_metrics
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.metrics import LabelledRegistries
@@ -177,3 +202,19 @@ class MirrorMaker:
         self.rest.stop()
         if self._previous_code_policy is not None:
             plugin_allowlist.install(self._previous_code_policy)
+
+
+def run(config: MirrorMakerConfig, clusters: list[str] | None, options: argparse.Namespace) -> ExitCode:
+    """Run until SIGTERM/SIGINT/SIGHUP: :func:`connect_runtime.cli.process.run_until_stopped` and its exit codes.
+
+    Herders start in the background (each slot retries its own cluster), so readiness is announced
+    once every herder runs; only a REST or metrics port that cannot be bound fails the start.
+    """
+    node = MirrorMaker(config, clusters, rest_port=getattr(options, "rest_port", None),
+                       metrics_port=getattr(options, "metrics_port", None))
+
+    def announce_ready(elapsed_s: float) -> None:
+        logger.info("All %d herder(s) running after %.1fs", len(node.slots), elapsed_s)
+
+    return run_until_stopped(node, name="connect-mirror-maker", announce_ready=announce_ready,
+                             poll_interval_s=0.5, start_errors=(OSError, ConnectError), log=logger)

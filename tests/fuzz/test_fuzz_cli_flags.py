@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from mirror.cli import backfill, connect_mirror_maker, quickstart
 from mirror.cli import main as mirror_main
-from mirror.maker import driver
+from mirror.maker import mirror_maker
 from tests.support.fuzz import fuzz_settings, timeout_s
 
 pytestmark = pytest.mark.timeout(timeout_s())
@@ -104,7 +104,7 @@ def seams(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     def reach(name: str) -> Any:
         return lambda *args, **kwargs: reached.append(name) or 0
 
-    monkeypatch.setattr(driver, "run", reach("driver"))
+    monkeypatch.setattr(mirror_maker, "run", reach("driver"))
     monkeypatch.setattr(quickstart, "run", reach("quickstart"))
     monkeypatch.setattr(backfill, "run", reach("backfill"))
     return reached

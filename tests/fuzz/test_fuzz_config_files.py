@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from mirror.cli import connect_mirror_maker
 from mirror.cli import main as mirror_main
 from mirror.config import checkpoint, driver_keys, heartbeat, source
-from mirror.maker import driver
+from mirror.maker import mirror_maker
 from tests.support.fuzz import fuzz_settings, timeout_s
 
 pytestmark = pytest.mark.timeout(timeout_s())
@@ -124,7 +124,7 @@ def check_answer(code: int, err: str, path: Path) -> None:
 @pytest.fixture
 def no_driver(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     started: list[Any] = []
-    monkeypatch.setattr(driver, "run", lambda config, clusters, args: started.append(config) or 0)
+    monkeypatch.setattr(mirror_maker, "run", lambda config, clusters, args: started.append(config) or 0)
     return started
 
 

@@ -91,10 +91,10 @@ def _driver_column(code: int, stderr: str, path: str, texts: list[str]) -> str:
 
 def rows() -> list[dict[str, Any]]:
     """Run ``config show --json`` and ``run`` on one file per trap."""
-    from mirror.maker import driver
+    from mirror.maker import mirror_maker
 
     table = []
-    with tempfile.TemporaryDirectory() as directory, mock.patch.object(driver, "run", return_value=0):
+    with tempfile.TemporaryDirectory() as directory, mock.patch.object(mirror_maker, "run", return_value=0):
         path = str(Path(directory) / FILE)
         for written, meaning in TRAPS:
             head = HEAD if not written.endswith("enabled = true ") else HEAD.replace("A->B.enabled = true\n", "")

@@ -27,7 +27,7 @@ from mirror.config import mirror_maker_config as maker_config
 from mirror.config import source as source_config
 from mirror.config.client_keys import CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.connector_base import MIRROR_SHARED_CONFIG_DEF
-from mirror.maker import driver
+from mirror.maker import mirror_maker
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "etc" / "mm2.properties"
@@ -200,7 +200,7 @@ def test_connect_mirror_maker_hands_a_valid_file_to_the_driver(
                     flows=[str(p) for p in config.herder_pairs(clusters)])
         return 0
 
-    monkeypatch.setattr(driver, "run", fake_run)
+    monkeypatch.setattr(mirror_maker, "run", fake_run)
     monkeypatch.setenv("MIRROR_REST_PORT", "8099")
     argv = [write(tmp_path, GOOD), "--clusters", "B,A", "--log-level", "warning"]
     assert connect_mirror_maker.main(argv) == 0

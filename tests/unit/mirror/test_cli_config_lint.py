@@ -19,7 +19,7 @@ import pytest
 from mirror.cli import connect_mirror_maker
 from mirror.cli.main import main
 from mirror.config.mirror_maker_config import MirrorMakerConfig
-from mirror.maker import driver
+from mirror.maker import mirror_maker
 
 REPO = Path(__file__).resolve().parents[3]
 GOOD = "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\nA->B.enabled = true\n"
@@ -45,7 +45,7 @@ def driver_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         calls.append(config.source_name)
         return 0
 
-    monkeypatch.setattr(driver, "run", fake_run)
+    monkeypatch.setattr(mirror_maker, "run", fake_run)
     return calls
 
 
