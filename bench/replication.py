@@ -2,7 +2,7 @@
 
 Two launchers, chosen automatically:
 
-* ``driver``: ``connect-mirror-maker mm2.properties`` (mirror.maker.driver), the dedicated MM2 node;
+* ``driver``: ``connect-mirror-maker mm2.properties`` (mirror.maker.mirror_maker), the dedicated MM2 node;
 * ``distributed``: ``connect-distributed worker.properties`` (a Connect worker whose Kafka cluster is the
   target, as the driver's herder for A->B is) plus a MirrorSourceConnector created over REST with the
   config the driver would submit (``MirrorMakerConfig.connector_base_config``).
@@ -37,7 +37,7 @@ DEFAULT_FLOW = {"emit.heartbeats.enabled": "true", "emit.checkpoints.enabled": "
 
 
 def driver_available() -> bool:
-    return importlib.util.find_spec("mirror.maker.driver") is not None
+    return importlib.util.find_spec("mirror.maker.mirror_maker") is not None
 
 
 def default_launcher() -> str:
