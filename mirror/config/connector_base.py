@@ -10,6 +10,15 @@ set complete, as Java MM2 defines it. Connect's own connector keys come from the
 :class:`MirrorConnectorConfig` is the typed view the connector/task configs extend. Its client
 config builders follow Java's precedence exactly (lowest first): ``<side>.cluster.*`` restricted to
 connection/security keys, then connector-level ``<client>.*``, then ``<side>.<client>.*``.
+
+``forwarding.admin.class`` (KIP-787) is the admin client every MM2 admin call goes through. Java MM2 lets
+an operator route topic creation, config and ACL changes through their own ``Admin`` (e.g. to create
+topics through a provisioning service instead of the brokers) by naming a subclass of ``ForwardingAdmin``.
+Here the equivalent is a subclass of :class:`connect_runtime.clients.admin.TopicAdmin`, named by a dotted
+Python path (``package.module.Class`` or ``package.module:Class``) and built as
+``cls(librdkafka_admin_config, timeout_s=...)``; override the methods to intercept. Java's default class
+name maps to :class:`TopicAdmin` itself, so an unmodified Java ``mm2.properties`` works; any other Java
+class name is refused at start, naming the key, because it cannot run here.
 """
 
 from __future__ import annotations
@@ -32,14 +41,10 @@ from connect_runtime.api.config import (
 from connect_runtime.api.connector_config import CONNECTOR_CONFIG_DEF, NAME
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.prefixed_keys import with_prefix_stripped
+from connect_runtime.clients.admin import TopicAdmin
+from mirror.client.plugins import load_class
 from mirror.client.replication_policy import load_policy_class
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_ID, CLIENT_SECURITY_CONFIG_DEF
-from mirror.config.forwarding_admin import (
-    FORWARDING_ADMIN_CLASS,
-    FORWARDING_ADMIN_CLASS_DEFAULT,
-    forwarding_admin_class,
-    validate_forwarding_admin_class,
-)
 from mirror.config.settings import Choice, Flag, Integer, Text, TextList
 
 logger = logging.getLogger(__name__)
@@ -57,6 +62,8 @@ REPLICATION_POLICY_CLASS_DEFAULT = "org.apache.kafka.connect.mirror.DefaultRepli
 REPLICATION_POLICY_SEPARATOR = "replication.policy.separator"
 REPLICATION_POLICY_SEPARATOR_DEFAULT = "."
 INTERNAL_TOPIC_SEPARATOR_ENABLED = "replication.policy.internal.topic.separator.enabled"
+FORWARDING_ADMIN_CLASS = "forwarding.admin.class"
+FORWARDING_ADMIN_CLASS_DEFAULT = "org.apache.kafka.clients.admin.ForwardingAdmin"
 METRIC_REPORTERS = "metric.reporters"
 METRIC_REPORTERS_DEFAULT = "org.apache.kafka.common.metrics.JmxReporter"
 
@@ -95,6 +102,31 @@ def validate_replication_policy_class(name: str, value: Any) -> None:
 
 
 validate_replication_policy_class.__doc__ = "a ReplicationPolicy class"
+
+_FORWARDING_ADMIN_ALIASES: dict[str, type[TopicAdmin]] = {
+    FORWARDING_ADMIN_CLASS_DEFAULT: TopicAdmin,
+    "ForwardingAdmin": TopicAdmin,
+}
+
+
+def forwarding_admin_class(name: str | None) -> type[TopicAdmin]:
+    """The admin class named by ``forwarding.admin.class``; ConfigError naming the key if it cannot load."""
+    try:
+        return load_class(name or FORWARDING_ADMIN_CLASS_DEFAULT, TopicAdmin, _FORWARDING_ADMIN_ALIASES,
+                          "forwarding admin")
+    except ValueError as exc:
+        raise ConfigError(f"Invalid value {name!r} for configuration {FORWARDING_ADMIN_CLASS}: expected "
+                          f"{FORWARDING_ADMIN_CLASS_DEFAULT} or a Python subclass of "
+                          f"connect_runtime.clients.admin.TopicAdmin ({exc})", FORWARDING_ADMIN_CLASS) from exc
+
+
+def validate_forwarding_admin_class(name: str, value: Any) -> None:
+    """ConfigDef validator: the class must load (a typo fails at start, not at the first admin call)."""
+    if value is not None:
+        forwarding_admin_class(str(value))
+
+
+validate_forwarding_admin_class.__doc__ = "a TopicAdmin subclass (dotted Python path)"
 
 
 def _replication_factor(name: str, value: Any) -> None:

@@ -31,7 +31,7 @@ from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.runtime.worker_config import DISTRIBUTED_CONFIG_DEF
 from mirror.config import checkpoint, driver_keys, heartbeat, mirror_maker_config, source
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
-from mirror.config.forwarding_admin import forwarding_admin_class
+from mirror.config.connector_base import forwarding_admin_class
 from mirror.maker.validation import validate_flows
 
 ROOT = Path(__file__).resolve().parents[3]
