@@ -29,6 +29,9 @@ every method is blocking, thread-safe, and called from the herder thread unless 
                                          # commits. Tasks still running then are cancelled (they report
                                          # nothing more) and forgotten.
     set_target_state(name, TargetState)  # pause/resume/stop the connector and pause/resume its tasks
+    modify_connector_offsets(name, config, offsets | None, fence=None) -> None
+        # KIP-875 alter (offsets) or reset (None) of a stopped connector's offsets: the connector checks
+        # them, ``fence`` runs (a source connector only), then they are written
     connector_names() -> list[str]; task_ids() -> list[ConnectorTaskId]; is_running(name) -> bool
 
 Status changes reach ``status_listener`` (see :mod:`~connect_runtime.runtime.status`) from the herder
@@ -51,7 +54,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -63,10 +67,12 @@ from connect_runtime.api.client_overrides import (
     unread_principal_overrides,
 )
 from connect_runtime.api.config import redact
+from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.connector_config import CONNECTOR_CLASS
 from connect_runtime.api.errors import ConfigError, ConflictError, ConnectError, NotFoundError
 from connect_runtime.api.metrics_registry import MetricsRegistry
 from connect_runtime.api.prefixed_keys import with_prefix_stripped
+from connect_runtime.api.records import SourceMap, canonical_partition_json
 from connect_runtime.api.task import SourceTask, Task
 from connect_runtime.api.transforms import build_chain
 from connect_runtime.clients.factory import new_producer, translate
@@ -212,6 +218,36 @@ class Worker:
     def connector_names(self) -> list[str]:
         with self._lock:
             return sorted(self._connectors)
+
+    def modify_connector_offsets(self, name: str, config: Mapping[str, str],
+                                 offsets: Sequence[tuple[SourceMap, Mapping[str, Any] | None]] | None,
+                                 fence: Callable[[], None] | None = None) -> None:
+        """KIP-875 alter (``offsets``) or reset (None: every offset the connector has) of a connector's
+        offsets (Java's ``modifyConnectorOffsets``); the herder checked that it is STOPPED with no tasks.
+
+        A source connector may refuse them first (``SourceConnector.alter_offsets``, it raises): its own
+        ConnectError (BadRequestError: 400) passes through; anything else is its bug and becomes a
+        ConnectError (500), as Java's ``ConnectUtils.maybeWrap`` does. Then, for a source connector,
+        ``fence`` runs (under exactly-once the herder fences its tasks' zombies there: a failure raises and
+        nothing is written); then the offsets are written.
+        """
+        if offsets is None:
+            self.offset_store.refresh()
+            offsets = [(p, None) for p, _ in self.offset_store.connector_offsets(name)]
+        connector = self.plugins.new_connector(config.get(CONNECTOR_CLASS, ""))
+        if isinstance(connector, SourceConnector):
+            keyed = {canonical_partition_json(p): (p, o) for p, o in offsets}
+            try:
+                connector.alter_offsets(dict(config), keyed)
+            except ConnectError:
+                raise
+            except Exception as exc:
+                raise ConnectError(f"Failed to alter the offsets for connector {name}: {exc}") from exc
+            if fence is not None:
+                fence()
+        if offsets:
+            self.offset_store.put(name, offsets)
+        logger.info("Connector %s: %d offset(s) %s", name, len(offsets), "altered" if offsets else "reset")
 
     def is_running(self, name: str) -> bool:
         with self._lock:

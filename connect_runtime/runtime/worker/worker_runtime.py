@@ -4,8 +4,9 @@ herder be tested with a recording fake instead of real connectors, tasks and Kaf
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
+from connect_runtime.api.records import SourceMap
 from connect_runtime.lifecycle import ConnectorTaskId, TargetState
 
 
@@ -29,3 +30,7 @@ class WorkerRuntime(Protocol):
     def stop_tasks(self, ids: Sequence[ConnectorTaskId], timeout_s: float) -> None: ...
 
     def set_target_state(self, name: str, state: TargetState) -> None: ...
+
+    def modify_connector_offsets(self, name: str, config: Mapping[str, str],
+                                 offsets: Sequence[tuple[SourceMap, Mapping[str, Any] | None]] | None,
+                                 fence: Callable[[], None] | None = None) -> None: ...

@@ -1,5 +1,6 @@
 """In-memory stand-ins for the herder's collaborators (no sockets): a KafkaBasedLog over a shared dict,
-a Worker that records calls and reports statuses, and an offset store.
+a Worker that records calls and reports statuses (KIP-875 offset changes go to a real Worker's
+``modify_connector_offsets``), and an offset store.
 
 FakeLog delivers each write synchronously to every started log of the same topic, in write order, so a
 second store instance on the same topic sees what the first wrote, as with a real compacted topic.
@@ -11,9 +12,15 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from connect_runtime.api.errors import RetriableError
+from connect_runtime.api.records import SourceMap
 from connect_runtime.lifecycle import ConnectorTaskId, TargetState
+from connect_runtime.metrics import ConnectMetrics
 from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
+from connect_runtime.runtime.worker.plugins import Plugins
+from connect_runtime.runtime.worker.worker import Worker
 from connect_runtime.storage.config_records import SessionKey
 from connect_runtime.storage.kafka_log import LogRecord
 from connect_runtime.storage.memory import MemoryOffsetStore
@@ -83,9 +90,11 @@ class FakeLog:
 class FakeWorker:
     """Records what the herder asks and reports statuses the way the real Worker does."""
 
-    def __init__(self, listener: Any, offset_store: MemoryOffsetStore | None = None) -> None:
+    def __init__(self, listener: Any, offset_store: MemoryOffsetStore | None = None,
+                 plugins: Plugins | None = None) -> None:
         self.listener = listener
         self.offset_store = offset_store
+        self.plugins = plugins
         self.calls: list[tuple[Any, ...]] = []
         self.connectors: dict[str, TargetState] = {}
         self.tasks: dict[ConnectorTaskId, Mapping[str, str]] = {}
@@ -165,6 +174,16 @@ class FakeWorker:
                 self.listener.on_task_pause(task)
             elif state is TargetState.STARTED:
                 self.listener.on_task_resume(task)
+
+    def modify_connector_offsets(self, name: str, config: Mapping[str, str],
+                                 offsets: Sequence[tuple[SourceMap, Mapping[str, Any] | None]] | None,
+                                 fence: Callable[[], None] | None = None) -> None:
+        """Recorded, then done by a real Worker over this fake's plugins and offset store."""
+        self.calls.append(("modify_connector_offsets", name))
+        assert self.offset_store is not None and self.plugins is not None, "offsets need a store and plugins"
+        worker = Worker("fake", self.offset_store, self.plugins, ConnectMetrics.create(CollectorRegistry()),
+                        self.listener, {})
+        worker.modify_connector_offsets(name, config, offsets, fence)
 
     def started(self, kind: str) -> list[Any]:
         return [c[1] for c in self.calls if c[0] == kind]

@@ -63,9 +63,9 @@ class Cluster:
         self.config_store = KafkaConfigStore("configs", **clients)
         self.offsets = MemoryOffsetStore()
         self.status_writer = StatusWriter(self.status_store, "w1:8083")
-        self.worker = FakeWorker(self.status_writer, self.offsets)
         plugins = Plugins()
         plugins.register("DemoConnector", DemoConnector)
+        self.worker = FakeWorker(self.status_writer, self.offsets, plugins)
         self.herder = DistributedHerder(
             worker_id="w1:8083", worker=self.worker, plugins=plugins, config_store=self.config_store,
             status_store=self.status_store, offset_store=self.offsets,

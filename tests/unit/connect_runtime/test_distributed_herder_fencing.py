@@ -75,13 +75,14 @@ class Cluster:
         self.status_store = KafkaStatusStore("status", **clients)
         self.config_store = self.fenced_store(group)
         self.fenced: list[list[str]] = []
-        self.worker = FakeWorker(StatusWriter(self.status_store, "w1:8083"), MemoryOffsetStore())
+        self.offsets = MemoryOffsetStore()  # the worker writes what the herder reads, as in one process
         plugins = Plugins()
         plugins.register("DemoConnector", DemoConnector)
+        self.worker = FakeWorker(StatusWriter(self.status_store, "w1:8083"), self.offsets, plugins)
         self.membership = membership or Member()
         self.herder = DistributedHerder(
             worker_id="w1:8083", worker=self.worker, plugins=plugins, config_store=self.config_store,
-            status_store=self.status_store, offset_store=MemoryOffsetStore(), membership=self.membership,
+            status_store=self.status_store, offset_store=self.offsets, membership=self.membership,
             status_writer=StatusWriter(self.status_store, "w1:8083"), request_timeout_s=10, group_id=group,
             fence_producers=self.fenced.append, exactly_once=exactly_once)
 

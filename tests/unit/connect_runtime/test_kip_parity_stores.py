@@ -14,7 +14,7 @@ import pytest
 
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.lifecycle import ConnectorTaskId
-from connect_runtime.runtime.distributed.config_change_inbox import ConfigChangeInbox
+from connect_runtime.runtime.distributed.distributed_herder import ConfigChangeInbox
 from connect_runtime.runtime.distributed.tick_executor import TickExecutor
 from connect_runtime.runtime.task.topic_tracking import ActiveTopicRecorder
 from connect_runtime.runtime.worker.log_levels import LogLevels
@@ -135,7 +135,7 @@ def test_stage_summary_reads_like_javas() -> None:
 
 def test_health_is_unhealthy_while_the_tick_thread_is_stuck() -> None:
     """KIP-1017: a tick thread that cannot run a no-op request in time makes /health answer 500."""
-    from connect_runtime.runtime.distributed.worker_health_check import probe_health
+    from connect_runtime.runtime.distributed.distributed_herder import probe_health
 
     ticks = TickExecutor("stuck", 5.0)
     release = threading.Event()

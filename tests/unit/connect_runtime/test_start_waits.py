@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from connect_runtime.clients import factory
-from connect_runtime.runtime.distributed.parallel_start import start_together
+from connect_runtime.runtime.distributed.distributed_herder import start_together
 from connect_runtime.storage.fenced_writer import _unwrap  # noqa: PLC2701 (a unit test of this module's own internal)
 
 
