@@ -114,8 +114,8 @@ def reference_markdown() -> str:
     """The Markdown reference of every key: driver keys, then each connector's keys."""
     from connect_runtime.api.connector_config import CONNECTOR_CONFIG_DEF
     from mirror.config import checkpoint as checkpoint_config
-    from mirror.config import driver_keys
     from mirror.config import heartbeat as heartbeat_config
+    from mirror.config import mirror_maker_config
     from mirror.config import source as source_config
     from mirror.config.client_keys import CLIENT_SECURITY_CONFIG_DEF
     from mirror.config.connector_base import BASE_CONNECTOR_CONFIG_DEF, MIRROR_SHARED_CONFIG_DEF
@@ -131,7 +131,7 @@ def reference_markdown() -> str:
         "",
         "## Driver keys (`MirrorMakerConfig`)",
         "",
-        driver_keys.CONFIG_DEF.to_markdown(),
+        mirror_maker_config.CONFIG_DEF.to_markdown(),
         "Top-level `bootstrap.servers`, `security.protocol`, `ssl.*` and `sasl.*` are fallbacks for every "
         "cluster. Top-level keys starting with `offset.storage`, `config.storage`, `status.storage`, "
         "`key.converter`, `value.converter`, `header.converter`, `task`, `worker` or `replication.policy` "

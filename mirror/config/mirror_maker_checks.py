@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from connect_runtime.api.errors import ConfigError
 from mirror.config.client_keys import BOOTSTRAP_SERVERS, CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.connector_base import REPLICATION_POLICY_CLASS, validate_replication_policy_class
-from mirror.config.driver_keys import CLUSTERS
 from mirror.config.mirror_maker_config import (
     CLIENT_PREFIXES,
+    CLUSTERS,
     CONNECTOR_CLASSES,
     CONNECTOR_CONFIG_DEFS,
     MirrorMakerConfig,

@@ -20,25 +20,27 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connect_runtime.api.config import ConfigDef
+from connect_runtime.api import client_overrides as co
+from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type
 from connect_runtime.api.config_provider import ConfigProvider, build_providers, resolve
 from connect_runtime.api.connector_config import CONNECTOR_CLASS, NAME
 from connect_runtime.api.errors import ConfigError
+from connect_runtime.api.plugin_allowlist import PLUGIN_ALLOWLIST, PLUGIN_ALLOWLIST_DOC
 from connect_runtime.api.prefixed_keys import with_prefix_stripped
 from connect_runtime.api.properties import PropertiesFile, load_properties
+from connect_runtime.api.rest_config import REST_SECURITY_CONFIG_DEF
 from connect_runtime.api.secrets import SECRETS_KEYS, apply_secret_keys, is_sensitive_key, remember_secrets
 from mirror.config import checkpoint as checkpoint_config
 from mirror.config import heartbeat as heartbeat_config
 from mirror.config import source as source_config
-from mirror.config.client_keys import CLIENT_CONFIG_NAMES
+from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.connector_base import (
     SOURCE_CLUSTER_ALIAS,
     TARGET_CLUSTER_ALIAS,
 )
-from mirror.config.driver_keys import CLUSTERS, CONFIG_DEF, CONFIG_PROVIDERS, ENABLE_INTERNAL_REST
-from mirror.config.operator_overrides import with_operator_overrides
 from mirror.config.secret_references import (
     CONFIGS_TOPIC_COMPATIBILITY,
+    CONFIGS_TOPIC_COMPATIBILITY_KEY,
     MM2_PROVIDER,
     MirrorPropertiesProvider,
     secret_reference,
@@ -47,6 +49,60 @@ from mirror.config.secret_references import (
 from mirror.config.settings import Flag
 
 logger = logging.getLogger(__name__)
+
+# ---- the keys only the driver reads -------------------------------------------------------------------
+# clusters, the REST listeners, config providers, the plugin allowlist... and their ConfigDef (defaults,
+# types, docs), which config lint, ``mirror config docs`` and the key tests enumerate too.
+
+CLUSTERS = "clusters"
+STRICT = "config.strict"
+ENABLE_INTERNAL_REST = "dedicated.mode.enable.internal.rest"
+CONFIG_PROVIDERS = "config.providers"
+LISTENERS = "listeners"
+LISTENERS_DEFAULT = "http://:8083"
+REST_ADVERTISED_HOST_NAME = "rest.advertised.host.name"
+REST_ADVERTISED_PORT = "rest.advertised.port"
+REST_ADVERTISED_LISTENER = "rest.advertised.listener"
+ACCESS_CONTROL_ALLOW_ORIGIN = "access.control.allow.origin"
+ACCESS_CONTROL_ALLOW_METHODS = "access.control.allow.methods"
+RESPONSE_HTTP_HEADERS_CONFIG = "response.http.headers.config"
+
+_DRIVER = "MirrorMaker"
+
+CONFIG_DEF: ConfigDef = ConfigDef([
+    ConfigKey(CLUSTERS, Type.LIST, importance=Importance.HIGH, group=_DRIVER,
+              doc="Comma-separated list of cluster aliases, e.g. 'clusters = primary, backup'. "
+                  "Each alias then takes '<alias>.bootstrap.servers' and other '<alias>.*' settings."),
+    ConfigKey(STRICT, Type.BOOLEAN, False, Importance.LOW, group=_DRIVER,
+              doc="Whether every warning about this file (a key MM2 does not apply where it is written, an "
+                  "unknown key) refuses the start with exit 2, as the --strict flag does."),
+    ConfigKey(ENABLE_INTERNAL_REST, Type.BOOLEAN, False, Importance.HIGH, group=_DRIVER,
+              doc="Whether to serve the internal REST endpoints (KIP-710) so that followers can forward task "
+                  "configs and zombie-fencing requests to the leader of each flow. Needed when several nodes "
+                  "share the flows, as in Java MM2."),
+    ConfigKey(CONFIG_PROVIDERS, Type.LIST, [], Importance.LOW, group=_DRIVER,
+              doc="Names of ConfigProviders; declare each with 'config.providers.<name>.class'. They resolve "
+                  "${provider:[path:]key} in worker and client configs; connector configs are resolved later "
+                  "by the worker."),
+    ConfigKey(LISTENERS, Type.LIST, LISTENERS_DEFAULT, Importance.LOW, group=_DRIVER,
+              doc="Listeners of the REST server: each flow's Connect API under /<source>/<target>/, /metrics, "
+                  "/ui, and the internal endpoints with dedicated.mode.enable.internal.rest. "
+                  "http://host:port or https://host:port (with listeners.https.ssl.*)."),
+    ConfigKey(REST_ADVERTISED_HOST_NAME, Type.STRING, None, Importance.LOW, group=_DRIVER,
+              doc="Host name given to other workers to reach the internal REST server."),
+    ConfigKey(REST_ADVERTISED_PORT, Type.INT, None, Importance.LOW, group=_DRIVER,
+              doc="Port given to other workers to reach the internal REST server."),
+    ConfigKey(REST_ADVERTISED_LISTENER, Type.STRING, None, Importance.LOW, group=_DRIVER,
+              doc="Listener (http or https) given to other workers."),
+    ConfigKey(ACCESS_CONTROL_ALLOW_ORIGIN, Type.STRING, "", Importance.LOW, group=_DRIVER,
+              doc="Value of the Access-Control-Allow-Origin header of the internal REST server."),
+    ConfigKey(ACCESS_CONTROL_ALLOW_METHODS, Type.STRING, "", Importance.LOW, group=_DRIVER,
+              doc="Methods allowed by CORS on the internal REST server."),
+    ConfigKey(RESPONSE_HTTP_HEADERS_CONFIG, Type.STRING, "", Importance.LOW, group=_DRIVER,
+              doc="Rules for REST API HTTP response headers."),
+    ConfigKey(PLUGIN_ALLOWLIST, Type.LIST, [], Importance.HIGH, group=_DRIVER, doc=PLUGIN_ALLOWLIST_DOC),
+    CONFIGS_TOPIC_COMPATIBILITY_KEY,
+]).merge(CLIENT_SECURITY_CONFIG_DEF).merge(REST_SECURITY_CONFIG_DEF)
 
 # ---- connector classes, as Java MM2 writes them into connector.class -----------------------------------
 
@@ -362,3 +418,24 @@ class MirrorMakerConfig:
             return resolve(props, self._providers)
         except ConfigError as exc:
             raise self._error(exc.key, str(exc)) from exc
+
+
+def with_operator_overrides(worker: dict[str, str], connector_configs: Iterable[Mapping[str, str]]) -> dict[str, str]:
+    """``worker`` (a flow's worker config) with the override keys of ``connector_configs`` allowed.
+
+    A herder's ``connector.client.config.override.policy`` defaults to KIP-1188's Allowlist with tuning keys
+    only (:data:`connect_runtime.api.client_overrides.ALLOWLIST_DEFAULT`), which is what a REST caller may
+    set. The connector configs the driver writes come from the operator's file, which keeps its full power
+    (Java MM2 runs its workers with the All policy for the same reason): each ``producer.override.X``,
+    ``consumer.override.X`` or ``admin.override.X`` that file gives a connector of the flow is added to the
+    flow's worker allowlist, unless the operator chose a policy (then it is applied as written).
+    """
+    if co.POLICY in worker:
+        return worker
+    used = sorted({key for config in connector_configs for prefix in co.OVERRIDE_PREFIXES
+                   for key in with_prefix_stripped(config, prefix)})
+    if not used:
+        return worker
+    listed = worker.get(co.ALLOWLIST)
+    base = [k.strip() for k in listed.split(",") if k.strip()] if listed is not None else list(co.ALLOWLIST_DEFAULT)
+    return {**worker, co.ALLOWLIST: ",".join(dict.fromkeys([*base, *used]))}

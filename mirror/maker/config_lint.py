@@ -25,8 +25,13 @@ from dataclasses import asdict, dataclass
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.secrets import is_sensitive_key
 from connect_runtime.clients.factory import ClientKind
-from mirror.config.driver_keys import STRICT
-from mirror.config.mirror_maker_config import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget, parse_boolean
+from mirror.config.mirror_maker_config import (
+    SOURCE_CONNECTOR_CLASS,
+    STRICT,
+    MirrorMakerConfig,
+    SourceAndTarget,
+    parse_boolean,
+)
 from mirror.errors import MirrorError
 from mirror.maker import key_catalog as kc
 

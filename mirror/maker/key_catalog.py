@@ -23,8 +23,7 @@ from connect_runtime.clients.factory import ClientKind
 from connect_runtime.runtime.worker_config import DISTRIBUTED_CONFIG_DEF
 from mirror.config import kafka_keys
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES
-from mirror.config.driver_keys import CONFIG_DEF
-from mirror.config.mirror_maker_config import ALL_CONNECTOR_CONFIG_NAMES, WORKER_PREFIXES
+from mirror.config.mirror_maker_config import ALL_CONNECTOR_CONFIG_NAMES, CONFIG_DEF, WORKER_PREFIXES
 from mirror.health.collector import REFRESH_INTERVAL
 from mirror.health.flow_health import THRESHOLD_KEYS
 

@@ -20,10 +20,11 @@ from connect_runtime.api.secrets import is_sensitive_key
 from connect_runtime.runtime import worker_config as wc
 from mirror.config import checkpoint, heartbeat, source
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES
-from mirror.config.driver_keys import CONFIG_DEF, ENABLE_INTERNAL_REST
 from mirror.config.mirror_maker_config import (
     ALL_CONNECTOR_CONFIG_NAMES,
     CHECKPOINT_CONNECTOR_CLASS,
+    CONFIG_DEF,
+    ENABLE_INTERNAL_REST,
     HEARTBEAT_CONNECTOR_CLASS,
     SOURCE_CONNECTOR_CLASS,
     WORKER_PREFIXES,

@@ -26,8 +26,7 @@ from connect_runtime.rest.security import RestSecurity
 from connect_runtime.rest.server import DEFAULT_LISTENERS, ListenerAddress, has_https_listener, parse_listeners
 from connect_runtime.runtime.leader.task_config_forwarding import TaskConfigForwarder
 from connect_runtime.storage.config_records import SessionKey
-from mirror.config.driver_keys import ENABLE_INTERNAL_REST
-from mirror.config.mirror_maker_config import MirrorMakerConfig
+from mirror.config.mirror_maker_config import ENABLE_INTERNAL_REST, MirrorMakerConfig
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from mirror.cli import connect_mirror_maker
 from mirror.cli import main as mirror_main
-from mirror.config import checkpoint, driver_keys, heartbeat, source
+from mirror.config import checkpoint, heartbeat, mirror_maker_config, source
 from mirror.maker import mirror_maker
 from tests.support.fuzz import fuzz_settings, timeout_s
 
@@ -34,7 +34,7 @@ WORKER_KEYS = ["group.id", "offset.flush.interval.ms", "offset.storage.topic", "
                "value.converter", "header.converter", "replication.policy.class",
                "replication.policy.separator", "bootstrap.servers", "listeners", "rest.advertised.port",
                "admin.timeout.ms", "metrics.port", "health.lag.max.records", "enabled"]
-KEYS = sorted(driver_keys.CONFIG_DEF.names() | source.CONFIG_DEF.names() | checkpoint.CONFIG_DEF.names()
+KEYS = sorted(mirror_maker_config.CONFIG_DEF.names() | source.CONFIG_DEF.names() | checkpoint.CONFIG_DEF.names()
               | heartbeat.CONFIG_DEF.names()) + WORKER_KEYS
 VALUES = ["", " ", "true", "false", "TRUE", "yes", "-1", "0", "1", "3", "2147483648", "99999999999999999999999",
           "1.5", "-0.5", "nan", "inf", "1e309", "abc", ",", ",,", "A, B", "A,,B", ".*", "[", "(?P<", "*",

@@ -21,7 +21,6 @@ from connect_runtime.api.connector_config import CONNECTOR_CONFIG_DEF
 from mirror.cli import connect_mirror_maker
 from mirror.cli.main import main
 from mirror.config import checkpoint as checkpoint_config
-from mirror.config import driver_keys
 from mirror.config import heartbeat as heartbeat_config
 from mirror.config import mirror_maker_config as maker_config
 from mirror.config import source as source_config
@@ -248,7 +247,7 @@ def test_config_show_reports_bad_input_like_run(tmp_path: Path, capsys: pytest.C
 def test_config_docs_prints_every_key(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(["config", "docs"], capsys)
     assert code == 0
-    definitions = [driver_keys.CONFIG_DEF, MIRROR_SHARED_CONFIG_DEF, CONNECTOR_CONFIG_DEF,
+    definitions = [maker_config.CONFIG_DEF, MIRROR_SHARED_CONFIG_DEF, CONNECTOR_CONFIG_DEF,
                    CLIENT_SECURITY_CONFIG_DEF, source_config.TASK_CONFIG_DEF,
                    checkpoint_config.TASK_CONFIG_DEF, heartbeat_config.CONFIG_DEF]
     names = set().union(*(d.names() for d in definitions))

@@ -29,7 +29,7 @@ from connect_runtime.api.config import ConfigDef
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.runtime.worker_config import DISTRIBUTED_CONFIG_DEF
-from mirror.config import checkpoint, driver_keys, heartbeat, mirror_maker_config, source
+from mirror.config import checkpoint, heartbeat, mirror_maker_config, source
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.connector_base import forwarding_admin_class
 from mirror.maker.validation import validate_flows
@@ -206,7 +206,7 @@ DEFS: dict[str, tuple[ConfigDef, dict[str, Works | Refused | Owned | str]]] = {
     "MirrorSourceConnector task": (source.TASK_CONFIG_DEF, CONNECTOR),
     "MirrorCheckpointConnector task": (checkpoint.TASK_CONFIG_DEF, CONNECTOR),
     "MirrorHeartbeatConnector": (heartbeat.CONFIG_DEF, CONNECTOR),
-    "MirrorMakerConfig": (driver_keys.CONFIG_DEF, DRIVER),
+    "MirrorMakerConfig": (mirror_maker_config.CONFIG_DEF, DRIVER),
 }
 
 
