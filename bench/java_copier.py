@@ -114,7 +114,7 @@ def _socket_buffer(value: str) -> str:
 def tuned_settings() -> dict[str, dict[str, str]]:
     """Our task producer's and source consumer's settings as Java client keys (see the module docstring)."""
     from bench import native_copier
-    from mirror.source.source_consumer import MAX_POLL_RECORDS_DEFAULT
+    from mirror.source.task import MAX_POLL_RECORDS_DEFAULT
 
     with tempfile.TemporaryDirectory(prefix="java-tuned-") as tmp:
         configs = native_copier.effective_configs(Path(tmp))

@@ -12,7 +12,7 @@ the target (key, value, headers, timestamp kept), ``poll(0)`` per batch and a fi
   The task needs a report per run of records to commit offsets; the pipe needs none, which is what makes
   it the limit.
 * Consumer: the task's source consumer (``COPIER_CONSUMER_DEFAULTS`` of
-  ``mirror/source/source_consumer.py`` over librdkafka's defaults, read_uncommitted), assigned, no group.
+  ``mirror/source/task.py`` over librdkafka's defaults, read_uncommitted), assigned, no group.
 
 No offsets, no tracking, no metrics, and no delivery callback per record (a Python call per record the
 replicator does not pay).
@@ -39,7 +39,7 @@ if __package__ in (None, ""):
 
 from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.task.worker_source_task import task_producer_config
-from mirror.source.source_consumer import copier_consumer_config
+from mirror.source.task import copier_consumer_config
 
 
 def producer_config(target: str, on_error: Any) -> dict[str, Any]:

@@ -61,7 +61,8 @@ class ReplicationLossError(MirrorError, ConnectError):
 
 
 class Tracked(Protocol):
-    """What the detector reads and updates of a source partition's state (the task's ``_SourcePartition``)."""
+    """What the detector reads and updates of a source partition's state
+    (:class:`~mirror.source.task.SourcePartition`)."""
 
     tp: TopicPartition
     remote: str

@@ -1,7 +1,8 @@
 """MirrorSourceTask: copies its assigned source partitions, record for record.
 
 Start: one byte-array consumer on the source, *assigned* (no group membership) to
-``task.assigned.partitions``, each partition where :mod:`mirror.source.source_consumer` says.
+``task.assigned.partitions``, each partition where :func:`initial_assignment` says: after its stored
+offset, else where ``auto.offset.reset`` says ("replicate from latest", KAFKA-13988).
 
 Each record keeps key, value (also null), headers, timestamp and partition number; it goes to the remote
 topic ``formatRemoteTopic(source, topic)``. Its Connect partition is ``{cluster, partition, topic}`` (in
@@ -10,14 +11,18 @@ Java ``HashMap`` order, so keys in a shared offsets topic are byte-identical) an
 
 Once the target acknowledged a record (``commit_record``) the offset-sync writer learns the
 (upstream, downstream) pair; syncs due now are sent at once, the others on the next ``commit``.
-The two per-record hot loops are their own modules: consumed messages to SourceRecords
-(:mod:`mirror.source.consumed_records`), acknowledgements to syncs, offset map and metrics
-(:mod:`mirror.source.acknowledged_records`); this module owns the consumer, the writers and the lifecycle.
+On the per-record path two loops run once per record: consumed messages to SourceRecords (:meth:`_convert`) and
+acknowledgements to offset syncs, offset map and metrics (:meth:`commit_records`). Each reads the
+task's fields into locals before it starts and calls no method of ours per record unless something is
+off (a partition not seen yet, an offset gap, a regression); what they need of a partition is one
+:class:`SourcePartition`, looked up once per record. The bulk path's loop is
+:func:`mirror.source.bulk_copy.copy_batch`, which produces a consumed batch in runs of records.
 
-Backfill handover (docs/backfill.md): when the flow's marker topic exists (a source connector of ours creates
-it), the task records its lifecycle there (:mod:`mirror.source.backfill_events`), leaves out the partitions a
-backfill claimed, and starts a partition whose backfill is done at ``max(stored offset + 1, backfill end)``.
-Its config is Java's, key for key, so that a Java node runs it and a Java leader rewrites none.
+Backfill handover (docs/backfill.md): when the flow's marker topic exists (a source connector of ours
+creates it), the task records its lifecycle there (:mod:`mirror.source.backfill_events`), leaves out the
+partitions a backfill claimed, and starts a partition whose backfill is done at
+``max(stored offset + 1, backfill end)``. Its config is Java's, key for key, so that a Java node runs it
+and a Java leader rewrites none.
 
 Threading: ``stop`` comes from another thread and must not block. The consumer is guarded by a lock:
 ``stop`` closes it at once if no poll is running, otherwise the running poll closes it on its way out.
@@ -32,47 +37,129 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Message
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    KafkaException,
+    Message,
+)
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from connect_runtime.api.bulk import BulkRun, BulkSink, BulkSourceTask
-from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord
+from connect_runtime.api.offsets import OffsetStorageReader
+from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord, metadata_of
 from connect_runtime.api.task import DurabilityBarrier, SourceTask
 from connect_runtime.clients.factory import learn_leaders, new_consumer, translate
 from mirror.backfill_markers.marker_log import MarkerLog
-from mirror.backfill_markers.markers import marker_topic
+from mirror.backfill_markers.markers import marker_topic, streaming_start
 from mirror.client.models import TopicPartition
 from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import MirrorSourceTaskConfig
 from mirror.connect_offset_keys import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
-from mirror.metrics import MirrorSourceMetrics, loss_counters
-from mirror.source.acknowledged_records import feed_acknowledged, feed_run
+from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats, loss_counters
 from mirror.source.backfill_events import BackfillEvents, open_marker_log
 from mirror.source.bulk_copy import RunTag, copy_batch
-from mirror.source.consumed_records import convert_consumed
 from mirror.source.loss_detector import LossDetector
 from mirror.source.offset_map_writer import OffsetMapWriter
 from mirror.source.offset_sync_producer import OffsetSyncProducer
 from mirror.source.offset_sync_writer import OffsetSyncWriter
-from mirror.source.partition_state import SourcePartition
-from mirror.source.source_consumer import (
-    COPIER_CONSUMER_DEFAULTS,
-    MAX_POLL_RECORDS_DEFAULT,
-    copier_consumer_config,
-    initial_assignment,
-    start_when_unknown,
-)
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["COPIER_CONSUMER_DEFAULTS", "MAX_POLL_RECORDS_DEFAULT", "MirrorSourceTask"]
+#: Java's ``max.poll.records`` default: the most records one ``poll`` returns.
+MAX_POLL_RECORDS_DEFAULT = 500
+
+#: librdkafka prefetch settings for a copier (no Java equivalent; the user's keys win). With librdkafka's
+#: defaults a partition stops being fetched for ``fetch.queue.backoff.ms`` (1 s) once
+#: ``queued.min.messages`` (100,000) are queued: a task that drains them in a few milliseconds then idles
+#: most of each second (measured on Tansu: 180-230k vs 758k records/s). The queue stays bounded in bytes by
+#: ``queued.max.messages.kbytes`` (64 MiB).
+COPIER_CONSUMER_DEFAULTS = {"queued.min.messages": "1000000", "fetch.queue.backoff.ms": "10"}
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def copier_consumer_config(java_consumer: Mapping[str, str], label: str) -> dict[str, Any]:
+    """The librdkafka config of the source consumer, from its Java-style keys."""
+    consumer_config = translate(java_consumer, "consumer")
+    # librdkafka needs a group.id even for assign(); Java MM2 has none, so nothing is ever committed
+    # under it. Java's consumer default is read_uncommitted (aborted source data IS copied unless
+    # the user asks for read_committed); librdkafka's default differs, so say it explicitly.
+    consumer_config.setdefault("group.id", java_consumer.get("client.id", label))
+    consumer_config.setdefault("isolation.level", "read_uncommitted")
+    for key, value in COPIER_CONSUMER_DEFAULTS.items():
+        consumer_config.setdefault(key, value)
+    return consumer_config
+
+
+def start_when_unknown(consumer_config: Mapping[str, Any]) -> int:
+    """Where a partition with no stored offset starts: the consumer's ``auto.offset.reset`` as a logical
+    offset (librdkafka's default is the end, as Java's). ``none``/``error`` stay OFFSET_INVALID: the
+    consumer then reports the missing offset, as Java's throws.
+
+    The start is a logical offset (beginning or end), never "no offset": librdkafka would first ask the
+    group coordinator for the committed offset of a group that never commits, and an answer of
+    NOT_COORDINATOR (the coordinator still loading or moving) leaves the partition unfetched for good,
+    its task RUNNING and copying nothing (tests/kafka/test_kafka_chaos.py).
+    """
+    reset = str(consumer_config.get("auto.offset.reset", "latest")).strip().lower()
+    if reset in ("earliest", "smallest", "beginning"):
+        return OFFSET_BEGINNING
+    if reset in ("latest", "largest", "end"):
+        return OFFSET_END
+    return OFFSET_INVALID
+
+
+def initial_assignment(reader: OffsetStorageReader, source: str, partitions: list[tuple[str, int]],
+                       done_ends: Mapping[tuple[str, int], int],
+                       unknown: int = OFFSET_INVALID) -> list[KafkaTopicPartition]:
+    """Each partition at its start position.
+
+    A partition with a stored Connect offset ``o >= 0`` resumes at ``o + 1``; one without starts at
+    ``unknown`` (:func:`start_when_unknown`). A partition whose backfill is done (``done_ends``) starts at
+    ``max(stored offset + 1, backfill end)`` (docs/backfill.md).
+    """
+    wrapped = [wrap_partition(source, topic, partition) for topic, partition in partitions]
+    stored = reader.offsets(wrapped) if wrapped else []
+    offsets: dict[tuple[str, int], int] = {}
+    for partition_map, offset_map in stored:
+        value = None if offset_map is None else offset_map.get(OFFSET_KEY)
+        if isinstance(value, int) and value >= 0:
+            offsets[(str(partition_map[TOPIC_KEY]), int(partition_map[PARTITION_KEY]))] = value + 1
+    result = []
+    for t, p in partitions:
+        start = streaming_start(offsets.get((t, p)), done_ends.get((t, p)))
+        result.append(KafkaTopicPartition(t, p, unknown if start is None else start))
+    return result
+
+
+class SourcePartition:
+    """What the per-record loops need of one source partition, looked up once per record (or run)."""
+
+    __slots__ = ("downstream_next", "next_offset", "partition", "remote", "seen_end", "source_map", "stats", "tp")
+
+    def __init__(self, source_map: dict[str, Any], remote: str, partition: int, tp: TopicPartition,
+                 stats: PartitionStats | None) -> None:
+        self.source_map = source_map
+        self.remote = remote
+        self.partition = partition
+        self.tp = tp
+        self.stats = stats
+        #: Loss detection (:mod:`mirror.source.loss_detector`): the next upstream offset expected (-1:
+        #: not known yet), the highest source end seen, the next downstream offset of the remote partition.
+        self.next_offset = -1
+        self.seen_end = -1
+        self.downstream_next = -1
 
 
 class MirrorSourceTask(SourceTask, BulkSourceTask):
@@ -184,7 +271,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             except KafkaException as exc:  # Java swallows client errors here and polls again
                 logger.warning("%s failure during poll: %s", self._label, exc)
                 return None
-            records = self._convert_all(messages)
+            records = self._convert(messages)
             return records or None
         finally:
             if self._stopping:
@@ -260,7 +347,24 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         every record's pair is implied and the run is fed whole; otherwise only the pairs that were
         reported are (a run acknowledged by a later one's report, or another writer interleaved).
         """
-        feed_run(state, upstream_first, downstream_first, downstream_last, count, offset_syncs, self._offset_map)
+        offset_map = self._offset_map
+        if offset_syncs is None and offset_map is None:
+            return
+        upstream_last = upstream_first + count - 1
+        if downstream_first >= 0 and downstream_last - downstream_first + 1 == count:
+            if offset_syncs is not None:
+                offset_syncs.record_range(state.tp, upstream_first, downstream_first, count)
+            if offset_map is not None:  # the exact offset map: the whole run, both sides contiguous
+                offset_map.record_run(state.tp, upstream_first, downstream_first, count)
+            return
+        pairs = [(upstream_first, downstream_first)] if downstream_first >= 0 else []
+        if downstream_last >= 0 and count > 1:
+            pairs.append((upstream_last, downstream_last))
+        for upstream, downstream in pairs:  # only what was reported: the records between are unknown
+            if offset_syncs is not None:
+                offset_syncs.record(state.tp, upstream, downstream)
+            if offset_map is not None:
+                offset_map.record_run(state.tp, upstream, downstream, 1)
 
     def _consume(self, consumer: Consumer) -> list[Message]:
         """Up to ``max.poll.records`` messages, returning as soon as there are any (Java's ``poll``).
@@ -279,10 +383,47 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             return [first, *consumer.consume(self._max_records - 1, 0)]
         return [first]
 
-    def _convert_all(self, messages: list[Message]) -> list[SourceRecord]:
-        """:meth:`convert` each message and count it in the source metrics (:func:`convert_consumed`)."""
-        return convert_consumed(messages, self._by_source, self._partition_state, self._consumed_jump,
-                                self._clock_ms(), self._label)
+    def _convert(self, messages: list[Message]) -> list[SourceRecord]:
+        """Each consumed message (errors logged and skipped) as its SourceRecord, counted in the source
+        metrics (the update of :meth:`mirror.metrics.PartitionStats.polled`, written out here).
+
+        This loop runs once per replicated record: it calls nothing per record but the constructors. A
+        partition without state yet gets it (:meth:`_partition_state`), and an offset that is not the one
+        expected goes to :meth:`_consumed_jump` (lost records, or a benign gap).
+        """
+        records: list[SourceRecord] = []
+        append = records.append
+        by_source = self._by_source
+        now = self._clock_ms()
+        bounds = LATENCY_BOUNDS_MS
+        for message in messages:
+            if message.error() is not None:
+                logger.warning("%s consumer error on %s-%s: %s", self._label, message.topic(),
+                               message.partition(), message.error())
+                continue
+            state = by_source.get((message.topic(), message.partition()))  # type: ignore[arg-type]
+            if state is None:
+                state = self._partition_state(message.topic() or "", message.partition() or 0)
+            offset: int = message.offset()  # type: ignore[assignment]
+            if offset != state.next_offset:
+                self._consumed_jump(state, offset)
+            state.next_offset = offset + 1
+            ts_type, ts = message.timestamp()
+            value = message.value()
+            headers: Any = message.headers()  # consumed: a list of (str, bytes | None), or None
+            append(SourceRecord(state.remote, value, message.key(), state.partition, headers,
+                                None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts, state.source_map,
+                                {OFFSET_KEY: offset}))
+            stats = state.stats
+            if stats is not None:
+                age = now - ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0
+                stats.bytes += 0 if value is None else len(value)
+                stats.age_ms = age
+                if age < 0:
+                    age = 0
+                stats.age_sum_ms += age
+                stats.age_buckets[bisect_left(bounds, age)] += 1
+        return records
 
     def _partition_state(self, topic: str, partition: int) -> SourcePartition:
         """The per-partition state of the hot loops, created on first use."""
@@ -317,9 +458,56 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
                 self._offset_map.record_run(source_tp, upstream, metadata.offset, 1)
 
     def commit_records(self, acknowledged: Acknowledged) -> None:
-        """What :meth:`commit_record` does for each record, in one loop (:func:`feed_acknowledged`)."""
-        feed_acknowledged(acknowledged, self._by_map, self._clock_ms(), self._loss, self._offset_syncs,
-                          self._offset_map, self.commit_record)
+        """What :meth:`commit_record` does for each record, in one loop (it runs once per record).
+
+        Each acknowledged record is counted in the metrics and its (upstream, downstream) pair fed to the
+        writers; an offset that goes back on the remote partition is a loss
+        (:mod:`mirror.source.loss_detector`). A record that is not one of ours (``_by_map`` finds its
+        partition by the identity of its source partition map) takes the general path,
+        :meth:`commit_record`. The pairs are gathered per source partition and handed to the offset-sync
+        writer as runs, which decides exactly as it would one record at a time (every sync that fires is
+        sent in order), and to the offset map in one call per partition run.
+        """
+        by_map = self._by_map
+        now = self._clock_ms()
+        loss = self._loss
+        offset_syncs, offset_map = self._offset_syncs, self._offset_map
+        bounds = LATENCY_BOUNDS_MS
+        syncing = offset_syncs is not None or offset_map is not None
+        runs: dict[int, tuple[SourcePartition, list[int], list[int]]] = {}
+        for record, delivered in acknowledged:
+            state = by_map.get(id(record.source_partition))
+            downstream = delivered.offset()
+            if state is None or state.source_map is not record.source_partition or downstream is None:
+                self.commit_record(record, metadata_of(delivered))  # not one of ours: the general path
+                continue
+            if downstream < 0:
+                logger.error("RecordMetadata has no offset -- can't sync offsets for %s.", record.topic)
+                continue
+            if downstream < state.downstream_next:
+                loss.produced_regressed(state, downstream)
+            state.downstream_next = downstream + 1
+            stats = state.stats
+            if stats is not None:
+                timestamp = record.timestamp
+                latency = now - timestamp if timestamp is not None else 0
+                stats.records += 1
+                stats.latency_ms = latency
+                if latency < 0:
+                    latency = 0
+                stats.latency_sum_ms += latency
+                stats.latency_buckets[bisect_left(bounds, latency)] += 1
+            if syncing and record.source_offset is not None:
+                run = runs.get(id(state))
+                if run is None:
+                    run = runs[id(state)] = (state, [], [])
+                run[1].append(record.source_offset[OFFSET_KEY])
+                run[2].append(downstream)
+        for state, upstream, downstream_offsets in runs.values():
+            if offset_syncs is not None:
+                offset_syncs.record_run(state.tp, upstream, downstream_offsets)
+            if offset_map is not None:  # the exact offset map: one call per partition run
+                offset_map.record_offsets(state.tp, upstream, downstream_offsets)
 
     def before_offset_commit(self) -> DurabilityBarrier | None:
         """The offset map's runs of every acknowledged record are sent; the offsets wait for their delivery."""

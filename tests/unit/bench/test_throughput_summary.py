@@ -10,7 +10,7 @@ from bench import pipe, thread_cpu
 from bench.throughput import Result, run_order, summarize, table
 from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.task.worker_source_task import task_producer_config
-from mirror.source.source_consumer import copier_consumer_config
+from mirror.source.task import copier_consumer_config
 
 
 def result(mode: str, round_: int, rate: float, cpu_s: float = 1.0) -> Result:
