@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from mirror.cli.quickstart import _properties as quickstart_properties  # noqa: PLC2701 (a unit test of this module's own internal)
-from mirror.config import kafka_keys
 from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
 from mirror.maker import key_catalog as kc
 from mirror.maker.config_lint import ERROR, WARNING, Finding, lint, refusals
@@ -154,12 +153,12 @@ def test_secrets_in_findings_are_hidden(tmp_path: Path) -> None:
 
 
 def _real_keys() -> list[str]:
-    keys = [f"A.consumer.{k}" for k in sorted(kafka_keys.CONSUMER)]
-    keys += [f"B.producer.{k}" for k in sorted(kafka_keys.PRODUCER)]
-    keys += [f"A.admin.{k}" for k in sorted(kafka_keys.ADMIN)]
-    keys += [f"B.{k}" for k in sorted(kafka_keys.WORKER | kafka_keys.SECURITY)]
+    keys = [f"A.consumer.{k}" for k in sorted(kc.KAFKA_CONSUMER)]
+    keys += [f"B.producer.{k}" for k in sorted(kc.KAFKA_PRODUCER)]
+    keys += [f"A.admin.{k}" for k in sorted(kc.KAFKA_ADMIN)]
+    keys += [f"B.{k}" for k in sorted(kc.KAFKA_WORKER | kc.KAFKA_SECURITY)]
     keys += [f"A->B.{k}" for k in sorted(kc.CONNECTOR)]
-    keys += sorted((kafka_keys.TOPIC | kafka_keys.WORKER | kafka_keys.PRODUCER | kafka_keys.CONSUMER) - kc.DRIVER)
+    keys += sorted((kc.KAFKA_TOPIC | kc.KAFKA_WORKER | kc.KAFKA_PRODUCER | kc.KAFKA_CONSUMER) - kc.DRIVER)
     return keys
 
 
