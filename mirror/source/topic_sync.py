@@ -1,8 +1,9 @@
 """What MirrorSourceConnector keeps in step on the target: topics, partitions, configs, ACLs.
 
-State: the *known source* topic-partitions (filtered, in a stable order: topics sorted, partitions
-ascending) and the *known target* topic-partitions (remote topics of this source). Both are replaced as
-a whole, never mutated, so ``task_configs`` can read them from another thread without a lock.
+State: the *known source* topic-partitions (filtered, topics in the order Java's connector knows them,
+which deals the tasks: :mod:`mirror.source.describe_topics_order`; partitions ascending) and the *known
+target* topic-partitions (remote topics of this source). Both are replaced as a whole, never mutated, so
+``task_configs`` can read them from another thread without a lock.
 
 Rules kept from MM2:
 
@@ -37,6 +38,7 @@ from connect_runtime.clients.errors import kafka_error_of
 from mirror.client.replication_policy import ReplicationPolicy, is_cycle
 from mirror.filters import ConfigPropertyFilter, TopicFilter
 from mirror.source.acl_rules import ANY_TOPIC_ACL, should_replicate_acl, target_acl_binding
+from mirror.source.describe_topics_order import describe_topics_order
 
 logger = logging.getLogger(__name__)
 
@@ -206,8 +208,9 @@ class TopicSync:
     # -- discovery --
 
     def find_source_topic_partitions(self) -> list[TopicPartitionT]:
-        topics = [t for t in self._source_admin.list_topics() if self.should_replicate_topic(t)]
-        return _expand(self._source_admin.describe_topics(topics))
+        listed = self._source_admin.list_topics()
+        counts = self._source_admin.describe_topics(t for t in listed if self.should_replicate_topic(t))
+        return [(topic, p) for topic in describe_topics_order(listed, counts) for p in range(counts[topic])]
 
     def find_target_topic_partitions(self) -> list[TopicPartitionT]:
         checkpoints = self._policy.checkpoints_topic(self._source)
