@@ -114,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
     The driver and the config classes (the runtime, REST server, clients: most of the start-up import
     time) are imported here, not at module level: ``mirror <any command>`` imports this module to offer
     ``mirror run``, and ``--help`` or a usage error should not pay for them. They are imported before
-    logging is configured, as they were at module level, so a dictConfig that disables existing loggers
-    treats their loggers as before.
+    logging is configured, as a module-level import would be, so that a dictConfig which disables existing
+    loggers applies to their loggers too.
     """
     from mirror.maker import mirror_maker
 

@@ -107,8 +107,8 @@ CONFIG_DEF: ConfigDef = BASE_CONNECTOR_CONFIG_DEF.merge(ConfigDef([
     ConfigKey(EMIT_OFFSET_MAP_ENABLED, Type.BOOLEAN, True, Importance.LOW,
               "Whether to write the exact offset map (mm2-offset-map.<source>.internal on the target): runs of "
               "(upstream start, downstream start, count) that make checkpoints and failover translation exact "
-              "at any consumer lag. Not in Apache MM2; its offset syncs are written as before. The topic uses "
-              "offset-syncs.topic.replication.factor. See docs/failover.md.", group=_GROUP),
+              "at any consumer lag. Not in Apache MM2; the offset syncs are still written, as Apache MM2 writes "
+              "them. The topic uses offset-syncs.topic.replication.factor. See docs/failover.md.", group=_GROUP),
     ConfigKey(HEARTBEATS_REPLICATION_ENABLED, Type.BOOLEAN, True, Importance.LOW,
               "Whether to replicate the heartbeats topics even when the topic filter does not include them.",
               group=_GROUP),

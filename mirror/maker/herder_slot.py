@@ -3,8 +3,9 @@
 The node's REST app is built once, before any herder exists, and a herder that cannot reach its
 cluster (at start, or later) is thrown away and built again with backoff. The slot is what stays: it
 supervises the herder on its own thread, keeps the reason a flow is not running for ``/health`` and the
-409 answers, and serves the :class:`Herder` contract by delegating to the running herder. Kept apart
-from the node so that supervision (threads, backoff) reads on its own.
+409 answers, and serves the :class:`Herder` contract by delegating to the running herder. Building a
+herder is the node's (:class:`~mirror.maker.mirror_maker.MirrorMaker`); supervising it (its thread, the
+backoff) is the slot's.
 """
 
 from __future__ import annotations

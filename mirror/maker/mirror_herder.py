@@ -4,8 +4,8 @@ A plain Connect cluster member except for what makes it MM2's: a newly elected l
 MM2 connector configs from mm2.properties when they differ from what is stored (the leader's file wins,
 as in Java), its thread's log lines name the flow, and it can tell whether it replicates at all
 (heartbeat-only reverse flows do not) and how many records it has replicated (the start-up narration).
-Kept apart from the slot that supervises it and the node that builds it: this is the part that runs on
-the herder's tick thread.
+All of it runs on the herder's tick thread; the slot (:mod:`mirror.maker.herder_slot`) supervises it and
+the node (:mod:`mirror.maker.mirror_maker`) builds it.
 """
 
 from __future__ import annotations
