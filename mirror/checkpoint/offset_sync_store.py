@@ -29,9 +29,13 @@ whole array*, so only the last historical sync per partition survives: the task 
 checkpoint older than one an earlier generation may already have emitted. An upstream rewind
 (a sync whose upstream is below ``syncs[0]``'s) likewise clears the history.
 
-The class is pure (no Kafka I/O): a reader feeds it through :meth:`start_initial_load`,
-:meth:`handle` and :meth:`finish_initial_load`. Updates come from one thread; readers on other threads
-always see a complete array, because each update publishes a new immutable tuple.
+**Reading.** Kafka's class reads the offset-syncs topic itself; here :class:`OffsetSyncReader` does, on a
+background thread: partition 0 (the only one MM2 writes) from the beginning, every record handed to the
+store, the store told when the reader reached the end for the first time (translation becomes available
+then), and tailing after that (:class:`~mirror.checkpoint.topic_tail.TopicTail`). :class:`OffsetSyncStore`
+itself does no Kafka I/O: it is fed through :meth:`~OffsetSyncStore.start_initial_load`, :meth:`handle`
+and :meth:`~OffsetSyncStore.finish_initial_load`. Updates come from that one thread; readers on other
+threads always see a complete array, because each update publishes a new immutable tuple.
 """
 
 from __future__ import annotations
@@ -39,7 +43,13 @@ from __future__ import annotations
 import logging
 import struct
 import threading
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from confluent_kafka import Consumer, Message
+
+from connect_runtime.clients.factory import new_consumer
+from mirror.checkpoint.topic_tail import TopicTail
 from mirror.client.models import MalformedRecordError, OffsetSync, TopicPartition
 
 logger = logging.getLogger(__name__)
@@ -306,3 +316,31 @@ def lookup_latest_sync(syncs: tuple[OffsetSync, ...], upstream_offset: int) -> O
         if sync.upstream_offset <= upstream_offset:
             return sync
     return syncs[-1]
+
+
+class OffsetSyncReader(TopicTail):
+    """Tails ``topic`` partition 0 into ``store`` on a daemon thread until :meth:`stop`."""
+
+    what = "offset-sync reader"
+
+    def __init__(self, topic: str, consumer_config: Mapping[str, Any], store: OffsetSyncStore, *,
+                 consumer_factory: Callable[[Mapping[str, Any]], Consumer] = new_consumer) -> None:
+        super().__init__(topic, consumer_config, consumer_factory=consumer_factory)
+        self._store = store
+        self.records_read = 0
+
+    def start(self, initialization_must_read_to_end: bool) -> None:
+        """Start reading; returns at once (the store reports ``ready`` after the first read to the end)."""
+        self._store.start_initial_load(initialization_must_read_to_end)
+        self._start_thread()
+
+    def _caught_up(self, complete: bool) -> None:
+        if complete and not self._store.ready:
+            self._store.finish_initial_load()
+            logger.info("Read %d offset syncs from %s; offset translation is available",
+                        self.records_read, self.topic)
+
+    def _handle(self, records: list[Message]) -> None:
+        for message in records:
+            self.records_read += 1
+            self._store.handle_record(message.key(), message.value())

@@ -1,8 +1,9 @@
 """MirrorCheckpointTask: translates its groups' source offsets into checkpoints on the target.
 
 Start returns at once; a scheduler thread then loads the previous checkpoints (:class:`CheckpointStore`)
-and starts tailing the offset syncs (:class:`OffsetSyncReader` -> :class:`OffsetSyncStore`), telling the
-sync store to keep only the latest historical sync per partition when the checkpoints could not be read.
+and starts tailing the offset syncs (:class:`~mirror.checkpoint.offset_sync_store.OffsetSyncReader` ->
+:class:`~mirror.checkpoint.offset_sync_store.OffsetSyncStore`), telling the sync store to keep only the
+latest historical sync per partition when the checkpoints could not be read.
 Until both are ready no checkpoint is produced.
 
 Every ``emit.checkpoints.interval.seconds`` ``poll`` lists each group's committed offsets on the source
@@ -29,18 +30,18 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from confluent_kafka import Consumer, Message
+
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.api.records import RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask
-from connect_runtime.clients.factory import translate
+from connect_runtime.clients.factory import new_consumer, translate
 from connect_runtime.logging_context import carry_context
-from mirror.checkpoint.checkpoint_filter import checkpoint_is_more_recent, rename_topic_partition
 from mirror.checkpoint.checkpoint_store import CheckpointStore
 from mirror.checkpoint.group_sync import GroupOffsetSync, GroupSyncStatus
 from mirror.checkpoint.metrics import MirrorCheckpointMetrics
-from mirror.checkpoint.offset_map_reader import OffsetMapReader
-from mirror.checkpoint.offset_sync_reader import OffsetSyncReader
-from mirror.checkpoint.offset_sync_store import OffsetSyncStore
+from mirror.checkpoint.offset_sync_store import OffsetSyncReader, OffsetSyncStore
+from mirror.checkpoint.topic_tail import TopicTail
 from mirror.client.models import Checkpoint, TopicPartition
 from mirror.client.offset_map import OffsetMap, offset_map_topic
 from mirror.client.replication_policy import ReplicationPolicy, policy_from_config
@@ -51,11 +52,59 @@ from mirror.scheduler import Scheduler
 
 logger = logging.getLogger(__name__)
 
+#: How long the offset-map reader waits before it looks for a missing topic again.
+_MISSING_RETRY_S = 5.0
+
 GroupOffsets = Mapping[tuple[str, int], tuple[int, str | None]]
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def rename_topic_partition(
+    policy: ReplicationPolicy, source_cluster_alias: str, target_cluster_alias: str, upstream: TopicPartition
+) -> TopicPartition:
+    """The target-side name of source partition ``upstream`` (Java ``renameTopicPartition``): a checkpoint
+    names the *target-side* topic. A topic that came from the target in the first place (``target.topic1``
+    on the source) maps back to its original name, stripping **all** hops; any other topic gets the source
+    prefix (``topic1`` -> ``source.topic1``).
+
+    Examples for source1->target2: ``topic3`` -> ``source1.topic3``; ``target2.topic3`` -> ``topic3``;
+    ``source6.topic7`` -> ``source1.source6.topic7``.
+    """
+    topic, partition = upstream
+    if policy.topic_source(topic) == target_cluster_alias:
+        # The topic came from the target cluster: us-west.topic1 -> topic1.
+        return TopicPartition(policy.original_topic(topic), partition)
+    return TopicPartition(policy.format_remote_topic(source_cluster_alias, topic), partition)
+
+
+def checkpoint_is_more_recent(checkpoint: Checkpoint, last: Checkpoint | None) -> bool:
+    """Whether ``checkpoint`` may be emitted given ``last``, the latest one for its (group, partition).
+
+    The downstream offset of the checkpoints of a (group, partition) never goes backwards, except when the
+    upstream group itself rewound: translation is not monotonic while the OffsetSyncStore's state changes,
+    and consumers failing over must never be moved back by a stale translation.
+
+    Emit when there is no previous checkpoint, when the upstream group rewound (the downstream offset may
+    then go back too), or when the downstream offset advanced. Equal downstream offsets are repeats;
+    a lower downstream offset without an upstream rewind is suppressed.
+    """
+    if last is None:
+        logger.log(5, "Emitting %s (first for this partition)", checkpoint)
+        return True
+    if checkpoint.upstream_offset < last.upstream_offset:
+        logger.log(5, "Emitting %s (upstream offset rewind)", checkpoint)
+        return True
+    if checkpoint.downstream_offset > last.downstream_offset:
+        logger.log(5, "Emitting %s (downstream offset advanced)", checkpoint)
+        return True
+    if checkpoint.downstream_offset != last.downstream_offset:
+        logger.log(5, "Skipping %s (preventing downstream rewind)", checkpoint)
+    else:
+        logger.log(5, "Skipping %s (repeated checkpoint)", checkpoint)
+    return False
 
 
 def checkpoints_for_group(group: str, upstream: GroupOffsets, *, policy: ReplicationPolicy,
@@ -104,6 +153,64 @@ class ExactTranslator:
         if fallback is not None and fallback >= 0:
             self._counted("offset-sync")
         return fallback
+
+
+class OffsetMapReader(TopicTail):
+    """Tails the offset-map topic on the target into an :class:`OffsetMap` (the checkpoint task's exact half),
+    until :meth:`stop`.
+
+    Like :class:`~mirror.checkpoint.offset_sync_store.OffsetSyncReader` (both are a :class:`TopicTail`): reads
+    partition 0 from the beginning, marks the map ready after the first read to the end and keeps following
+    it. The topic may not exist (the flow's source task runs Apache MM2, or ``emit.offset-map.enabled=false``):
+    the map is then ready and empty, translation uses MM2's rule, and the reader looks for the topic again
+    every few seconds.
+    """
+
+    what = "offset-map reader"
+
+    def __init__(self, topic: str, consumer_config: Mapping[str, Any], offset_map: OffsetMap, *,
+                 consumer_factory: Callable[[Mapping[str, Any]], Consumer] = new_consumer,
+                 timeout_s: float = 30.0) -> None:
+        super().__init__(topic, consumer_config, consumer_factory=consumer_factory)
+        self.offset_map = offset_map
+        self._timeout_s = timeout_s
+        self._ready = threading.Event()
+
+    @property
+    def ready(self) -> bool:
+        """The first read to the end finished (or the topic does not exist)."""
+        return self._ready.is_set()
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        return self._ready.wait(timeout_s)
+
+    def start(self) -> None:
+        self._start_thread()
+
+    def _exists(self, consumer: Consumer) -> bool:
+        metadata = consumer.list_topics(self.topic, timeout=self._timeout_s).topics.get(self.topic)
+        return metadata is not None and metadata.error is None and 0 in metadata.partitions
+
+    def _wait_for_topic(self, consumer: Consumer) -> bool:
+        while not self._stopping.is_set() and not self._exists(consumer):
+            if not self._ready.is_set():
+                logger.info("%s does not exist: translating with offset syncs only until it does", self.topic)
+            self._ready.set()
+            self._stopping.wait(_MISSING_RETRY_S)
+        return not self._stopping.is_set()
+
+    def _caught_up(self, complete: bool) -> None:
+        if complete:
+            logger.info("Read %d offset-map runs from %s; exact translation is available",
+                        self.offset_map.records_read, self.topic)
+        self._ready.set()
+
+    def _gave_up(self) -> None:
+        self._ready.set()
+
+    def _handle(self, records: list[Message]) -> None:
+        for message in records:
+            self.offset_map.add_record(message.key(), message.value())
 
 
 class MirrorCheckpointTask(SourceTask):

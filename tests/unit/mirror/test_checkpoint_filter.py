@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror.checkpoint.checkpoint_filter import checkpoint_is_more_recent, rename_topic_partition
+from mirror.checkpoint.task import checkpoint_is_more_recent, rename_topic_partition
 from mirror.client.models import Checkpoint, TopicPartition
 from mirror.client.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, Message
 
 from mirror.checkpoint.checkpoint_store import CheckpointStore
-from mirror.checkpoint.offset_sync_reader import OffsetSyncReader
-from mirror.checkpoint.offset_sync_store import OffsetSyncStore
+from mirror.checkpoint.offset_sync_store import OffsetSyncReader, OffsetSyncStore
 from mirror.client.models import Checkpoint, OffsetSync, TopicPartition
 from tests.support.fakes import FakeConsumer, event, factory_of
 from tests.support.kafka import wait_until
