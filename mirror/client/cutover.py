@@ -26,9 +26,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from connect_runtime.clients.factory import new_producer
 from mirror.client.failover import GroupActiveError, commit_if_inactive
 from mirror.client.mirror_client import ADMIN_CLIENT_PREFIX, CONSUMER_CLIENT_PREFIX, client_config
 from mirror.client.models import Checkpoint, TopicPartition
@@ -207,7 +208,7 @@ def _write_checkpoints(target_config: Mapping[str, str], topic: str, checkpoints
     checkpoints topic does not exist (only MM2 creates it)."""
     # the admin client's settings: connection and security keys (MirrorClient configs have no producer.*)
     config = dict(client_config(target_config, ADMIN_CLIENT_PREFIX))
-    producer = Producer(config)
+    producer = new_producer(config)
     metadata = producer.list_topics(topic, timeout=timeout_s).topics.get(topic)
     if metadata is None or metadata.error is not None:
         return False

@@ -44,6 +44,7 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
+from connect_runtime.clients.factory import new_admin
 from connect_runtime.clients.log_reader import end_offsets, ignore_error
 from mirror.client.mirror_client import (
     ADMIN_CLIENT_PREFIX,
@@ -151,7 +152,7 @@ def plan_failover(target_config: Mapping[str, str], source_alias: str, group: st
     """
     policy = policy_from_config(target_config)
     target_consumer = client_config(target_config, CONSUMER_CLIENT_PREFIX)
-    target_admin = AdminClient(_admin_config(target_config, ADMIN_CLIENT_PREFIX))
+    target_admin = new_admin(_admin_config(target_config, ADMIN_CLIENT_PREFIX))
     plan = FailoverPlan(group, source_alias, dict(target_config), _group_state(target_admin, group, timeout_s))
     checkpoints = _checkpoints(target_consumer, policy.checkpoints_topic(source_alias), group, timeout_s)
     offset_map = load_offset_map(target_config, policy, source_alias, timeout_s)
@@ -159,7 +160,7 @@ def plan_failover(target_config: Mapping[str, str], source_alias: str, group: st
     syncs: dict[tuple[str, int], list[tuple[int, int]]] = {}
     source_timeout_s = min(timeout_s, SOURCE_TIMEOUT_S)  # in a real failover the source is often gone
     if source_config is not None:
-        source_admin = AdminClient(_admin_config(source_config, ADMIN_CLIENT_PREFIX))
+        source_admin = new_admin(_admin_config(source_config, ADMIN_CLIENT_PREFIX))
         try:  # every partition the group committed, also those not checkpointed yet
             committed = committed_offsets(source_admin, group, None, source_timeout_s)
         except (KafkaException, TimeoutError) as exc:
@@ -258,7 +259,7 @@ def commit_if_inactive(config: Mapping[str, str], group: str, offsets: Mapping[t
                        timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
     """Commit ``offsets`` for ``group`` on the cluster of ``config`` (a MirrorClient config), only while
     the group has no members there; raises :class:`GroupActiveError` otherwise (nothing written)."""
-    admin = AdminClient(_admin_config(config, ADMIN_CLIENT_PREFIX))
+    admin = new_admin(_admin_config(config, ADMIN_CLIENT_PREFIX))
     state = _group_state(admin, group, timeout_s)
     if state not in {s.name for s in INACTIVE_STATES}:
         raise GroupActiveError(f"group {group!r} is {state}: stop its consumers first")

@@ -31,9 +31,8 @@ from types import TracebackType
 from typing import Any, Literal, Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
-from confluent_kafka.admin import AdminClient
 
-from connect_runtime.clients.factory import translate
+from connect_runtime.clients.factory import new_admin, new_consumer, translate
 from connect_runtime.clients.librdkafka_logging import LIBRDKAFKA_LOG
 from connect_runtime.clients.log_reader import read_to_end
 from mirror.client.models import Checkpoint, MalformedRecordError, OffsetAndMetadata, TopicPartition
@@ -174,7 +173,8 @@ class MirrorClient:
         config: client config (see module docstring) with ``bootstrap.servers`` and optional
             ``replication.policy.*`` keys.
         admin: an admin client to use instead of building one (tests inject a fake here).
-        consumer_factory: builds the consumer that reads the checkpoints topic (default: ``Consumer``).
+        consumer_factory: builds the consumer that reads the checkpoints topic (default: the client
+            factory's ``new_consumer``).
     """
 
     def __init__(
@@ -192,7 +192,7 @@ class MirrorClient:
                 "%s is a Java plugin hook and is ignored by the Python MirrorClient", FORWARDING_ADMIN_CLASS
             )
         self._admin = admin
-        self._consumer_factory = consumer_factory or Consumer
+        self._consumer_factory = consumer_factory or new_consumer
         ignored = sorted(
             k
             for k in config
@@ -223,7 +223,7 @@ class MirrorClient:
 
     def _admin_client(self) -> _TopicLister:
         if self._admin is None:
-            self._admin = AdminClient(dict(self._admin_config))
+            self._admin = new_admin(self._admin_config)
         return self._admin
 
     def list_topics(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> set[str]:

@@ -33,6 +33,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartit
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
+from connect_runtime.clients.factory import new_admin, new_consumer
 from connect_runtime.clients.log_reader import end_offsets, ignore_error, read_to_end
 from mirror.client.mirror_client import ADMIN_CLIENT_PREFIX, CONSUMER_CLIENT_PREFIX, DEFAULT_TIMEOUT_S, client_config
 from mirror.client.models import Checkpoint, MalformedRecordError, OffsetSync
@@ -79,7 +80,7 @@ def reader_consumer(config: Mapping[str, str], group_id: str = "mirror-translati
     conf.setdefault("group.id", group_id)
     conf.update({"enable.auto.commit": "false", "enable.partition.eof": "true", "auto.offset.reset": "earliest",
                  "fetch.wait.max.ms": "50"})
-    return Consumer(conf)
+    return new_consumer(conf)
 
 
 def read_topic(config: Mapping[str, str], topic: str, timeout_s: float,
@@ -210,7 +211,7 @@ class OffsetTranslator:
     # ---- groups ----
 
     def _admin_of(self, config: Mapping[str, str]) -> AdminClient:
-        return AdminClient(dict(client_config(config, ADMIN_CLIENT_PREFIX)))
+        return new_admin(client_config(config, ADMIN_CLIENT_PREFIX))
 
     def committed(self, config: Mapping[str, str], groups: Iterable[str]) -> dict[str, dict[TP, int]]:
         """Each group's committed offsets on the cluster of ``config`` (one request per group)."""

@@ -34,7 +34,7 @@ def altered(admin: FakeAdminClient) -> list[tuple[str, int, int]]:
 def admin(monkeypatch: pytest.MonkeyPatch) -> FakeAdminClient:
     fake = FakeAdminClient()
     answer_state(fake, ConsumerGroupState.EMPTY)
-    monkeypatch.setattr(failover, "AdminClient", factory_of(fake))
+    monkeypatch.setattr(failover, "new_admin", factory_of(fake))
     return fake
 
 
