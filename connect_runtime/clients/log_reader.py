@@ -13,7 +13,8 @@ Two calls, for the two things callers need:
   reported its end (KafkaBasedLog start and barriers, the marker and checkpoint topics, health reads);
 * :func:`end_offsets` wants only the ends. A partition behind its end is stopped at its first record
   (the fetch that brought it also brought the high watermark) and paused, so it costs one fetch, not a
-  scan of its backlog (backfill planning, health lag, benchmarks).
+  scan of its backlog (health lag, benchmarks); :func:`snapshot_watermarks` adds the log starts with a
+  consumer of its own (backfill planning).
 
 Both assign the partitions themselves, because only a fresh assignment guarantees a fresh
 end-of-partition event, and leave unassigning and closing to the caller, who owns the consumer and
@@ -31,10 +32,13 @@ mirror-client uses kafka-clients, and nothing else of the runtime.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from connect_runtime.clients.factory import new_consumer
 
 #: (topic, partition); a NamedTuple of the same shape (mirror.client's TopicPartition) works as a key.
 PartitionKey = tuple[str, int]
@@ -168,7 +172,8 @@ def end_offsets(consumer: Consumer, positions: Mapping[PartitionKey, int], timeo
             # record, and librdkafka then drops the rest of its queued fetch (a pause bumps the
             # partition's op version) without handing it to Python. With a large batch a probe of
             # partitions far behind their end built ~5,000 Message objects per partition to keep one
-            # (bench/results.md, 2026-11-23 21:00: 40-50k messages and 115-140 ms of CPU per probe).
+            # (bench/results.md, "the health probe's share of the GIL during a copy": 40-50k messages
+            # and 113-141 ms of CPU per probe).
             answered: list[TopicPartition] = []
             for message in consumer.consume(len(pending), min(_WAIT_S, remaining)):
                 error = message.error()
@@ -203,6 +208,41 @@ def end_offsets(consumer: Consumer, positions: Mapping[PartitionKey, int], timeo
         if paused:
             consumer.resume(paused)
     return ends
+
+
+def snapshot_watermarks(consumer_config: Mapping[str, Any], partitions: Iterable[PartitionKey],
+                        timeout_s: float = 60.0) -> dict[PartitionKey, tuple[int, int]]:
+    """(log start, end) per partition, the end taken from a fetch response's high watermark.
+
+    ListOffsets "latest" is wrong on some brokers (Tansu: the last batch's base offset + 1); the fetch
+    high watermark is exact everywhere. Each partition is fetched from its start until it returned one
+    record or its end-of-partition event (:func:`end_offsets`); the
+    log start is the cached (fetch-response) low watermark.
+    """
+    wanted = sorted(set(partitions))
+    if not wanted:
+        return {}
+    consumer = new_consumer({**consumer_config, "group.id": consumer_config.get("group.id", "mm2-backfill-plan"),
+                         "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest",
+                         "allow.auto.create.topics": False,
+                         # small fetch limits make brokers that return whole batches (Tansu) retry for
+                         # seconds; the defaults answer at once. At the end, do not wait for data.
+                         "fetch.wait.max.ms": 10})
+    try:
+        # offset 0 + auto.offset.reset=earliest reaches the log start without a ListOffsets round trip
+        ends = end_offsets(consumer, dict.fromkeys(wanted, 0), timeout_s, on_error=raise_error)
+        if len(ends) < len(wanted):
+            late = sorted(set(wanted) - set(ends))
+            raise TimeoutError(f"no fetch response within {timeout_s}s for {late[:5]}")
+        result = {}
+        for topic, partition in wanted:
+            low, _ = consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
+            if low < 0:  # not reported by the fetch: the log start is exact through ListOffsets
+                low, _ = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            result[(topic, partition)] = (max(0, low), max(0, ends[(topic, partition)]))
+        return result
+    finally:
+        consumer.close()
 
 
 def _key(message: Message) -> PartitionKey:

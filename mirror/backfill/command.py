@@ -17,6 +17,7 @@ from typing import Any
 
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.factory import translate
+from connect_runtime.clients.log_reader import snapshot_watermarks
 from mirror.backfill.copier import ChunkResult, ChunkSpec
 from mirror.backfill.handover import (
     assume_stopped,
@@ -29,7 +30,6 @@ from mirror.backfill.handover import (
 )
 from mirror.backfill.plan import PartitionRange, plan_ranges, waves
 from mirror.backfill.progress import ProgressDisplay, Tracked
-from mirror.backfill.watermarks import snapshot_watermarks
 from mirror.backfill_markers.marker_log import MarkerLog
 from mirror.backfill_markers.markers import BACKFILLING, TopicPartitionT, marker_topic
 from mirror.client.replication_policy import policy_from_config

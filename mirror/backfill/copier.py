@@ -32,7 +32,7 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Kafka
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from connect_runtime.clients.factory import new_consumer, new_producer
-from mirror.backfill.watermarks import snapshot_watermarks
+from connect_runtime.clients.log_reader import snapshot_watermarks
 from mirror.backfill_markers.marker_log import MarkerLog
 from mirror.backfill_markers.markers import BACKFILLING, PartitionMarker
 from mirror.client.models import TopicPartition
