@@ -151,13 +151,14 @@ B.heartbeat.interval.ms = 1000
 
 def _seed_source(bootstrap: str, records: int) -> dict[int, int]:
     """Create the demo topic with data and a consumer group that has read all of it (a caught-up app)."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient
-    from confluent_kafka.cimpl import NewTopic
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False})
+    from connect_runtime.clients.factory import new_admin, new_consumer, new_producer
+
+    admin = new_admin({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False})
     admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITIONS, replication_factor=1)])[TOPIC].result(15)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    producer = new_producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     per_partition = dict.fromkeys(range(PARTITIONS), 0)
     for i in range(records):
         partition = i % PARTITIONS
@@ -169,7 +170,7 @@ def _seed_source(bootstrap: str, records: int) -> dict[int, int]:
     if producer.flush(30) != 0:
         raise RuntimeError("could not write the demo records to cluster A")
     committed = dict(per_partition)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
+    consumer = new_consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
     try:
         consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in committed.items()], asynchronous=False)
     finally:
@@ -179,16 +180,16 @@ def _seed_source(bootstrap: str, records: int) -> dict[int, int]:
 
 def _count(bootstrap: str, topic: str) -> int:
     """Records in a topic, read to the fetch high watermark (exact on any Kafka-compatible broker)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, Message
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka import OFFSET_BEGINNING, Message
 
+    from connect_runtime.clients.factory import new_admin, new_consumer
     from connect_runtime.clients.log_reader import ignore_error, read_to_end
 
-    metadata = AdminClient({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False}).list_topics(
+    metadata = new_admin({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False}).list_topics(
         topic, timeout=10).topics.get(topic)
     if metadata is None or metadata.error is not None:
         return 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirror-quickstart-counter",
+    consumer = new_consumer({"bootstrap.servers": bootstrap, "group.id": "mirror-quickstart-counter",
                          "enable.auto.commit": False, "enable.partition.eof": True})
     count = 0
 
@@ -221,12 +222,13 @@ def _with_a(upstream: set[str]) -> set[str] | None:
 
 
 def _newest_heartbeat(bootstrap: str) -> Any:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message
+    from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message
 
+    from connect_runtime.clients.factory import new_consumer
     from connect_runtime.clients.log_reader import raise_error, read_to_end
     from mirror.client.models import Heartbeat, MalformedRecordError
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirror-quickstart-heartbeats",
+    consumer = new_consumer({"bootstrap.servers": bootstrap, "group.id": "mirror-quickstart-heartbeats",
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "allow.auto.create.topics": False})
     newest = None
@@ -431,12 +433,13 @@ class LiveSummary:
 
     def run(self, stop: threading.Event, alive: Any) -> None:
         """Until ``stop`` is set or ``alive()`` is false: one tick per second."""
-        # Imported here: httpx (~100 ms, with click and rich) and confluent-kafka, which `mirror <command>
-        # --help` should not pay for.
+        # Imported here: httpx (~100 ms, with click and rich) and the client factory (confluent-kafka), which
+        # `mirror <command> --help` should not pay for.
         import httpx
-        from confluent_kafka import Producer
 
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 20}) if self.records_per_s else None
+        from connect_runtime.clients.factory import new_producer
+
+        producer = new_producer({"bootstrap.servers": self.bootstrap, "linger.ms": 20}) if self.records_per_s else None
         tty = sys.stdout.isatty()
         last_line = 0.0
         written = 0

@@ -100,7 +100,7 @@ class LocalBroker:
         return self
 
     def _wait_ready(self, timeout_s: float) -> None:
-        from confluent_kafka.admin import AdminClient
+        from connect_runtime.clients.factory import new_admin
 
         deadline = time.monotonic() + timeout_s
         last: Exception | None = None
@@ -111,7 +111,7 @@ class LocalBroker:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
                     pass
-                admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 2000})
+                admin = new_admin({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 2000})
                 admin.list_topics(timeout=2)
                 return
             except Exception as exc:
