@@ -163,7 +163,7 @@ def run_once(records: int, partitions: int, value_bytes: int, profile: str | Non
     from connect_runtime.runtime.status import RecordingStatusListener
     from connect_runtime.runtime.task.worker_source_task import WorkerSourceTask
     from connect_runtime.storage.memory import MemoryOffsetStore
-    from mirror.source.offset_sync_producer import OffsetSyncProducer
+    from mirror.source.offset_sync_writer import OffsetSyncProducer
     from mirror.source.task import MirrorSourceTask
 
     messages = build_messages(records, partitions, value_bytes, chunk)

@@ -14,7 +14,7 @@ without progress; on resume the records between the recorded remote offset and t
 end are exactly that batch's first records (this copy is the partition's only writer, in order), so
 they are skipped instead of written twice. Acknowledged records feed the same
 :class:`~mirror.source.offset_sync_writer.OffsetSyncWriter` rules and offset-syncs topic as the
-streaming task (through :class:`~mirror.source.offset_sync_producer.OffsetSyncProducer`), so
+streaming task (through :class:`~mirror.source.offset_sync_writer.OffsetSyncProducer`), so
 checkpoints translate group offsets across the backfilled range.
 """
 
@@ -37,8 +37,7 @@ from mirror.backfill_markers.marker_log import MarkerLog
 from mirror.backfill_markers.markers import BACKFILLING, PartitionMarker
 from mirror.client.models import TopicPartition
 from mirror.errors import MirrorError
-from mirror.source.offset_sync_producer import OffsetSyncProducer
-from mirror.source.offset_sync_writer import OffsetSyncWriter
+from mirror.source.offset_sync_writer import OffsetSyncProducer, OffsetSyncWriter
 
 logger = logging.getLogger(__name__)
 

@@ -69,8 +69,7 @@ from mirror.source.backfill_events import BackfillEvents, open_marker_log
 from mirror.source.bulk_copy import RunTag, copy_batch
 from mirror.source.loss_detector import LossDetector
 from mirror.source.offset_map_writer import OffsetMapWriter
-from mirror.source.offset_sync_producer import OffsetSyncProducer
-from mirror.source.offset_sync_writer import OffsetSyncWriter
+from mirror.source.offset_sync_writer import OffsetSyncProducer, OffsetSyncWriter
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from mirror.heartbeat.connector import MirrorHeartbeatConnector
 from mirror.heartbeat.task import MirrorHeartbeatTask
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.offset_map_writer import OffsetMapWriter
-from mirror.source.offset_sync_producer import OffsetSyncProducer
+from mirror.source.offset_sync_writer import OffsetSyncProducer
 from mirror.source.task import MirrorSourceTask
 from tests.support.fakes import FakeConsumer, FakeProducer
 from tests.support.mm2 import flow_config

@@ -24,8 +24,7 @@ from connect_runtime.storage.memory import MemoryOffsetStore
 from mirror.client.models import TopicPartition
 from mirror.client.offset_map import OffsetRun
 from mirror.source.offset_map_writer import OffsetMapWriter
-from mirror.source.offset_sync_producer import OffsetSyncProducer
-from mirror.source.offset_sync_writer import OffsetSyncWriter
+from mirror.source.offset_sync_writer import OffsetSyncProducer, OffsetSyncWriter
 from mirror.source.task import MirrorSourceTask
 from tests.support.fakes import FakeConsumer, FakeProducer
 from tests.support.kafka import wait_until

@@ -177,7 +177,7 @@ def test_a_failed_sync_delivery_frees_its_slot_and_names_the_sync(caplog: pytest
     from confluent_kafka import KafkaError
 
     from mirror.client.models import OffsetSync
-    from mirror.source.offset_sync_producer import OffsetSyncProducer
+    from mirror.source.offset_sync_writer import OffsetSyncProducer
     from tests.support.fakes import FakeProducer
 
     fake = FakeProducer()
