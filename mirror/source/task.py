@@ -19,10 +19,13 @@ off (a partition not seen yet, an offset gap, a regression); what they need of a
 :func:`mirror.source.bulk_copy.copy_batch`, which produces a consumed batch in runs of records.
 
 Backfill handover (docs/backfill.md): when the flow's marker topic exists (a source connector of ours
-creates it), the task records its lifecycle there (:mod:`mirror.source.backfill_events`), leaves out the
-partitions a backfill claimed, and starts a partition whose backfill is done at
-``max(stored offset + 1, backfill end)``. Its config is Java's, key for key, so that a Java node runs it
-and a Java leader rewrites none.
+creates it), the task records its lifecycle there
+(:class:`~mirror.backfill_markers.marker_log.BackfillEvents`), leaves out the partitions a backfill
+claimed, and starts a partition whose backfill is done at ``max(stored offset + 1, backfill end)``. Its
+config is Java's, key for key, so that a Java node runs it and a Java leader rewrites none. The marker
+topic is looked up as the task starts; on a target that cannot be reached the lookup gives up at once
+(:meth:`~mirror.backfill_markers.marker_log.MarkerLog.exists`) and the task copies every partition it
+was given.
 
 Threading: ``stop`` comes from another thread and must not block. The consumer is guarded by a lock:
 ``stop`` closes it at once if no poll is running, otherwise the running poll closes it on its way out.
@@ -57,7 +60,7 @@ from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord, metadata_of
 from connect_runtime.api.task import DurabilityBarrier, SourceTask
 from connect_runtime.clients.factory import learn_leaders, new_consumer, translate
-from mirror.backfill_markers.marker_log import MarkerLog
+from mirror.backfill_markers.marker_log import BackfillEvents, MarkerLog, open_marker_log
 from mirror.backfill_markers.markers import marker_topic, streaming_start
 from mirror.client.models import TopicPartition
 from mirror.client.offset_map import offset_map_topic
@@ -65,7 +68,6 @@ from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import MirrorSourceTaskConfig
 from mirror.connect_offset_keys import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
 from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats, loss_counters
-from mirror.source.backfill_events import BackfillEvents, open_marker_log
 from mirror.source.bulk_copy import RunTag, copy_batch
 from mirror.source.loss_detector import LossDetector
 from mirror.source.offset_map_writer import OffsetMapWriter
