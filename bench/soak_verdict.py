@@ -85,6 +85,9 @@ MIN_PAIRS = 3
 #: stretches whose differences were their start-up (tasks still being handed over), not a trend, and a
 #: slope over so short a span multiplies any such difference into a large "growth".
 MIN_SPAN_S = 300.0
+#: A stretch of fewer samples than this is a node between two levels (tasks still stopping or starting after
+#: a rebalance, a sampler that fell behind on a starved machine), not a level: it is left out.
+MIN_STRETCH_SAMPLES = 2
 
 
 def season(work: Sequence[str]) -> tuple[str, ...]:
@@ -126,7 +129,8 @@ def sen_slope(points: Sequence[tuple[float, float]],
 def stretches(samples: Sequence[Sample], measure: str, events: Sequence[float],
               seasonal: bool) -> tuple[list[tuple[float, float]], list[object]]:
     """The samples cut into stretches: consecutive samples with no fault between them (and the same work,
-    when ``seasonal``), each summed up as (median time, median value), with its season.
+    when ``seasonal``), each of at least :data:`MIN_STRETCH_SAMPLES` summed up as (median time, median value),
+    with its season.
 
     A stretch's median is the level of the node at that work between two faults: a transient sample does
     not move it, and two stretches are always a fault apart, so a leak per fault shows between any two."""
@@ -136,7 +140,7 @@ def stretches(samples: Sequence[Sample], measure: str, events: Sequence[float],
     key: object = None
 
     def close() -> None:
-        if current:
+        if len(current) >= MIN_STRETCH_SAMPLES:
             points.append((statistics.median(s.at_s for s in current),
                            statistics.median(float(getattr(s, measure)) for s in current)))
             seasons.append(key[0] if isinstance(key, tuple) else None)

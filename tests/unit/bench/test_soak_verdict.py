@@ -170,3 +170,26 @@ def test_duplicate_bounds_follow_from_the_flush_interval_and_the_rate() -> None:
     assert bound.for_event("outage", 10.0) == 26000
     assert bound.for_event("outage", 10.0, recovered_s=5.0) == 36000  # commits failed until the flow recovered
     assert bound.for_event("clean", in_flight=120) == 120  # what was in flight at the stop, nothing more
+
+
+def test_a_lone_sample_between_two_works_is_no_level() -> None:
+    """A starved machine (a sample every 35 s, work moving at every rebalance): each work is seen once, with
+    a task still stopping or starting, and the thread counts jump by the 16 threads of a source task with
+    nothing leaking. Single-sample stretches are left out, so the node is not judged rather than failed."""
+    rng = random.Random(3)
+    samples, t = [], 0.0
+    while t < 600:
+        name, threads, fds, clients = rng.choice(WORKS)
+        transient = rng.choice((-16, 0, 16))
+        samples.append(Sample(t, 0, 100, 70.0, threads + transient, fds + 2 * transient, clients, name))
+        t += 35.0
+    (verdict,) = verdict_of(samples, 10)
+    assert not verdict.failed, verdict.line()
+    assert {t.measure for t in verdict.trends if t.growth is None} >= {"threads", "fds"}
+
+
+def test_stretches_need_two_samples() -> None:
+    samples = [Sample(10.0 * k, 0, 100, 70.0, 80, 100, 10, WORKS[0][0]) for k in range(3)]
+    samples.append(Sample(30.0, 0, 100, 70.0, 96, 130, 10, WORKS[1][0]))
+    points, seasons = stretches(samples, "threads", [], seasonal=True)
+    assert points == [(10.0, 80.0)] and seasons == [season(WORKS[0][0])]
