@@ -30,10 +30,10 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    NewTopic,
     ResourcePatternType,
     ResourceType,
 )
-from confluent_kafka.cimpl import NewTopic
 
 from connect_runtime.clients.admin import TopicConfigEntry
 from connect_runtime.clients.factory import new_admin

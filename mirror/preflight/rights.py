@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError
-from confluent_kafka.admin import AclOperation, ResourceType
-from confluent_kafka.cimpl import NewTopic
+from confluent_kafka.admin import AclOperation, NewTopic, ResourceType
 
 from mirror.preflight.authorizer_rules import IMPLIED_BY, allowed, kafka_acls_command, resource_label
 from mirror.preflight.cluster_session import ClusterSession

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.cimpl import NewTopic
+from confluent_kafka.admin import NewTopic
 
 from mirror.client.mirror_client import reader_config
 from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget

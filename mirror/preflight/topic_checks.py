@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 
 from confluent_kafka import KafkaError
-from confluent_kafka.cimpl import NewTopic
+from confluent_kafka.admin import NewTopic
 
 from mirror.filters import load_config_property_filter, load_topic_filter
 from mirror.preflight.cluster_session import ClusterSession
