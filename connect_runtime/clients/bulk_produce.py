@@ -122,7 +122,7 @@ def _binding() -> tuple[Any | None, str]:
         return None, "the C extension is not built (no C compiler when the package was installed)"
     if not hasattr(_bulk_produce, "Gate"):  # a build older than this module (an install not rebuilt)
         return None, "the C extension is older than this package; reinstall the package to rebuild it"
-    cimpl = confluent_kafka.cimpl.__file__
+    cimpl = confluent_kafka.cimpl.__file__  # noqa: TID251  (the file the extension binds to, not an import of it)
     try:
         version = _bulk_produce.bind(cimpl, Producer, Message)
     except (ImportError, TypeError) as exc:
