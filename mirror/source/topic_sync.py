@@ -27,17 +27,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from confluent_kafka import KafkaError
-from confluent_kafka.admin import AclBinding, AclBindingFilter, ConfigSource, ResourcePatternType, ResourceType
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ConfigSource,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from connect_runtime.api.errors import ConnectError
 from connect_runtime.clients.admin import ConfigOp, TopicConfigEntry
 from connect_runtime.clients.errors import kafka_error_of
 from mirror.client.replication_policy import ReplicationPolicy, is_cycle
 from mirror.filters import ConfigPropertyFilter, TopicFilter
-from mirror.source.acl_rules import ANY_TOPIC_ACL, should_replicate_acl, target_acl_binding
 from mirror.source.describe_topics_order import describe_topics_order
 
 logger = logging.getLogger(__name__)
@@ -47,6 +54,25 @@ TopicPartitionT = tuple[str, int]
 DEFAULT_CONFIG = "DEFAULT_CONFIG"
 STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
 
+# None = "any" for name, principal and host; the stubs type them as str although the client takes None.
+_ANY: Any = None
+ANY_TOPIC_ACL = AclBindingFilter(ResourceType.TOPIC, _ANY, ResourcePatternType.ANY, _ANY, _ANY,
+                                 AclOperation.ANY, AclPermissionType.ANY)
+
+
+def should_replicate_acl(binding: AclBinding) -> bool:
+    """Write permissions are never mirrored: only the source's producers may write a topic."""
+    allow = binding.permission_type == AclPermissionType.ALLOW
+    return not (allow and binding.operation == AclOperation.WRITE)
+
+
+def target_acl_binding(binding: AclBinding, remote_topic: str) -> AclBinding:
+    """The same entry on the remote topic; ``ALLOW ALL`` is downgraded to ``ALLOW READ``."""
+    operation = binding.operation
+    if binding.permission_type == AclPermissionType.ALLOW and operation == AclOperation.ALL:
+        operation = AclOperation.READ
+    return AclBinding(ResourceType.TOPIC, remote_topic, ResourcePatternType.LITERAL, binding.principal,
+                      binding.host, operation, binding.permission_type)
 
 
 class SourceAdmin(Protocol):

@@ -26,13 +26,13 @@ from connect_runtime.api.errors import ConnectError
 from connect_runtime.clients.admin import ConfigOp, TopicConfigEntry
 from mirror.client.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 from mirror.filters import DefaultConfigPropertyFilter, DefaultTopicFilter
-from mirror.source.acl_rules import target_acl_binding
 from mirror.source.topic_sync import (
     TopicSync,
     assign_round_robin,
     creation_configs,
     incremental_config_ops,
     should_replicate_topic,
+    target_acl_binding,
 )
 
 
