@@ -1,4 +1,4 @@
-"""End-to-end tests of the MM2 driver: the real ``connect-mirror-maker`` CLI as a subprocess (issue 6).
+"""End-to-end tests of the MM2 driver: the real ``connect-mirror-maker`` CLI as a subprocess.
 
 Every test gives its clusters aliases of its own (``A<uuid8>``...) on the shared session brokers: MM2
 names its internal topics (``mm2-configs.<src>.internal``, ``<src>.heartbeats``...) after the aliases, so
@@ -229,7 +229,7 @@ def test_two_nodes_split_tasks_restart_in_place_and_survive_sigkill(cluster_a: C
                                                                      tmp_path: Path) -> None:
     """Connect's default group settings (10 s sessions, work of a departed node held 5 minutes): a
     rolling restart of one node gives it back its own task and leaves the other's running; a kill -9
-    of a node moves its task within the session timeout, not after five minutes (issue 17)."""
+    of a node moves its task within the session timeout, not after five minutes."""
     a, b = aliases("A", "B")
     prefix = unique("split")
     topic = create_topic(cluster_a.bootstrap, f"{prefix}-1", 2)

@@ -21,7 +21,8 @@ from unittest import mock
 HEAD = "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\nA->B.enabled = true\n"
 FILE = "mm2.properties"
 
-#: (what is written after HEAD, a note on what the user meant). The five keys of issue 26 come first.
+#: (what is written after HEAD, a note on what the user meant). The first five (two guarantees
+#: dropped at the top level, three typos) are the cases the CLI tests check by name.
 TRAPS: list[tuple[str, str]] = [
     ("offset.flush.interval.ms = 1000", "flush every second"),
     ("exactly.once.source.support = enabled", "exactly-once"),

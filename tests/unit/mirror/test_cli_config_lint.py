@@ -1,4 +1,4 @@
-"""``connect-mirror-maker`` / ``mirror run`` / ``mirror config show`` and the file's findings (issue 26).
+"""``connect-mirror-maker`` / ``mirror run`` / ``mirror config show`` and the file's findings.
 
 The real entry points run in-process on small files: a key whose loss weakens a guarantee refuses the
 start with exit 2 and one ``error:`` line per finding (no traceback, the driver never called); warnings

@@ -1,4 +1,4 @@
-"""Every line of mm2.properties accounted for (issue 26): findings with file, line, reason and fix.
+"""Every line of mm2.properties accounted for: findings with file, line, reason and fix.
 
 Unit tests of :mod:`mirror.maker.config_lint` on small files (each kind of finding, with its line),
 the real Kafka keys that must never be taken for typos, the sample files that must produce no finding,

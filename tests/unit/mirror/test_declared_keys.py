@@ -14,7 +14,7 @@ decision here fails ``test_every_declared_key_is_decided``. Each decision is the
   client factory (``connect_runtime/clients/factory.py``): each ``ssl.*`` / ``sasl.*`` key is mapped or its
   value refused, key by key, in ``connect_runtime/clients/security_keys.py``, tested in
   ``test_security_key_decisions.py``.
-* ``Owned(why)``: a key whose behaviour another part of issue 16 builds (REST safety, error tolerance);
+* ``Owned(why)``: a key whose behaviour another part of the runtime builds (REST safety, error tolerance);
   listed so that the table stays complete, with the owner named.
 """
 
@@ -54,7 +54,7 @@ class Owned:
 
 
 CLIENT = "client"
-REST = Owned("REST safety helper of issue 16 (item 4): internal endpoints, CORS, response headers")
+REST = Owned("the REST server's safety settings (connect_runtime/rest): internal endpoints, CORS, response headers")
 
 WORKER: dict[str, Works | Refused | Owned | str] = {
     "group.id": Works("connect_runtime/runtime/distributed/assembly.py", "config.group_id"),
@@ -210,7 +210,7 @@ DEFS: dict[str, tuple[ConfigDef, dict[str, Works | Refused | Owned | str]]] = {
 }
 
 
-#: The REST listener's security keys, the same in the worker config and mm2.properties (issue 16 item 4).
+#: The REST listener's security keys, the same in the worker config and mm2.properties.
 REST_SECURITY: dict[str, Works | Refused | Owned | str] = {
     "rest.extension.classes": Works("connect_runtime/rest/security.py", "rc.REST_EXTENSION_CLASSES"),
     "rest.basic.auth.jaas.config": Works("connect_runtime/rest/security.py", "rc.REST_BASIC_AUTH_JAAS_CONFIG"),
@@ -369,7 +369,7 @@ class CountingAdmin(TopicAdmin):
 
 
 def test_transforms_set_per_flow_reach_the_connectors_and_validate(tmp_path: Path) -> None:
-    """``A->B.transforms`` and its keys reach the flow's connector configs, as in Java MM2 (issue 19)."""
+    """``A->B.transforms`` and its keys reach the flow's connector configs, as in Java MM2."""
     config = _file(tmp_path, "A->B.transforms = dropTombstones",
                    "A->B.transforms.dropTombstones.type = org.apache.kafka.connect.transforms.Filter",
                    "A->B.transforms.dropTombstones.predicate = isTombstone", "A->B.predicates = isTombstone",

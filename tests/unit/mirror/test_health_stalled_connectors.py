@@ -1,4 +1,4 @@
-"""``mirror status`` reports a node that cannot do its part (issue 26): a RUNNING connector status with a
+"""``mirror status`` reports a node that cannot do its part: a RUNNING connector status with a
 trace in the flow's status topic (written by connect_runtime/runtime/leader/stalled_handoffs.py) makes the flow
 degraded, naming the connector, its node and the reason; the connector's next status clears it."""
 

@@ -1,11 +1,11 @@
-"""Start-up imports: what the entry points import before they do any work (issue 18, start-up).
+"""Start-up imports: what the entry points import before they do any work.
 
 Importing is most of the ~1 s between spawning ``connect-mirror-maker`` and its first log line, so the
 modules that only optional features need are imported where those features run: pyjks/cryptography
 (a JKS, PKCS12 or PEM store is configured), httpx (a follower forwards to the leader; the quickstart's
 live summary), and for the ``mirror`` command everything its subcommands need only when they run.
 These tests guard that without timing anything: a fresh interpreter imports the entry point and
-reports which of those packages ended up in ``sys.modules``. The figures are in the issue note.
+reports which of those packages ended up in ``sys.modules``.
 """
 
 from __future__ import annotations
