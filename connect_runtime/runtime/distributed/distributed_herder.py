@@ -13,9 +13,7 @@ It starts the stores, joins the group, then loops over :meth:`DistributedHerder.
 
 Each request a REST caller makes that changes state (create, update or delete a connector, restart, pause,
 resume, stop, write task configs a follower sent, fence zombies, alter or reset offsets) is submitted to the
-tick thread and runs there against a consistent snapshot; writes to the config topic are the leader's,
-fenced against stale leaders; a restart of an instance runs where it is assigned (NotAssignedError with the
-owner's URL otherwise, which the REST layer forwards to).
+tick thread and runs there against a consistent snapshot.
 
 Reads (statuses, configs, offsets) are served from the stores directly
 (:class:`~connect_runtime.runtime.distributed.abstract_herder.AbstractHerder`): they are thread-safe and any worker
@@ -61,7 +59,7 @@ from connect_runtime.logging_context import carry_context
 from connect_runtime.runtime.coordination.membership import Assignment, GroupMembership
 from connect_runtime.runtime.distributed.abstract_herder import AbstractHerder
 from connect_runtime.runtime.distributed.local_work import LocalWork
-from connect_runtime.runtime.distributed.restarts import apply_restart, owner_url, restart_plan, restarting_view
+from connect_runtime.runtime.distributed.restarts import RestartPlan, apply_restart, owner_url
 from connect_runtime.runtime.distributed.startup_narrator import StartupNarrator
 from connect_runtime.runtime.distributed.task_reconfiguration import TaskReconfiguration
 from connect_runtime.runtime.distributed.tick_executor import TickExecutor
@@ -506,9 +504,9 @@ class DistributedHerder(AbstractHerder):
             self._leader.require_leader("restart a connector")
             current = self.connector_status(name)
             request = RestartRequest(name, include_tasks, only_failed)
-            restart_connector, tasks = restart_plan(self._status_store, self._snapshot, request)
+            plan = RestartPlan.of(self._status_store, self._snapshot, request)
             self._leader.write(lambda: self._config_store.put_restart_request(request))
-            return restarting_view(current, restart_connector, tasks)
+            return plan.restarting_view(current)
 
         return self._ticks.submit(restart)
 

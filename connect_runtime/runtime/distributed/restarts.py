@@ -1,15 +1,16 @@
-"""Restart requests (``POST /connectors/<c>/restart``): which instances one restarts, the 202 body, how
-a worker applies one to what it runs, and where a restart of work running elsewhere is forwarded.
+"""Restart requests (``POST /connectors/<c>/restart``): which instances one restarts (:class:`RestartPlan`),
+the 202 body, how a worker applies one to what it runs, and where a restart of work running elsewhere is
+forwarded.
 
 A restart with ``include_tasks`` or ``only_failed`` is written to the config topic by the leader and
 applied by every worker to what it runs, so each worker computes the same plan from the status
-store (Java's ``RestartPlan``).
+store.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 from connect_runtime.api.errors import ConflictError
 from connect_runtime.lifecycle import ConnectorTaskId, State
@@ -23,31 +24,38 @@ from connect_runtime.storage.status_store import KafkaStatusStore
 logger = logging.getLogger(__name__)
 
 
-def restart_plan(statuses: KafkaStatusStore, snapshot: ClusterConfigState,
-                 request: RestartRequest) -> tuple[bool, list[ConnectorTaskId]]:
-    """Which of the connector and its tasks a request restarts (Java's ``RestartPlan``): all of them,
-    or with ``only_failed`` those whose current status is FAILED; tasks only with ``include_tasks``."""
-    status = statuses.get(request.connector)
-    restart_connector = not request.only_failed or (status is not None and status.state is State.FAILED)
-    tasks: list[ConnectorTaskId] = []
-    if request.include_tasks:
-        for task in snapshot.tasks(request.connector):
-            task_status = statuses.get_task(task.connector, task.task)
-            if not request.only_failed or (task_status is not None and task_status.state is State.FAILED):
-                tasks.append(task)
-    return restart_connector, tasks
+@dataclass(frozen=True, slots=True)
+class RestartPlan:
+    """Which of a connector and its tasks a restart request restarts (Java's ``RestartPlan``)."""
 
+    request: RestartRequest
+    restart_connector: bool
+    tasks: tuple[ConnectorTaskId, ...]
 
-def restarting_view(current: ConnectorStateInfo, restart_connector: bool,
-                    tasks: Sequence[ConnectorTaskId]) -> ConnectorStateInfo:
-    """The 202 body of a restart: what will restart is shown as RESTARTING, the rest as it is."""
-    restarting = {t.task for t in tasks}
-    return ConnectorStateInfo(
-        current.name, State.RESTARTING if restart_connector else current.connector_state,
-        current.connector_worker_id,
-        [TaskStateInfo(t.id, State.RESTARTING if t.id in restarting else t.state, t.worker_id,
-                       None if t.id in restarting else t.trace) for t in current.tasks],
-        current.type, None if restart_connector else current.connector_trace)
+    @classmethod
+    def of(cls, statuses: KafkaStatusStore, snapshot: ClusterConfigState, request: RestartRequest) -> RestartPlan:
+        """All of them, or with ``only_failed`` those whose current status is FAILED; tasks only with
+        ``include_tasks``."""
+        status = statuses.get(request.connector)
+        restart_connector = not request.only_failed or (status is not None and status.state is State.FAILED)
+        tasks: list[ConnectorTaskId] = []
+        if request.include_tasks:
+            for task in snapshot.tasks(request.connector):
+                task_status = statuses.get_task(task.connector, task.task)
+                if not request.only_failed or (task_status is not None and task_status.state is State.FAILED):
+                    tasks.append(task)
+        return cls(request, restart_connector, tuple(tasks))
+
+    def restarting_view(self, current: ConnectorStateInfo) -> ConnectorStateInfo:
+        """The 202 body of a restart (Java's ``restartConnectorStateInfo``): what will restart is shown as
+        RESTARTING, the rest as it is."""
+        restarting = {t.task for t in self.tasks}
+        return ConnectorStateInfo(
+            current.name, State.RESTARTING if self.restart_connector else current.connector_state,
+            current.connector_worker_id,
+            [TaskStateInfo(t.id, State.RESTARTING if t.id in restarting else t.state, t.worker_id,
+                           None if t.id in restarting else t.trace) for t in current.tasks],
+            current.type, None if self.restart_connector else current.connector_trace)
 
 
 def apply_restart(request: RestartRequest, snapshot: ClusterConfigState, statuses: KafkaStatusStore,
@@ -56,9 +64,9 @@ def apply_restart(request: RestartRequest, snapshot: ClusterConfigState, statuse
     was stopped (the caller then reconciles, which starts it again)."""
     if not snapshot.contains(request.connector):
         return False
-    restart_connector, tasks = restart_plan(statuses, snapshot, request)
-    restart_connector = restart_connector and work.runs_connector(request.connector)
-    local_tasks = [t for t in tasks if work.runs_task(t)]
+    plan = RestartPlan.of(statuses, snapshot, request)
+    restart_connector = plan.restart_connector and work.runs_connector(request.connector)
+    local_tasks = [t for t in plan.tasks if work.runs_task(t)]
     if not restart_connector and not local_tasks:
         return False
     logger.info("Restarting connector %s%s and %d task(s)", request.connector,
