@@ -9,9 +9,13 @@ hook's signature but stops calling it, or calls it differently, fails here:
 * ``_do_join_and_sync_async``: an exchange that finished while nobody was waiting is kept for the next
   poll, so a member polling with a zero timeout joins (without it, each poll starts a new JoinGroup).
 
-The two response hooks (``_process_sync_group_response``, ``_handle_heartbeat_response``: the send time
-for the session lease) are timed against Apache Kafka, whose coordinator holds a SyncGroup the way the
-lease relies on.
+* ``_process_sync_group_response`` and ``_handle_heartbeat_response``: the broker still counted this
+  member as of the request's *send* time, which the session lease is measured from; shown through a
+  proxy that delays every byte, so the time a response arrives is well after its request was sent.
+
+The other case of ``_process_sync_group_response`` (a SyncGroup answered REBALANCE_IN_PROGRESS confirms
+at its arrival: Kafka's coordinator holds such a SyncGroup until another member's JoinGroup) needs
+Apache Kafka's coordinator and is not tested here.
 
 Tansu holds every JoinGroup for session.timeout.ms / 2 (docs/tansu.md), so the session is short here.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 
@@ -30,8 +35,10 @@ from connect_runtime.clients.group_client import (
     KafkaPythonCoordinator,
     group_client_config,
 )
+from mirror.local.broker import LocalBroker, free_port
 from tests.conftest import Cluster
 from tests.support.kafka import unique
+from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.integration
 
@@ -43,19 +50,21 @@ PROTOCOL = "hooks"
 class Member:
     """One group member built as a worker builds it, recording what the hooks passed to its callbacks."""
 
-    def __init__(self, cluster: Cluster, group: str, name: str) -> None:
+    def __init__(self, cluster: Cluster | str, group: str, name: str) -> None:
         self.name = name
         self.metadata = f"metadata-of-{name}".encode()
         self.lock = threading.Lock()
         self.assigned: list[tuple[str, int, dict[str, bytes]]] = []  # (leader, generation, members' metadata)
         self.joins: list[tuple[int, str, bytes]] = []  # (generation, member id, assignment)
         self.join_requests = 0  # JoinGroup exchanges started (join_in_flight with a send time)
+        self.confirmations: list[tuple[float, float, int]] = []  # (as of, when told, joins by then)
         callbacks = CoordinatorCallbacks(metadata=self._metadata, assign=self._assign, joined=self._joined,
-                                         join_in_flight=self._in_flight, confirmed=lambda _at: None,
+                                         join_in_flight=self._in_flight, confirmed=self._confirmed,
                                          changed=lambda: None)
         settings = CoordinatorSettings(group, SESSION_MS, 1000, 30_000, retry_backoff_ms=100,
                                        request_timeout_ms=30_000)
-        config = group_client_config({"bootstrap.servers": cluster.bootstrap, "client.id": f"hooks-{name}"})
+        bootstrap = cluster if isinstance(cluster, str) else cluster.bootstrap
+        config = group_client_config({"bootstrap.servers": bootstrap, "client.id": f"hooks-{name}"})
         self.client = KafkaPythonCoordinator.connect(config, settings, PROTOCOL_TYPE, PROTOCOL, callbacks, 30)
 
     def _metadata(self, _generation_lost: bool) -> bytes:
@@ -74,6 +83,10 @@ class Member:
         if sent_at is not None:
             with self.lock:
                 self.join_requests += 1
+
+    def _confirmed(self, at: float) -> None:
+        with self.lock:
+            self.confirmations.append((at, time.monotonic(), len(self.joins)))
 
     def close(self) -> None:
         try:
@@ -138,3 +151,35 @@ def test_a_member_polling_with_a_zero_timeout_joins_with_the_exchange_that_finis
         assert [call[1] for call in member.assigned] == [generation]
     finally:
         member.close()
+
+
+DELAY_S = 0.5
+
+
+def test_sync_group_and_heartbeat_responses_confirm_the_member_as_of_the_requests_send_time(
+        tmp_path: Path) -> None:
+    """Every byte is held DELAY_S each way, so a response arrives at least 2 x DELAY_S after its request
+    left: a confirmation dated at the arrival would be told at once, one dated at the send that late."""
+    port = free_port()
+    with TcpProxy(port) as proxy:
+        broker = LocalBroker(name="hooks", port=port, advertised_port=proxy.port, log_dir=tmp_path).start()
+        try:
+            proxy.delay(DELAY_S)
+            member = Member(f"127.0.0.1:{proxy.port}", unique("hooks-lease"), "lease")
+            try:
+                assert member.client.ensure_active_group(60)
+                sync = [c for c in member.confirmations if c[2] == 0]  # told before the join completed
+                assert sync, "no SyncGroup confirmation"
+                deadline = time.monotonic() + 30
+                while len([c for c in member.confirmations if c[2] == 1]) < 3:
+                    member.client.poll_heartbeat()
+                    assert time.monotonic() < deadline, member.confirmations
+                    time.sleep(0.1)
+                heartbeats = [c for c in member.confirmations if c[2] == 1]
+                for at, told, _ in sync + heartbeats:
+                    assert told - at >= 2 * DELAY_S * 0.9, (sync, heartbeats)
+            finally:
+                member.close()
+        finally:
+            proxy.delay(0)
+            broker.stop()
