@@ -15,7 +15,7 @@ hook's signature but stops calling it, or calls it differently, fails here:
 
 The other case of ``_process_sync_group_response`` (a SyncGroup answered REBALANCE_IN_PROGRESS confirms
 at its arrival: Kafka's coordinator holds such a SyncGroup until another member's JoinGroup) needs
-Apache Kafka's coordinator and is not tested here.
+Apache Kafka's coordinator: tests/kafka/test_kafka_group_client_hooks.py.
 
 Tansu holds every JoinGroup for session.timeout.ms / 2 (docs/tansu.md), so the session is short here.
 """
