@@ -103,6 +103,11 @@ EXPECTED_JAVA_ERRORS: tuple[tuple[str, str], ...] = (
      "node is still in the connector's start: reading the offsets topic, then listing, describing and creating "
      "topics (6 to 7 s on two loaded cores), which the stop waits behind. Java then abandons the instance and "
      "its new owner starts one; no record or offset goes through a connector"),
+    ("Failed to start connector 'MirrorSourceConnector' .*Could not begin changing connector state to STARTED as "
+     "the connector has been scheduled for shutdown",
+     "the same revocation a moment earlier, while the connector was still in WorkerConnector.initialize (its "
+     "offset store reading the offsets topic): WorkerConnector.doShutdown fails the pending transition to "
+     "STARTED and DistributedHerder.startConnector's callback logs it; the new owner starts the connector"),
 )
 Node = JavaMirrorMaker | MirrorMakerProcess
 
@@ -335,12 +340,29 @@ def _settled(fleet: Fleet, reader: Reader, since_ms: float, newcomer: int | None
 
 
 def _java_errors(fleet: Fleet, since_ms: float) -> tuple[list[str], list[str]]:
-    """Java ERROR lines logged since ``since_ms``: (those not in :data:`EXPECTED_JAVA_ERRORS`, every one)."""
+    """Java ERROR lines logged since ``since_ms``, each with its exception's causes (:func:`_error_entries`):
+    (those not in :data:`EXPECTED_JAVA_ERRORS`, every one)."""
     logged = []
     for node in fleet.every_node():
         if isinstance(node, JavaMirrorMaker):
-            logged += [f"{node.log.name}: {line}" for line in node.errors() if _logged_ms(line) >= since_ms]
+            logged += [f"{node.log.name}: {entry}" for entry in _error_entries(node.log_text())
+                       if _logged_ms(entry) >= since_ms]
     return [line for line in logged if not any(re.search(p, line) for p, _ in EXPECTED_JAVA_ERRORS)], logged
+
+
+def _error_entries(log: str) -> list[str]:
+    """Each ERROR line of a Java log followed by the message lines of the exception it logged (its own and each
+    ``Caused by:``, joined with `` | ``; no stack frame), so that an expected error is told by its cause too."""
+    entries: list[list[str]] = []
+    current: list[str] | None = None
+    for line in log.splitlines():
+        if line.startswith("["):
+            current = [line] if "] ERROR " in line else None
+            if current is not None:
+                entries.append(current)
+        elif current is not None and line.strip() and not line.startswith(("\t", " ")):
+            current.append(line)
+    return [" | ".join(entry) for entry in entries]
 
 
 def _logged_ms(line: str) -> float:
