@@ -47,7 +47,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load the file as the driver does (its refusals exit 2), then check every flow against its clusters."""
     from mirror.config.mirror_maker_config import MirrorMakerConfig
-    from mirror.maker.config_lint import FileRefused, check
+    from mirror.maker.config_check import NOTICE, check_mm2_properties
     from mirror.preflight.findings import CONFIG, Report, Severity
     from mirror.preflight.runner import preflight
 
@@ -57,15 +57,12 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger("librdkafka").setLevel(logging.CRITICAL)
     clusters = split_clusters(args.clusters)
     config = MirrorMakerConfig.from_file(args.config)
-    findings, refused, notices = check(config, clusters, strict=bool(args.strict))
-    if refused:
-        raise FileRefused([str(f) for f in refused])
+    checked = check_mm2_properties(config, clusters, strict=bool(args.strict))
+    checked.raise_if_refused()
     report = Report()
-    for finding in findings:
-        report.add(Severity.WARNING, CONFIG, None, None, str(finding))
-    for notice in notices:
-        report.add(Severity.NOTE, CONFIG, None, None, notice)
-    preflight(config, config.herder_pairs(clusters), report, timeout_s=args.timeout)
+    for finding in checked.findings:  # what is left once nothing refuses: warnings and notices
+        report.add(Severity.NOTE if finding.severity is NOTICE else Severity.WARNING, CONFIG, None, None, str(finding))
+    preflight(config, checked.pairs, report, timeout_s=args.timeout)
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:

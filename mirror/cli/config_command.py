@@ -4,10 +4,11 @@
 connector configs of each pair), so an operator can check precedence before starting anything: the
 file's findings first (:mod:`mirror.maker.config_lint`: every key MM2 would not apply where it is
 written), then per herder its effective settings and where each value came from
-(:mod:`mirror.maker.provenance`). It validates as the herders will (:mod:`mirror.maker.validation`: the
-connectors' own validation and the client override policy included), so a file a herder would refuse
-fails here with exit 2; a file ``connect-mirror-maker`` would refuse for its findings is printed, its
-refusals repeated on stderr, and exits 2 too. Secrets
+(:mod:`mirror.maker.provenance`). It checks the file as the driver does
+(:func:`mirror.maker.config_check.check_mm2_properties`: its structure, and what the herders would refuse,
+the connectors' own validation and the client override policy included), so a file whose structure or
+herders fail fails here with exit 2 and every refusal on its own line; a file ``connect-mirror-maker``
+would refuse only for its lines is printed, its refusals repeated on stderr, and exits 2 too. Secrets
 print as ``[hidden]`` and ``${provider:...}`` placeholders are shown unresolved, so the output is safe to
 paste into a ticket. ``docs`` renders the ConfigDefs, so the reference cannot drift from the code.
 """
@@ -49,13 +50,14 @@ def describe(config: MirrorMakerConfig, clusters: list[str] | None, strict: bool
     that would refuse the start (ConfigError if a herder would refuse the file)."""
     from connect_runtime.api.config import redact
     from mirror.config.mirror_maker_config import CONNECTOR_CLASSES, connector_simple_name
-    from mirror.maker.config_lint import check
+    from mirror.maker.config_check import LINT, check_mm2_properties
     from mirror.maker.provenance import flow_settings, worker_settings
 
-    findings, refused, notices = check(config, clusters, strict=strict, resolve_providers=False)
-    pairs = config.herder_pairs(clusters)
+    report = check_mm2_properties(config, clusters, strict=strict, resolve_providers=False)
+    if any(f.stage != LINT for f in report.refused()):  # no view to show of a file the driver cannot build
+        report.raise_if_refused()
     herders = []
-    for pair in pairs:
+    for pair in report.pairs:
         connectors = {connector_simple_name(cls): redact(dict(sorted(
             config.connector_base_config(pair, cls).items()))) for cls in CONNECTOR_CLASSES}
         herders.append({
@@ -65,8 +67,7 @@ def describe(config: MirrorMakerConfig, clusters: list[str] | None, strict: bool
             "worker": redact(dict(sorted(config.worker_config(pair, resolve_providers=False).items()))),
             "connectors": connectors,
         })
-    return {"file": config.source_name, "clusters": config.clusters, "herders": herders, "notices": notices,
-            "findings": [f.as_dict() for f in findings], "refused": [str(f) for f in refused]}
+    return {"file": config.source_name, "clusters": config.clusters, "herders": herders, **report.as_dict()}
 
 
 def render_text(view: dict[str, Any]) -> str:

@@ -89,22 +89,18 @@ def add_parser(subparsers: Any) -> None:
 def load_config(path: str, clusters: list[str] | None, strict: bool = False) -> MirrorMakerConfig:
     """Load and fully validate ``mm2.properties`` for the given ``--clusters`` (ConfigError if bad).
 
-    Fully: every line is checked against the level MM2 reads it at (:mod:`mirror.maker.config_lint`:
-    its warnings are logged, its errors, or with ``strict`` its warnings, refuse the file), and what each
-    herder would refuse (worker keys, the connectors' own validation, the client override policy, see
-    :mod:`mirror.maker.validation`).
+    Fully: every stage of :func:`mirror.maker.config_check.check_mm2_properties`, i.e. every line against
+    the level MM2 reads it at, the file's structure, and what each herder would refuse (worker keys, the
+    connectors' own validation, the client override policy). Its errors, or with ``strict`` its warnings,
+    refuse the file, every one on its own line; the rest are logged.
     """
     from mirror.config.mirror_maker_config import MirrorMakerConfig  # imported by run() first, with the driver
-    from mirror.maker.config_lint import FileRefused, check
+    from mirror.maker.config_check import check_mm2_properties
 
     config = MirrorMakerConfig.from_file(path)
-    findings, refused, notices = check(config, clusters, strict=strict)
-    if refused:
-        raise FileRefused([str(f) for f in refused])
-    for finding in findings:
-        logger.warning("%s", finding)
-    for notice in notices:
-        logger.warning("%s", notice)
+    report = check_mm2_properties(config, clusters, strict=strict)
+    report.raise_if_refused()
+    report.log(logger)
     return config
 
 

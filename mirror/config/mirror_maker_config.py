@@ -7,9 +7,8 @@ quirks included (the heartbeat-only reverse herder, the untrimmed ``A->B.enabled
 
 Where Java silently ignores a mistake that would leave replication quietly broken (an undeclared alias
 in ``--clusters``, a cluster in use without ``bootstrap.servers``),
-:func:`mirror.config.mirror_maker_checks.validate_mirror_maker_config` reports it instead, pointing at
-``file:line``; a key written where MM2 does not read it is found by
-:mod:`mirror.maker.config_lint`.
+:func:`mirror.maker.config_check.check_mm2_properties` reports it instead, pointing at
+``file:line``, as it reports a key written where MM2 does not read it.
 """
 
 from __future__ import annotations
@@ -168,8 +167,8 @@ class MirrorMakerConfig:
 
     ``props`` are the raw strings of ``mm2.properties``; pass the :class:`PropertiesFile` itself so that
     errors can name ``file:line``. Construction parses the driver keys and builds the config
-    providers; :func:`~mirror.config.mirror_maker_checks.validate_mirror_maker_config` checks everything a
-    run would need.
+    providers; :func:`mirror.maker.config_check.check_mm2_properties` checks everything a run would
+    need.
     """
 
     CONFIG_DEF = CONFIG_DEF

@@ -7,7 +7,7 @@ we configured and Java's leader finds our stored configs equal to its own. Secre
 topic in clear: a value taken from a config provider (``${file:...}``, ``${env:...}``) is stored as that
 reference, which each node, Java's included, resolves itself; a literal secret there would be stored in
 clear, so the file is refused at start naming the key (:func:`literal_secret`, checked by
-``mirror_maker_checks``), and the fix is a provider.
+:mod:`mirror.maker.config_check`), and the fix is a provider.
 
 ``configs.topic.compatibility = python`` stores each secret as ``${mm2:<mm2.properties key>}`` instead, in
 Kafka's config-provider syntax, and every node of ours resolves it from its *own* file through

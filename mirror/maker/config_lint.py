@@ -1,10 +1,11 @@
-"""Every line of ``mm2.properties`` accounted for: a key MM2 would not apply where it is written is named.
+"""Stage 1 of the ``mm2.properties`` pipeline: every line against the level MM2 reads it at.
 
 Java MM2 silently drops a key written at a level where it does not read it (a worker key at the top
 level, a connector key per cluster, a typo), so a user who asks for exactly-once at the top level gets
 at-least-once without a word. :func:`lint` reads the file line by line against the levels of
 :mod:`mirror.maker.key_catalog` and returns every finding at once, each one line naming file, line,
-reason and fix:
+reason and fix (:class:`~mirror.maker.config_check.Finding`, which the later stages of
+:func:`~mirror.maker.config_check.check_mm2_properties` return too):
 
 * **error** — a key whose loss weakens a guarantee (exactly-once, a flush or commit setting, a security
   key, ``enabled``) at a level where MM2 does not apply it: the start is refused (exit 2);
@@ -13,65 +14,35 @@ reason and fix:
 * one **warning** listing the Java client keys librdkafka has no equivalent for (never fatal, even
   strict: the key is valid Kafka, and the file may be shared with Java nodes).
 
-``--strict`` or ``config.strict = true`` makes every other warning refuse the start too.
+``--strict`` or ``config.strict = true`` makes every other warning refuse the start too
+(:func:`~mirror.maker.config_check.refusals`).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.secrets import is_sensitive_key
 from connect_runtime.clients.factory import ClientKind
 from mirror.config.mirror_maker_config import (
     SOURCE_CONNECTOR_CLASS,
-    STRICT,
     MirrorMakerConfig,
     SourceAndTarget,
     parse_boolean,
 )
-from mirror.errors import MirrorError
 from mirror.maker import key_catalog as kc
+from mirror.maker.config_check import ERROR, LINT, WARNING, Finding, Severity
 
-ERROR = "error"
-WARNING = "warning"
 _DOCS = "docs/configuration.md"
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One line of the file MM2 would not apply as written: where, how bad, why and what to write."""
-
-    severity: str
-    kind: str
-    file: str
-    line: int | None
-    key: str | None
-    message: str
-    strict_exempt: bool = False
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"
-
-    def as_dict(self) -> dict[str, object]:
-        return {**asdict(self), "text": str(self)}
-
-
-@dataclass(frozen=True)
 class _Issue:
-    severity: str
+    severity: Severity
     kind: str
     message: str
-
-
-class FileRefused(ConfigError, MirrorError):
-    """The file is refused: one ``file:line: reason; fix`` line per finding (the CLI prints each)."""
-
-    def __init__(self, lines: list[str]) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = lines
 
 
 _NO_EQUIVALENT = _Issue(WARNING, "no-librdkafka-equivalent", "")
@@ -123,7 +94,7 @@ def lint(config: MirrorMakerConfig) -> list[Finding]:
     for key, line in entries:
         last = source.line_of(key) if source else None
         if source and last != line:
-            findings.append(Finding(WARNING, "duplicate", config.source_name, line, key,
+            findings.append(Finding(WARNING, LINT, "duplicate", config.source_name, line, key, None,
                                     f"{key} is set again on line {last}, which wins: this line has no effect; "
                                     f"delete one of the two"))
             continue
@@ -131,23 +102,14 @@ def lint(config: MirrorMakerConfig) -> list[Finding]:
         if issue is _NO_EQUIVALENT:
             no_equivalent.append(f"{key} (line {line})" if line else key)
         elif issue is not None:
-            findings.append(Finding(issue.severity, issue.kind, config.source_name, line, key, issue.message))
+            findings.append(Finding(issue.severity, LINT, issue.kind, config.source_name, line, key, None,
+                                    issue.message))
     if no_equivalent:
         findings.append(Finding(
-            WARNING, "no-librdkafka-equivalent", config.source_name, None, None,
+            WARNING, LINT, "no-librdkafka-equivalent", config.source_name, None, None, None,
             f"Java client keys librdkafka has no equivalent for are not applied: {', '.join(no_equivalent)}; "
             f"the rest of each client's settings apply (see {_DOCS})", strict_exempt=True))
     return findings
-
-
-def is_strict(config: MirrorMakerConfig, flag: bool) -> bool:
-    """``--strict`` or ``config.strict = true`` in the file."""
-    return flag or bool(config.get(STRICT))
-
-
-def refusals(findings: Iterable[Finding], strict: bool) -> list[Finding]:
-    """The findings that refuse the start: errors, and with ``strict`` every warning not exempt."""
-    return [f for f in findings if f.severity == ERROR or (strict and not f.strict_exempt)]
 
 
 # ---- the three levels ----
@@ -336,21 +298,3 @@ _TOP_CANDIDATES = sorted(k for k in kc.DRIVER | kc.CONNECTOR | kc.CONNECTION | k
                          if kc.applies_at_top_level(k))
 _CLUSTER_CANDIDATES = sorted(kc.CONNECTION | kc.WORKER_USED)
 _FLOW_CANDIDATES = sorted(kc.CONNECTOR)
-
-
-def check(config: MirrorMakerConfig, clusters: Iterable[str] | None, *, strict: bool,
-          resolve_providers: bool = True) -> tuple[list[Finding], list[Finding], list[str]]:
-    """:func:`lint`, then what the herders would refuse (:func:`~mirror.maker.validation.validate_flows`).
-
-    Returns (every finding, the ones that refuse the start, the validation notices). A validation error
-    raises :class:`FileRefused` naming the refused findings too, so one run shows every problem.
-    """
-    from mirror.maker.validation import validate_flows
-
-    findings = lint(config)
-    refused = refusals(findings, is_strict(config, strict))
-    try:
-        notices = validate_flows(config, clusters, resolve_providers=resolve_providers)
-    except ConfigError as exc:
-        raise FileRefused([*(str(f) for f in refused), str(exc)]) from exc
-    return findings, refused, notices

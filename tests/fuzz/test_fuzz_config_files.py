@@ -7,6 +7,8 @@ not even UTF-8. Whatever the file, the command answers with exit 0 (a valid file
 ``error: ...`` line per finding, each naming the file, never a traceback and never exit 1 (an exception nobody mapped to
 a message: a bug). ``connect-mirror-maker`` runs in-process up to the replication driver, whose ``run``
 is replaced by a recorder: the fuzzed part is everything before the driver connects to a cluster.
+:func:`~mirror.maker.config_check.check_mm2_properties` itself, on every file that loads, never raises,
+and refuses the file exactly when it has a refusal.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from connect_runtime.api.errors import ConfigError
 from mirror.cli import connect_mirror_maker
 from mirror.cli import main as mirror_main
 from mirror.config import checkpoint, heartbeat, mirror_maker_config, source
 from mirror.maker import mirror_maker
+from mirror.maker.config_check import FileRefused, check_mm2_properties
 from tests.support.fuzz import fuzz_settings, timeout_s
 
 pytestmark = pytest.mark.timeout(timeout_s())
@@ -151,3 +155,24 @@ def test_config_show_answers_any_file(data: bytes, flags: list[str], as_json: bo
     check_answer(code, captured.err, path)
     if code == 0:
         assert captured.out
+
+
+@fuzz_settings()
+@given(data=properties_files(), flags=cluster_flags, strict=st.booleans(), resolve_providers=st.booleans())
+def test_the_check_never_raises_and_refuses_exactly_its_refusals(data: bytes, flags: list[str], strict: bool,
+                                                                  resolve_providers: bool, tmp_path: Path) -> None:
+    path = tmp_path / "mm2.properties"
+    path.write_bytes(data)
+    try:
+        config = mirror_maker_config.MirrorMakerConfig.from_file(str(path))
+    except ConfigError:
+        return  # not even a file to check (unreadable, no clusters...): the CLI tests above cover its line
+    report = check_mm2_properties(config, flags[1:] or None, strict=strict, resolve_providers=resolve_providers)
+    event(f"{len(report.refused())} refusal(s)")
+    try:
+        report.raise_if_refused()
+    except FileRefused as refused:
+        assert refused.lines == [str(f) for f in report.refused()] != []
+    else:
+        assert report.refused() == []
+    assert all(str(path) in str(f) for f in report.findings)

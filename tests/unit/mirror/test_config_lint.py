@@ -14,7 +14,8 @@ import pytest
 from mirror.cli.quickstart import _properties as quickstart_properties  # noqa: PLC2701 (a unit test of this module's own internal)
 from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
 from mirror.maker import key_catalog as kc
-from mirror.maker.config_lint import ERROR, WARNING, Finding, lint, refusals
+from mirror.maker.config_check import ERROR, WARNING, Finding, refusals
+from mirror.maker.config_lint import lint
 from mirror.maker.provenance import flow_settings, worker_settings
 
 REPO = Path(__file__).resolve().parents[3]

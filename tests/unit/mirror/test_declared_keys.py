@@ -32,7 +32,7 @@ from connect_runtime.runtime.worker_config import DISTRIBUTED_CONFIG_DEF
 from mirror.config import checkpoint, heartbeat, mirror_maker_config, source
 from mirror.config.client_keys import CLIENT_CONFIG_NAMES, CLIENT_SECURITY_CONFIG_DEF
 from mirror.config.connector_base import forwarding_admin_class
-from mirror.maker.validation import validate_flows
+from mirror.maker.config_check import NOTICE, check_mm2_properties
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -186,7 +186,7 @@ CONNECTOR: dict[str, Works | Refused | Owned | str] = {
 
 DRIVER: dict[str, Works | Refused | Owned | str] = {
     "clusters": Works("mirror/config/mirror_maker_config.py", "self._values[CLUSTERS]"),
-    "config.strict": Works("mirror/maker/config_lint.py", "config.get(STRICT)"),
+    "config.strict": Works("mirror/maker/config_check.py", "config.get(STRICT)"),
     "dedicated.mode.enable.internal.rest": Works("mirror/maker/mirror_maker.py", "self.config.enable_internal_rest"),
     "config.providers": Works("mirror/config/mirror_maker_config.py", "build_providers(self._raw)"),
     "listeners": Works("mirror/maker/rest_wiring.py", '"listeners"'),
@@ -261,6 +261,13 @@ def _file(tmp_path: Path, *lines: str) -> mirror_maker_config.MirrorMakerConfig:
     return mirror_maker_config.MirrorMakerConfig.from_file(str(path))
 
 
+def checked(config: mirror_maker_config.MirrorMakerConfig) -> list[str]:
+    """Every stage of the driver's check; its refusals raise (FileRefused, a ConfigError), its notices return."""
+    report = check_mm2_properties(config)
+    report.raise_if_refused()
+    return [f.message for f in report.findings if f.severity is NOTICE]
+
+
 REFUSED_CONNECTOR = sorted(k for k, d in CONNECTOR.items() if isinstance(d, Refused))
 
 
@@ -270,7 +277,7 @@ def test_refused_connector_key_fails_the_file_naming_it(tmp_path: Path, key: str
     assert isinstance(decision, Refused)
     config = _file(tmp_path, f"A->B.{key} = {decision.value}")
     with pytest.raises(ConfigError) as error:
-        validate_flows(config)
+        checked(config)
     message = str(error.value)
     assert f"A->B.{key}" in message and "mm2.properties:5" in message
     assert "\n" not in message
@@ -279,42 +286,42 @@ def test_refused_connector_key_fails_the_file_naming_it(tmp_path: Path, key: str
 @pytest.mark.parametrize("value", ["compatible", "default"])
 def test_a_java_group_protocol_we_do_not_speak_fails_the_file_naming_it(tmp_path: Path, value: str) -> None:
     with pytest.raises(ConfigError) as error:
-        validate_flows(_file(tmp_path, f"B.connect.protocol = {value}"))
+        checked(_file(tmp_path, f"B.connect.protocol = {value}"))
     message = str(error.value)
     assert "mm2.properties:5" in message and "B.connect.protocol" in message and f"Java's '{value}'" in message
     assert "\n" not in message
 
 
 def test_the_group_protocol_may_be_javas_default_or_unset(tmp_path: Path) -> None:
-    validate_flows(_file(tmp_path, "B.connect.protocol = sessioned"))
-    validate_flows(_file(tmp_path))
+    checked(_file(tmp_path, "B.connect.protocol = sessioned"))
+    checked(_file(tmp_path))
 
 
 def test_exactly_once_required_needs_the_worker_setting_and_read_committed(tmp_path: Path) -> None:
     """Connect's pre-flight check: one line naming the key and what is missing."""
     with pytest.raises(ConfigError, match=r"mm2.properties:5: .*exactly\.once\.support.*does not have exactly-once"):
-        validate_flows(_file(tmp_path, "A->B.exactly.once.support = required",
+        checked(_file(tmp_path, "A->B.exactly.once.support = required",
                              "A.consumer.isolation.level = read_committed"))
     with pytest.raises(ConfigError, match=r"exactly\.once\.support.*read_committed") as error:
-        validate_flows(_file(tmp_path, "A->B.exactly.once.support = required",
+        checked(_file(tmp_path, "A->B.exactly.once.support = required",
                              "B.exactly.once.source.support = enabled"))
     assert "\n" not in str(error.value)
-    validate_flows(_file(tmp_path, "A->B.exactly.once.support = required", "B.exactly.once.source.support = enabled",
+    checked(_file(tmp_path, "A->B.exactly.once.support = required", "B.exactly.once.source.support = enabled",
                          "A.consumer.isolation.level = read_committed"))
 
 
 def test_exactly_once_keys_are_accepted(tmp_path: Path) -> None:
-    validate_flows(_file(tmp_path, "B.exactly.once.source.support = enabled", "A->B.transaction.boundary = interval",
+    checked(_file(tmp_path, "B.exactly.once.source.support = enabled", "A->B.transaction.boundary = interval",
                          "A->B.transaction.boundary.interval.ms = 500"))
     with pytest.raises(ConfigError, match=r"exactly\.once\.source\.support.*expected one of"):
-        validate_flows(_file(tmp_path, "B.exactly.once.source.support = sometimes"))
+        checked(_file(tmp_path, "B.exactly.once.source.support = sometimes"))
 
 
 def test_error_tolerance_keys_are_accepted(tmp_path: Path) -> None:
     """errors.tolerance and its logging work (tests/integration/test_bulk_copy.py shows what they do)."""
     config = _file(tmp_path, "errors.tolerance = all", "errors.log.enable = true",
                    "errors.log.include.messages = true", "errors.retry.timeout = 0")
-    validate_flows(config)
+    checked(config)
 
 
 def test_defaults_and_java_defaults_written_out_are_accepted(tmp_path: Path) -> None:
@@ -324,12 +331,12 @@ def test_defaults_and_java_defaults_written_out_are_accepted(tmp_path: Path) -> 
                    "forwarding.admin.class = org.apache.kafka.clients.admin.ForwardingAdmin",
                    "transaction.boundary = poll", "config.action.reload = none", "tasks.max.enforce = false",
                    "B.exactly.once.source.support = preparing")
-    assert validate_flows(config) == []
+    assert checked(config) == []
 
 
 def test_switched_off_checkpoint_connector_is_a_notice_not_an_error(tmp_path: Path) -> None:
     """emit.checkpoints.enabled=false is how Java users turn checkpoints off: MM2 logs it and runs the rest."""
-    notices = validate_flows(_file(tmp_path, "emit.checkpoints.enabled = false"))
+    notices = checked(_file(tmp_path, "emit.checkpoints.enabled = false"))
     assert notices and "MirrorCheckpointConnector of flow A->B will not run" in notices[0]
 
 
@@ -375,7 +382,7 @@ def test_transforms_set_per_flow_reach_the_connectors_and_validate(tmp_path: Pat
                    "A->B.transforms.dropTombstones.predicate = isTombstone", "A->B.predicates = isTombstone",
                    "A->B.predicates.isTombstone.type = "
                    "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone")
-    assert validate_flows(config) == []
+    assert checked(config) == []
     props = config.connector_base_config(mirror_maker_config.SourceAndTarget("A", "B"),
                                          mirror_maker_config.SOURCE_CONNECTOR_CLASS)
     assert props["transforms"] == "dropTombstones"
@@ -392,5 +399,5 @@ def test_transforms_set_per_flow_reach_the_connectors_and_validate(tmp_path: Pat
 def test_a_bad_transformation_fails_the_file_in_one_line(tmp_path: Path, line: str, expected: str) -> None:
     config = _file(tmp_path, "A->B.transforms = r", line)
     with pytest.raises(ConfigError, match=expected) as error:
-        validate_flows(config)
+        checked(config)
     assert "\n" not in str(error.value)

@@ -6,7 +6,6 @@ import pytest
 
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import parse_properties
-from mirror.config.mirror_maker_checks import validate_mirror_maker_config
 from mirror.config.mirror_maker_config import (
     CHECKPOINT_CONNECTOR_CLASS,
     HEARTBEAT_CONNECTOR_CLASS,
@@ -16,12 +15,21 @@ from mirror.config.mirror_maker_config import (
     parse_boolean,
 )
 from mirror.config.source import MirrorSourceConfig
+from mirror.maker.config_check import check_mm2_properties
 
 AB = SourceAndTarget("a", "b")
 
 
 def make(text: str) -> MirrorMakerConfig:
     return MirrorMakerConfig(parse_properties(text, "mm2.properties"))
+
+
+def checked(config: MirrorMakerConfig, clusters: list[str] | None = None, *,
+            resolve_providers: bool = True) -> list[SourceAndTarget]:
+    """The driver's check of the file's structure (no herders); its refusals raise, the herder pairs return."""
+    report = check_mm2_properties(config, clusters, resolve_providers=resolve_providers, herders=False)
+    report.raise_if_refused()
+    return report.pairs
 
 
 def pairs(config: MirrorMakerConfig) -> set[str]:
@@ -286,13 +294,13 @@ def test_invalid_driver_key_names_file_and_line() -> None:
 
 def test_validate_returns_pairs_of_a_good_config() -> None:
     config = make(CONNECTOR_PROPS)
-    assert [str(p) for p in validate_mirror_maker_config(config, ["b"])] == ["a->b"]
+    assert [str(p) for p in checked(config, ["b"])] == ["a->b"]
 
 
 def test_validate_reports_flow_level_origin_of_a_bad_value() -> None:
     config = make(CONNECTOR_PROPS + "a->b.offset.lag.max = lots\n")
     with pytest.raises(ConfigError) as err:
-        validate_mirror_maker_config(config)
+        checked(config)
     assert str(err.value).startswith(
         "mm2.properties:16: Invalid value 'lots' for configuration a->b.offset.lag.max")
 
@@ -300,4 +308,4 @@ def test_validate_reports_flow_level_origin_of_a_bad_value() -> None:
 def test_validate_reports_cluster_level_origin_of_a_bad_client_key() -> None:
     config = make(CONNECTOR_PROPS + "b.security.protocol = TLS\n")
     with pytest.raises(ConfigError, match=r"^mm2.properties:16: .*b.security.protocol"):
-        validate_mirror_maker_config(config)
+        checked(config)

@@ -12,10 +12,10 @@ from connect_runtime.api.errors import ConfigError
 from connect_runtime.api.properties import parse_properties
 from connect_runtime.api.secrets import is_sensitive_key
 from mirror.checkpoint.connector import MirrorCheckpointConnector
-from mirror.config.mirror_maker_checks import validate_mirror_maker_config
 from mirror.config.mirror_maker_config import CONNECTOR_CLASSES, MirrorMakerConfig, SourceAndTarget
 from mirror.config.secret_references import secret_reference
 from mirror.heartbeat.connector import MirrorHeartbeatConnector
+from mirror.maker.config_check import check_mm2_properties
 from mirror.maker.rest_wiring import NoInternalRestForwarder, rest_security, task_config_forwarder
 from mirror.source.connector import MirrorSourceConnector
 
@@ -24,6 +24,14 @@ PAIR = SourceAndTarget("A", "B")
 
 def make(text: str) -> MirrorMakerConfig:
     return MirrorMakerConfig(parse_properties(text, "mm2.properties"))
+
+
+def checked(config: MirrorMakerConfig, clusters: list[str] | None = None, *,
+            resolve_providers: bool = True) -> list[SourceAndTarget]:
+    """The driver's check of the file's structure (no herders); its refusals raise, the herder pairs return."""
+    report = check_mm2_properties(config, clusters, resolve_providers=resolve_providers, herders=False)
+    report.raise_if_refused()
+    return report.pairs
 
 
 def secured(tmp_path: Path, compatibility: str = "python") -> MirrorMakerConfig:
@@ -128,7 +136,7 @@ def test_by_default_the_stored_config_is_javas_with_provider_references(tmp_path
     """The default: what Java stores (placeholders kept for each worker, Java's included, to resolve)."""
     monkeypatch.setenv("REF_TEST_TRUST_PW", "env-trust-pw")
     config = provided(tmp_path)
-    validate_mirror_maker_config(config)
+    checked(config)
     for connector_class in CONNECTOR_CLASSES:
         stored = config.connector_stored_config(PAIR, connector_class)
         assert stored == config.connector_base_config(PAIR, connector_class)
@@ -150,7 +158,7 @@ def test_by_default_the_stored_config_is_javas_with_provider_references(tmp_path
 ])
 def test_by_default_a_literal_secret_is_refused_naming_the_key_and_the_fix(line: str, key: str, number: int) -> None:
     with pytest.raises(ConfigError) as error:
-        validate_mirror_maker_config(make("clusters = A, B\nA->B.enabled = true\nA.bootstrap.servers = a:9092\n"
+        checked(make("clusters = A, B\nA->B.enabled = true\nA.bootstrap.servers = a:9092\n"
                                           f"B.bootstrap.servers = b:9092\n{line}\n"))
     message = str(error.value)
     assert message.startswith(f"mm2.properties:{number}: {key} holds a secret in clear")
@@ -163,18 +171,18 @@ def test_a_jaas_line_is_a_reference_only_when_every_secret_option_is_a_placehold
                                                                                   monkeypatch: pytest.MonkeyPatch
                                                                                   ) -> None:
     monkeypatch.setenv("REF_TEST_TRUST_PW", "env-trust-pw")
-    validate_mirror_maker_config(provided(tmp_path, '"${file:SECRETS:a.pw}" unrelatedOption="x"'))
+    checked(provided(tmp_path, '"${file:SECRETS:a.pw}" unrelatedOption="x"'))
     with pytest.raises(ConfigError, match=r"mm2.properties:10: A.sasl.jaas.config holds a secret in clear"):
-        validate_mirror_maker_config(provided(tmp_path, '"${file:SECRETS:a.pw}" clientSecret="literal"'))
+        checked(provided(tmp_path, '"${file:SECRETS:a.pw}" clientSecret="literal"'))
 
 
 def test_python_compatibility_allows_literal_secrets_as_references(tmp_path: Path) -> None:
-    validate_mirror_maker_config(secured(tmp_path), resolve_providers=False)
+    checked(secured(tmp_path), resolve_providers=False)
 
 
 def test_config_storage_compatibility_takes_python_or_java() -> None:
     with pytest.raises(ConfigError, match=r"configs.topic.compatibility.*expected one of python, java"):
-        validate_mirror_maker_config(make(
+        checked(make(
             "clusters = A, B\nA->B.enabled = true\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n"
             "configs.topic.compatibility = jvm\n"))
 

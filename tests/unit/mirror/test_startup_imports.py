@@ -42,7 +42,7 @@ def imported_after(code: str) -> set[str]:
 def test_a_node_imports_no_optional_feature_before_it_starts() -> None:
     # The node's whole import set: the entry point, and what its run() imports before the driver starts.
     loaded = imported_after("import mirror.cli.connect_mirror_maker\n"
-                            "import mirror.maker.mirror_maker, mirror.maker.validation\n"
+                            "import mirror.maker.mirror_maker, mirror.maker.config_check, mirror.maker.config_lint\n"
                             "import mirror.config.mirror_maker_config")
     assert {"mirror", "connect_runtime", "confluent_kafka"} <= loaded  # the probe saw a real import
     assert loaded & OPTIONAL_AT_NODE_START == set()
