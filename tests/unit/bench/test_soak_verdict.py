@@ -193,3 +193,15 @@ def test_stretches_need_two_samples() -> None:
     samples.append(Sample(30.0, 0, 100, 70.0, 96, 130, 10, WORKS[1][0]))
     points, seasons = stretches(samples, "threads", [], seasonal=True)
     assert points == [(10.0, 80.0)] and seasons == [season(WORKS[0][0])]
+
+
+def test_one_client_kept_after_a_step_is_a_level_not_a_leak() -> None:
+    """A node that keeps one client more from some fault on (it led the group once): +1 client, +4 threads,
+    +6 descriptors for the same work, once, then flat. Ten minutes of it pass; a client per fault fails."""
+    samples = [Sample(s.at_s, s.node, s.pid, s.rss_mib, s.threads + (4 if s.at_s >= 300 else 0),
+                      s.fds + (6 if s.at_s >= 300 else 0), s.clients + (1 if s.at_s >= 300 else 0), s.work)
+               for s in series(10, seed=5)]
+    (verdict,) = verdict_of(samples, 10)
+    assert not verdict.failed, verdict.line()
+    (leaking,) = verdict_of(series(10, seed=5, clients_per_event=1), 10)
+    assert failed(leaking) >= {"clients", "threads", "fds"}, leaking.line()
