@@ -11,6 +11,8 @@ Java ``HashMap`` order, so keys in a shared offsets topic are byte-identical) an
 
 Once the target acknowledged a record (``commit_record``) the offset-sync writer learns the
 (upstream, downstream) pair; syncs due now are sent at once, the others on the next ``commit``.
+The exact offset map learns the pair too; its runs go out on the map's own one-second clock
+(:meth:`_map_clock`) and at each ``commit``.
 On the per-record path two loops run once per record: consumed messages to SourceRecords (:meth:`_convert`) and
 acknowledgements to offset syncs, offset map and metrics (:meth:`commit_records`). Each reads the
 task's fields into locals before it starts and calls no method of ours per record unless something is
@@ -265,6 +267,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             consumer = self._consumer
             if self._stopping or consumer is None:
                 return None
+            self._map_clock()  # an idle poll returns within consumer.poll.timeout.ms: the last runs go out
             self._loss.raise_pending()
             self._loss.check_watermarks(consumer, self._by_source.values())
             try:
@@ -290,6 +293,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             consumer = self._consumer
             if self._stopping or consumer is None:
                 return 0
+            self._map_clock()
             self._loss.raise_pending()
             self._loss.check_watermarks(consumer, self._by_source.values())
             if self._pending is not None:
@@ -338,6 +342,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
                 state.stats.committed_run(count, now - tag.timestamp if tag.timestamp > 0 else 0)
             self.on_run_replicated(state, run.offset[OFFSET_KEY] - count + 1, run.first_downstream,
                                    run.last_downstream, count, offset_syncs)
+        self._map_clock()
 
     def on_run_replicated(self, state: SourcePartition, upstream_first: int, downstream_first: int,
                           downstream_last: int, count: int, offset_syncs: OffsetSyncProducer | None) -> None:
@@ -509,6 +514,16 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
                 offset_syncs.record_run(state.tp, upstream, downstream_offsets)
             if offset_map is not None:  # the exact offset map: one call per partition run
                 offset_map.record_offsets(state.tp, upstream, downstream_offsets)
+        self._map_clock()
+
+    def _map_clock(self) -> None:
+        """The offset map's own clock (:meth:`OffsetMapWriter.flush_if_due`), on the task thread after each
+        acknowledged batch and at each poll: new runs reach the target within seconds of their records,
+        not only at the next offset commit (``offset.flush.interval.ms``). The offsets still wait for
+        every run they cover (:meth:`before_offset_commit`)."""
+        offset_map = self._offset_map
+        if offset_map is not None:
+            offset_map.flush_if_due()
 
     def before_offset_commit(self) -> DurabilityBarrier | None:
         """The offset map's runs of every acknowledged record are sent; the offsets wait for their delivery."""
