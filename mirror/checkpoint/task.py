@@ -6,7 +6,8 @@ and starts tailing the offset syncs (:class:`~mirror.checkpoint.offset_sync_stor
 latest historical sync per partition when the checkpoints could not be read.
 Until both are ready no checkpoint is produced.
 
-Every ``emit.checkpoints.interval.seconds`` ``poll`` lists each group's committed offsets on the source
+Every ``emit.checkpoints.interval.seconds``, and as soon as the exact offset map advanced (at most once per
+:data:`MAP_EMIT_MIN_GAP_S`), ``poll`` runs a round: it lists each group's committed offsets on the source
 (time T) and, for partitions of topics the topic filter accepts, translates them: through the exact
 offset map (``mm2-offset-map.<source>.internal`` on the target, :mod:`mirror.client.offset_map`) to the
 downstream offset of the very record the group would read next, and only where the map has no entry by
@@ -16,6 +17,15 @@ retained sync) produce nothing. Each checkpoint names the *target-side* topic an
 monotonicity filter against the store (downstream never goes back unless the upstream group
 rewound); the store is updated before the records are returned. Records go to
 ``<source>.checkpoints.internal`` partition 0 with timestamp T.
+
+Why early rounds: the source task sends the map's runs within seconds of their records' arrival, so a
+lagging group's exact checkpoint can follow within seconds too, instead of on the next interval (60 s by
+default). Every group is listed, not only those whose partitions the map reached: a group's new commit on
+the source is only known after a listing. While records flow that is one OffsetFetch per group per
+:data:`MAP_EMIT_MIN_GAP_S` on the source, and a checkpoint only where a group's position moved (repeats are
+filtered); a round that takes longer than the gap (many groups) is followed by a pause as long as itself,
+so the listings never take more than half the time. With the map quiet (an idle flow,
+``emit.offset-map.enabled=false``, a source task of Apache MM2) rounds run on the interval only, as in Java.
 
 With ``sync.group.offsets.enabled`` the scheduler also writes the checkpointed offsets into the target's
 consumer groups (:mod:`mirror.checkpoint.group_sync`): never into a group with members there, never past
@@ -56,6 +66,10 @@ logger = logging.getLogger(__name__)
 _MISSING_RETRY_S = 5.0
 
 GroupOffsets = Mapping[tuple[str, int], tuple[int, str | None]]
+
+#: The least time between two rounds when the exact offset map advanced: bounds the OffsetFetch requests
+#: (one per group per round) while records flow, whatever the number of source tasks writing the map.
+MAP_EMIT_MIN_GAP_S = 1.0
 
 
 def _now_ms() -> int:
@@ -161,20 +175,25 @@ class OffsetMapReader(TopicTail):
 
     Like :class:`~mirror.checkpoint.offset_sync_store.OffsetSyncReader` (both are a :class:`TopicTail`): reads
     partition 0 from the beginning, marks the map ready after the first read to the end and keeps following
-    it. The topic may not exist (the flow's source task runs Apache MM2, or ``emit.offset-map.enabled=false``):
-    the map is then ready and empty, translation uses MM2's rule, and the reader looks for the topic again
-    every few seconds.
+    it; each batch of runs handled after that sets :attr:`advanced`, which wakes the checkpoint task for an
+    early round. The topic may not exist (the flow's source task runs Apache MM2, or
+    ``emit.offset-map.enabled=false``): the map is then ready and empty, translation uses MM2's rule, and the
+    reader looks for the topic again every few seconds.
     """
 
     what = "offset-map reader"
 
     def __init__(self, topic: str, consumer_config: Mapping[str, Any], offset_map: OffsetMap, *,
                  consumer_factory: Callable[[Mapping[str, Any]], Consumer] = new_consumer,
-                 timeout_s: float = 30.0) -> None:
+                 timeout_s: float = 30.0, on_advance: Callable[[], None] | None = None) -> None:
+        """``on_advance``: called on the reader's thread each time :attr:`advanced` is set."""
         super().__init__(topic, consumer_config, consumer_factory=consumer_factory)
         self.offset_map = offset_map
         self._timeout_s = timeout_s
         self._ready = threading.Event()
+        #: Set when runs arrived after the first read to the end (the map advanced); the reader's user clears it.
+        self.advanced = threading.Event()
+        self._on_advance = on_advance or (lambda: None)
 
     @property
     def ready(self) -> bool:
@@ -211,6 +230,9 @@ class OffsetMapReader(TopicTail):
     def _handle(self, records: list[Message]) -> None:
         for message in records:
             self.offset_map.add_record(message.key(), message.value())
+        if records and self._ready.is_set():
+            self.advanced.set()
+            self._on_advance()
 
 
 class MirrorCheckpointTask(SourceTask):
@@ -222,6 +244,11 @@ class MirrorCheckpointTask(SourceTask):
         self._admin_factory: Callable[..., Any] | None = admin_factory
         self._clock_ms = clock_ms
         self._stopping = threading.Event()
+        #: Set on stop and when the offset map advanced: ``poll`` waits on it.
+        self._wake = threading.Event()
+        #: When an early round may start: MAP_EMIT_MIN_GAP_S after the last one began, and no sooner than
+        #: its own length after it ended (the listings take at most half the time).
+        self._early_after = float("-inf")
         self._groups: list[str] = []
         self._group_sync: GroupOffsetSync | None = None
         self._map_reader: OffsetMapReader | None = None
@@ -263,7 +290,8 @@ class MirrorCheckpointTask(SourceTask):
         self._offset_map = OffsetMap()
         self._map_reader = OffsetMapReader(offset_map_topic(self._policy, self._source),
                                            translate(cfg.target_consumer_config("offset-map-target-consumer"),
-                                                     "consumer"), self._offset_map, timeout_s=timeout_s)
+                                                     "consumer"), self._offset_map, timeout_s=timeout_s,
+                                           on_advance=self._wake.set)
         metrics = self._metrics
         self._translate = ExactTranslator(self._offset_map, self._syncs,
                                           lambda: self._map_reader is not None and self._map_reader.ready,
@@ -277,6 +305,7 @@ class MirrorCheckpointTask(SourceTask):
         self._scheduler.execute_async(lambda: self._start_stores(sync_interval_s),
                                       "starting checkpoint and offset sync stores")
         self._next_emit = time.monotonic() + self._interval_s
+        self._early_after = float("-inf")
         logger.info("%s checkpointing %d consumer groups %s->%s: %s", cfg.entity_label(), len(self._groups),
                     self._source, self._target, self._groups)
 
@@ -303,12 +332,25 @@ class MirrorCheckpointTask(SourceTask):
     # -- checkpoints --
 
     def poll(self) -> list[SourceRecord] | None:
-        # Sleep in steps of consumer.poll.timeout.ms, like Java, but wake up at once on stop.
-        while not self._stopping.is_set() and time.monotonic() < self._next_emit:
-            self._stopping.wait(min(self._poll_timeout_s, max(0.0, self._next_emit - time.monotonic())))
+        # Sleep in steps of consumer.poll.timeout.ms, like Java, but wake up at once on stop, and for an
+        # early round once the offset map advanced (module docstring).
+        advanced = self._map_reader.advanced if self._map_reader is not None else None
+        while not self._stopping.is_set():
+            now = time.monotonic()
+            due = self._next_emit
+            if advanced is not None and advanced.is_set():
+                due = min(due, self._early_after)
+            if now >= due:
+                break
+            self._wake.wait(min(self._poll_timeout_s, due - now))
+            self._wake.clear()  # the loop re-reads the flags: a wake-up lost here is seen at once
         if self._stopping.is_set():
             return None
-        self._next_emit = time.monotonic() + self._interval_s
+        if advanced is not None:
+            advanced.clear()  # runs that arrive during this round trigger the next one
+        began = time.monotonic()
+        self._next_emit = began + self._interval_s
+        self._early_after = began + MAP_EMIT_MIN_GAP_S
         store = self._store
         if store is None or not store.initialized:
             return None
@@ -319,6 +361,8 @@ class MirrorCheckpointTask(SourceTask):
             except ConnectError as exc:
                 logger.error("Error querying offsets for consumer group %s on cluster %s: %s", group,
                              self._source, exc)
+        ended = time.monotonic()
+        self._early_after = max(self._early_after, ended + (ended - began))
         return records or None
 
     def _records_for_group(self, group: str, store: CheckpointStore) -> list[SourceRecord]:
@@ -352,6 +396,7 @@ class MirrorCheckpointTask(SourceTask):
 
     def stop(self) -> None:
         self._stopping.set()
+        self._wake.set()
         if self._store is not None:
             self._store.stop()
         threading.Thread(target=carry_context(self._close), name="checkpoint-task-close", daemon=True).start()

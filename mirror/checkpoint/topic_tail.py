@@ -9,8 +9,9 @@ ListOffsets "latest" is wrong (Tansu: docs/architecture.md), and a reader that n
 Following is batched: one ``consume`` takes what arrived in up to :data:`FOLLOW_WAIT_S`. While the source
 task copies a backlog it writes an offset sync every ``offset.lag.max`` records, hundreds a second, and
 a reader woken once per record took the GIL from the task thread as often (each wake-up a chance for the
-copy to wait for a descheduled reader on a busy machine). Nothing needs the records sooner: checkpoints
-are taken every ``emit.checkpoints.interval.seconds`` (60 s by default) and read the store as it is then.
+copy to wait for a descheduled reader on a busy machine). Nothing needs the records sooner: a checkpoint
+round follows an advance of the offset map at most once a second, and otherwise runs every
+``emit.checkpoints.interval.seconds`` (60 s by default), reading the stores as they are then.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""CheckpointStore and OffsetSyncReader over a scripted fake consumer."""
+"""CheckpointStore, OffsetSyncReader and OffsetMapReader over a scripted fake consumer."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from confluent_kafka import KafkaError, Message
 
 from mirror.checkpoint.checkpoint_store import CheckpointStore
 from mirror.checkpoint.offset_sync_store import OffsetSyncReader, OffsetSyncStore
+from mirror.checkpoint.task import OffsetMapReader
 from mirror.client.models import Checkpoint, OffsetSync, TopicPartition
+from mirror.client.offset_map import OffsetMap, OffsetRun
 from tests.support.fakes import FakeConsumer, event, factory_of
 from tests.support.kafka import wait_until
 
@@ -77,3 +79,36 @@ def test_offset_sync_reader_makes_translation_available_after_the_first_end() ->
     finally:
         reader.stop()
     assert consumer.closed
+
+
+OFFSET_MAP = "mm2-offset-map.a.internal"
+
+
+def map_record(upstream: int, downstream: int, count: int) -> Message:
+    run = OffsetRun(TopicPartition("t", 0), upstream, downstream, count)
+    return Message(topic=OFFSET_MAP, partition=0, offset=0, key=run.key_bytes(), value=run.value_bytes())
+
+
+def test_offset_map_reader_signals_an_advance_only_for_runs_after_the_first_end() -> None:
+    consumer = FakeConsumer(script=[map_record(0, 0, 5), eof(OFFSET_MAP)])
+    offset_map = OffsetMap()
+    woken: list[bool] = []
+
+    class Reader(OffsetMapReader):
+        def _exists(self, consumer: FakeConsumer) -> bool:  # type: ignore[override]
+            return True  # the fake consumer has no metadata
+
+    reader = Reader(OFFSET_MAP, {}, offset_map, consumer_factory=factory_of(consumer),
+                    on_advance=lambda: woken.append(reader.advanced.is_set()))
+    reader.start()
+    try:
+        assert reader.wait_ready(5)
+        assert offset_map.downstream(("t", 0), 3) == 3
+        assert not reader.advanced.is_set() and woken == []  # the first read is no advance
+        consumer.script.append(map_record(0, 0, 9))  # the run grew: the source task sent it again
+        wait_until(lambda: offset_map.records_read == 2, 5, "the grown run")
+        wait_until(lambda: woken == [True], 5, "the wake-up after the event was set")
+        assert reader.advanced.is_set()
+        assert offset_map.downstream(("t", 0), 8) == 8
+    finally:
+        reader.stop()
