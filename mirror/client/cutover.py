@@ -3,9 +3,12 @@
 :func:`cutover` (failover, source -> target) does, in order:
 
 1. **Drain**: until every partition the groups consume is replicated up to the source's end, or
-   ``max_wait_s`` passes, re-read the exact offset map and count the source records after what it
-   covers (records, not offsets: transaction markers do not count). What is left is the **RPO**: the
-   records that are not on the target at cutover.
+   ``max_wait_s`` passes, count the source records after what the exact offset map covers (records, not
+   offsets: transaction markers do not count). The map is read once, then followed: each count runs as
+   soon as new runs arrived (or every half second), so the end of the lag is seen within a fetch wait of
+   the map reaching the source's end, and the source task sends the map within seconds of its records'
+   arrival, whatever its ``offset.flush.interval.ms``. What is left is the **RPO**: the records that are
+   not on the target at cutover.
 2. **Final checkpoint**: each group's committed offsets on the source, translated through the map,
    written as MM2 checkpoints to ``<source>.checkpoints.internal`` (so ``RemoteClusterUtils`` and
    ``mirror offsets translate`` see the cutover positions too).
@@ -16,7 +19,12 @@ source) translated back through the map and written into the group on the source
 
 Both are dry runs unless ``execute=True``; the :class:`CutoverReport` tells, per partition, where each
 group resumes, how it was translated, and how many records a consumer will read again (0 with the
-exact map; for MM2's rule, up to the distance to the true position).
+exact map; for MM2's rule, up to the distance to the true position), and its timeline: when the lag was
+seen drained and when the groups' offsets were written, in seconds from the command's start.
+
+Neither touches the running flow: its source offsets are written at its next offset commit
+(``offset.flush.interval.ms``), or at once when its node is stopped (SIGTERM commits). Exactness does not
+wait for them: it needs only the map, which is durable before the offsets are.
 """
 
 from __future__ import annotations
@@ -26,16 +34,21 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
-from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message
 
 from connect_runtime.clients.factory import new_producer
+from connect_runtime.clients.log_reader import read_to_end
 from mirror.client.failover import GroupActiveError, commit_if_inactive
 from mirror.client.mirror_client import ADMIN_CLIENT_PREFIX, CONSUMER_CLIENT_PREFIX, client_config
 from mirror.client.models import Checkpoint, TopicPartition
+from mirror.client.offset_map import OffsetMap
 from mirror.client.translation import OffsetTranslator, Translation, reader_consumer
 
 TP = tuple[str, int]
+
+#: The longest wait between two counts of the lag while the map does not move (new source records may
+#: arrive meanwhile, which the RPO counts).
+_RECOUNT_S = 0.5
 
 
 @dataclass
@@ -55,6 +68,11 @@ class CutoverReport:
     target: str
     executed: bool
     seconds: float = 0.0
+    #: Seconds from the start until the lag was seen drained (None: it did not drain).
+    drained_after_s: float | None = None
+    #: Seconds from the start until every group's offsets were written, each partition exactly
+    #: (``basis`` offset-map); None otherwise.
+    exact_after_s: float | None = None
     drained: bool = False
     rpo_records: int | None = None
     unreplicated: dict[str, int] = field(default_factory=dict)
@@ -74,7 +92,10 @@ class CutoverReport:
         lines = [f"{self.direction} {self.source}->{self.target}: "
                  f"{'EXECUTED' if self.executed else 'dry run (add --execute to write the offsets)'}",
                  f"time taken            {self.seconds:.1f}s",
-                 f"lag drained           {'yes' if self.drained else 'no'}",
+                 f"lag drained           {'yes' if self.drained else 'no'}"
+                 f"{'' if self.drained_after_s is None else f' (after {self.drained_after_s:.1f}s)'}",
+                 f"exact offsets written "
+                 f"{'no' if self.exact_after_s is None else f'after {self.exact_after_s:.1f}s'}",
                  f"RPO (not replicated)  {'unknown' if self.rpo_records is None else self.rpo_records} record(s)",
                  f"records re-read       {self.reread_records}"]
         for move in self.groups:
@@ -90,37 +111,60 @@ class CutoverReport:
 def unreplicated_records(source_config: Mapping[str, str], translator: OffsetTranslator, topics: set[str],
                          timeout_s: float) -> dict[TP, int]:
     """Per source partition of ``topics``: the records after what the offset map covers (read, not guessed)."""
-    consumer = reader_consumer(client_config(source_config, CONSUMER_CLIENT_PREFIX))
-    try:
-        metadata = consumer.list_topics(timeout=timeout_s).topics
-        partitions = [(t, p) for t in topics if t in metadata for p in metadata[t].partitions]
-        result: dict[TP, int] = {}
-        for tp in partitions:
-            coverage = translator.offset_map.coverage(tp)
-            result[tp] = _count_from(consumer, tp, 0 if coverage is None else coverage[1], timeout_s)
-        return result
-    finally:
-        consumer.close()
+    with SourceLag(source_config, topics, timeout_s) as lag:
+        return lag.unreplicated(translator.offset_map)
 
 
-def _count_from(consumer: Consumer, tp: TP, offset: int, timeout_s: float) -> int:
-    """Records from ``offset`` to the partition's end (fetch high watermark)."""
-    consumer.assign([KafkaTopicPartition(tp[0], tp[1], offset)])
-    count = 0
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            for message in consumer.consume(1000, 0.2):
-                error = message.error()
-                if error is None:
-                    count += 1
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    return count
-                elif error.fatal():
-                    raise KafkaException(error)
-        raise TimeoutError(f"counting the records of {tp[0]}-{tp[1]} took longer than {timeout_s}s")
-    finally:
-        consumer.unassign()
+class SourceLag:
+    """Counts, per source partition of ``topics``, the records after what an offset map covers.
+
+    One assign-only consumer for every count (the partitions are listed once); each count reads all
+    partitions together from their coverage to the end of the fetch (records, so transaction markers do
+    not count; the fetch's end is exact on every broker, where ListOffsets may not be).
+    """
+
+    def __init__(self, source_config: Mapping[str, str], topics: set[str], timeout_s: float) -> None:
+        self._timeout_s = timeout_s
+        self._consumer = reader_consumer(client_config(source_config, CONSUMER_CLIENT_PREFIX))
+        try:
+            metadata = self._consumer.list_topics(timeout=timeout_s).topics
+        except BaseException:
+            self._consumer.close()
+            raise
+        self.partitions = sorted((t, p) for t in topics if t in metadata for p in metadata[t].partitions)
+
+    def __enter__(self) -> SourceLag:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._consumer.close()
+
+    def unreplicated(self, offset_map: OffsetMap) -> dict[TP, int]:
+        positions = {}
+        for tp in self.partitions:
+            coverage = offset_map.coverage(tp)
+            positions[tp] = 0 if coverage is None else coverage[1]
+        counts = dict.fromkeys(self.partitions, 0)
+
+        def count(records: list[Message]) -> None:
+            for message in records:
+                counts[(message.topic() or "", message.partition() or 0)] += 1
+
+        if not positions:
+            return counts
+        try:
+            reached = read_to_end(self._consumer, positions, count, self._timeout_s, on_error=_raise_fatal,
+                                  missing_ok=True)
+        finally:
+            self._consumer.unassign()
+        if not reached.complete:
+            raise TimeoutError(f"counting the records not replicated took longer than {self._timeout_s}s")
+        return counts
+
+
+def _raise_fatal(error: KafkaError) -> None:
+    if error.fatal():
+        raise KafkaException(error)
 
 
 def _rows(translations: Mapping[TP, Translation], reverse: bool) -> list[dict[str, Any]]:
@@ -144,20 +188,35 @@ def cutover(target_config: Mapping[str, str], source_config: Mapping[str, str], 
     began = time.monotonic()
     report = CutoverReport("failover", source, target, execute)
     deadline = began + max_wait_s
-    while True:
-        translator = OffsetTranslator(target_config, source, offset_syncs_config=offset_syncs_config,
-                                      offset_syncs_topic=offset_syncs_topic, timeout_s=timeout_s)
+    with OffsetTranslator(target_config, source, offset_syncs_config=offset_syncs_config,
+                          offset_syncs_topic=offset_syncs_topic, timeout_s=timeout_s) as translator:
         committed = translator.committed(source_config, groups)
         topics = {t for offsets in committed.values() for t, _ in offsets}
-        left = unreplicated_records(source_config, translator, topics, timeout_s)
-        report.unreplicated = {f"{t}-{p}": n for (t, p), n in sorted(left.items()) if n}
-        report.rpo_records = sum(left.values())
-        report.drained = report.rpo_records == 0
-        if report.drained or time.monotonic() >= deadline:
-            break
-        time.sleep(0.5)
-    if require_drained and not report.drained:
-        execute = report.executed = False
+        with SourceLag(source_config, topics, timeout_s) as lag:
+            while True:
+                left = lag.unreplicated(translator.offset_map)
+                report.unreplicated = {f"{t}-{p}": n for (t, p), n in sorted(left.items()) if n}
+                report.rpo_records = sum(left.values())
+                report.drained = report.rpo_records == 0
+                now = time.monotonic()
+                if report.drained:
+                    report.drained_after_s = now - began
+                    break
+                if now >= deadline:
+                    break
+                translator.follow_offset_map(min(_RECOUNT_S, deadline - now))  # returns at the map's next runs
+        if require_drained and not report.drained:
+            execute = report.executed = False
+        _move_to_target(report, translator, target_config, source_config, source, groups, execute, timeout_s)
+    report.exact_after_s = _exact_after(report, began)
+    report.seconds = time.monotonic() - began
+    return report
+
+
+def _move_to_target(report: CutoverReport, translator: OffsetTranslator, target_config: Mapping[str, str],
+                    source_config: Mapping[str, str], source: str, groups: list[str], execute: bool,
+                    timeout_s: float) -> None:
+    """Translate each group's committed offsets; with ``execute`` write them and the final checkpoints."""
     moves = translator.groups_to_target(groups, source_config)
     checkpoints = []
     for group in groups:
@@ -176,15 +235,13 @@ def cutover(target_config: Mapping[str, str], source_config: Mapping[str, str], 
     topic = translator.policy.checkpoints_topic(source)
     if execute and checkpoints and not _write_checkpoints(target_config, topic, checkpoints, timeout_s):
         report.notes.append(f"{topic} does not exist (no checkpoint connector ran): no final checkpoints written")
-    report.seconds = time.monotonic() - began
-    return report
 
 
 def failback(target_config: Mapping[str, str], source_config: Mapping[str, str], source: str, target: str,
              groups: list[str], *, execute: bool = False, timeout_s: float = 30.0) -> CutoverReport:
     """Move ``groups`` back from ``target`` to ``source``: their target positions, translated back."""
     began = time.monotonic()
-    report = CutoverReport("failback", source, target, execute, drained=True)
+    report = CutoverReport("failback", source, target, execute, drained=True, drained_after_s=0.0)
     with OffsetTranslator(target_config, source, timeout_s=timeout_s) as translator:
         moves = translator.groups_to_source(groups)
     for group in groups:
@@ -198,8 +255,16 @@ def failback(target_config: Mapping[str, str], source_config: Mapping[str, str],
                 move.written = True
             except GroupActiveError as exc:
                 move.error = str(exc)
+    report.exact_after_s = _exact_after(report, began)
     report.seconds = time.monotonic() - began
     return report
+
+
+def _exact_after(report: CutoverReport, began: float) -> float | None:
+    """Seconds since ``began`` if every group was written, each partition exactly; else None."""
+    exact = report.executed and all(move.written and all(p["basis"] == "offset-map" for p in move.partitions)
+                                    for move in report.groups)
+    return time.monotonic() - began if exact else None
 
 
 def _write_checkpoints(target_config: Mapping[str, str], topic: str, checkpoints: list[Checkpoint],

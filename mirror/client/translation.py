@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from types import TracebackType
@@ -110,11 +111,18 @@ def _raise_fatal(err: KafkaError) -> None:
 def load_offset_map(target_config: Mapping[str, str], policy: ReplicationPolicy, source_alias: str,
                     timeout_s: float = DEFAULT_TIMEOUT_S) -> OffsetMap:
     """The flow's exact offset map, read from the target (empty when the topic does not exist)."""
-    offset_map = OffsetMap()
+    return _read_offset_map(target_config, policy, source_alias, timeout_s)[0]
+
+
+def _read_offset_map(target_config: Mapping[str, str], policy: ReplicationPolicy, source_alias: str,
+                     timeout_s: float) -> tuple[OffsetMap, int]:
+    """The map and the offset after the last record read (where following it goes on)."""
+    offset_map, position = OffsetMap(), 0
     for msg in read_topic(client_config(target_config, CONSUMER_CLIENT_PREFIX),
                           offset_map_topic(policy, source_alias), timeout_s):
         offset_map.add_record(msg.key(), msg.value())
-    return offset_map
+        position = (msg.offset() or 0) + 1
+    return offset_map, position
 
 
 def mm2_rule(syncs: list[tuple[int, int]], upstream: int) -> int | None:
@@ -138,7 +146,8 @@ class OffsetTranslator:
         self.source_alias = source_alias
         self._target_config = dict(target_config)
         self._timeout_s = timeout_s
-        self.offset_map = load_offset_map(target_config, self.policy, source_alias, timeout_s)
+        self.offset_map, self._map_position = _read_offset_map(target_config, self.policy, source_alias, timeout_s)
+        self._map_follower: Consumer | None = None
         self._syncs: dict[TP, list[tuple[int, int]]] = {}
         syncs_config = offset_syncs_config if offset_syncs_config is not None else target_config
         topic = offset_syncs_topic or self.policy.offset_syncs_topic(source_alias)
@@ -165,6 +174,38 @@ class OffsetTranslator:
 
     def close(self) -> None:
         self._admin = None
+        follower, self._map_follower = self._map_follower, None
+        if follower is not None:
+            follower.close()
+
+    def follow_offset_map(self, wait_s: float) -> int:
+        """Add the map runs written since the last read, waiting up to ``wait_s`` for the first of them;
+        returns how many were read. Returns as soon as any arrived (within the reader's fetch wait, 50 ms),
+        which is how ``mirror failover`` sees the lag drain at once, without reading the map again."""
+        follower = self._map_follower
+        if follower is None:
+            follower = self._map_follower = reader_consumer(client_config(self._target_config,
+                                                                          CONSUMER_CLIENT_PREFIX))
+            follower.assign([KafkaTopicPartition(offset_map_topic(self.policy, self.source_alias), 0,
+                                                 self._map_position)])
+        deadline = time.monotonic() + wait_s
+        added = 0
+        while not added:
+            batch = follower.consume(1000, 0)
+            if not batch:  # consume(n, timeout) waits for n messages: wait for one, take what came with it
+                first = follower.poll(max(0.0, deadline - time.monotonic()))
+                batch = [] if first is None else [first, *follower.consume(999, 0)]
+            for message in batch:  # events (end of partition, topic not there yet) are no runs: wait on
+                error = message.error()
+                if error is None:
+                    self.offset_map.add_record(message.key(), message.value())
+                    self._map_position = (message.offset() or 0) + 1
+                    added += 1
+                elif error.fatal():
+                    raise KafkaException(error)
+            if time.monotonic() >= deadline:
+                break
+        return added
 
     def _remote(self, source_topic: str) -> str:
         return self.policy.format_remote_topic(self.source_alias, source_topic)

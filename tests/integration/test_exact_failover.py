@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import struct
+import time
 import warnings
 from pathlib import Path
 
@@ -234,6 +235,7 @@ def test_failover_drill_and_failback(cluster_a: Cluster, cluster_b: Cluster, tmp
             assert main(["failover", str(props), *base, "--execute", "--max-wait", "60"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["drained"] and report["rpo_records"] == 0 and report["reread_records"] == 0
+    assert 0 <= report["drained_after_s"] <= report["exact_after_s"] <= report["seconds"]
     [move] = report["groups"]
     assert move["written"] and move["partitions"] == [
         {"topic": remote, "partition": 0, "from": 15, "to": 14, "basis": "offset-map", "reread": 0}]
@@ -249,6 +251,7 @@ def test_failover_drill_and_failback(cluster_a: Cluster, cluster_b: Cluster, tmp
     assert main(["failback", str(props), *base, "--execute"]) == 0
     back = json.loads(capsys.readouterr().out)
     assert back["groups"][0]["partitions"][0]["to"] == 27  # d-25 sits at 27 on A (after the markers at 10, 21)
+    assert 0 <= back["exact_after_s"] <= back["seconds"]
     assert committed_on(cluster_a.bootstrap, group, topic) == 27
 
     # not replicated at cutover = the RPO; --require-drained writes nothing then
@@ -256,6 +259,7 @@ def test_failover_drill_and_failback(cluster_a: Cluster, cluster_b: Cluster, tmp
     assert main(["failover", str(props), *base, "--execute", "--max-wait", "1", "--require-drained"]) == 1
     late = json.loads(capsys.readouterr().out)
     assert late["rpo_records"] == 7 and not late["drained"] and not late["executed"]
+    assert late["drained_after_s"] is None and late["exact_after_s"] is None
     assert committed_on(cluster_b.bootstrap, group, remote) == 25  # untouched
 
 
@@ -301,3 +305,102 @@ def test_exact_across_kill_and_restart_of_the_driver(cluster_a: Cluster, cluster
         assert node.terminate() == 0
     for group, offset in groups.items():
         check_resumes_exactly(source, target, offset, expected[group])
+
+
+def target_offsets(cluster_b: Cluster, remote: str, values: dict[int, bytes | None]) -> dict[int, int]:
+    """Per partition: the target offset of the record with the given value (None: the partition's end)."""
+    records = consume_all(cluster_b.bootstrap, remote)
+    at = {(r.partition, r.value): r.offset for r in records}
+    ends = {p: 1 + max(r.offset for r in records if r.partition == p) for p in values}
+    return {p: ends[p] if v is None else at[(p, v)] for p, v in values.items()}
+
+
+def translate_cli(props: Path, a: str, b: str, groups: list[str],
+                  capsys: pytest.CaptureFixture[str]) -> dict[tuple[str, int], tuple[int | None, str]]:
+    """``mirror offsets translate --group ...``: per (group, partition) its downstream offset and basis."""
+    capsys.readouterr()
+    assert main(["offsets", "translate", str(props), "--source", a, "--target", b, "--json",
+                 *[arg for g in groups for arg in ("--group", g)]]) == 0
+    rows = json.loads(capsys.readouterr().out)["translations"]
+    return {(r["group"], r["partition"]): (r["downstream"], r["basis"]) for r in rows}
+
+
+@pytest.mark.slow
+def test_with_default_intervals_translation_checkpoints_and_failover_are_exact_within_seconds(
+        cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With a 60 s offset flush and a 60 s checkpoint interval, a lagging group is translated exactly by
+    ``mirror offsets translate``, checkpointed exactly and synced onto the target within seconds of its
+    records' arrival, and ``mirror failover --execute`` writes exact offsets within seconds of the lag
+    draining: the offset map is sent on its own clock and checkpoints follow it. The time bounds are
+    loose (half the intervals); what is asserted exactly is where each group resumes."""
+    a, b = aliases("A", "B")
+    topic = create_topic(cluster_a.bootstrap, unique("secs"), 2)
+    remote = f"{a}.{topic}"
+    prefix = unique("sg")
+    lagging, caught_up = f"{prefix}-lagging", f"{prefix}-caught-up"
+    for group in (lagging, caught_up):  # known to the checkpoint connector from its first group listing
+        commit_group_offsets(cluster_a.bootstrap, group, {(topic, 0): 0, (topic, 1): 0})
+    body = f"{a}->{b}.enabled = true\ntopics = {topic}\ngroups = {prefix}.*\nsync.group.offsets.enabled = true\n"
+    props = tmp_path / "mm2.properties"
+    # the offset flush and the checkpoint interval of the code under test (60 s each), not the harness's 1 s
+    props.write_text(mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap}, body,
+                                    defaults=("offset.flush.interval.ms", "emit.checkpoints.interval.seconds")))
+    assert "flush.interval" not in props.read_text() and "emit.checkpoints" not in props.read_text()
+
+    def burst(name: str, count: int) -> None:
+        for p in (0, 1):
+            produce(cluster_a.bootstrap, topic, [(None, f"{name}-{p}-{i}".encode()) for i in range(count)],
+                    partition=p)
+
+    def arrived(total: int) -> bool:
+        return remote in topics(cluster_b.bootstrap) and len(consume_all(cluster_b.bootstrap, remote)) >= total
+
+    with MirrorMakerProcess(props) as node:
+        node.wait_running(2)  # A->B and the heartbeat-only B->A herder
+        burst("first", 200)
+        wait_until(lambda: arrived(400), 60, "the first burst replicated")
+        since = time.monotonic()
+        # lagging has read 150 records of each partition, caught_up all 200
+        commit_group_offsets(cluster_a.bootstrap, lagging, {(topic, 0): 150, (topic, 1): 150})
+        commit_group_offsets(cluster_a.bootstrap, caught_up, {(topic, 0): 200, (topic, 1): 200})
+        wanted = {lagging: target_offsets(cluster_b, remote, {p: f"first-{p}-150".encode() for p in (0, 1)}),
+                  caught_up: target_offsets(cluster_b, remote, dict.fromkeys((0, 1)))}
+        expected = {(g, p): (d, "offset-map") for g, by_p in wanted.items() for p, d in by_p.items()}
+        wait_until(lambda: translate_cli(props, a, b, [lagging, caught_up], capsys) == expected, 30,
+                   f"mirror offsets translate exact at {expected}")
+
+        def checkpointed_exactly() -> bool:
+            cps = [Checkpoint.from_record(r.key, r.value)
+                   for r in consume_all(cluster_b.bootstrap, f"{a}.checkpoints.internal")]
+            newest = {(c.consumer_group_id, c.partition): c.downstream_offset for c in cps}
+            return all(newest.get(key) == d for key, (d, _) in expected.items())
+
+        wait_until(checkpointed_exactly, since + 40 - time.monotonic(), "exact checkpoints within 40 s")
+        wait_until(lambda: all(committed_on(cluster_b.bootstrap, g, remote, p) == d
+                               for (g, p), (d, _) in expected.items()), since + 45 - time.monotonic(),
+                   "both groups synced exactly within 45 s")
+
+        # A planned cutover: the producers stop, the groups stop on A, the failover runs at once. Its groups
+        # are outside the flow's group filter: the flow's group sync writes into the synced groups on B too,
+        # and a sync that listed a group before the failover wrote it may write an older checkpoint after.
+        burst("second", 300)
+        moving, ahead = (f"{unique('fo')}-{name}" for name in ("lagging", "caught-up"))
+        commit_group_offsets(cluster_a.bootstrap, moving, {(topic, 0): 490, (topic, 1): 490})
+        commit_group_offsets(cluster_a.bootstrap, ahead, {(topic, 0): 400, (topic, 1): 400})
+        stopped = time.monotonic()
+        capsys.readouterr()
+        assert main(["failover", str(props), "--source", a, "--target", b, "--group", moving, "--group",
+                     ahead, "--execute", "--json", "--max-wait", "120"]) == 0
+        failover_s = time.monotonic() - stopped
+        report = json.loads(capsys.readouterr().out)
+        assert node.terminate() == 0
+    wanted = {moving: target_offsets(cluster_b, remote, {p: f"second-{p}-290".encode() for p in (0, 1)}),
+              ahead: target_offsets(cluster_b, remote, {p: f"second-{p}-200".encode() for p in (0, 1)})}
+    assert report["drained"] and report["rpo_records"] == 0 and report["reread_records"] == 0
+    assert 0 <= report["drained_after_s"] <= report["exact_after_s"] <= report["seconds"]
+    for move in report["groups"]:
+        assert move["written"]
+        assert {(p["partition"], p["to"]) for p in move["partitions"]} == set(wanted[move["group"]].items())
+    assert all(committed_on(cluster_b.bootstrap, g, remote, p) == d for g, by_p in wanted.items()
+               for p, d in by_p.items())
+    assert failover_s < 30, f"the failover took {failover_s:.1f}s after the producers stopped"

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,8 @@ def aliases(*names: str) -> list[str]:
     return [f"{name}{suffix}" for name in names]
 
 
-def mm2_properties(clusters: Mapping[str, str], body: str = "", *, internal_rest: bool = True) -> str:
+def mm2_properties(clusters: Mapping[str, str], body: str = "", *, internal_rest: bool = True,
+                   defaults: Collection[str] = ()) -> str:
     """An mm2.properties for ``clusters`` (alias -> bootstrap) on the test brokers, then ``body``.
 
     The fixed part is only what the test brokers need: replication factor 1 (one broker per cluster),
@@ -42,7 +43,9 @@ def mm2_properties(clusters: Mapping[str, str], body: str = "", *, internal_rest
     in seconds, and a REST listener on a free loopback port. Multi-node tests need the internal REST
     endpoints (KIP-710, off by default as in Java) and the tests drive the REST API without credentials
     (state changes are refused by default; test_rest_security.py tests that default). ``internal_rest=False``
-    leaves that key out, as a user's file does (test_multinode_without_internal_rest.py).
+    leaves that key out, as a user's file does (test_multinode_without_internal_rest.py). Keys named in
+    ``defaults`` (``offset.flush.interval.ms``, ``emit.checkpoints.interval.seconds``, ...) are left out,
+    per cluster too: the code's defaults apply, as in a user's file.
     """
     lines = [f"clusters = {', '.join(clusters)}"]
     for alias, bootstrap in clusters.items():
@@ -69,7 +72,9 @@ def mm2_properties(clusters: Mapping[str, str], body: str = "", *, internal_rest
         "sync.group.offsets.interval.seconds = 1",
         "sync.topic.configs.interval.seconds = 2",
     ]
-    return "\n".join(lines) + "\n" + body
+    left_out = set(defaults) | {f"{alias}.{key}" for alias in clusters for key in defaults}
+    kept = [line for line in lines if line.split("=")[0].strip() not in left_out]
+    return "\n".join(kept) + "\n" + body
 
 
 class MirrorMakerProcess:
