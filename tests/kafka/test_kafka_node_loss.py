@@ -17,8 +17,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.support.two_nodes import TwoNodes, kill_9_of_the_connector_holder, restart_each_node
+from tests.integration.support.two_nodes import (
+    RATE_PER_S,
+    SOURCE,
+    TwoNodes,
+    kill_9_of_the_connector_holder,
+    restart_each_node,
+)
 from tests.support.apache_kafka import KafkaBroker
+from tests.support.chaos import analyse
+
+#: The defaults' bounds: every partition flows again within this long after a kill -9 (a loose bound: the
+#: figure is bench/failover_timing.py's node-loss scenario), and at most the records of one offset flush
+#: interval plus its timeout (60 s + 5 s) are copied again.
+DEFAULTS_RECOVERY_S = 30.0
+DEFAULTS_DUPLICATES = int(RATE_PER_S * (60 + 5))
 
 #: Loss-asserting: never retried.
 pytestmark = [pytest.mark.integration, pytest.mark.kafka, pytest.mark.slow, pytest.mark.flaky(reruns=0)]
@@ -48,3 +61,30 @@ def test_rolling_restart_back_to_back_on_kafka(two_nodes: TwoNodes) -> None:
     """No wait for a stable group between the restarts (the Tansu workaround is not needed on Kafka)."""
     flow = two_nodes.start()
     restart_each_node(flow, "rolling restart of two nodes back to back, Apache Kafka", flow.wait_settled)
+
+
+def test_kill_9_with_the_default_settings_on_kafka(kafka_a: KafkaBroker, kafka_b: KafkaBroker,
+                                                   tmp_path: Path) -> None:
+    """The group settings and offset flush of a user's file (10 s sessions, 1 s heartbeats, 60 s flush): the
+    killed node held source tasks; every partition flows again within DEFAULTS_RECOVERY_S, nothing is lost,
+    and the duplicates stay within what one offset flush interval allows."""
+    flow = TwoNodes(tmp_path, Endpoint(kafka_a.bootstrap_servers), Endpoint(kafka_b.bootstrap_servers),
+                    defaults=True)
+    try:
+        text = flow.properties.read_text(encoding="utf-8")
+        assert "session.timeout" not in text and "heartbeat.interval" not in text and "flush.interval" not in text
+        flow.start()
+        flow.wait_settled()
+        tasks = flow.status(SOURCE).get("tasks", [])
+        assert isinstance(tasks, list)
+        assert {t["worker_id"] for t in tasks} == flow.workers()  # whichever node dies held source tasks
+        fault = "kill -9 with the default settings, Apache Kafka"
+        stalls = kill_9_of_the_connector_holder(flow, fault)  # nothing lost (its finish asserts it)
+        assert flow.load is not None and flow.checker is not None
+        report = analyse(fault, flow.load.acked, flow.checker.snapshot())
+        print(f"duplicates: {report.duplicated} (bound {DEFAULTS_DUPLICATES})")
+        assert report.lost == 0
+        assert report.duplicated <= DEFAULTS_DUPLICATES, report.table()
+        assert max(stalls.values()) <= DEFAULTS_RECOVERY_S, stalls
+    finally:
+        flow.stop()

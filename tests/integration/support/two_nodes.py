@@ -40,18 +40,22 @@ class TwoNodes:
     """Flow A->B (and the heartbeat-only B->A, as a file without ``--clusters`` runs) on two nodes under load."""
 
     def __init__(self, tmp_path: Path, source: HasBootstrap, target: HasBootstrap,
-                 internal_rest: bool = False) -> None:
+                 internal_rest: bool = False, defaults: bool = False) -> None:
+        """``defaults``: the group settings and the offset flush of the code under test (a user's file);
+        else Connect's group settings (10 s sessions, 3 s heartbeats) and the harness's 1 s offset flush."""
         self.a, self.b = aliases("A", "B")
         self.source, self.target = source.bootstrap, target.bootstrap
         self.topic = create_topic(self.source, unique("seq"), PARTITIONS)
         self.remote = f"{self.a}.{self.topic}"
-        body = (f"{self.a}->{self.b}.enabled = true\n{self.a}->{self.b}.topics = {self.topic}\ntasks.max = {TASKS}\n"
-                # Connect's default group settings (mm2_properties shortens them for the test broker).
-                + "".join(f"{c}.session.timeout.ms = 10000\n{c}.heartbeat.interval.ms = 3000\n"
-                          for c in (self.a, self.b)))
+        body = f"{self.a}->{self.b}.enabled = true\n{self.a}->{self.b}.topics = {self.topic}\ntasks.max = {TASKS}\n"
+        if not defaults:  # Connect's default group settings (mm2_properties shortens them for the test broker)
+            body += "".join(f"{c}.session.timeout.ms = 10000\n{c}.heartbeat.interval.ms = 3000\n"
+                            for c in (self.a, self.b))
+        left_out = ("session.timeout.ms", "heartbeat.interval.ms", "offset.flush.interval.ms") if defaults else ()
         self.properties = tmp_path / "mm2.properties"
         self.properties.write_text(mm2_properties({self.a: self.source, self.b: self.target}, body,
-                                                  internal_rest=internal_rest), encoding="utf-8")
+                                                  internal_rest=internal_rest, defaults=left_out),
+                                   encoding="utf-8")
         assert internal_rest or "internal.rest" not in self.properties.read_text(encoding="utf-8")
         self.tmp_path = tmp_path
         self.nodes = [self.node(0), self.node(1)]
