@@ -379,12 +379,20 @@ def ssl_context(settings: TlsSettings, *, server: bool = False) -> ssl.SSLContex
         context.check_hostname = settings.verify and settings.check_hostname
         context.verify_mode = ssl.CERT_REQUIRED if settings.verify else ssl.CERT_NONE
     if settings.trusted_pem:
-        context.load_verify_locations(cadata=settings.trusted_pem)
+        try:
+            context.load_verify_locations(cadata=settings.trusted_pem)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"ssl.truststore.location: its certificates cannot be loaded by Python's ssl: {exc}",
+                              "ssl.truststore.location") from None
     _load_files(context, settings)
     if not settings.trusted_pem and not (settings.ca_location and settings.ca_location != "probe"):
         context.load_default_certs(ssl.Purpose.CLIENT_AUTH if server else ssl.Purpose.SERVER_AUTH)
     if settings.identity is not None:
-        load_key_material(context, settings.identity)
+        try:
+            load_key_material(context, settings.identity)
+        except (OSError, ssl.SSLError) as exc:  # e.g. a key that does not match its certificate
+            raise ConfigError(f"ssl.keystore.location: its key and certificate chain cannot be loaded by Python's "
+                              f"ssl: {exc}", "ssl.keystore.location") from None
     context.minimum_version = ssl.TLSVersion.TLSv1_3 if settings.only_tls13 else settings.versions.minimum
     context.maximum_version = settings.versions.maximum
     if settings.tls12_suites:
