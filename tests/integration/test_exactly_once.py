@@ -13,6 +13,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,44 @@ def test_one_of_two_nodes_stopped_or_killed_inside_a_transaction(
     assert not lost, f"{len(lost)} records lost, e.g. {sorted(lost)[:5]}"
     assert not duplicated, f"{len(duplicated)} records duplicated, e.g. {list(duplicated.items())[:5]}"
     assert after.aborted > 0, "the zombie held no open transaction: the test did not exercise fencing"
+
+
+def test_a_target_stalled_longer_than_the_flush_timeout_delays_the_commit_and_the_task_runs_on(
+        cluster_a: Cluster, fresh_cluster: Callable[[str], Cluster], tmp_path: Path) -> None:
+    """SIGSTOP the target broker for several times offset.flush.timeout.ms while records flow: the commit of
+    the open transaction waits (KIP-618: that timeout does not apply to exactly-once tasks, and Java's
+    commit blocks until it completes); the task stays RUNNING and after SIGCONT every record is committed
+    once. Kept under the group session timeout (6 s), so the stall is not also a rebalance."""
+    a, b = aliases("A", "B")
+    target = fresh_cluster(b)
+    assert target.broker is not None
+    topic = create_topic(cluster_a.bootstrap, unique("eos-stall"), 1)
+    remote = f"{a}.{topic}"
+    total = 20_000
+    produce(cluster_a.bootstrap, topic, [(None, f"v{i}".encode()) for i in range(total // 2)])
+    props = _eos_properties(tmp_path, a, b, cluster_a, target, topic, f"{b}.offset.flush.timeout.ms = 500\n")
+    with MirrorMakerProcess(props, log=tmp_path / "node.log") as node:
+        node.wait_running(2)
+        wait_until(lambda: (c := _copied(target.bootstrap, remote)) is not None and len(c.committed) > 0, 90,
+                   "the first transaction committed", interval_s=0.5)
+        producing = threading.Thread(target=_paced, args=(cluster_a.bootstrap, topic, total // 2, total))
+        producing.start()
+        time.sleep(1.0)  # not synchronisation: the stall should land while records flow
+        target.broker.pause()
+        try:
+            time.sleep(3.0)  # six times offset.flush.timeout.ms
+        finally:
+            target.broker.resume()
+        producing.join()
+        wait_until(lambda: len(read_transactions(target.bootstrap, remote).committed) >= total, 120,
+                   f"{total} committed records on the target", interval_s=1)
+        after = read_transactions(target.bootstrap, remote)
+        states = node.task_states(a, b, "MirrorSourceConnector")
+        log = node.log_text()
+    assert "keeps waiting until the target completes it" in log, "no commit outlasted the timeout: nothing tested"
+    assert "MirrorSourceConnector-0 failed" not in log and "transaction commit failed" not in log
+    assert [s for s, _ in states] == ["RUNNING"]
+    lost, duplicated = after.lost_and_duplicated(total)
+    assert not lost, f"{len(lost)} records lost, e.g. {sorted(lost)[:5]}"
+    assert not duplicated, f"{len(duplicated)} records duplicated, e.g. {list(duplicated.items())[:5]}"
+    assert len(after.committed) == total and after.pending == 0

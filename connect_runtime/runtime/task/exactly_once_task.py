@@ -18,11 +18,18 @@ How it fits the at-least-once task. The loop of :class:`WorkerSourceTask` is kep
   committable offsets into the transaction, ``commit_transaction``, begin the next. ``poll`` commits
   after every batch (the loop's offset interval is 0), ``interval`` every
   ``transaction.boundary.interval.ms`` (:func:`exactly_once_settings`);
+* a boundary's commit waits until it completes, however slow the target: ``offset.flush.timeout.ms`` does
+  not bound it (KIP-618: the setting has no effect on exactly-once source tasks; Java's task producers
+  block without limit, ``max.block.ms`` = ``Long.MAX_VALUE``). librdkafka's ``commit_transaction`` gives
+  up after its timeout with a retriable error and finishes the same commit when called again, so it is
+  called in slices of :data:`COMMIT_SLICE_S` until it completes or the task is stopping; the final commit
+  of a stopping task takes up the commit in progress within the stop's budget;
 * the task hears of acknowledged records (``commit_records`` / ``runs_acknowledged``: offset syncs, the
   exact offset map, metrics) only once their transaction committed, so nothing downstream ever claims
   an offset of an uncommitted transaction (Java calls ``commitRecord`` after the commit too);
-* any failure (a refused record, a fenced producer, a commit that fails) aborts the open transaction
-  and fails the task: none of that transaction counts, and a restart resumes from the last commit.
+* any failure (a refused record, a fenced producer, a commit that fails other than by taking long)
+  aborts the open transaction and fails the task: none of that transaction counts, and a restart
+  resumes from the last commit.
   ``errors.tolerance=all`` cannot skip a refused record inside a transaction (the transaction is then
   abortable only), so it fails the task as well.
 """
@@ -64,6 +71,10 @@ INTERVAL = "interval"
 #: How long ``init_transactions`` may take at start (a broker without transactions answers at once).
 INIT_TIMEOUT_S = 60.0
 
+#: How long one ``commit_transaction`` call of a boundary's commit waits before the task looks whether it
+#: is stopping (and calls again if not): a stop request is heard within this.
+COMMIT_SLICE_S = 1.0
+
 
 @runtime_checkable
 class TransactionalOffsets(Protocol):
@@ -90,6 +101,14 @@ def is_fenced(exc: BaseException) -> bool:
     error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
     return isinstance(error, KafkaError) and error.code() in (
         KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
+
+
+def may_retry_commit(exc: BaseException) -> bool:
+    """Whether a failed ``commit_transaction`` may be called again to finish the same commit: a retriable
+    error (its timeout ran out, the coordinator is loading or moving), not fenced, fatal or abortable."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return (isinstance(error, KafkaError) and error.retriable() and not error.fatal()
+            and not error.txn_requires_abort() and not is_fenced(exc))
 
 
 def exactly_once_settings(settings: SourceTaskSettings, group_id: str | None, task_id: ConnectorTaskId,
@@ -129,16 +148,20 @@ class TransactionalCommitter(OffsetCommitter):
     def __init__(self, name: str, connector: str, store: OffsetStore, offsets: TransactionalOffsets,
                  timeout_s: float, metrics: TaskMetrics, task_commit: Callable[[], None], *,
                  failure: Callable[[], BaseException | None], held: Callable[[], bool], serve: Callable[[], None],
-                 release: Callable[[], None]) -> None:
+                 release: Callable[[], None], stopping: Callable[[], bool]) -> None:
         super().__init__(name, connector, store, timeout_s, metrics, task_commit)
         self._offsets = offsets
         self._failure = failure
         self._held = held
         self._serve = serve
         self._release = release
+        self._stopping = stopping
         self.producer: Producer | None = None
         #: Whether a transaction is open (begun and not yet committed or aborted).
         self.open = False
+        #: Whether the open transaction's commit was asked for and has not completed yet (its offsets are in
+        #: it): the final commit of a task that began stopping meanwhile only waits for it.
+        self.committing = False
         self.committed_transactions = 0
 
     @property
@@ -160,8 +183,9 @@ class TransactionalCommitter(OffsetCommitter):
         self.open = True
 
     def start(self, tracking: Any) -> None:
-        """A transaction boundary: commit what the open transaction holds (nothing to do if empty)."""
-        self._commit(tracking, self._timeout_s)
+        """A transaction boundary: commit what the open transaction holds (nothing to do if empty), waiting
+        as long as the commit takes unless the task is stopping (module docstring)."""
+        self._commit(tracking, None)
 
     def poll(self) -> None:
         return None
@@ -178,6 +202,7 @@ class TransactionalCommitter(OffsetCommitter):
         if producer is None or not self.open:
             return
         self.open = False
+        self.committing = False
         failed = self._failure() is not None
         try:
             producer.abort_transaction(self._timeout_s)
@@ -187,25 +212,32 @@ class TransactionalCommitter(OffsetCommitter):
             logger.warning("%s could not abort its transaction (%s); it will be aborted by the coordinator "
                            "or the next instance of the task", self._name, exc.args[0])
 
-    def _commit(self, tracking: SubmittedRecords | SubmittedRuns, timeout_s: float) -> None:
+    def _commit(self, tracking: SubmittedRecords | SubmittedRuns, budget_s: float | None) -> None:
+        """Commit the open transaction with its offsets; ``budget_s`` None: a boundary's commit, which waits
+        until it completes unless the task is stopping (then the final commit takes it up)."""
         producer = self.producer
         if producer is None or not self.open:
             return
-        if not tracking.outstanding and not self._held():
+        if not self.committing and not tracking.outstanding and not self._held():
             return  # nothing produced since the last commit: keep the (empty) transaction open
         began = time.monotonic()
-        deadline = began + timeout_s
         try:
             failure = self._failure()
             if failure is not None:
                 raise failure
-            # The offsets of every record produced in this transaction, acknowledged or not: the commit
-            # makes all of them durable or none (it flushes and fails if any record failed), so there is
-            # no round trip to wait for before producing them.
-            offsets = tracking.submitted_offsets()
-            for topic, partition, key, value in self._offsets.records_for(self._connector, offsets):
-                producer.produce(topic, value=value, key=key, partition=partition)
-            producer.commit_transaction(max(0.1, deadline - time.monotonic()))
+            if not self.committing:
+                # The offsets of every record produced in this transaction, acknowledged or not: the commit
+                # makes all of them durable or none (it flushes and fails if any record failed), so there
+                # is no round trip to wait for before producing them.
+                offsets = tracking.submitted_offsets()
+                for topic, partition, key, value in self._offsets.records_for(self._connector, offsets):
+                    producer.produce(topic, value=value, key=key, partition=partition)
+                self.committing = True
+            if budget_s is not None:
+                producer.commit_transaction(max(0.1, budget_s - (time.monotonic() - began)))
+            elif not self._await_commit(producer, began):
+                return  # stopping: the final commit (commit_now) waits for this one within its budget
+            self.committing = False
             self._serve()  # the delivery reports of the committed records: every run acknowledged
             failure = self._failure()
             if failure is not None:
@@ -226,6 +258,28 @@ class TransactionalCommitter(OffsetCommitter):
         self._committed()
         producer.begin_transaction()
         self.open = True
+
+    def _await_commit(self, producer: Producer, began: float) -> bool:
+        """``commit_transaction`` in slices until it completes (True) or the task is stopping (False);
+        raises what is not a timeout (fenced, fatal, abortable), as a single call would."""
+        warned = False
+        while True:
+            try:
+                producer.commit_transaction(COMMIT_SLICE_S)
+            except KafkaException as exc:
+                if not may_retry_commit(exc):
+                    raise
+                if self._stopping():
+                    return False
+                if not warned and time.monotonic() - began >= self._timeout_s:
+                    warned = True
+                    logger.warning("%s: its transaction commit has waited over %.1fs (%s); it keeps waiting until "
+                                   "the target completes it (offset.flush.timeout.ms does not bound an exactly-once "
+                                   "commit)", self._name, self._timeout_s, exc.args[0])
+                continue
+            if warned:
+                logger.info("%s: its transaction committed after %.1fs", self._name, time.monotonic() - began)
+            return True
 
     def close(self) -> None:
         return None
@@ -273,7 +327,8 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         return TransactionalCommitter(
             str(self.id), self.id.connector, self._store, self._offsets, self.settings.offset_flush_timeout_s,
             self._metrics, self._task.commit, failure=self._first_failure,
-            held=lambda: self.loop.holds_acknowledgements, serve=self._serve_deliveries, release=self._release)
+            held=lambda: self.loop.holds_acknowledgements, serve=self._serve_deliveries, release=self._release,
+            stopping=self._stopping.is_set)
 
     def _release(self) -> None:
         """The transaction committed: what it acknowledged reaches the task now (the loop in use then)."""

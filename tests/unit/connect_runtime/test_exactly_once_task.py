@@ -4,6 +4,7 @@ back read_committed) is tested on real brokers in tests/integration/test_exactly
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -88,7 +89,7 @@ class NotifiedTask(ListTask):
 
 
 def make(task: ListTask, log: list[Any], init_error: KafkaError | None = None, cls: type[TxnProducer] = TxnProducer,
-         transforms: TransformationChain | None = None,
+         transforms: TransformationChain | None = None, flush_timeout_s: float = 5.0,
          ) -> tuple[ExactlyOnceWorkerSourceTask, list[TxnProducer], RecordingStatusListener, Offsets]:
     producers: list[TxnProducer] = []
 
@@ -99,6 +100,7 @@ def make(task: ListTask, log: list[Any], init_error: KafkaError | None = None, c
     listener = RecordingStatusListener()
     offsets = Offsets()
     settings = SourceTaskSettings("w", offset_flush_interval_s=0.0, log_flow="A->B",
+                                  offset_flush_timeout_s=flush_timeout_s,
                                   transactions=TransactionSettings("g-c-0", "poll"))
     worker_task = ExactlyOnceWorkerSourceTask(
         TASK, task, {}, settings, offset_store=offsets,
@@ -179,6 +181,65 @@ def test_a_refused_record_aborts_the_transaction_and_fails_the_task() -> None:
     assert not any(e == ("acknowledged", 2) for e in log)
     assert "fenced: a newer instance of this task" in str(worker_task.failure)
     assert worker_task.state is State.FAILED
+
+
+class SlowCommit(TxnProducer):
+    """A target slower than offset.flush.timeout.ms: the first ``slow`` commit calls time out, as librdkafka's
+    does (a retriable _TIMED_OUT, the same commit finished by the next call)."""
+
+    slow = 4
+
+    def commit_transaction(self, timeout: float) -> None:
+        if self.slow > 0:
+            self.slow -= 1
+            time.sleep(0.05)
+            self.log.append("commit timed out")
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out", retriable=True))
+        super().commit_transaction(timeout)
+
+
+def test_a_commit_slower_than_the_flush_timeout_keeps_waiting_and_the_task_runs_on(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """KIP-618: offset.flush.timeout.ms does not bound an exactly-once commit (Java blocks until it completes)."""
+    log: list[Any] = []
+    task = NotifiedTask([[rec("a", 0), rec("a", 1)], [rec("a", 2)]], log)
+    worker_task, _, listener, _ = make(task, log, cls=SlowCommit, flush_timeout_s=0.1)
+    worker_task.start()
+    wait_until(lambda: log.count("commit") >= 2, 10, "two transactions committed")
+    worker_task.stop()
+    assert worker_task.join(10)
+    assert worker_task.failure is None and State.FAILED not in [e.state for e in listener.events]
+    first = log[:log.index("commit") + 1]
+    assert first.count("commit timed out") == 4 and "abort" not in log
+    # the offsets went into the transaction once, before the first call; the retries only wait
+    assert [e for e in first if isinstance(e, tuple) and e[1] == "offsets"] == [
+        ("produce", "offsets", b'{"seq":1}', b'["c",{"p":"a"}]')]
+    assert log.index(("acknowledged", 2)) > log.index("commit")
+    assert "keeps waiting until the target completes it" in caplog.text
+
+
+def test_a_stop_during_a_slow_commit_hands_it_to_the_final_commit() -> None:
+    """A boundary's commit that is still waiting when the task stops is finished by the final commit (within
+    its budget), without writing its offsets a second time."""
+    log: list[Any] = []
+    task = NotifiedTask([[rec("a", 0), rec("a", 1)]], log)
+
+    class UntilStopped(SlowCommit):
+        slow = 1_000_000
+
+        def commit_transaction(self, timeout: float) -> None:
+            if timeout > 1.0:  # the final commit's budget (5 s), not a boundary's 1 s slice
+                self.slow = 0
+            super().commit_transaction(timeout)
+
+    worker_task, _, _, _ = make(task, log, cls=UntilStopped)
+    worker_task.start()
+    wait_until(lambda: "commit timed out" in log, 10, "the first commit waiting")
+    worker_task.stop()
+    assert worker_task.join(10)
+    assert worker_task.failure is None and log.count("commit") == 1 and "abort" not in log
+    assert len([e for e in log if isinstance(e, tuple) and e[1] == "offsets"]) == 1
+    assert ("acknowledged", 2) in log
 
 
 def test_a_target_without_transactions_fails_the_task_with_one_line_naming_the_cluster() -> None:
