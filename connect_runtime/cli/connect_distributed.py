@@ -21,8 +21,8 @@ processes with the same ``group.id`` share connectors and tasks. ``/health`` say
 the stores are read and the first assignment is applied.
 
 Shutdown (SIGTERM/SIGINT/SIGHUP, :func:`~connect_runtime.cli.process.run_until_stopped`) is bounded:
-tasks get ``task.shutdown.graceful.timeout.ms`` to stop and commit their offsets, then the stores are
-closed and the REST server stops.
+the REST server stops first (requests in flight are answered, later ones find the port closed), then
+tasks get ``task.shutdown.graceful.timeout.ms`` to stop and commit their offsets and the stores are closed.
 """
 
 from __future__ import annotations
@@ -200,9 +200,10 @@ class ConnectDistributed:
         return "the herder failed; see the log" if self.failed() else None
 
     def stop(self) -> None:
+        """REST first, then the herder, as Java's ``Connect.stop``: no request reaches a stopping herder."""
+        self.rest.stop()
         if self.herder is not None:
             self.herder.stop(self.config[wc.TASK_SHUTDOWN_TIMEOUT_MS] / 1000 + _STOP_MARGIN_S)
-        self.rest.stop()
         if self._previous_code_policy is not None:  # an embedding process gets its own policy back
             plugin_allowlist.install(self._previous_code_policy)
 

@@ -183,11 +183,15 @@ class MirrorMaker:
         return all(slot.herder is not None for slot in self.slots.values())
 
     def stop(self) -> None:
-        """Stop every herder and the health monitor in parallel (tasks stopped, offsets flushed, groups
-        left), then REST. Nothing here waits on a cluster that does not answer: the herder probe gives
-        up on ``_stopping``, a slot backing off wakes at once, and the monitor's pass is given
-        ``MONITOR_STOP_S`` (its probe calls cannot be interrupted; its thread is a daemon)."""
+        """Stop REST, then every herder and the health monitor in parallel (tasks stopped, offsets flushed,
+        groups left), then the metrics endpoint. REST goes first, as in Java's ``MirrorMaker.stop`` (and
+        ``Connect.stop``): requests in flight are answered by herders still running, and a later one (a
+        follower's ``PUT .../fence``, a forwarded config) finds the port closed and goes to the next leader,
+        instead of reaching a herder that is stopping. Nothing here waits on a cluster that does not answer:
+        the herder probe gives up on ``_stopping``, a slot backing off wakes at once, and the monitor's pass
+        is given ``MONITOR_STOP_S`` (its probe calls cannot be interrupted; its thread is a daemon)."""
         self._stopping.set()
+        self.rest.stop()
         threads = [threading.Thread(target=slot.stop, name=f"stop-{pair}") for pair, slot in self.slots.items()]
         if self._monitor is not None:
             threads.append(threading.Thread(target=self._monitor.stop, args=(MONITOR_STOP_S,), name="stop-health",
@@ -199,7 +203,6 @@ class MirrorMaker:
         if self._metrics_server is not None:
             server, _thread = self._metrics_server
             server.shutdown()
-        self.rest.stop()
         if self._previous_code_policy is not None:
             plugin_allowlist.install(self._previous_code_policy)
 

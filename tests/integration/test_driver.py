@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupState, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -336,6 +337,47 @@ def test_sigterm_exits_0_with_offsets_flushed(cluster_a: Cluster, cluster_b: Clu
         assert values(cluster_b.bootstrap, remote) == [f"v{i}".encode() for i in range(40)]
         assert again.terminate() == 0
     assert stopping_took < 30
+
+
+def test_requests_during_shutdown_get_a_clean_answer_and_no_traceback(
+        cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
+    """REST stops before the herders (Java's MirrorMaker.stop): a request sent while the node stops is
+    answered by a running herder or finds the port closed, never "The herder is not running" with an
+    "Uncaught error" traceback. The request (a restart of an unknown connector: 404, nothing changes)
+    goes through the herder's request queue, as a follower's PUT .../fence does."""
+    a, b = aliases("A", "B")
+    topic = create_topic(cluster_a.bootstrap, unique("stopreq"))
+    props = write(tmp_path, mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap},
+                                           f"{a}->{b}.enabled = true\ntopics = {topic}\n"))
+    answers: list[int | str] = []
+    with MirrorMakerProcess(props, log=tmp_path / "node.log") as node:
+        node.wait_running(2)
+        path = f"/{a}/{b}/connectors/NoSuchConnector/restart"
+        assert node.request("POST", path).status_code == 404
+        done = threading.Event()
+
+        def hammer() -> None:
+            while not done.is_set():
+                try:
+                    answers.append(httpx.post(node.url + path, timeout=10).status_code)
+                except httpx.TransportError as exc:  # the port closed: a clean answer too
+                    answers.append(type(exc).__name__)
+                    time.sleep(0.02)
+
+        sender = threading.Thread(target=hammer)
+        sender.start()
+        try:
+            time.sleep(0.5)
+            assert node.terminate(30) == 0, node.tail()
+        finally:
+            done.set()
+            sender.join()
+        log = node.log_text()
+    assert "connect-mirror-maker stopped" in log
+    assert "Uncaught error" not in log and "Traceback" not in log, log[-3000:]
+    statuses = {x for x in answers if isinstance(x, int)}
+    assert statuses <= {404, 503}, answers
+    assert any(isinstance(x, str) for x in answers), "no request met the closed port: the stop was not probed"
 
 
 def test_rest_port_in_use_is_a_start_failure(tmp_path: Path) -> None:

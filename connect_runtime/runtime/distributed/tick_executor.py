@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from connect_runtime.api.errors import ConnectError
+from connect_runtime.api.errors import ConnectError, ServiceUnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +151,8 @@ class TickExecutor:
         if self.on_tick_thread():
             return action()
         if self._failed or self._stopping:
-            raise ConnectError("The herder is not running")
+            # a 503 through REST: the caller retries elsewhere or later (never a 500 with a traceback)
+            raise ServiceUnavailableError("The herder is not running")
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         with self._wake:
             self._requests.append((action, future))
