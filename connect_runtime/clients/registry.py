@@ -54,6 +54,7 @@ class _Entry:
 _lock = threading.Lock()
 _live: weakref.WeakKeyDictionary[Any, _Entry] = weakref.WeakKeyDictionary()
 _created = 0
+_created_by: Counter[str] = Counter()
 
 
 def caller_component() -> str:
@@ -74,11 +75,18 @@ def track(client: Any, kind: str, component: str | None = None) -> None:
     with _lock:
         _live[client] = entry
         _created += 1
+        _created_by[entry.component] += 1
 
 
 def created() -> int:
     """How many clients the factory built since the process started (open or not)."""
     return _created
+
+
+def created_by() -> Counter[str]:
+    """How many clients each component had the factory build since the process started (open or not)."""
+    with _lock:
+        return Counter(_created_by)
 
 
 def closed(client: Any) -> None:
