@@ -4,8 +4,6 @@ usage errors. Runs in-process; no broker is reached, as every file here is refus
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,15 +28,7 @@ REFUSED = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Both commands configure logging for the process; keep that from leaking into other tests."""
-    root, rdkafka = logging.getLogger(), logging.getLogger("librdkafka")
-    saved = root.level, list(root.handlers), rdkafka.level
-    yield
-    root.setLevel(saved[0])
-    root.handlers[:] = saved[1]
-    rdkafka.setLevel(saved[2])
+pytestmark = pytest.mark.usefixtures("restore_logging")
 
 
 @pytest.mark.parametrize("case", list(REFUSED))
