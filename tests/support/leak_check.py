@@ -9,8 +9,8 @@ a :class:`Resources` sample after every higher-scoped fixture is set up (session
 module fixtures are in the baseline, whatever test starts them) and before the test's own function
 fixtures; after their teardown it samples again. The test is checked if runtime code built at least one
 client through ``connect_runtime.clients.factory`` (so it ran in-process: a worker, a herder, the MM2
-driver, a connector or task, a store); tests that only drive subprocesses, and check them with
-``mirror.client``, are not. Then, allowing
+driver, a connector or task, a store); tests that only drive subprocesses, start their own embedded
+brokers and check the nodes with ``mirror.client`` are not (:data:`STANDALONE`). Then, allowing
 ``SETTLE_S`` for threads that are finishing (each retry after a ``gc.collect()``):
 
 * open factory clients per component and kind (``connect_clients_open``): no more than before, exactly;
@@ -140,9 +140,11 @@ def settled_leaks(before: Resources, settle_s: float | None = None, clients_only
 
 #: Components whose clients do not make a test an in-process runtime test: mirror.client, the standalone
 #: library (Java's mirror-client) that a test uses for its own checks (translating offsets, reading
-#: checkpoints) while the nodes under test run as processes. Its clients still count as open clients when
-#: a runtime test is checked.
-STANDALONE = ("mirror.client",)
+#: checkpoints) while the nodes under test run as processes; mirror.local, the embedded broker, whose
+#: readiness probe is the only factory client of a test that starts its own brokers and drives the nodes
+#: as processes (the chaos tier's broker freezes, restarts and network cuts). Their clients still count as
+#: open clients when a runtime test is checked.
+STANDALONE = ("mirror.client", "mirror.local")
 
 
 def _enabled(item: pytest.Item) -> bool:
@@ -163,5 +165,7 @@ def _leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
         return  # no client built in this process by the runtime: nothing of it ran here
     found = settled_leaks(before, clients_only=request.node.get_closest_marker("spark") is not None)
     if found:
+        runtime = ", ".join(f"{component} {count}" for component, count in sorted(built.items()))
         pytest.fail("the test left behind what it started (issue 32; tests/support/leak_check.py):\n  "
-                    + "\n  ".join(found), pytrace=False)
+                    + "\n  ".join(found) + f"\n  (checked because factory clients were built here by: {runtime})",
+                    pytrace=False)
