@@ -828,24 +828,10 @@ def _number(value: float) -> str:
 
 def record_run(args: argparse.Namespace, sections: list[tuple[str, str]], facts: dict[str, str],
                start: datetime.datetime, began: float) -> None:
-    from bench.run import record
-
     command = "python bench/failover_timing.py " + " ".join(sys.argv[1:])
-    ended = datetime.datetime.now(datetime.UTC)
-    heading = f"{start:%Y-%m-%d %H:%M}-{ended:%H:%M} UTC: {args.title or 'failover timing'}"
-    lines = [f"## {heading}", "", f"Written by `{command}`, took {time.monotonic() - began:.0f} s, on "
-             f"{kafka_brokers.label()} brokers. See bench/failover_timing.py for what each figure means.", "",
-             "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in facts.items()), ""]
-    for title, body in sections:
-        lines += [f"### {title}", "", body, ""]
-    section = "\n".join(lines)
-    if args.output is not None:
-        args.output.write_text(section)
-        print(f"wrote {args.output}")
-    else:
-        record(ROOT / "bench" / "results.md", section)
-        print(f"recorded in bench/results.md: {heading}")
-
+    heading, text = recording.section(command, args.title or "failover timing", kafka_brokers.label(),
+                                      "bench/failover_timing.py", facts, sections, start, began)
+    recording.keep(heading, text, args.output)
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

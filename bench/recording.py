@@ -17,10 +17,12 @@ least :data:`MIN_DAYS` days, each of at least :data:`MIN_ROUNDS` interleaved rou
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 import subprocess
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,3 +119,37 @@ def read(lines: Iterable[str]) -> Recording:
 def counts(recording: Recording) -> bool:
     """Whether a run may feed a headline: its load was recorded and it is not marked."""
     return recording.load is not None and recording.marked is False
+
+
+def record(results: Path, section: str) -> None:
+    """Insert ``section`` above the newest recorded run of ``results`` (every earlier run is kept)."""
+    text = results.read_text(encoding="utf-8") if results.exists() else "# Benchmark results\n"
+    at = text.find("\n## ")
+    head, rest = (text, "") if at < 0 else (text[:at + 1], text[at + 1:])
+    results.write_text(head.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n\n" + rest, encoding="utf-8")
+
+
+def section(command: str, title: str, brokers: str, explained_in: str, facts: dict[str, str],
+            sections: Sequence[tuple[str, str]], start: datetime.datetime, began: float) -> tuple[str, str]:
+    """A run's heading and section as every bench command records it: the heading (dates and title), the
+    command that wrote it and how long it took, the machine table with this rule's facts, then one
+    ``###`` part per benchmark. ``began`` is the run's ``time.monotonic()`` at its start."""
+    ended = datetime.datetime.now(datetime.UTC)
+    heading = f"{start:%Y-%m-%d %H:%M}-{ended:%H:%M} UTC: {title}"
+    lines = [f"## {heading}", "",
+             f"Written by `{command}`, took {time.monotonic() - began:.0f} s, on {brokers} brokers. "
+             f"See {explained_in} for what each figure means.", "",
+             "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in facts.items()), ""]
+    for part_title, body in sections:
+        lines += [f"### {part_title}", "", body, ""]
+    return heading, "\n".join(lines)
+
+
+def keep(heading: str, text: str, output: Path | None, results: Path = ROOT / "bench" / "results.md") -> None:
+    """Write a run's section to ``output`` when given (``--output``), else record it in ``results``."""
+    if output is not None:
+        output.write_text(text)
+        print(f"wrote {output}")
+    else:
+        record(results, text)
+        print(f"recorded in {results.relative_to(ROOT) if results.is_relative_to(ROOT) else results}: {heading}")

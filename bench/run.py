@@ -79,36 +79,14 @@ def records_per_size(text: str) -> tuple[int, int]:
     return counts[0], counts[-1]
 
 
-def record(results: Path, section: str) -> None:
-    """Insert ``section`` above the newest recorded run of ``results`` (every earlier run is kept)."""
-    text = results.read_text(encoding="utf-8") if results.exists() else "# Benchmark results\n"
-    at = text.find("\n## ")
-    head, rest = (text, "") if at < 0 else (text[:at + 1], text[at + 1:])
-    results.write_text(head.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n\n" + rest, encoding="utf-8")
-
-
 def write_run(args: argparse.Namespace, sections: list[tuple[str, str]], facts: dict[str, str],
               start: datetime.datetime, began: float, argv: list[str] | None) -> None:
     """The run's section (heading, machine table with the recording rule's facts, one table per benchmark),
     recorded in bench/results.md or written to ``--output``."""
     command = "python bench/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    ended = datetime.datetime.now(datetime.UTC)
-    heading = f"{start:%Y-%m-%d %H:%M}-{ended:%H:%M} UTC: {args.title or command.strip()}"
-    lines = [
-        f"## {heading}", "",
-        f"Written by `{command.strip()}`, took {time.monotonic() - began:.0f} s, on {kafka_brokers.label()} "
-        "brokers. See bench/README.md for what each figure means.", "",
-        "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in facts.items()), "",
-    ]
-    for title, body in sections:
-        lines += [f"### {title}", "", body, ""]
-    section = "\n".join(lines)
-    if args.output is not None:
-        args.output.write_text(section)
-        print(f"wrote {args.output}")
-    else:
-        record(BENCH_DIR / "results.md", section)
-        print(f"recorded in {BENCH_DIR / 'results.md'}: {heading}")
+    heading, text = recording.section(command.strip(), args.title or command.strip(), kafka_brokers.label(),
+                                      "bench/README.md", facts, sections, start, began)
+    recording.keep(heading, text, args.output, BENCH_DIR / "results.md")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -918,22 +918,11 @@ def run_gil(args: argparse.Namespace, source: str, target: str) -> str:
 # -- recording --------------------------------------------------------------------------------------------
 def record_section(args: argparse.Namespace, title: str, body: str, facts: dict[str, str], start: datetime.datetime,
                    began: float) -> None:
-    from bench.run import record
-
     command = "python bench/scale.py " + " ".join(sys.argv[1:])
-    ended = datetime.datetime.now(datetime.UTC)
-    heading = f"{start:%Y-%m-%d %H:%M}-{ended:%H:%M} UTC: {args.title or title}"
-    section = "\n".join([f"## {heading}", "", f"Written by `{command}`, took {time.monotonic() - began:.0f} s, on "
-                         f"{kafka_brokers.label('kafka')} brokers. See bench/scale.py for what each figure means.", "",
-                         "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in facts.items()), "",
-                         f"### {title}", "", body, ""])
-    if args.output is not None:
-        Path(args.output).write_text(section)
-        print(f"wrote {args.output}")
-    elif args.record:
-        record(BENCH_DIR / "results.md", section)
-        print(f"recorded in {BENCH_DIR / 'results.md'}: {heading}")
-
+    heading, text = recording.section(command, args.title or title, kafka_brokers.label("kafka"), "bench/scale.py",
+                                      facts, [(title, body)], start, began)
+    if args.output is not None or args.record:
+        recording.keep(heading, text, None if args.output is None else Path(args.output), BENCH_DIR / "results.md")
 
 def key_value(text: str) -> tuple[str, str]:
     if "=" not in text:

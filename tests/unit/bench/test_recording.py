@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import recording, run
+from bench import recording
 from bench.figures import parse_runs
 
 
@@ -43,7 +43,7 @@ def test_the_machine_table_of_an_older_run_gives_its_load() -> None:
 def test_a_recorded_run_goes_above_the_newest_and_keeps_every_other(tmp_path: Path) -> None:
     results = tmp_path / "results.md"
     results.write_text("# Benchmark results\n\n## 2026-11-27 06:30 UTC: older\n\nbody\n")
-    run.record(results, "## 2026-12-01 10:00-10:20 UTC: new\n\n| machine | |\n|---|---|\n"
+    recording.record(results, "## 2026-12-01 10:00-10:20 UTC: new\n\n| machine | |\n|---|---|\n"
                         "| load average at start | 0.50 0.50 0.50 |\n| commit | `abc1234` |\n")
     text = results.read_text()
     assert text.startswith("# Benchmark results\n\n## 2026-12-01 10:00-10:20 UTC: new\n")
@@ -52,5 +52,5 @@ def test_a_recorded_run_goes_above_the_newest_and_keeps_every_other(tmp_path: Pa
     assert [(r.heading[:16], r.commit, r.counts) for r in runs] == [("2026-12-01 10:00", "abc1234", True),
                                                                    ("2026-11-27 06:30", "", False)]
     empty = tmp_path / "none.md"
-    run.record(empty, "## 2026-12-01 10:00-10:20 UTC: first\n")
+    recording.record(empty, "## 2026-12-01 10:00-10:20 UTC: first\n")
     assert empty.read_text() == "# Benchmark results\n\n## 2026-12-01 10:00-10:20 UTC: first\n\n"
