@@ -62,6 +62,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from mirror.local.broker import free_port
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
 from tests.kafka.conftest import Stoppable
+from tests.kafka.duplicate_forensics import Flow, explain
 from tests.support.apache_kafka import KafkaBroker
 from tests.support.chaos import LoadGenerator, decode
 from tests.support.java_mm2 import JavaMirrorMaker, run_status_probe
@@ -177,9 +178,12 @@ def _fleet(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, name: str
 
 @dataclass(frozen=True)
 class Arrival:
+    """A record read from the target: its source partition and sequence, when it arrived, its target offset."""
+
     partition: int
     sequence: int
     arrived_ms: float
+    offset: int
 
 
 class Reader:
@@ -212,7 +216,7 @@ class Reader:
                             self.errors.append(str(err))
                         continue
                     partition, sequence, _ = decode(msg.value() or b"")
-                    batch.append(Arrival(partition, sequence, time.time() * 1000))
+                    batch.append(Arrival(partition, sequence, time.time() * 1000, msg.offset() or 0))
                 with self._lock:
                     self.arrivals.extend(batch)
         finally:
@@ -534,6 +538,17 @@ def _summary(fleet: Fleet, timeline: Timeline, arrivals: list[Arrival], extra: s
 # ----------------------------------------------------------------------------------------------- tests
 
 
+def _explain_duplicates(fleet: Fleet, timeline: Timeline, arrivals: list[Arrival]) -> str:
+    """Keep what a duplicate's cause can be found from (tests/kafka/duplicate_forensics.py): ``duplicates.json``
+    beside the nodes' logs, and its summary for the failure message."""
+    try:
+        _, java_errors = _java_errors(fleet, 0.0)
+        return explain(Flow(fleet.target, fleet.a, fleet.topic, SOURCE), arrivals, timeline.step_starts_ms,
+                       fleet.directory, java_errors)
+    except Exception as exc:  # what was kept must never hide the failure it was kept for
+        return f"duplicates not kept: {exc!r}"
+
+
 def _restart_a_java_task(fleet: Fleet) -> str:
     """Ask our node's REST API to restart a source task a Java node runs. A Java MirrorMaker serves no restart
     endpoint (only its internal ones), so forwarding there would end in its 404: ours answers 409 naming the Java
@@ -584,13 +599,14 @@ def test_a_java_fleet_is_replaced_node_by_node_and_one_step_rolled_back(
     arrivals = reader.snapshot()
     duplicates = _duplicates_by_step(arrivals, timeline.step_starts_ms)
     gaps = _longest_gaps_s(arrivals, timeline.began_ms)
+    over = any(count > bound for count, bound in zip(duplicates[1:], timeline.duplicate_bounds(), strict=True))
+    kept = _explain_duplicates(fleet, timeline, arrivals) if over else ""
     print("\n" + _summary(fleet, timeline, arrivals, f"Java's view of the statuses at the end: {json.dumps(java_view)}"
-                          ))
+                          f"\n{kept}"))
     assert not load.errors and not reader.errors, (load.errors[:3], reader.errors[:3])
     assert _lost(load.acked, arrivals) == 0
     assert _out_of_order(arrivals) == 0
-    assert all(count <= bound for count, bound in zip(duplicates[1:], timeline.duplicate_bounds(), strict=True)), \
-        (duplicates, timeline.duplicate_bounds())
+    assert not over, f"duplicates per step {duplicates}, bounds {timeline.duplicate_bounds()}\n{kept}"
     assert all(gap <= GAP_LIMIT_S for gap in gaps.values()), gaps
     assert not _inconsistent(fleet), _inconsistent(fleet)[:5]
     unexpected, _ = _java_errors(fleet, timeline.began_ms)
@@ -636,11 +652,12 @@ def test_exactly_once_fleet_with_the_leader_killed(kafka_a: KafkaBroker, kafka_b
             _stop(node, "term", timeline)
     arrivals = reader.snapshot()
     duplicates = _duplicates_by_step(arrivals, timeline.step_starts_ms)
-    print("\n" + _summary(fleet, timeline, arrivals))
+    kept = _explain_duplicates(fleet, timeline, arrivals) if sum(duplicates) else ""
+    print("\n" + _summary(fleet, timeline, arrivals, kept))
     assert not load.errors and not reader.errors, (load.errors[:3], reader.errors[:3])
     assert _lost(load.acked, arrivals) == 0
     assert _out_of_order(arrivals) == 0
-    assert sum(duplicates) == 0, duplicates
+    assert sum(duplicates) == 0, f"duplicates per step {duplicates}\n{kept}"
     gaps = _longest_gaps_s(arrivals, timeline.began_ms)
     assert all(gap <= GAP_LIMIT_S for gap in gaps.values()), gaps
     assert not _inconsistent(fleet), _inconsistent(fleet)[:5]

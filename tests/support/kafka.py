@@ -110,16 +110,18 @@ class Consumed:
 
 
 def consume_all(bootstrap: str, topic: str, timeout_s: float = 30.0,
-                expect: int | None = None) -> list[Consumed]:
+                expect: int | None = None, read_committed: bool = False) -> list[Consumed]:
     """Read a whole topic from the beginning up to its current end (per-partition EOF).
 
-    With ``expect``, keep reading (past EOF) until at least that many records arrived or the timeout.
+    With ``expect``, keep reading (past EOF) until at least that many records arrived or the timeout. Records of
+    open and aborted transactions are read too unless ``read_committed`` (the end is then the last stable offset).
     """
     meta = admin(bootstrap).list_topics(topic, timeout=10).topics[topic]
     parts = sorted(meta.partitions)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("test-reader"),
                          "enable.auto.commit": False, "enable.partition.eof": True,
-                         "auto.offset.reset": "earliest", "isolation.level": "read_uncommitted"})
+                         "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
     out: list[Consumed] = []
 
     def collect(records: list[Message]) -> None:
