@@ -34,6 +34,8 @@ MIN_ROUNDS = 5
 MIN_DAYS = 2
 #: The paths whose uncommitted changes a recorded run names (the code it measured).
 CODE_PATHS = ("connect_runtime", "mirror", "bench", "setup.py")
+#: Paths under CODE_PATHS that hold records, not code: a run recorded just before does not mark the next.
+NOT_CODE = ("bench/results.md",)
 
 LOAD_ROW = "load average at start"
 MARKED_ROW = "marked"
@@ -76,7 +78,8 @@ def at_start(root: Path = ROOT) -> tuple[Recording, tuple[float, float, float]]:
 
 def dirty_paths(porcelain: str) -> tuple[str, ...]:
     """The paths of ``git status --porcelain`` output (``XY path``, or ``XY old -> new``)."""
-    return tuple(sorted({line[3:].split(" -> ")[-1] for line in porcelain.splitlines() if len(line) > 3}))
+    paths = {line[3:].split(" -> ")[-1] for line in porcelain.splitlines() if len(line) > 3}
+    return tuple(sorted(paths - set(NOT_CODE)))
 
 
 def _git(root: Path, *args: str) -> str | None:
