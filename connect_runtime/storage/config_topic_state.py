@@ -52,6 +52,9 @@ class ClusterConfigState:
     pending_fencing: frozenset[str] = frozenset()
     inconsistent: frozenset[str] = frozenset()
     session_key: SessionKey | None = None
+    #: How many task-config generations of each connector were committed (Java's ``taskConfigGeneration``):
+    #: under exactly-once a task started for one generation must not produce once a newer one was written.
+    task_config_generations: Mapping[str, int] = field(default_factory=dict)
 
     def connectors(self) -> list[str]:
         return sorted(self.connector_configs)
@@ -70,6 +73,10 @@ class ClusterConfigState:
 
     def task_count(self, name: str) -> int:
         return self.task_counts.get(name, 0)
+
+    def task_config_generation(self, name: str) -> int:
+        """The number of complete task-config generations of ``name`` committed so far (0: none)."""
+        return self.task_config_generations.get(name, 0)
 
     def tasks(self, name: str) -> list[ConnectorTaskId]:
         """The committed task ids of ``name`` (none while its configs are inconsistent)."""
@@ -132,6 +139,8 @@ class ConfigTopicState:
         self._target_states: dict[str, TargetState] = {}
         self._fencing: dict[str, int] = {}
         self._pending_fencing: set[str] = set()
+        #: Never reset, not even when a connector is deleted: a generation number is never used twice.
+        self._generations: dict[str, int] = {}
         self._deferred: dict[str, dict[int, dict[str, str]]] = {}
         self._inconsistent: set[str] = set()
         self._session_key: SessionKey | None = None
@@ -151,6 +160,7 @@ class ConfigTopicState:
             pending_fencing=frozenset(self._pending_fencing),
             inconsistent=frozenset(self._inconsistent),
             session_key=self._session_key,
+            task_config_generations=dict(self._generations),
         )
 
     def apply(self, key: str, value: Any, listener: ConfigUpdateListener | None) -> Callable[[], None] | None:
@@ -232,6 +242,7 @@ class ConfigTopicState:
         for task in updated:
             self._tasks[task] = deferred[task.task]
         self._task_counts[name] = count
+        self._generations[name] = self._generations.get(name, 0) + 1
         self._pending_fencing.add(name)
         return (lambda: listener.on_task_config_update(name, updated)) if listener else None
 

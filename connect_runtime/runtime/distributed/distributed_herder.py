@@ -52,6 +52,7 @@ from connect_runtime.api.errors import (
     ConnectError,
     NotAssignedError,
     NotFoundError,
+    RetriableError,
 )
 from connect_runtime.api.records import SourceMap
 from connect_runtime.lifecycle import ConnectorTaskId, TargetState
@@ -201,7 +202,9 @@ class DistributedHerder(AbstractHerder):
         self.stalls = stalls or StalledHandoffs(on_change=status_writer.on_connector_stalled)  # /health, status
         self._fencing = GenerationFencing(exactly_once, self._leader, config_store, self._forwarder, rest_prefix,
                                           self.stalls)
-        self._work = LocalWork(worker, status_writer, self.request_task_reconfiguration, task_shutdown_timeout_s)
+        self._request_timeout_s = request_timeout_s
+        self._work = LocalWork(worker, status_writer, self.request_task_reconfiguration, task_shutdown_timeout_s,
+                               self._post_producer_check if exactly_once else None)
         self._reconfiguration = TaskReconfiguration(
             worker=worker, config_store=config_store, leader=self._leader, forwarder=self._forwarder,
             schedule=self._work.reconfigurations, snapshot=lambda: self._snapshot,
@@ -433,6 +436,31 @@ class DistributedHerder(AbstractHerder):
                                  [t for t in self._assignment.tasks if t.connector not in pending], self._snapshot)
         elif pending:  # a follower's tasks wait: it asks the leader over REST (PUT .../fence)
             self._fencing.ask_leader(pending & {t.connector for t in self._assignment.tasks})
+
+    def _post_producer_check(self, task: ConnectorTaskId, snapshot: ClusterConfigState) -> Callable[[], None]:
+        """Java's ``verifyTaskGenerationAndOwnership``: what an exactly-once task started from ``snapshot`` runs
+        on its own thread once ``init_transactions`` fenced older holders of its id. It reads the config topic to
+        its end and raises unless the task's generation is still the newest and the task still assigned here
+        (exactly_once_task.py says why a generation's fencing needs this). A slow read is waited for, as Java
+        waits without limit: failing the task would leave it FAILED until someone restarts it; a stopped config
+        store ends the wait with its error."""
+        generation = snapshot.task_config_generation(task.connector)
+
+        def check() -> None:
+            while True:
+                try:
+                    current = self._config_store.refresh(self._request_timeout_s)
+                    break
+                except RetriableError as exc:
+                    logger.warning("%s may produce only once the config topic was read to its end; still reading "
+                                   "(%s)", task, exc)
+            if current.task_config_generation(task.connector) != generation:
+                raise ConnectError(f"Cannot start source task {task} with exactly-once support: the connector has "
+                                   "generated a new set of task configs since the task was started")
+            assignment = self._assignment
+            if assignment is None or task not in assignment.tasks:
+                raise ConnectError(f"Cannot start source task {task}: it has been revoked from this worker")
+        return check
 
     def _refresh_snapshot(self) -> None:
         """Apply our own writes now rather than on the next tick (REST answers must reflect them)."""

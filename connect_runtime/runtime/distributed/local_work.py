@@ -21,14 +21,19 @@ from connect_runtime.storage.config_topic_state import ClusterConfigState
 
 logger = logging.getLogger(__name__)
 
+#: What a task of a snapshot checks once its transactional producer fenced older ones, if anything (the herder's
+#: generation and ownership check under exactly-once: exactly_once_task.py).
+TaskCheck = Callable[[ConnectorTaskId, ClusterConfigState], Callable[[], None] | None]
+
 
 class LocalWork:
     """Applies plans to the Worker (tick thread only)."""
 
     def __init__(self, worker: WorkerRuntime, status: StatusWriter, on_reconfigure: Callable[[str], None],
-                 task_shutdown_timeout_s: float) -> None:
+                 task_shutdown_timeout_s: float, task_check: TaskCheck | None = None) -> None:
         self._worker = worker
         self._status = status
+        self._task_check = task_check
         #: When each running connector's task configs are due to be recomputed: a connector is due
         #: when it starts (or resumes) and forgotten when it stops.
         self.reconfigurations = ReconfigurationSchedule()
@@ -57,8 +62,9 @@ class LocalWork:
         for name, state in plan.target_state_changes:
             self._change_target_state(name, state)
         for task, config, state in plan.start_tasks:
+            check = None if self._task_check is None else self._task_check(task, snapshot)
             self._start_task(task, snapshot.connector_configs[task.connector], config, state,
-                             snapshot.task_count(task.connector))
+                             snapshot.task_count(task.connector), check)
         moved_with_connector = {name for name, _state in plan.target_state_changes}
         for task, state in plan.task_state_changes:
             self.running.task_states[task] = state
@@ -97,13 +103,13 @@ class LocalWork:
             logger.exception("Error stopping connector %s", name)
 
     def _start_task(self, task: ConnectorTaskId, connector_config: Mapping[str, str], config: Mapping[str, str],
-                    state: TargetState, generation_size: int) -> None:
+                    state: TargetState, generation_size: int, check: Callable[[], None] | None = None) -> None:
         self.running.tasks[task] = config
         self.running.task_states[task] = state
         # The generation's size tells a restart of an old task from a task of a new generation in the log.
         logger.info("Starting task %s (of %d)", task, generation_size)
         try:
-            self._worker.start_task(task, connector_config, config, state)
+            self._worker.start_task(task, connector_config, config, state, post_producer_check=check)
         except Exception as exc:
             logger.exception("Task %s failed to start", task)
             self._status.on_task_failure(task, f"{type(exc).__name__}: {exc}")

@@ -10,8 +10,17 @@ twice and nothing is skipped.
 How it fits the at-least-once task. The loop of :class:`WorkerSourceTask` is kept; what changes:
 
 * the producer is transactional: ``init_transactions`` at start fences any older producer with the same
-  id (a zombie instance of this task, e.g. a paused process whose work moved), then the offsets store
-  is read to its end so the task resumes from the newest *committed* offsets;
+  id (a zombie instance of this task, e.g. a paused process whose work moved), then the herder's
+  post-producer check runs (below), then the offsets store is read to its end so the task resumes from the
+  newest *committed* offsets;
+* the post-producer check (Java's ``verifyTaskGenerationAndOwnership``): once ``init_transactions`` returned,
+  the config topic is read to its end and the task goes on only if its task-config generation is still the
+  newest and the task still assigned here; otherwise it fails before producing anything. Why: the leader
+  fences a new generation's ids (``fenceProducers``) once, before its tasks start. A task of the previous
+  generation whose ``init_transactions`` came after that fencing holds a fresh epoch, so no fencing stops it:
+  it would copy partitions that a task of the new generation copies too. Reading the config topic after
+  ``init_transactions`` closes that gap: a fencing that came before it was preceded by the new generation's
+  task configs, which the read then sees; one that comes after it fences this producer;
 * the offset commit (:class:`TransactionalCommitter`, in place of the off-thread
   :class:`~connect_runtime.runtime.task.offset_committer.OffsetCommitter`) runs on the task thread at each
   transaction boundary: wait until every record of the transaction is acknowledged, produce the
@@ -299,9 +308,12 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                  status_listener: StatusListener, metrics: TaskMetrics, metrics_registry: MetricsRegistry,
                  target_state: TargetState = TargetState.STARTED, producer_factory: ProducerFactory = new_producer,
                  transforms: TransformationChain | None = None,
-                 active_topics: ActiveTopicRecorder | None = None) -> None:
+                 active_topics: ActiveTopicRecorder | None = None,
+                 post_producer_check: Callable[[], None] | None = None) -> None:
         if settings.transactions is None:
             raise ConnectError(f"{task_id}: an exactly-once task needs transaction settings")
+        #: Raises if this task may no longer start (module docstring); None: nothing to check.
+        self._post_producer_check = post_producer_check
         self.transactional_id = settings.transactions.transactional_id
         self._boundary = settings.transactions.boundary
         self._offsets = transactional_offsets(offset_store)
@@ -337,6 +349,8 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
     def _producer_opened(self, producer: Producer) -> None:
         flow = f"of flow {self.settings.log_flow} " if self.settings.log_flow else ""
         self._transactions().begin(producer, f"{flow}({self._producer_config.get('bootstrap.servers', '?')})")
+        if self._post_producer_check is not None:
+            self._post_producer_check()
         # Read the offsets written by earlier instances: init_transactions resolved their open transaction.
         self._offsets.refresh(max(self.settings.offset_flush_timeout_s, 30.0))
         logger.info("%s runs exactly-once (transactional.id %s, transaction.boundary %s)", self.id,

@@ -22,7 +22,7 @@ every method is blocking, thread-safe, and called from the herder thread unless 
     connector_task_configs(name, max_tasks) -> list[dict[str, str]]
         # Each config gets "task.class". May raise RetriableError (retry later) or ConnectError.
     stop_connector(name) -> None         # Connector.stop(), UNASSIGNED reported (not if FAILED)
-    start_task(ConnectorTaskId, connector_config, task_config, target_state) -> bool
+    start_task(ConnectorTaskId, connector_config, task_config, target_state, post_producer_check=None) -> bool
         # False: FAILED with its trace went to the listener. The task then runs on its own thread.
     stop_tasks(ids, timeout_s) -> None   # stop all in parallel, wait up to timeout_s (+ the offset flush
                                          # timeout for the final commit) in total; each flushes and
@@ -55,6 +55,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -256,7 +257,10 @@ class Worker:
 
     # -- tasks ---------------------------------------------------------------------------------------
     def start_task(self, task_id: ConnectorTaskId, connector_config: Mapping[str, str],
-                   task_config: Mapping[str, str], target_state: TargetState) -> bool:
+                   task_config: Mapping[str, str], target_state: TargetState,
+                   post_producer_check: Callable[[], None] | None = None) -> bool:
+        """Create and start a task. ``post_producer_check`` is the herder's check that an exactly-once source
+        task may still start, run once its transactional producer fenced older ones (unused by other tasks)."""
         with self._lock:
             if task_id in self._tasks:
                 raise ConflictError(f"Task {task_id} is already running on worker {self.worker_id}")
@@ -271,7 +275,10 @@ class Worker:
                 max_outstanding_records=self._max_outstanding, log_flow=self.log_flow,
                 error_policy=ErrorPolicy.from_config({**resolved_connector, **resolved_task}),
             ), self.exactly_once_group, task_id, resolved_connector)
-            worker_task = (WorkerSourceTask if settings.transactions is None else ExactlyOnceWorkerSourceTask)(
+            new_task: Callable[..., WorkerSourceTask] = (
+                WorkerSourceTask if settings.transactions is None
+                else partial(ExactlyOnceWorkerSourceTask, post_producer_check=post_producer_check))
+            worker_task = new_task(
                 task_id, task, resolved_task, settings, offset_store=self.offset_store,
                 producer_config=self.task_producer_base(task_id.connector, resolved_connector),
                 status_listener=self._listener, metrics=metrics, metrics_registry=self.metrics_registry,

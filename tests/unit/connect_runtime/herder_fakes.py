@@ -98,6 +98,8 @@ class FakeWorker:
         self.calls: list[tuple[Any, ...]] = []
         self.connectors: dict[str, TargetState] = {}
         self.tasks: dict[ConnectorTaskId, Mapping[str, str]] = {}
+        #: What each task was last started with to run once its producer is up (exactly-once), if anything.
+        self.post_producer_checks: dict[ConnectorTaskId, Callable[[], None] | None] = {}
         self.task_configs: dict[str, list[dict[str, str]]] = {}
         self.failures_before_success: dict[str, int] = {}
         self.reconfigure: dict[str, Callable[[], None]] = {}  # name -> trigger
@@ -146,10 +148,12 @@ class FakeWorker:
         self.listener.on_connector_shutdown(name)
 
     def start_task(self, task: ConnectorTaskId, connector_config: Mapping[str, str],
-                   task_config: Mapping[str, str], target_state: TargetState) -> bool:
+                   task_config: Mapping[str, str], target_state: TargetState,
+                   post_producer_check: Callable[[], None] | None = None) -> bool:
         with self.lock:
             self.calls.append(("start_task", task, target_state))
             self.tasks[task] = task_config
+            self.post_producer_checks[task] = post_producer_check
         if target_state is TargetState.PAUSED:
             self.listener.on_task_pause(task)
         else:

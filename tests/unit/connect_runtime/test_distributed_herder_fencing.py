@@ -161,9 +161,9 @@ def test_with_exactly_once_a_new_task_generation_starts_only_after_the_old_one_w
     started_when: list[list[list[str]]] = []
     start = c.worker.start_task
 
-    def recording_start(task: ConnectorTaskId, *args: Any) -> Any:
+    def recording_start(task: ConnectorTaskId, *args: Any, **kwargs: Any) -> Any:
         started_when.append(list(c.fenced))
-        return start(task, *args)
+        return start(task, *args, **kwargs)
 
     c.worker.start_task = recording_start  # type: ignore[method-assign]
     c.herder.start()
@@ -367,6 +367,68 @@ def test_a_follower_asks_the_leader_to_fence_and_starts_its_task_once_the_record
         assert requests.asked[-1][1] == "demo"
     finally:
         c.herder.stop(10)
+
+
+class TaskZeroUntilRevoked(TaskZeroHere):
+    """Task 0 of ``demo`` here until the test hands the herder the next assignment (``revoke``)."""
+
+    def __init__(self) -> None:
+        self.next: Assignment | None = None
+
+    def poll(self, snapshot: Any, timeout_s: float) -> Assignment | None:
+        assignment, self.next = self.next, None
+        return assignment
+
+    def revoke(self) -> None:
+        self.next = Assignment.of(2, False, "http://leader:8083", (), ())
+
+
+def test_an_exactly_once_task_goes_on_once_its_producer_is_up_only_if_its_generation_is_the_newest_and_its_here(
+        ) -> None:
+    """Java's verifyTaskGenerationAndOwnership. The leader fences a new generation's transactional ids once, before
+    that generation's tasks start. A task of the previous generation whose init_transactions came after that
+    fencing holds an unfenced epoch and would copy partitions that the new generation's tasks copy too. So each
+    task starts with a check that it runs once its producer is up: the config topic read to its end, the task's
+    generation still the newest and the task still assigned here, or it fails before producing."""
+    membership = TaskZeroUntilRevoked()
+    c = Cluster(membership, exactly_once=True)
+    leader = c.fenced_store("g")
+    leader.start()
+    leader.claim_write_privileges()
+    leader.put_connector_config("demo", config(tasks=1))
+    leader.put_task_configs("demo", [{"task": "0"}])
+    leader.put_task_count_record("demo", 1)
+    task = ConnectorTaskId("demo", 0)
+    c.herder.start()
+    try:
+        assert c.herder.wait_until_ready(10)
+        wait_until(lambda: running_tasks(c) == {task}, 10, "task 0 of the first generation")
+        first = c.worker.post_producer_checks[task]
+        assert first is not None
+        first()  # the newest generation, assigned here: it may produce
+        # The leader writes the next generation and fences it; this task's producer came up only after that.
+        leader.put_task_configs("demo", [{"task": "0", "v": "2"}])
+        leader.put_task_count_record("demo", 1)
+        with pytest.raises(ConnectError, match="new set of task configs"):
+            first()
+        wait_until(lambda: c.worker.post_producer_checks[task] is not first, 10, "task 0 of the second generation")
+        second = c.worker.post_producer_checks[task]
+        assert second is not None
+        second()
+        membership.revoke()
+        c.herder.wakeup()
+        wait_until(lambda: not running_tasks(c), 10, "task 0 revoked")
+        with pytest.raises(ConnectError, match="revoked from this worker"):
+            second()
+    finally:
+        c.herder.stop(10)
+
+
+def test_without_exactly_once_tasks_start_with_nothing_to_check(cluster: Cluster) -> None:
+    cluster.worker.task_configs["demo"] = [{"task": "0"}]
+    cluster.herder.put_connector_config("demo", config(tasks=1), allow_replace=False)
+    wait_until(lambda: running_tasks(cluster) == {ConnectorTaskId("demo", 0)}, 5, "task running")
+    assert cluster.worker.post_producer_checks == {ConnectorTaskId("demo", 0): None}
 
 
 def test_the_leader_serves_a_fencing_request_only_while_the_generation_is_pending(cluster: Cluster) -> None:

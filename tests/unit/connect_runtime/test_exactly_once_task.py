@@ -5,7 +5,7 @@ back read_committed) is tested on real brokers in tests/integration/test_exactly
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -90,6 +90,7 @@ class NotifiedTask(ListTask):
 
 def make(task: ListTask, log: list[Any], init_error: KafkaError | None = None, cls: type[TxnProducer] = TxnProducer,
          transforms: TransformationChain | None = None, flush_timeout_s: float = 5.0,
+         check: Callable[[], None] | None = None,
          ) -> tuple[ExactlyOnceWorkerSourceTask, list[TxnProducer], RecordingStatusListener, Offsets]:
     producers: list[TxnProducer] = []
 
@@ -106,7 +107,7 @@ def make(task: ListTask, log: list[Any], init_error: KafkaError | None = None, c
         TASK, task, {}, settings, offset_store=offsets,
         producer_config={"bootstrap.servers": "b:9092"}, status_listener=listener,
         metrics=ConnectMetrics.create(CollectorRegistry()).for_task("c", 0), producer_factory=factory,
-        metrics_registry=CollectorRegistry(), transforms=transforms)
+        metrics_registry=CollectorRegistry(), transforms=transforms, post_producer_check=check)
     return worker_task, producers, listener, offsets
 
 
@@ -251,6 +252,45 @@ def test_a_target_without_transactions_fails_the_task_with_one_line_naming_the_c
     message = str(worker_task.failure)
     assert "target cluster of flow A->B (b:9092)" in message and "exactly.once.source.support" in message
     assert "\n" not in message and worker_task.state is State.FAILED
+
+
+class StartedTask(NotifiedTask):
+    def start(self, config: Any) -> None:
+        self.log.append("task started")
+
+
+def test_the_post_producer_check_runs_after_init_transactions_and_before_the_offsets_are_read() -> None:
+    log: list[Any] = []
+    refreshed_at_check: list[int] = []
+
+    def check() -> None:
+        refreshed_at_check.append(offsets.refreshed)
+        log.append("check")
+
+    worker_task, _, _, offsets = make(StartedTask([[rec("a", 0)]], log), log, check=check)
+    worker_task.start()
+    wait_until(lambda: "commit" in log, 10, "a transaction committed")
+    worker_task.stop()
+    assert worker_task.join(10)
+    assert log[:4] == ["init", "begin", "check", "task started"]
+    assert refreshed_at_check == [0] and offsets.refreshed == 1 and worker_task.failure is None
+
+
+def test_a_task_whose_post_producer_check_fails_produces_nothing_and_fails() -> None:
+    """The herder's check found a newer task-config generation (or the task revoked) once the producer was up: the
+    task must not produce, since a fencing of the new generation may have come before its init_transactions."""
+    log: list[Any] = []
+
+    def check() -> None:
+        raise ConnectError("Cannot start source task c-0 with exactly-once support: the connector has generated a "
+                           "new set of task configs since the task was started")
+
+    worker_task, _, _, offsets = make(StartedTask([[rec("a", 0)]], log), log, check=check)
+    worker_task.start()
+    assert worker_task.join(10)
+    assert "task started" not in log and not [e for e in log if isinstance(e, tuple) and e[0] == "produce"]
+    assert "commit" not in log and offsets.refreshed == 0
+    assert worker_task.state is State.FAILED and "new set of task configs" in str(worker_task.failure)
 
 
 def test_transactional_producer_config_bounds_the_delivery_timeout() -> None:

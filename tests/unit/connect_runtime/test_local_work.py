@@ -35,7 +35,8 @@ class RecordingWorker:
         self.calls.append(("stop_connector", name))
 
     def start_task(self, task: ConnectorTaskId, connector_config: Mapping[str, str],
-                   task_config: Mapping[str, str], target_state: TargetState) -> bool:
+                   task_config: Mapping[str, str], target_state: TargetState,
+                   post_producer_check: Callable[[], None] | None = None) -> bool:
         self.calls.append(("start_task", task, target_state))
         return True
 
