@@ -16,9 +16,15 @@ passed to ``describeTopics``, whose futures map is a ``HashMap`` sized for them
 ``allTopicNames()`` copies them into another such ``HashMap`` (``DescribeTopicsResult.all``); each topic's
 partitions follow in ascending order. A ``HashMap`` iterates its buckets in ascending index, a bucket's
 keys in the order they were put (a resize keeps that order), so each step reorders its input by bucket
-index alone and the chain is reproduced here with Java's ``String.hashCode`` and ``HashMap.hash``. Where
-Java's order falls back to the broker's metadata order (keys sharing a bucket at every step) this uses the
-topic names' sort order: identical among our nodes, and Java's own order then depends on the broker.
+index alone and the chain is reproduced here with Java's ``String.hashCode`` and ``HashMap.hash``.
+
+Where Java's order falls back to the broker's (keys sharing a bucket at every step), this uses the topic
+names' sort order: identical among our nodes, while Java's then follows the order in which the broker listed
+the topics in its Metadata answer to ``listTopics`` (the first map's insertion order; the later maps are filled
+by iterating the one before, so the ``describeTopics`` answer's own order plays no part). That order reaches
+Python too: librdkafka keeps the answer's topic order (it sorts partitions only) and confluent-kafka fills
+``AdminClient.list_topics().topics`` in it, though neither documents it. Passing it here as ``listed``, unsorted,
+needs ``TopicAdmin.list_topics`` to return the names in that order rather than as a set.
 """
 
 from __future__ import annotations
