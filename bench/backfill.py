@@ -38,6 +38,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 from prometheus_client import CollectorRegistry
 
+from connect_runtime.api.errors import RetriableError
 from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.api.records import SourceMap
 from connect_runtime.testing.harness import run_source_task
@@ -109,6 +110,19 @@ class BenchConnectorContext:
         return _NoOffsets()
 
 
+def ready_task_configs(connector: MirrorSourceConnector, tasks: int, timeout_s: float = 60.0) -> list[dict[str, str]]:
+    """The task configs once the connector's start has loaded its topics (it answers RetriableError until
+    then, and the runtime asks again)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return connector.task_configs(tasks)
+        except RetriableError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class _NoOffsets:
     def offset(self, partition: SourceMap) -> Mapping[str, Any] | None:
         return None
@@ -122,7 +136,7 @@ def run_streaming(source: str, target: str, topic: str, records: int, tasks: int
     connector.initialize(BenchConnectorContext())
     connector.start(connector_props(f"stream{uuid.uuid4().hex[:6]}", source, target, topic))
     try:
-        configs = connector.task_configs(tasks)
+        configs = ready_task_configs(connector, tasks)
         with ExitStack() as stack:
             began = time.monotonic()
             runs = [stack.enter_context(run_source_task(MirrorSourceTask, config, bootstrap_servers=target,

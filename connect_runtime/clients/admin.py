@@ -5,6 +5,11 @@ exception tree (:mod:`connect_runtime.clients.errors`). The AdminClient is held 
 its whole life: a destroyed client fails its pending futures with ``_DESTROY``, so never build one per
 call inside an expression.
 
+Remote topics are created in batches (:meth:`TopicAdmin.create_topics`, Java's ``Admin.createTopics`` as MM2
+calls it): a cluster of thousands of topics is created in a few requests, not one round trip per topic, and
+topics the target throttles (KIP-599's ``controller_mutation_rate`` quota: THROTTLING_QUOTA_EXCEEDED per topic,
+which Java's admin client retries and librdkafka hands back) are sent again after a backoff.
+
 Tolerances follow Java (``MirrorUtils.createCompactedTopic``, ``TopicAdmin``): topic creation treats
 "already exists", "unsupported" and authorization errors as "assume it exists" and raises on invalid
 config or timeout; partition growth that the cluster cannot do (``UNSUPPORTED_FEATURE``, e.g. Tansu)
@@ -14,6 +19,8 @@ is one WARNING naming the topic, not a crash.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, NamedTuple
@@ -76,6 +83,52 @@ class TopicConfigEntry(NamedTuple):
 
 
 ConfigOp = tuple[str, str, str | None]  # (name, "SET" | "DELETE" | "APPEND" | "SUBTRACT", value)
+
+#: A CreateTopics request holds at most this many partitions (the topics of one batch summed): KRaft
+#: controllers have bounded the metadata records one request may write (10,000 in Kafka 3.x: one per
+#: partition, topic and config), and a refused request then costs one batch, not the whole cluster's.
+CREATE_BATCH_PARTITIONS = 2_000
+#: Backoff of topics the target throttled (THROTTLING_QUOTA_EXCEEDED): the first wait, doubling up to the cap.
+#: librdkafka does not hand the response's throttle time to Python; a quota's window refills in seconds.
+THROTTLE_BACKOFF_S = (1.0, 10.0)
+
+
+class TopicSpec(NamedTuple):
+    """One topic to create: partitions and replication factor (-1: the broker's default) and its configs."""
+
+    partitions: int = -1
+    replication_factor: int = -1
+    config: Mapping[str, str] = {}
+
+
+class CreateOutcome(NamedTuple):
+    """What :meth:`TopicAdmin.create_topics` did, topic by topic."""
+
+    created: list[str]
+    #: Existing, or assumed to (the tolerated errors of :meth:`TopicAdmin.create_topic`).
+    existed: list[str]
+    #: Still throttled by the target when the deadline came: the caller tries again later.
+    throttled: list[str]
+    #: Refused for another reason, or the request failed: topic -> the error.
+    failed: dict[str, str]
+    #: Never sent: the caller asked to stop.
+    skipped: list[str]
+
+
+def create_batches(topics: Mapping[str, TopicSpec], max_partitions: int = CREATE_BATCH_PARTITIONS
+                   ) -> list[list[tuple[str, TopicSpec]]]:
+    """``topics`` in order, cut into batches of at most ``max_partitions`` partitions (a topic whose count is
+    the broker's default, -1, counts as one; a topic larger than the limit is a batch of its own)."""
+    batches: list[list[tuple[str, TopicSpec]]] = []
+    size = max_partitions
+    for name, spec in topics.items():
+        count = max(1, spec.partitions)
+        if size + count > max_partitions:
+            batches.append([])
+            size = 0
+        batches[-1].append((name, spec))
+        size += count
+    return batches
 
 
 def _code(exc: BaseException) -> int | None:
@@ -148,6 +201,78 @@ class TopicAdmin:
         logger.info("Created topic '%s' (partitions %s, replication factor %s)", name, partitions,
                     replication_factor)
         return True
+
+    def create_topics(self, topics: Mapping[str, TopicSpec], deadline_s: float | None = None,
+                      stop: threading.Event | None = None) -> CreateOutcome:
+        """Create many topics in few requests: batches of at most :data:`CREATE_BATCH_PARTITIONS` partitions,
+        each batch's answers awaited together; nothing raises for one topic.
+
+        A topic the target throttled (THROTTLING_QUOTA_EXCEEDED) is sent again after
+        :data:`THROTTLE_BACKOFF_S` (doubling) until ``deadline_s`` seconds have passed (default: the admin
+        timeout); what is still throttled then is in ``throttled``. ``stop`` set ends the call at the next
+        batch or backoff (the rest in ``skipped``): a connector stopping does not wait for a large creation.
+        The per-topic line is at DEBUG: at thousands of topics the caller logs the outcome once.
+        """
+        outcome = CreateOutcome([], [], [], {}, [])
+        stop = stop if stop is not None else threading.Event()
+        deadline = time.monotonic() + (self._timeout_s if deadline_s is None else deadline_s)
+        pending = dict(topics)
+        backoff, cap = THROTTLE_BACKOFF_S
+        while pending:
+            throttled = self._create_batches(pending, outcome, stop)
+            if not throttled:
+                break
+            wait = min(backoff, deadline - time.monotonic())
+            if wait <= 0:
+                outcome.throttled.extend(throttled)
+                break
+            logger.info("The target throttled the creation of %d topic(s) (its controller_mutation_rate quota); "
+                        "sending them again in %.1f s", len(throttled), wait)
+            if stop.wait(wait):
+                outcome.skipped.extend(throttled)
+                break
+            backoff = min(backoff * 2, cap)
+            pending = {name: topics[name] for name in throttled}
+        return outcome
+
+    def _create_batches(self, topics: Mapping[str, TopicSpec], outcome: CreateOutcome,
+                        stop: threading.Event) -> list[str]:
+        """One pass over ``topics`` in batches; returns the throttled ones."""
+        throttled: list[str] = []
+        for batch in create_batches(topics):
+            if stop.is_set():
+                outcome.skipped.extend(name for name, _ in batch)
+                continue
+            new = [NewTopic(name, num_partitions=spec.partitions, replication_factor=spec.replication_factor,
+                            config=dict(spec.config)) for name, spec in batch]
+            try:
+                with map_kafka_errors(f"creating {len(new)} topics"):
+                    futures = self._client.create_topics(new, operation_timeout=self._timeout_s,
+                                                         request_timeout=self._timeout_s)
+            except ConnectError as exc:
+                outcome.failed.update((name, str(exc)) for name, _ in batch)
+                continue
+            for name, future in futures.items():
+                try:
+                    future.result(timeout=self._timeout_s + 5)
+                except KafkaException as exc:
+                    code = _code(exc)
+                    if code == KafkaError.THROTTLING_QUOTA_EXCEEDED:
+                        throttled.append(name)
+                    elif code is not None and code in _CREATE_TOLERATED:
+                        outcome.existed.append(name)
+                        if code != KafkaError.TOPIC_ALREADY_EXISTS:
+                            logger.warning("Unable to create topic '%s' since %s; assuming it exists or will be "
+                                           "auto-created by the broker", name, _CREATE_TOLERATED[code])
+                    else:
+                        error = kafka_error_of(exc)
+                        outcome.failed[name] = f"{error.name()}: {error.str()}" if error is not None else str(exc)
+                except TimeoutError:
+                    outcome.failed[name] = f"timed out after {self._timeout_s}s"
+                else:
+                    outcome.created.append(name)
+                    logger.debug("Created topic '%s' (%s)", name, topics[name])
+        return throttled
 
     def describe_topics(self, names: Iterable[str]) -> dict[str, int]:
         """Partition count per existing topic; unknown topics are left out."""

@@ -5,8 +5,11 @@ the topic filter accepts (KAFKA-14837): groups of unrelated applications get no 
 to tasks in contiguous chunks (Connect's ``groupPartitions``: the first ``n % k`` tasks get one more).
 
 No qualifying group means zero tasks, and a disabled connector (``enabled=false``) also has zero tasks
-rather than failing for ever (KAFKA-18021). Until the first group listing finished, ``task_configs``
-raises :class:`RetriableError` so the runtime asks again later.
+rather than failing for ever (KAFKA-18021). ``start`` returns at once and lists the groups on the
+connector's scheduler thread (one offset request per group: a thousand groups take longer than the
+herder's tick thread, which calls ``start`` and keeps the group membership alive, may be away). Until that
+first listing finished, ``task_configs`` raises :class:`RetriableError` so the runtime asks again later;
+when it has, the connector asks for a task reconfiguration.
 """
 
 from __future__ import annotations
@@ -121,12 +124,12 @@ class MirrorCheckpointConnector(SourceConnector):
         self._source_admin = admin_factory(translate(cfg.source_admin_config(), "admin"), timeout_s=timeout_s)
         self._target_admin = admin_factory(translate(cfg.target_admin_config(), "admin"), timeout_s=timeout_s)
         self._scheduler = scheduler = Scheduler(cfg.entity_label(), timeout_s)
-        scheduler.execute(self._create_internal_topics, "creating internal topics")
-        scheduler.execute(self._load_initial_consumer_groups, "loading initial consumer groups")
+        scheduler.execute_async(self._create_internal_topics, "creating internal topics")
+        scheduler.execute_async(self._load_initial_consumer_groups, "loading initial consumer groups")
         scheduler.schedule_repeating_delayed(self._refresh_consumer_groups, cfg.refresh_groups_interval_s,
                                              "refreshing consumer groups")
-        logger.info("%s->%s started MirrorCheckpointConnector with %s consumer groups", cfg.source_alias,
-                    cfg.target_alias, "unknown" if self._known_groups is None else len(self._known_groups))
+        logger.info("%s->%s started MirrorCheckpointConnector; loading the consumer groups", cfg.source_alias,
+                    cfg.target_alias)
 
     def _create_internal_topics(self) -> None:
         cfg = self._config
@@ -139,7 +142,11 @@ class MirrorCheckpointConnector(SourceConnector):
         return sorted(find_consumer_groups(self._source_admin, self._group_filter, self._topic_filter))
 
     def _load_initial_consumer_groups(self) -> None:
-        self._known_groups = self._find_groups()
+        self._known_groups = groups = self._find_groups()
+        if self._config is not None:
+            logger.info("%s->%s MirrorCheckpointConnector ready with %d consumer groups", self._config.source_alias,
+                        self._config.target_alias, len(groups))
+        self.context.request_task_reconfiguration()
 
     def _refresh_consumer_groups(self) -> None:
         groups = self._find_groups()

@@ -1,11 +1,15 @@
 """MirrorSourceConnector: decides what to replicate and splits it into tasks.
 
-``start`` does the initial work synchronously on the connector's :class:`~mirror.scheduler.Scheduler`
-(each step bounded by ``admin.timeout.ms``; a failed step is logged and the next one runs): create the
-offset-syncs topic, load the source and target topic-partitions, create missing remote topics and
-partitions, refresh the target view. Then it schedules the ACL and config syncs (first run now) and the
-topic refresh (first run after one interval), which asks the runtime for a task reconfiguration when the
-set of source partitions changes.
+``start`` returns at once: it queues the initial work on the connector's :class:`~mirror.scheduler.Scheduler`
+thread (a failed step is logged and the next one runs): create the offset-syncs topic, load the source and
+target topic-partitions, create missing remote topics (in batches) and partitions, refresh the target view.
+It must not wait for them: the runtime calls ``start`` on the herder's tick thread, which also keeps the
+worker's group membership alive, and creating the remote topics of a large cluster takes longer than the
+group's rebalance timeout. Until the initial work is done ``task_configs`` raises :class:`RetriableError`
+(the runtime asks again with backoff); when it is, the connector asks for a task reconfiguration, so tasks
+start once their remote topics were created (Java's ``start`` waits for the creation too). Then come the
+ACL and config syncs (first run at once) and the topic refresh (first run after one interval), which asks
+for a task reconfiguration when the set of source partitions changes.
 
 Tasks get the known source partitions round-robin (``task.assigned.partitions``, ``task.index``), except
 partitions a ``mirror backfill`` is copying: the connector creates the flow's backfill marker topic
@@ -18,11 +22,13 @@ has zero tasks.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from connect_runtime.api.config import ConfigDef, ConfigValue
 from connect_runtime.api.connector import ExactlyOnceSupport, SourceConnector
+from connect_runtime.api.errors import RetriableError
 from connect_runtime.api.records import SourceMap
 from connect_runtime.api.task import Task
 from connect_runtime.clients.admin import TopicAdmin
@@ -77,6 +83,11 @@ class MirrorSourceConnector(SourceConnector):
         self._scheduler: Scheduler | None = None
         self._admins: list[Any] = []
         self._markers: MarkerLog | None = None
+        #: Set on the scheduler thread once the initial steps of ``start`` ran; read by ``task_configs``.
+        self._loaded = False
+        #: Set by ``stop`` (the runtime's thread): a remote-topic creation in progress ends at its next batch,
+        #: so that closing the scheduler does not wait for the rest of a large creation.
+        self._stopping = threading.Event()
         self._backfill_view: tuple[frozenset[tuple[str, int]], tuple[tuple[tuple[str, int], int], ...]] = (
             frozenset(), ())
 
@@ -112,19 +123,22 @@ class MirrorSourceConnector(SourceConnector):
         source_admin = self._admin_factory(translate(cfg.source_admin_config(), "admin"), timeout_s=timeout_s)
         target_admin = self._admin_factory(translate(cfg.target_admin_config(), "admin"), timeout_s=timeout_s)
         self._admins = [source_admin, target_admin]
+        self._stopping = threading.Event()
         self._sync = sync = TopicSync(
             cfg.source_alias, cfg.target_alias, policy, topic_filter, config_property_filter, source_admin,
             target_admin,
             replication_factor=cfg.replication_factor,
             heartbeats_replication_enabled=cfg.heartbeats_replication_enabled,
-            raise_error=self._raise_error)
+            raise_error=self._raise_error, stop=self._stopping)
         self._scheduler = scheduler = Scheduler(cfg.entity_label(), timeout_s)
-        scheduler.execute(self._create_offset_syncs_topic, "creating upstream offset-syncs topic")
-        scheduler.execute(self._create_offset_map_topic, "creating the offset-map topic")
-        scheduler.execute(sync.load_topic_partitions, "loading initial set of topic-partitions")
-        scheduler.execute(sync.compute_and_create_topic_partitions, "creating downstream topic-partitions")
-        scheduler.execute(sync.refresh_known_target_topics, "refreshing known target topics")
-        scheduler.execute(self._open_backfill_markers, "reading backfill markers")
+        self._loaded = False
+        scheduler.execute_async(self._create_offset_syncs_topic, "creating upstream offset-syncs topic")
+        scheduler.execute_async(self._create_offset_map_topic, "creating the offset-map topic")
+        scheduler.execute_async(sync.load_topic_partitions, "loading initial set of topic-partitions")
+        scheduler.execute_async(sync.compute_and_create_topic_partitions, "creating downstream topic-partitions")
+        scheduler.execute_async(sync.refresh_known_target_topics, "refreshing known target topics")
+        scheduler.execute_async(self._open_backfill_markers, "reading backfill markers")
+        scheduler.execute_async(self._initial_work_done, "assigning the topic-partitions to tasks")
         scheduler.schedule_repeating_delayed(self._poll_backfill_markers, BACKFILL_MARKER_POLL_S,
                                              "reading backfill markers")
         scheduler.schedule_repeating(sync.sync_topic_acls, cfg.sync_topic_acls_interval_s,
@@ -133,8 +147,18 @@ class MirrorSourceConnector(SourceConnector):
                                      "syncing topic configs")
         scheduler.schedule_repeating_delayed(self._refresh_topic_partitions, cfg.refresh_topics_interval_s,
                                              "refreshing topics")
-        logger.info("%s->%s started MirrorSourceConnector with %d topic-partitions", cfg.source_alias,
+        logger.info("%s->%s started MirrorSourceConnector; loading the topic-partitions to replicate",
+                    cfg.source_alias, cfg.target_alias)
+
+    def _initial_work_done(self) -> None:
+        """Scheduler thread, after the initial steps: the tasks can be configured now."""
+        cfg, sync = self._config, self._sync
+        if cfg is None or sync is None:
+            return
+        self._loaded = True
+        logger.info("%s->%s MirrorSourceConnector ready with %d topic-partitions", cfg.source_alias,
                     cfg.target_alias, len(sync.known_source_topic_partitions))
+        self.context.request_task_reconfiguration()
 
     def _raise_error(self, error: BaseException) -> None:
         self.context.raise_error(error)
@@ -198,6 +222,9 @@ class MirrorSourceConnector(SourceConnector):
         cfg, sync = self._config, self._sync
         if cfg is None or sync is None or not cfg.enabled:
             return []
+        if not self._loaded:
+            raise RetriableError("MirrorSourceConnector is still loading the topic-partitions to replicate "
+                                 "and creating their remote topics")
         backfilling, _ = self._backfill_view
         partitions = [tp for tp in sync.known_source_topic_partitions if tp not in backfilling]
         chunks = assign_round_robin(partitions, max_tasks)
@@ -212,6 +239,8 @@ class MirrorSourceConnector(SourceConnector):
         return configs
 
     def stop(self) -> None:
+        self._loaded = False
+        self._stopping.set()
         if self._scheduler is not None:
             self._scheduler.close()
             self._scheduler = None

@@ -12,7 +12,10 @@ Rules kept from MM2:
   (a hop of its name chain comes from the target).
 * New remote topics are created with the source's partition count, ``replication.factor``, and the
   source's configs filtered *at creation* (non-defaults, or defaults when ``use.defaults.from=source``;
-  never read-only, sensitive, static-broker or excluded properties).
+  never read-only, sensitive, static-broker or excluded properties), all of them in one batch call as
+  Java's ``createTopics`` (:meth:`~connect_runtime.clients.admin.TopicAdmin.create_topics`: a few requests
+  for thousands of topics, throttled ones sent again); what the target still throttles or refused is
+  missing on the target at the next refresh, which creates it then.
 * Partitions only grow. A target that cannot add partitions (Tansu) is one warning per topic, not a crash.
 * Config sync is one incremental alter per round: source defaults become DELETE (the target's own
   default applies) unless ``use.defaults.from=source``, everything else SET.
@@ -26,6 +29,7 @@ Rules kept from MM2:
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -41,7 +45,7 @@ from confluent_kafka.admin import (
 )
 
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.clients.admin import ConfigOp, TopicConfigEntry
+from connect_runtime.clients.admin import ConfigOp, CreateOutcome, TopicConfigEntry, TopicSpec
 from connect_runtime.clients.errors import kafka_error_of
 from mirror.client.replication_policy import ReplicationPolicy, is_cycle
 from mirror.filters import ConfigPropertyFilter, TopicFilter
@@ -53,6 +57,8 @@ TopicPartitionT = tuple[str, int]
 
 DEFAULT_CONFIG = "DEFAULT_CONFIG"
 STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
+#: Topics a creation round names in an ERROR line each; the others are counted in one line.
+MAX_ERRORS_LOGGED = 20
 
 # None = "any" for name, principal and host; the stubs type them as str although the client takes None.
 _ANY: Any = None
@@ -94,8 +100,8 @@ class TargetAdmin(Protocol):
 
     def describe_topics(self, names: Iterable[str]) -> dict[str, int]: ...
 
-    def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
-                     config: Mapping[str, str] | None = None, *, compacted: bool = False) -> bool: ...
+    def create_topics(self, topics: Mapping[str, TopicSpec], deadline_s: float | None = None,
+                      stop: threading.Event | None = None) -> CreateOutcome: ...
 
     def create_partitions(self, counts: Mapping[str, int]) -> set[str]: ...
 
@@ -201,7 +207,8 @@ class TopicSync:
                  topic_filter: TopicFilter, config_filter: ConfigPropertyFilter, source_admin: SourceAdmin,
                  target_admin: TargetAdmin, *,
                  replication_factor: int, heartbeats_replication_enabled: bool,
-                 raise_error: Callable[[BaseException], None] | None = None) -> None:
+                 raise_error: Callable[[BaseException], None] | None = None,
+                 stop: threading.Event | None = None) -> None:
         self._source = source_alias
         self._target = target_alias
         self._policy = policy
@@ -212,6 +219,8 @@ class TopicSync:
         self._replication_factor = replication_factor
         self._heartbeats_replication_enabled = heartbeats_replication_enabled
         self._raise_error = raise_error
+        #: Set when the connector stops: a creation in progress ends at its next batch.
+        self._stop = stop
         self._known_source: tuple[TopicPartitionT, ...] = ()
         self._known_target: tuple[TopicPartitionT, ...] = ()
         self._no_acl_authorizer_logged = False
@@ -305,24 +314,34 @@ class TopicSync:
         return any(topic == remote and count > tp[1] for topic, count in self._refused_growth)
 
     def _create_new_topics(self, partition_counts: Mapping[str, int]) -> None:
+        """Create the remote topics of ``partition_counts`` (source topic -> partitions) with the source's
+        configs: one DescribeConfigs, then CreateTopics in batches; one log line per round, not two per topic
+        (thousands at a large start)."""
         try:
             configs = self._source_admin.describe_configs(sorted(partition_counts))
         except ConnectError:
             logger.exception("%s->%s could not describe source topic configs; creating remote topics without "
                              "them", self._source, self._target)
             configs = {}
-        for topic in sorted(partition_counts):
-            remote = self.formatted_remote(topic)
-            topic_config = creation_configs(configs.get(topic, []), self._config_filter)
-            try:
-                self._target_admin.create_topic(remote, partition_counts[topic], self._replication_factor,
-                                                topic_config)
-            except ConnectError:
-                logger.exception("%s->%s could not create topic %s", self._source, self._target, remote)
-                continue
-            logger.info("%s->%s created remote topic %s: %d partitions, replication factor %d, configs %s",
-                        self._source, self._target, remote, partition_counts[topic], self._replication_factor,
-                        topic_config)
+        specs = {self.formatted_remote(topic): TopicSpec(partition_counts[topic], self._replication_factor,
+                                                         creation_configs(configs.get(topic, []),
+                                                                          self._config_filter))
+                 for topic in sorted(partition_counts)}
+        outcome = self._target_admin.create_topics(specs, stop=self._stop)
+        logger.info("%s->%s created %d remote topic(s) (%d partitions, replication factor %d), %d existed, %d "
+                    "still throttled by the target, %d refused", self._source, self._target, len(outcome.created),
+                    sum(specs[t].partitions for t in outcome.created), self._replication_factor,
+                    len(outcome.existed), len(outcome.throttled), len(outcome.failed))
+        if outcome.throttled:
+            logger.warning("%s->%s: the target still throttles the creation of %d remote topic(s) (its "
+                           "controller_mutation_rate quota), e.g. %s; they are created at the next topic refresh "
+                           "(refresh.topics.interval.seconds), or raise the quota of this principal",
+                           self._source, self._target, len(outcome.throttled), ", ".join(outcome.throttled[:5]))
+        for remote, error in list(outcome.failed.items())[:MAX_ERRORS_LOGGED]:
+            logger.error("%s->%s could not create topic %s: %s", self._source, self._target, remote, error)
+        if len(outcome.failed) > MAX_ERRORS_LOGGED:
+            logger.error("%s->%s could not create %d more topic(s)", self._source, self._target,
+                         len(outcome.failed) - MAX_ERRORS_LOGGED)
 
     # -- configs --
 

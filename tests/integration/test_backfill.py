@@ -50,7 +50,7 @@ from tests.support.kafka import (
     unique,
     wait_until,
 )
-from tests.support.mm2 import RecordingConnectorContext, flow_config
+from tests.support.mm2 import RecordingConnectorContext, flow_config, start_connector
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -105,8 +105,7 @@ class Streaming:
         self._stop = threading.Event()
         self.generations = 0
         self.assigned: set[tuple[str, int]] = set()
-        self.connector.initialize(self.context)
-        self.connector.start(config)
+        start_connector(self.connector, config, self.context)
         self._seen = self.context.reconfigurations
         self._start_tasks()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -327,8 +326,7 @@ def test_checkpoints_translate_groups_across_the_backfilled_range(cluster_a: Clu
                          overrides={"topics": topic, "groups": group, "emit.checkpoints.interval.seconds": "1",
                                     "refresh.groups.interval.seconds": "1"})
     connector = MirrorCheckpointConnector()
-    connector.initialize(RecordingConnectorContext())
-    connector.start(config)
+    start_connector(connector, config)
     try:
         [task_config] = connector.task_configs(1)
         with run_source_task(MirrorCheckpointTask, task_config, bootstrap_servers=cluster_b.bootstrap,
@@ -377,8 +375,7 @@ def test_a_task_whose_config_predates_a_claim_leaves_the_claimed_partitions_alon
     remote = f"{src}.{topic}"
     props, worker = flow_props(write_mm2(tmp_path, src, tgt, cluster_a, cluster_b, topic), src, tgt)
     connector = MirrorSourceConnector()
-    connector.initialize(RecordingConnectorContext())
-    connector.start(props)
+    start_connector(connector, props)
     store = offsets_store(cluster_b, worker)
     markers = MarkerLog(marker_topic(src), {"bootstrap.servers": cluster_b.bootstrap},
                         {"bootstrap.servers": cluster_b.bootstrap})

@@ -27,7 +27,7 @@ from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster
 from tests.support.kafka import consume_all, create_topic, produce, unique, wait_until
-from tests.support.mm2 import RecordingConnectorContext, flow_config
+from tests.support.mm2 import flow_config, start_connector
 
 pytestmark = pytest.mark.integration
 
@@ -59,9 +59,8 @@ def choose(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
 def task_config(cluster_a: Cluster, cluster_b: Cluster, topic: str, src: str, tgt: str,
                 **overrides: str) -> dict[str, str]:
     connector = MirrorSourceConnector()
-    connector.initialize(RecordingConnectorContext())
-    connector.start(flow_config(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap,
-                                overrides={"topics": topic, **overrides}))
+    start_connector(connector, flow_config(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap,
+                                           overrides={"topics": topic, **overrides}))
     try:
         [config] = connector.task_configs(1)
     finally:

@@ -27,7 +27,7 @@ from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster
 from tests.support.kafka import admin, consume_all, create_topic, produce, unique, wait_until
-from tests.support.mm2 import RecordingConnectorContext, flow_config
+from tests.support.mm2 import flow_config, start_connector
 
 pytestmark = pytest.mark.integration
 
@@ -36,8 +36,7 @@ CONNECTOR = "MirrorSourceConnector"
 
 def task_config(config: dict[str, str]) -> dict[str, str]:
     connector = MirrorSourceConnector()
-    connector.initialize(RecordingConnectorContext())
-    connector.start(config)  # creates the remote topic
+    start_connector(connector, config)  # creates the remote topic
     try:
         [first] = connector.task_configs(1)
         return first

@@ -35,16 +35,14 @@ from tests.support.kafka import (
     unique,
     wait_until,
 )
-from tests.support.mm2 import RecordingConnectorContext, flow_config
+from tests.support.mm2 import RecordingConnectorContext, flow_config, start_connector
 
 pytestmark = pytest.mark.integration
 
 
 @contextmanager
 def started(connector: SourceConnector, config: dict[str, str]) -> Iterator[RecordingConnectorContext]:
-    context = RecordingConnectorContext()
-    connector.initialize(context)
-    connector.start(config)
+    context = start_connector(connector, config)
     try:
         yield context
     finally:

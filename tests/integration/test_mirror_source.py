@@ -9,13 +9,16 @@ task runs through the real WorkerSourceTask via ``connect_runtime.testing.harnes
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from confluent_kafka.admin import ConfigResource, ResourceType
 
+from connect_runtime.api.errors import RetriableError
+from connect_runtime.clients.admin import CreateOutcome, TopicAdmin, TopicSpec
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.harness import run_source_task
 from mirror.client.models import OffsetSync
@@ -24,7 +27,7 @@ from mirror.source.describe_topics_order import describe_topics_order, spread, s
 from mirror.source.task import MirrorSourceTask
 from tests.conftest import Cluster
 from tests.support.kafka import admin, consume_all, create_topic, produce, topics, unique, wait_until
-from tests.support.mm2 import RecordingConnectorContext, flow_config
+from tests.support.mm2 import RecordingConnectorContext, flow_config, start_connector
 
 pytestmark = pytest.mark.integration
 
@@ -33,9 +36,7 @@ pytestmark = pytest.mark.integration
 def source_connector(config: dict[str, str]
                      ) -> Iterator[tuple[MirrorSourceConnector, RecordingConnectorContext]]:
     connector = MirrorSourceConnector()
-    context = RecordingConnectorContext()
-    connector.initialize(context)
-    connector.start(config)
+    context = start_connector(connector, config)
     try:
         yield connector, context
     finally:
@@ -307,3 +308,44 @@ def test_new_topic_triggers_reconfiguration(cluster_a: Cluster, cluster_b: Clust
                  for p in range(1 if t == first else 2)]
         assert [c["task.assigned.partitions"] for c in connector.task_configs(2)] == [f"{known[0]},{known[2]}",
                                                                                     known[1]]
+
+
+class HeldCreationAdmin(TopicAdmin):
+    """The target's remote-topic creation waits until the test releases it (a large cluster's creation)."""
+
+    release = threading.Event()
+
+    def create_topics(self, topics: Mapping[str, TopicSpec], deadline_s: float | None = None,
+                      stop: threading.Event | None = None) -> CreateOutcome:
+        HeldCreationAdmin.release.wait(60)
+        return super().create_topics(topics, deadline_s, stop)
+
+
+def test_start_returns_before_the_remote_topics_exist_and_tasks_wait_for_them(cluster_a: Cluster,
+                                                                              cluster_b: Cluster) -> None:
+    """The runtime calls ``start`` on the herder's tick thread, which keeps the group membership alive: it
+    must not wait for the creation of the remote topics. Tasks are configured once they exist."""
+    src, tgt = aliases()
+    prefix = unique("held")
+    names = [create_topic(cluster_a.bootstrap, f"{prefix}-{i}", partitions=2) for i in range(3)]
+    config = flow_config(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, overrides={"topics": f"{prefix}-.*"})
+    HeldCreationAdmin.release.clear()
+    connector = MirrorSourceConnector(admin_factory=HeldCreationAdmin)
+    context = RecordingConnectorContext()
+    connector.initialize(context)
+    connector.start(config)
+    try:
+        with pytest.raises(RetriableError):
+            connector.task_configs(2)
+        assert not any(f"{src}.{name}" in topics(cluster_b.bootstrap) for name in names)
+        assert context.reconfigurations == 0
+        HeldCreationAdmin.release.set()
+        wait_until(lambda: context.reconfigurations == 1, 30, "the connector asking for its task configs")
+        assert {f"{src}.{name}" for name in names} <= topics(cluster_b.bootstrap)
+        assert {name: len(admin(cluster_b.bootstrap).list_topics(f"{src}.{name}", timeout=10)
+                          .topics[f"{src}.{name}"].partitions) for name in names} == dict.fromkeys(names, 2)
+        assigned = [c["task.assigned.partitions"].split(",") for c in connector.task_configs(2)]
+        assert sorted(tp for task in assigned for tp in task) == sorted(f"{n}-{p}" for n in names for p in range(2))
+    finally:
+        HeldCreationAdmin.release.set()
+        connector.stop()

@@ -22,7 +22,7 @@ from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases, mm2_properties
 from tests.support.kafka import unique, wait_until
-from tests.support.mm2 import RecordingConnectorContext, flow_config
+from tests.support.mm2 import flow_config, start_connector
 from tests.support.tls import KEY_PASSWORD, STORE_PASSWORD, TRUST_PASSWORD, Pki, TlsBroker, java_tls, properties
 
 pytestmark = pytest.mark.integration
@@ -46,8 +46,7 @@ def test_mirror_source_out_of_mutual_tls_into_tls_with_pkcs12_stores(pki: Pki, m
     config = flow_config(src, tgt, mtls_cluster.bootstrap, tls_cluster.bootstrap, overrides={
         "topics": topic, **_prefixed("source.cluster.", source_keys), **_prefixed("target.cluster.", target_keys)})
     connector = MirrorSourceConnector()
-    connector.initialize(RecordingConnectorContext())
-    connector.start(config)  # lists the source topics over mTLS, creates the remote topic over TLS
+    start_connector(connector, config)  # lists the source topics over mTLS, creates the remote topic over TLS
     try:
         [task_config] = connector.task_configs(1)
         producer = producer_config({"bootstrap.servers": tls_cluster.bootstrap, **target_keys})

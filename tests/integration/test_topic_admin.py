@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from connect_runtime.clients.admin import TopicAdmin
+from connect_runtime.clients.admin import TopicAdmin, TopicSpec
 from tests.conftest import Cluster
 from tests.support.kafka import commit_group_offsets, create_topic, unique
 
@@ -76,3 +76,17 @@ def test_consumer_group_offsets_round_trip(cluster_a: Cluster) -> None:
     offsets = admin.list_consumer_group_offsets([group])[group]
     assert offsets[(topic, 0)][0] == 11 and offsets[(topic, 1)][0] == 7
     assert admin.describe_consumer_groups([group]) == {group: "EMPTY"}  # committed offsets, no members
+
+
+def test_create_topics_creates_a_batch_and_sorts_existing_ones(cluster_a: Cluster) -> None:
+    admin = admin_for(cluster_a)
+    existing = create_topic(cluster_a.bootstrap, unique("admin-batch-old"), partitions=1)
+    prefix = unique("admin-batch")
+    new = {f"{prefix}-{i:02d}": TopicSpec(1 + i % 3, 1, {"retention.ms": str(3_600_000 + i)}) for i in range(40)}
+    outcome = admin.create_topics({**new, existing: TopicSpec(2, 1)})
+    assert sorted(outcome.created) == sorted(new) and outcome.existed == [existing]
+    assert (outcome.throttled, outcome.failed, outcome.skipped) == ([], {}, [])
+    assert admin.describe_topics([*new, existing]) == {**{name: spec.partitions for name, spec in new.items()},
+                                                       existing: 1}
+    last = f"{prefix}-39"
+    assert {e.name: e.value for e in admin.describe_configs([last])[last]}["retention.ms"] == "3600039"

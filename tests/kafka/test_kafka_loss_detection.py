@@ -21,7 +21,7 @@ from mirror.source.task import MirrorSourceTask
 from tests.kafka.flows import read_uncommitted
 from tests.support.apache_kafka import KafkaBroker
 from tests.support.kafka import admin, create_topic, produce, unique, wait_until
-from tests.support.mm2 import RecordingConnectorContext, flow_config
+from tests.support.mm2 import flow_config, start_connector
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
 
@@ -30,8 +30,7 @@ CONNECTOR = "MirrorSourceConnector"
 
 def _task_config(config: dict[str, str]) -> dict[str, str]:
     connector = MirrorSourceConnector()
-    connector.initialize(RecordingConnectorContext())
-    connector.start(config)  # creates the remote topic
+    start_connector(connector, config)  # creates the remote topic
     try:
         [first] = connector.task_configs(1)
         return first

@@ -29,12 +29,11 @@ from mirror.heartbeat.connector import MirrorHeartbeatConnector
 from mirror.heartbeat.task import MirrorHeartbeatTask
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.task import MirrorSourceTask
-from tests.support.mm2 import RecordingConnectorContext, flow_config
+from tests.support.mm2 import flow_config, start_connector
 
 
 def _start(stack: ExitStack, connector: SourceConnector, config: dict[str, str]) -> list[dict[str, str]]:
-    connector.initialize(RecordingConnectorContext())
-    connector.start(config)
+    start_connector(connector, config)
     stack.callback(connector.stop)
     return connector.task_configs(1)
 

@@ -8,6 +8,8 @@ client (tests/support/fakes.py) records calls and answers with prepared futures.
 from __future__ import annotations
 
 import logging
+import threading
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
@@ -21,7 +23,13 @@ from confluent_kafka.admin import (
 )
 
 from connect_runtime.api.errors import ConnectError, RetriableError
-from connect_runtime.clients.admin import TopicAdmin
+from connect_runtime.clients.admin import (
+    CREATE_BATCH_PARTITIONS,
+    THROTTLE_BACKOFF_S,
+    TopicAdmin,
+    TopicSpec,
+    create_batches,
+)
 from tests.support.fakes import FakeAdminClient, calls_to
 
 
@@ -128,3 +136,89 @@ def test_a_group_the_cluster_refuses_can_be_reported_in_a_given_state() -> None:
     fake.answers["describe_consumer_groups"]["slow"] = TimeoutError()  # the future's wait runs out
     with pytest.raises(ConnectError, match="timed out"):
         make(fake).describe_consumer_groups(["slow"], refused_state="DEAD")
+
+
+def test_create_topics_sends_batches_of_at_most_the_partition_limit() -> None:
+    fake = FakeAdminClient()
+    per_topic = 4
+    count = CREATE_BATCH_PARTITIONS // per_topic * 2 + 3  # two full batches and three topics
+    topics = {f"t{i:05d}": TopicSpec(per_topic, 1, {"retention.ms": "1000"}) for i in range(count)}
+    outcome = make(fake).create_topics(topics)
+    requests = calls_to(fake, "create_topics")
+    assert [len(r) for r in requests] == [CREATE_BATCH_PARTITIONS // per_topic] * 2 + [3]
+    assert [t.topic for r in requests for t in r] == list(topics)
+    assert {(t.num_partitions, t.replication_factor) for r in requests for t in r} == {(per_topic, 1)}
+    assert requests[0][0].config == {"retention.ms": "1000"}
+    assert outcome.created == list(topics)
+    assert (outcome.existed, outcome.throttled, outcome.failed, outcome.skipped) == ([], [], {}, [])
+
+
+def test_create_batches_count_a_default_partition_count_as_one_and_never_split_a_topic() -> None:
+    batches = create_batches({"big": TopicSpec(5_000), "a": TopicSpec(), "b": TopicSpec(1_999), "c": TopicSpec(1)})
+    assert [[name for name, _ in batch] for batch in batches] == [["big"], ["a", "b"], ["c"]]
+
+
+class ThrottlingAdminClient(FakeAdminClient):
+    """Answers THROTTLING_QUOTA_EXCEEDED for ``throttled`` topics the first ``times`` times they are sent."""
+
+    def __init__(self, throttled: set[str], times: int) -> None:
+        super().__init__()
+        self.left = dict.fromkeys(throttled, times)
+
+    def create_topics(self, new_topics: list[Any], **kwargs: Any) -> dict[str, Any]:
+        self.answers["create_topics"] = {}
+        for topic in new_topics:
+            if self.left.get(topic.topic, 0) > 0:
+                self.left[topic.topic] -= 1
+                self.answers["create_topics"][topic.topic] = KafkaError.THROTTLING_QUOTA_EXCEEDED
+        return super().create_topics(new_topics, **kwargs)
+
+
+class RecordedWaits(threading.Event):
+    """A stop event that is never set and records the backoffs waited on it, without waiting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(timeout)
+        return False
+
+
+def test_create_topics_sends_throttled_topics_again_after_a_doubling_backoff() -> None:
+    fake = ThrottlingAdminClient({"b", "c"}, times=2)
+    stop = RecordedWaits()
+    outcome = make(fake).create_topics({name: TopicSpec(1, 1) for name in "abc"}, deadline_s=60, stop=stop)
+    assert [[t.topic for t in r] for r in calls_to(fake, "create_topics")] == [["a", "b", "c"], ["b", "c"], ["b", "c"]]
+    assert stop.waits == [THROTTLE_BACKOFF_S[0], THROTTLE_BACKOFF_S[0] * 2]
+    assert outcome.created == ["a", "b", "c"] and outcome.throttled == []
+
+
+def test_create_topics_reports_what_is_still_throttled_at_the_deadline_and_sorts_the_rest() -> None:
+    fake = ThrottlingAdminClient({"slow"}, times=100)
+    outcome = make(fake).create_topics({"slow": TopicSpec(1, 1), "fine": TopicSpec(1, 1)}, deadline_s=0)
+    assert outcome.throttled == ["slow"] and outcome.created == ["fine"]
+    existing = FakeAdminClient(answers={"create_topics": {"old": KafkaError.TOPIC_ALREADY_EXISTS,
+                                                          "denied": KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                                                          "bad": KafkaError.INVALID_CONFIG}})
+    outcome = make(existing).create_topics({"old": TopicSpec(), "denied": TopicSpec(), "bad": TopicSpec(),
+                                            "new": TopicSpec()})
+    assert outcome.existed == ["old", "denied"] and outcome.created == ["new"]
+    assert list(outcome.failed) == ["bad"] and "INVALID_CONFIG" in outcome.failed["bad"]
+
+
+def test_create_topics_stops_between_batches_and_during_a_backoff() -> None:
+    stop = threading.Event()
+    stop.set()
+    fake = FakeAdminClient()
+    outcome = make(fake).create_topics({"a": TopicSpec(1), "b": TopicSpec(1)}, stop=stop)
+    assert calls_to(fake, "create_topics") == [] and outcome.skipped == ["a", "b"]
+    throttling = ThrottlingAdminClient({"b"}, times=1)
+    waited = threading.Timer(0.2, stop.set)
+    stop.clear()
+    waited.start()
+    outcome = make(throttling).create_topics({"a": TopicSpec(1), "b": TopicSpec(1)}, deadline_s=60, stop=stop)
+    waited.join()
+    assert outcome.created == ["a"] and outcome.skipped == ["b"] and outcome.throttled == []
+    assert len(calls_to(throttling, "create_topics")) == 1

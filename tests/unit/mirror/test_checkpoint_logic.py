@@ -15,7 +15,7 @@ from mirror.client.models import Checkpoint, OffsetAndMetadata, TopicPartition
 from mirror.client.replication_policy import DefaultReplicationPolicy
 from mirror.config.checkpoint import MirrorCheckpointConfig
 from mirror.filters import DefaultGroupFilter, DefaultTopicFilter
-from tests.support.mm2 import RecordingConnectorContext, flow_config
+from tests.support.mm2 import flow_config, start_connector
 
 
 def test_group_partitions_are_contiguous_with_the_extra_ones_first() -> None:
@@ -72,10 +72,9 @@ def connector_with(offsets: dict[str, dict[tuple[str, int], tuple[int, str | Non
                    ) -> tuple[MirrorCheckpointConnector, FakeConnectorAdmin]:
     admin = FakeConnectorAdmin(offsets)
     connector = MirrorCheckpointConnector(admin_factory=lambda *a, **k: admin)
-    connector.initialize(RecordingConnectorContext())
     props = flow_config("src", "tgt", "a:1", "b:1", name="MirrorCheckpointConnector",
                         overrides={"topics": "orders", **config})
-    connector.start(props)
+    start_connector(connector, props)
     return connector, admin
 
 

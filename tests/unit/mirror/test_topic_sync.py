@@ -8,6 +8,7 @@ record the calls TopicSync makes on the TopicAdmin seam.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -23,7 +24,7 @@ from confluent_kafka.admin import (
 )
 
 from connect_runtime.api.errors import ConnectError
-from connect_runtime.clients.admin import ConfigOp, TopicConfigEntry
+from connect_runtime.clients.admin import ConfigOp, CreateOutcome, TopicConfigEntry, TopicSpec
 from mirror.client.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 from mirror.filters import DefaultConfigPropertyFilter, DefaultTopicFilter
 from mirror.source.topic_sync import (
@@ -184,6 +185,7 @@ class FakeAdmin:
         self.configs = configs or {}
         self.acls = acls or []
         self.acl_error = acl_error
+        self.throttled: frozenset[str] = frozenset()
         self.calls: list[tuple[str, Any]] = []
 
     def list_topics(self, include_internal: bool = False) -> set[str]:
@@ -201,11 +203,13 @@ class FakeAdmin:
             raise self.acl_error
         return list(self.acls)
 
-    def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
-                     config: Mapping[str, str] | None = None, *, compacted: bool = False) -> bool:
-        self.calls.append(("create_topic", (name, partitions, replication_factor, dict(config or {}))))
-        self.topics[name] = partitions
-        return True
+    def create_topics(self, topics: Mapping[str, TopicSpec], deadline_s: float | None = None,
+                      stop: threading.Event | None = None) -> CreateOutcome:
+        """Creates every topic except the ``throttled`` ones, which the target's quota holds back."""
+        self.calls.append(("create_topics", dict(topics)))
+        created = [name for name in topics if name not in self.throttled]
+        self.topics.update((name, topics[name].partitions) for name in created)
+        return CreateOutcome(created, [], [name for name in topics if name in self.throttled], {}, [])
 
     def create_partitions(self, counts: Mapping[str, int]) -> set[str]:
         self.calls.append(("create_partitions", dict(counts)))
@@ -236,8 +240,30 @@ def test_new_topics_are_created_with_source_partitions_rf_and_filtered_configs()
     sync.load_topic_partitions()
     sync.compute_and_create_topic_partitions()
     assert sync.known_source_topic_partitions == (("orders", 0), ("orders", 1), ("orders", 2))
-    assert target.called("create_topic") == [("source.orders", 3, 2, {
-        "retention.bytes": "1000", "delete.retention.ms": "1000", "retention.ms": "86400000"})]
+    assert target.called("create_topics") == [{"source.orders": TopicSpec(3, 2, {
+        "retention.bytes": "1000", "delete.retention.ms": "1000", "retention.ms": "86400000"})}]
+
+
+def test_new_topics_are_created_in_one_call_and_throttled_ones_at_the_next_refresh(
+        caplog: pytest.LogCaptureFixture) -> None:
+    source = FakeAdmin({"orders": 3, "payments": 2}, configs={"orders": KAFKA_DESCRIBE})
+    target = FakeAdmin()
+    target.throttled = frozenset({"source.payments"})
+    sync = make_sync(source, target)
+    sync.load_topic_partitions()
+    with caplog.at_level(logging.INFO, logger="mirror.source.topic_sync"):
+        sync.compute_and_create_topic_partitions()
+    assert target.called("create_topics") == [{
+        "source.orders": TopicSpec(3, 2, {"retention.bytes": "1000", "delete.retention.ms": "1000",
+                                          "retention.ms": "86400000"}),
+        "source.payments": TopicSpec(2, 2, {})}]
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("created 1 remote topic(s) (3 partitions" in line and "1 still throttled" in line for line in lines)
+    assert any("still throttles" in line and "source.payments" in line for line in lines)
+    target.throttled = frozenset()
+    assert sync.refresh_topic_partitions()  # payments is missing on the target: created now
+    assert list(target.called("create_topics")[-1]) == ["source.payments"]
+    assert not sync.refresh_topic_partitions()
 
 
 def test_refresh_reconfigures_on_source_changes_but_not_on_target_only_partitions() -> None:
@@ -257,7 +283,7 @@ def test_refresh_reconfigures_on_source_changes_but_not_on_target_only_partition
     assert len(target.called("create_partitions")) == 1
     source.topics["payments"] = 1
     assert sync.refresh_topic_partitions()
-    assert [c[0] for c in target.called("create_topic")] == ["source.payments"]
+    assert [list(c) for c in target.called("create_topics")] == [["source.payments"]]
     del source.topics["payments"]  # deleted upstream: reconfigure, but nothing is deleted downstream
     assert sync.refresh_topic_partitions()
     assert "source.payments" in target.topics
