@@ -33,6 +33,7 @@ from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.request_signing import DEFAULT_SIGNATURE_ALGORITHM
 
 TOPIC_TRACKING_DISABLED_MESSAGE = "Topic tracking is disabled."
+COMMIT_ON_REQUEST_UNSUPPORTED_MESSAGE = "This worker cannot commit its tasks' offsets on request."
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,26 @@ class TaskInfo:
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id.to_json(), "config": dict(self.config)}
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOffsetCommit:
+    """The outcome of one local task's commit on request (:meth:`Herder.commit_task_offsets`)."""
+
+    id: ConnectorTaskId
+    #: None: the offsets of every record acknowledged before the request are stored; else why not.
+    error: str | None
+    seconds: float
+
+    @property
+    def committed(self) -> bool:
+        return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id.task, "committed": self.committed, "seconds": round(self.seconds, 3)}
+        if self.error is not None:
+            data["error"] = self.error
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +265,13 @@ class Herder(InternalHerder, ClusterLoggerLevels, ABC):
 
     @abstractmethod
     def reset_connector_offsets(self, name: str) -> None: ...
+
+    def commit_task_offsets(self, name: str, timeout_s: float) -> list[TaskOffsetCommit]:
+        """Have every task of source connector ``name`` running on *this* worker store its offsets now,
+        instead of at its next ``offset.flush.interval.ms``, and wait up to ``timeout_s`` for them; one outcome
+        per local task (none when no task runs here). Under exactly-once each commits its open transaction.
+        Not supported by default: ForbiddenError (403)."""
+        raise ForbiddenError(COMMIT_ON_REQUEST_UNSUPPORTED_MESSAGE)
 
     # -- plugins ------------------------------------------------------------------------------------
     @abstractmethod

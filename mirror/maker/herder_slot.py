@@ -179,6 +179,7 @@ class HerderSlot(Herder):
     connector_offsets = _served_by_running_herder(Herder.connector_offsets)
     alter_connector_offsets = _served_by_running_herder(Herder.alter_connector_offsets)
     reset_connector_offsets = _served_by_running_herder(Herder.reset_connector_offsets)
+    commit_task_offsets = _served_by_running_herder(Herder.commit_task_offsets)
     connector_plugins = _served_by_running_herder(Herder.connector_plugins)
     plugin_config = _served_by_running_herder(Herder.plugin_config)
     validate_connector_config = _served_by_running_herder(Herder.validate_connector_config)

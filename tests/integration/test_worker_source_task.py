@@ -303,3 +303,59 @@ def test_paused_broker_freezes_commits_and_bounds_outstanding(
     # Every acknowledgement named where the record really is.
     by_offset = {(r.partition, r.offset): s for r, s in zip(records, seqs, strict=True)}
     assert all(by_offset[(m.partition, m.offset)] == s for s, m in task.acked.items())
+
+
+class GatedStore(MemoryOffsetStore):
+    """Holds each ``put`` until ``gate`` is set, so a test can keep a commit in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.waiting = threading.Event()
+
+    def put(self, connector: str, offsets: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]],
+            timeout_s: float = 30.0) -> None:
+        self.waiting.set()
+        assert self.gate.wait(30), "the test never opened the gate"
+        super().put(connector, offsets, timeout_s)
+
+
+def test_commit_on_request_covers_what_was_acknowledged_before_it_and_says_why_it_could_not(
+        cluster_a: Cluster) -> None:
+    """With a 10-minute flush interval only requests store offsets. A request answered while a commit is in
+    flight waits for the next commit, which covers every record acknowledged before the request; a failed
+    write, and a task that failed, are answered with why (at once, not after the timeout)."""
+    topic = create_topic(cluster_a.bootstrap, unique("wst-request"))
+    store = GatedStore()
+    task = AckRecordingTask()
+    with run_source_task(task, config(topic, records_per_second=400, batch_size=20), offset_store=store,
+                         bootstrap_servers=cluster_a.bootstrap, offset_flush_interval_ms=600_000) as run:
+        wait_until(lambda: run.records_written() >= 100, 30, "100 records written")
+        store.gate.clear()
+        store.waiting.clear()
+        first = run.worker_task.request_commit()
+        assert store.waiting.wait(10), "the first commit never reached the store"
+        acked_at_first = max(task.acked.copy())
+        wait_until(lambda: max(task.acked.copy()) >= acked_at_first + 40, 30, "more records acknowledged meanwhile")
+        acked_before_second = max(task.acked.copy())
+        second = run.worker_task.request_commit()
+        store.gate.set()
+        assert run.worker_task.await_commit(first, 30) is None
+        assert run.worker_task.await_commit(second, 30) is None
+        assert (run.committed(PARTITION) or {}).get("seq", -1) >= acked_before_second
+
+        store.fail_puts = True
+        stored = (run.committed(PARTITION) or {})["seq"]
+        wait_until(lambda: max(task.acked.copy()) > stored, 30, "records acknowledged since the last commit")
+        error = run.worker_task.commit_offsets(30)
+        assert error is not None and "fail_puts is set" in error
+        store.fail_puts = False
+        assert run.worker_task.commit_offsets(30) is None
+
+    with run_source_task(FailingTask, {**config(topic, batch_size=100), "fail.at": "100"},
+                         bootstrap_servers=cluster_a.bootstrap, offset_flush_interval_ms=600_000) as run:
+        run.wait_for_state(State.FAILED)
+        began = time.monotonic()
+        assert run.worker_task.commit_offsets(30) == "the task is not running (FAILED: boom at seq 100)"
+        assert time.monotonic() - began < 5

@@ -64,7 +64,13 @@ from connect_runtime.runtime.distributed.restarts import RestartPlan, apply_rest
 from connect_runtime.runtime.distributed.startup_narrator import StartupNarrator
 from connect_runtime.runtime.distributed.task_reconfiguration import TaskReconfiguration
 from connect_runtime.runtime.distributed.tick_executor import TickExecutor
-from connect_runtime.runtime.herder import ConnectorOffset, ConnectorStateInfo, Created, WorkerHealth
+from connect_runtime.runtime.herder import (
+    ConnectorOffset,
+    ConnectorStateInfo,
+    Created,
+    TaskOffsetCommit,
+    WorkerHealth,
+)
 from connect_runtime.runtime.leader.generation_fencing import GenerationFencing
 from connect_runtime.runtime.leader.leader_config_writer import LeaderConfigWriter
 from connect_runtime.runtime.leader.stalled_handoffs import StalledHandoffs
@@ -623,6 +629,12 @@ class DistributedHerder(AbstractHerder):
 
     def reset_connector_offsets(self, name: str) -> None:
         self._ticks.submit(lambda: self._modify_offsets(name, None))
+
+    def commit_task_offsets(self, name: str, timeout_s: float) -> list[TaskOffsetCommit]:
+        """This worker's tasks of ``name`` commit now; served off the tick thread (the wait is the tasks'),
+        so a rebalance is never held up by it."""
+        self._require(self._current(), name)
+        return self._worker.commit_task_offsets(name, timeout_s)
 
     def _modify_offsets(self, name: str,
                         offsets: list[tuple[SourceMap, Mapping[str, Any] | None]] | None) -> None:

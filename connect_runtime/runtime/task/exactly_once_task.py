@@ -175,7 +175,9 @@ class TransactionalCommitter(OffsetCommitter):
 
     @property
     def in_flight(self) -> bool:
-        return False
+        """Only a commit a stopping task left unfinished (its final commit takes it up): a boundary's commit
+        otherwise completes on the task thread before :meth:`start` returns."""
+        return self.committing
 
     def begin(self, producer: Producer, cluster: str) -> None:
         """``init_transactions`` (fences older holders of the id) then the first transaction."""

@@ -68,6 +68,8 @@ class OffsetCommitter:
         self._in_flight: tuple[Future[float], Offsets, _Tracking] | None = None
         #: Finished commit attempts (successful or not), for callers awaiting a commit.
         self.cycles = 0
+        #: Why the last finished attempt failed; None once one succeeded (or before any finished).
+        self.last_error: str | None = None
 
     @property
     def in_flight(self) -> bool:
@@ -151,9 +153,11 @@ class OffsetCommitter:
         self._metrics.offset_commit_failures.inc()
         logger.error("%s failed to commit offsets of %d source partitions, will retry: %s",
                      self._name, len(offsets), exc)
+        self.last_error = str(exc) or type(exc).__name__
         self.cycles += 1
 
     def _committed(self) -> None:
+        self.last_error = None
         try:
             self._task_commit()
         except Exception:  # Java logs and carries on

@@ -33,7 +33,12 @@ Guarantees, and how they are kept:
 * **Threading.** Delivery callbacks run inside ``producer.poll()``/``flush()``, which only the task
   thread calls, so ``commit_records`` runs on the task thread as the API promises and the tracking
   needs no lock. ``stop()``, ``transition_to()`` and ``request_commit()`` are the only calls from other
-  threads; they set flags.
+  threads; they set flags. ``await_commit()`` waits on a condition the task thread signals.
+* **A commit on request** (:meth:`WorkerSourceTask.commit_offsets`: a planned failover makes the source
+  offsets final without waiting for ``offset.flush.interval.ms``). The caller gets a ticket; it is served
+  by the first commit that *began* after it was asked for, so that commit covers every record acknowledged
+  before the request: a commit already in flight then is not enough. Under exactly-once the commit is the
+  open transaction's (a transaction boundary now). The answer says whether it committed, and why not.
 
 The task owns the loop around a step (pause, the outstanding cap, offset commits, shutdown); a
 :class:`SourceLoop` owns what a step does. There are two, both on the task thread only. Per record
@@ -247,6 +252,14 @@ class WorkerSourceTask:
         self._task_started = False
         self._cancelled = False
         self._commit_requested = False
+        #: Commit tickets (:meth:`request_commit`): asked for, the newest served by a commit that succeeded,
+        #: the newest served by one that did not (with why); ``_commits_closed`` once the thread ended.
+        self._commits = threading.Condition()
+        self._commits_asked = 0
+        self._commits_succeeded = 0
+        self._commits_failed: tuple[int, str] = (0, "")
+        self._commits_closed = False
+        self._final_commit_ok = False
         self._thread: threading.Thread | None = None
         self._producer: Producer | None = None
         #: The per-record path; replaced by the bulk path once the task started, if it offers that.
@@ -312,9 +325,33 @@ class WorkerSourceTask:
         """Pause or resume: a paused task is not polled, but its records keep being delivered/committed."""
         self._target = state
 
-    def request_commit(self) -> None:
-        """Commit offsets at the next loop iteration instead of waiting for the flush interval."""
+    def request_commit(self) -> int:
+        """Commit offsets at the next loop iteration instead of waiting for the flush interval; returns the
+        ticket :meth:`await_commit` takes."""
+        with self._commits:
+            self._commits_asked += 1
+            ticket = self._commits_asked
+            if self._commits_closed:
+                self._commits_failed = (ticket, f"the task is not running ({self._ended_as()})")
+                self._commits.notify_all()
         self._commit_requested = True
+        return ticket
+
+    def await_commit(self, ticket: int, timeout_s: float) -> str | None:
+        """Wait until a commit that began after ``ticket`` was asked for has finished: None when it stored
+        the offsets of every record acknowledged before the request, else why not (a failed write, the task
+        stopped or failed, ``timeout_s`` passed)."""
+        with self._commits:
+            if not self._commits.wait_for(lambda: max(self._commits_succeeded, self._commits_failed[0]) >= ticket,
+                                          timeout_s):
+                return f"no offset commit completed within {timeout_s:g}s"
+            if self._commits_succeeded >= ticket:  # a later commit that succeeded covers an earlier failure
+                return None
+            return self._commits_failed[1]
+
+    def commit_offsets(self, timeout_s: float) -> str | None:
+        """Commit now the offsets of every record acknowledged so far and wait (:meth:`await_commit`)."""
+        return self.await_commit(self.request_commit(), timeout_s)
 
     @property
     def loop(self) -> SourceLoop:
@@ -354,7 +391,8 @@ class WorkerSourceTask:
                 # Like Java: a task created paused is not started until it is resumed.
                 self._report(State.PAUSED)
                 while self._paused() and not self._stopping.wait(_IDLE_POLL_S):
-                    pass
+                    if self._commits_asked > self._commits_succeeded:  # nothing produced: nothing to commit
+                        self._serve_commits(self._commits_asked, None)
                 if self._stopping.is_set():
                     return
             producer = self._producer_factory(self._producer_config)
@@ -404,6 +442,7 @@ class WorkerSourceTask:
         stopping = self._stopping
         committer = self._committer
         next_commit = time.monotonic() + flush_interval_s
+        serving = 0  # the newest commit ticket the commit in flight serves
         while not stopping.is_set():
             if self._paused():
                 if self.state is not State.PAUSED:
@@ -426,9 +465,31 @@ class WorkerSourceTask:
             outstanding_gauge.set(tracking.outstanding)
             committer.poll()
             if (self._commit_requested or time.monotonic() >= next_commit) and not committer.in_flight:
-                self._commit_requested = False
+                if self._commit_requested:
+                    self._commit_requested = False
+                    serving = self._commits_asked  # every ticket asked for until now
                 committer.start(tracking)  # the write runs on the committer's thread
                 next_commit = time.monotonic() + flush_interval_s
+            if serving and not committer.in_flight:
+                self._serve_commits(serving, committer.last_error)
+                serving = 0
+
+    def _serve_commits(self, ticket: int, error: str | None) -> None:
+        """Tickets up to ``ticket`` were served by a commit that succeeded (``error`` None) or not."""
+        with self._commits:
+            if error is None:
+                self._commits_succeeded = max(self._commits_succeeded, ticket)
+            else:
+                self._commits_failed = (max(self._commits_failed[0], ticket), error)
+            self._commits.notify_all()
+
+    def _ended_as(self) -> str:
+        """How the task thread ended, in one line: ``stopped`` or ``FAILED: <the failure's first line>``."""
+        failure = self.failure
+        if failure is None:
+            return "stopped"
+        lines = str(failure).strip().splitlines()
+        return f"FAILED: {lines[0] if lines else type(failure).__name__}"
 
     def _first_failure(self) -> BaseException | None:
         """The task's first failure, or one its loop has reported and the task not raised yet."""
@@ -469,6 +530,12 @@ class WorkerSourceTask:
         self._metrics.outstanding_records.set(0)
         loop.close()
         self._metrics.produce_errors.settle()
+        with self._commits:  # a ticket still waiting: the final commit served it if it succeeded
+            self._commits_closed = True
+            if self._final_commit_ok and self.failure is None:
+                self._serve_commits(self._commits_asked, None)
+            else:
+                self._serve_commits(self._commits_asked, f"the task is not running ({self._ended_as()})")
         if self.failure is not None:
             logger.error("%s failed: %s", self.id, self.failure)
             self._report(State.FAILED, trace_of(self.failure))
@@ -507,6 +574,7 @@ class WorkerSourceTask:
                                "time); its records since the last commit will be copied again", self.id)
             elif self._task_started:
                 self._committer.commit_now(loop.tracking, settings.offset_flush_timeout_s)
+                self._final_commit_ok = self._committer.last_error is None
         except Exception:  # closing must always reach the status report
             logger.exception("%s error while flushing and committing on close", self.id)
         finally:

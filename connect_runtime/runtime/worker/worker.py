@@ -29,6 +29,8 @@ every method is blocking, thread-safe, and called from the herder thread unless 
                                          # commits. Tasks still running then are cancelled (they report
                                          # nothing more) and forgotten.
     set_target_state(name, TargetState)  # pause/resume/stop the connector and pause/resume its tasks
+    commit_task_offsets(name, timeout_s) -> list[TaskOffsetCommit]
+        # every local task of the connector commits now; waits for them (any thread, not the tick thread)
     modify_connector_offsets(name, config, offsets | None, fence=None) -> None
         # KIP-875 alter (offsets) or reset (None) of a stopped connector's offsets: the connector checks
         # them, ``fence`` runs (a source connector only), then they are written
@@ -79,6 +81,7 @@ from connect_runtime.api.transforms import build_chain
 from connect_runtime.clients.factory import new_producer, translate
 from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.metrics import ConnectMetrics
+from connect_runtime.runtime.herder import TaskOffsetCommit
 from connect_runtime.runtime.status import StatusListener, trace_of
 from connect_runtime.runtime.task.error_policy import ErrorPolicy
 from connect_runtime.runtime.task.exactly_once_task import ExactlyOnceWorkerSourceTask, exactly_once_settings
@@ -219,6 +222,21 @@ class Worker:
     def connector_names(self) -> list[str]:
         with self._lock:
             return sorted(self._connectors)
+
+    def commit_task_offsets(self, name: str, timeout_s: float) -> list[TaskOffsetCommit]:
+        """Every local task of ``name`` commits now (all asked at once), each awaited within one deadline
+        (:meth:`WorkerSourceTask.commit_offsets`). Called from any thread: it waits on the tasks, never on
+        the tick thread."""
+        began = time.monotonic()
+        with self._lock:
+            tasks = sorted(((tid, t) for tid, t in self._tasks.items() if tid.connector == name), key=lambda i: i[0])
+        tickets = [(tid, task, task.request_commit()) for tid, task in tasks]
+        deadline = began + timeout_s
+        outcomes = []
+        for tid, task, ticket in tickets:
+            error = task.await_commit(ticket, max(0.0, deadline - time.monotonic()))
+            outcomes.append(TaskOffsetCommit(tid, error, time.monotonic() - began))
+        return outcomes
 
     def modify_connector_offsets(self, name: str, config: Mapping[str, str],
                                  offsets: Sequence[tuple[SourceMap, Mapping[str, Any] | None]] | None,

@@ -8,10 +8,12 @@ from typing import Any, Protocol
 
 from connect_runtime.api.records import SourceMap
 from connect_runtime.lifecycle import ConnectorTaskId, TargetState
+from connect_runtime.runtime.herder import TaskOffsetCommit
 
 
 class WorkerRuntime(Protocol):
-    """Starts, stops and moves connectors and tasks on this worker (called on the tick thread)."""
+    """Starts, stops and moves connectors and tasks on this worker (called on the tick thread, but
+    :meth:`commit_task_offsets`, which waits on the tasks and is called from a REST thread)."""
 
     def start(self) -> None: ...
 
@@ -35,3 +37,5 @@ class WorkerRuntime(Protocol):
     def modify_connector_offsets(self, name: str, config: Mapping[str, str],
                                  offsets: Sequence[tuple[SourceMap, Mapping[str, Any] | None]] | None,
                                  fence: Callable[[], None] | None = None) -> None: ...
+
+    def commit_task_offsets(self, name: str, timeout_s: float) -> list[TaskOffsetCommit]: ...
