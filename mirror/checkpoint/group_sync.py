@@ -12,7 +12,12 @@ in between still gets a write attempt, and it only ever writes EMPTY groups. Her
    before its first record (retention deleted the rest). An existing target offset at or past the
    wanted one is left alone: offsets only move forward, as in MM2, so a group whose consumers already
    ran on the target is not rewound.
-3. One ``AlterConsumerGroupOffsets`` per group carries the changes; the broker still refuses it with
+3. Right before writing, the group's offsets are read again and every partition now at or past its
+   wanted offset is dropped from the write: someone else may have written the group since step 2 (a
+   ``mirror failover``, an operator's reset, consumers that came and went), and the sync never moves a
+   group back over such a write. Kafka has no conditional offset commit, so what remains is the one round
+   trip between that read's answer and the write's arrival (docs/failover.md, "The flow's group sync and a failover").
+4. One ``AlterConsumerGroupOffsets`` per group carries the changes; the broker still refuses it with
    ``UNKNOWN_MEMBER_ID`` if a member joined in the meantime (counted as ``active``).
 
 Each group's outcome is kept (:meth:`GroupOffsetSync.status`) and counted in
@@ -78,6 +83,11 @@ def plan_group_sync(checkpointed: Mapping[TopicPartition, OffsetAndMetadata], ta
     return changes, clamped
 
 
+def forward_only(changes: Offsets, target: Offsets) -> dict[tuple[str, int], tuple[int, str | None]]:
+    """The ``changes`` that move the group forward from ``target`` (its offsets as just read)."""
+    return {tp: change for tp, change in changes.items() if tp not in target or target[tp][0] < change[0]}
+
+
 class GroupOffsetSync:
     """One pass over the task's groups per call of :meth:`run` (on the task's scheduler thread)."""
 
@@ -127,6 +137,8 @@ class GroupOffsetSync:
                 changes, clamped = plan_group_sync(offsets, target, bounds)
                 if clamped:
                     self._on_outcome("clamped", clamped)
+                if changes:  # read again: a write since the first read (a failover) is never moved back
+                    changes = forward_only(changes, self._admin.list_consumer_group_offsets([group]).get(group, {}))
                 if not changes:
                     self._set(group, "synced", f"{len(offsets)} partition(s) at or past their checkpoints")
                     continue

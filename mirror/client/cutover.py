@@ -13,6 +13,14 @@
    written as MM2 checkpoints to ``<source>.checkpoints.internal`` (so ``RemoteClusterUtils`` and
    ``mirror offsets translate`` see the cutover positions too).
 3. **Write** those offsets into each group on the target, only while it has no members there.
+4. **Forced commit** (``force_commit``, given by ``mirror failover``): every node running a task of the
+   flow's source connector stores its source offsets now, instead of at the flow's next offset commit
+   (``offset.flush.interval.ms``); the report says when each node confirmed, or why it did not. A node
+   that cannot be reached is one note, not a failure: exactness needs only the map, which is on the target
+   before the offsets are.
+5. **Read back**: each written group is read again, and a partition some other writer moved below what
+   the cutover wrote (the flow's own group sync, which read the group just before the cutover wrote it)
+   is written again and named in the notes.
 
 :func:`failback` is the reverse: each group's offsets committed on the target (remote topics of the
 source) translated back through the map and written into the group on the source.
@@ -22,27 +30,27 @@ group resumes, how it was translated, and how many records a consumer will read 
 exact map; for MM2's rule, up to the distance to the true position), and its timeline: when the lag was
 seen drained and when the groups' offsets were written, in seconds from the command's start.
 
-Neither touches the running flow: its source offsets are written at its next offset commit
-(``offset.flush.interval.ms``), or at once when its node is stopped (SIGTERM commits). Exactness does not
-wait for them: it needs only the map, which is durable before the offsets are.
+Without ``force_commit`` the flow's source offsets are written at its next offset commit, or at once
+when its node is stopped (SIGTERM commits). Failback forces nothing: it moves groups back through runs
+mapped long before, and no flow copies what it moves.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from connect_runtime.clients.factory import new_producer
+from connect_runtime.clients.factory import new_admin, new_producer
 from connect_runtime.clients.log_reader import read_to_end
 from mirror.client.failover import GroupActiveError, commit_if_inactive
 from mirror.client.mirror_client import ADMIN_CLIENT_PREFIX, CONSUMER_CLIENT_PREFIX, client_config
 from mirror.client.models import Checkpoint, TopicPartition
 from mirror.client.offset_map import OffsetMap
-from mirror.client.translation import OffsetTranslator, Translation, reader_consumer
+from mirror.client.translation import OffsetTranslator, Translation, committed_offsets, reader_consumer
 
 TP = tuple[str, int]
 
@@ -60,6 +68,32 @@ class GroupMove:
 
 
 @dataclass
+class NodeCommit:
+    """One node's answer to the forced commit of the flow's source offsets."""
+
+    #: The node's worker id (``host:port`` of its REST listener).
+    node: str
+    #: Seconds from the command's start until the node confirmed every one of its tasks; None otherwise.
+    committed_after_s: float | None
+    #: Per task: ``{"id", "committed", "seconds"[, "error"]}`` as the node answered.
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    #: Why the node's offsets are not all committed (unreachable, refused, a task that could not).
+    error: str | None = None
+
+
+@dataclass
+class ForcedCommit:
+    """The forced commit of a flow: each node asked, or why none was."""
+
+    nodes: list[NodeCommit] = field(default_factory=list)
+    problem: str | None = None
+
+
+#: ``force_commit(began)``: the forced commit, given the command's start (``time.monotonic()``).
+ForceCommit = Callable[[float], ForcedCommit]
+
+
+@dataclass
 class CutoverReport:
     """What a cutover found and did; ``to_dict`` is the ``--json`` shape."""
 
@@ -73,6 +107,10 @@ class CutoverReport:
     #: Seconds from the start until every group's offsets were written, each partition exactly
     #: (``basis`` offset-map); None otherwise.
     exact_after_s: float | None = None
+    #: Seconds from the start until every node running the flow's source tasks confirmed their offsets
+    #: committed (the forced commit); None when not forced or not confirmed everywhere.
+    offsets_committed_after_s: float | None = None
+    offset_commits: list[NodeCommit] = field(default_factory=list)
     drained: bool = False
     rpo_records: int | None = None
     unreplicated: dict[str, int] = field(default_factory=dict)
@@ -98,6 +136,8 @@ class CutoverReport:
                  f"{'no' if self.exact_after_s is None else f'after {self.exact_after_s:.1f}s'}",
                  f"RPO (not replicated)  {'unknown' if self.rpo_records is None else self.rpo_records} record(s)",
                  f"records re-read       {self.reread_records}"]
+        if self.direction == "failover" and self.executed:
+            lines.append(f"source offsets        {self._offsets_status()}")
         for move in self.groups:
             status = "written" if move.written else (f"NOT written: {move.error}" if move.error else "plan")
             lines.append(f"group {move.group}: {status}")
@@ -106,6 +146,14 @@ class CutoverReport:
                              f"re-read {'?' if p['reread'] is None else p['reread']})")
         lines.extend(f"note: {note}" for note in self.notes)
         return "\n".join(lines) + "\n"
+
+    def _offsets_status(self) -> str:
+        if self.offsets_committed_after_s is not None:
+            return (f"committed after {self.offsets_committed_after_s:.1f}s "
+                    f"({len(self.offset_commits)} node(s))")
+        if any(n.committed_after_s is not None for n in self.offset_commits):
+            return "committed on some nodes only (see the notes)"
+        return "not forced (see the notes): stored at the flow's next offset commit"
 
 
 def unreplicated_records(source_config: Mapping[str, str], translator: OffsetTranslator, topics: set[str],
@@ -180,10 +228,11 @@ def _rows(translations: Mapping[TP, Translation], reverse: bool) -> list[dict[st
 def cutover(target_config: Mapping[str, str], source_config: Mapping[str, str], source: str, target: str,
             groups: list[str], *, execute: bool = False, max_wait_s: float = 60.0, timeout_s: float = 30.0,
             require_drained: bool = False, offset_syncs_config: Mapping[str, str] | None = None,
-            offset_syncs_topic: str | None = None) -> CutoverReport:
+            offset_syncs_topic: str | None = None, force_commit: ForceCommit | None = None) -> CutoverReport:
     """Fail ``groups`` over from ``source`` to ``target`` (module docstring); a dry run unless ``execute``.
 
-    With ``require_drained`` nothing is written unless the lag drained within ``max_wait_s``.
+    With ``require_drained`` nothing is written unless the lag drained within ``max_wait_s``. With
+    ``force_commit`` (and ``execute``) the flow's source offsets are committed once the groups are written.
     """
     began = time.monotonic()
     report = CutoverReport("failover", source, target, execute)
@@ -207,18 +256,59 @@ def cutover(target_config: Mapping[str, str], source_config: Mapping[str, str], 
                 translator.follow_offset_map(min(_RECOUNT_S, deadline - now))  # returns at the map's next runs
         if require_drained and not report.drained:
             execute = report.executed = False
-        _move_to_target(report, translator, target_config, source_config, source, groups, execute, timeout_s)
+        written = _move_to_target(report, translator, target_config, source_config, source, groups, execute,
+                                  timeout_s)
     report.exact_after_s = _exact_after(report, began)
+    if execute and force_commit is not None:
+        _record_forced_commit(report, force_commit(began))
+    if written and write_again_what_moved_back(report, target_config, written, timeout_s):
+        report.exact_after_s = _exact_after(report, began)
     report.seconds = time.monotonic() - began
     return report
 
 
+def _record_forced_commit(report: CutoverReport, forced: ForcedCommit) -> None:
+    report.offset_commits = forced.nodes
+    if forced.problem is not None:
+        report.notes.append(f"source offsets not forced: {forced.problem}")
+    for node in forced.nodes:
+        if node.error is not None:
+            report.notes.append(f"node {node.node}: source offsets not forced: {node.error}")
+    times = [n.committed_after_s for n in forced.nodes]
+    if times and forced.problem is None and all(t is not None for t in times):
+        report.offsets_committed_after_s = max(t for t in times if t is not None)
+
+
+def write_again_what_moved_back(report: CutoverReport, target_config: Mapping[str, str],
+                                 written: Mapping[str, Mapping[TP, int]], timeout_s: float) -> bool:
+    """Read each written group back; write again any partition found below what was written (another
+    writer, such as the flow's group sync, wrote over it). True when something was written again."""
+    admin = new_admin(dict(client_config(target_config, ADMIN_CLIENT_PREFIX)))
+    again = False
+    for group, offsets in written.items():
+        now = committed_offsets(admin, group, list(offsets), timeout_s)
+        behind = {tp: o for tp, o in offsets.items() if now.get(tp, -1) < o}
+        if not behind:
+            continue
+        moved = ", ".join(f"{t}-{p} at {now.get((t, p), 'none')}" for t, p in sorted(behind))
+        try:
+            commit_if_inactive(target_config, group, behind, timeout_s)
+        except GroupActiveError as exc:
+            report.notes.append(f"group {group}: found below what was written ({moved}) and not written again: {exc}")
+            continue
+        again = True
+        report.notes.append(f"group {group}: another writer moved it below what was written ({moved}); written again")
+    return again
+
+
 def _move_to_target(report: CutoverReport, translator: OffsetTranslator, target_config: Mapping[str, str],
                     source_config: Mapping[str, str], source: str, groups: list[str], execute: bool,
-                    timeout_s: float) -> None:
-    """Translate each group's committed offsets; with ``execute`` write them and the final checkpoints."""
+                    timeout_s: float) -> dict[str, dict[TP, int]]:
+    """Translate each group's committed offsets; with ``execute`` write them and the final checkpoints.
+    Returns what was written, per group."""
     moves = translator.groups_to_target(groups, source_config)
     checkpoints = []
+    written: dict[str, dict[TP, int]] = {}
     for group in groups:
         translations = moves.get(group, {})
         move = GroupMove(group, _rows(translations, reverse=False))
@@ -230,11 +320,13 @@ def _move_to_target(report: CutoverReport, translator: OffsetTranslator, target_
             try:
                 commit_if_inactive(target_config, group, offsets, timeout_s)
                 move.written = True
+                written[group] = offsets
             except GroupActiveError as exc:
                 move.error = str(exc)
     topic = translator.policy.checkpoints_topic(source)
     if execute and checkpoints and not _write_checkpoints(target_config, topic, checkpoints, timeout_s):
         report.notes.append(f"{topic} does not exist (no checkpoint connector ran): no final checkpoints written")
+    return written
 
 
 def failback(target_config: Mapping[str, str], source_config: Mapping[str, str], source: str, target: str,

@@ -58,6 +58,7 @@ from connect_runtime.runtime.distributed.assembly import build_herder, kafka_mem
 from connect_runtime.runtime.worker.plugins import Plugins
 from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
 from mirror.health.collector import start_health_monitor, ui_routes
+from mirror.maker.flow_commit import flow_commit_routes
 from mirror.maker.herder_slot import READY_TIMEOUT_S, STOP_TIMEOUT_S, HerderSlot
 from mirror.maker.mirror_herder import MirrorHerder
 from mirror.maker.rest_wiring import install_code_policy, rest_listeners, rest_security, task_config_forwarder
@@ -137,7 +138,8 @@ class MirrorMaker:
         self.url = f"{self.rest.scheme}://{self.worker_id}"
         for pair in self.pairs:
             self.slots[pair] = HerderSlot(pair, functools.partial(self._build_herder, pair))
-        extra_routes = [*self._start_health(), *translation_routes(self.config, self.pairs)]
+        extra_routes = [*self._start_health(), *translation_routes(self.config, self.pairs),
+                        *flow_commit_routes(self.slots)]
         self.rest.app = create_app({(p.source, p.target): slot for p, slot in self.slots.items()},
                                    registry=self.registry, extra_routes=extra_routes, security=self.security,
                                    internal_endpoints=bool(self.config.enable_internal_rest))

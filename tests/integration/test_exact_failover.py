@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import struct
 import time
 import warnings
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -21,12 +23,16 @@ from confluent_kafka import Producer
 from starlette.applications import Starlette
 from starlette.exceptions import StarletteDeprecationWarning
 
+from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.storage.memory import MemoryOffsetStore
 from connect_runtime.testing.harness import run_source_task
 from mirror.checkpoint.connector import MirrorCheckpointConnector
+from mirror.checkpoint.group_sync import GroupOffsetSync
 from mirror.checkpoint.task import MirrorCheckpointTask
 from mirror.cli.main import main
-from mirror.client.models import Checkpoint
+from mirror.client.cutover import CutoverReport, write_again_what_moved_back
+from mirror.client.mirror_client import mirror_client_config
+from mirror.client.models import Checkpoint, OffsetAndMetadata, TopicPartition
 from mirror.client.translation import OffsetTranslator
 from mirror.config.mirror_maker_config import MirrorMakerConfig, SourceAndTarget
 from mirror.maker.translation_routes import translation_routes
@@ -404,3 +410,140 @@ def test_with_default_intervals_translation_checkpoints_and_failover_are_exact_w
     assert all(committed_on(cluster_b.bootstrap, g, remote, p) == d for g, by_p in wanted.items()
                for p, d in by_p.items())
     assert failover_s < 30, f"the failover took {failover_s:.1f}s after the producers stopped"
+
+
+def stored_source_offsets(cluster_b: Cluster, source: str, topic: str) -> dict[int, int]:
+    """The flow's newest stored source offset per partition of ``topic``, read from its offsets topic."""
+    stored: dict[int, int] = {}
+    for record in consume_all(cluster_b.bootstrap, f"mm2-offsets.{source}.internal"):
+        connector, partition = json.loads(record.key or b"[]")
+        if connector == "MirrorSourceConnector" and partition.get("topic") == topic and record.value:
+            stored[int(partition["partition"])] = int(json.loads(record.value)["offset"])
+    return stored
+
+
+def first_task_start(*nodes: MirrorMakerProcess) -> datetime:
+    """When the first of the flow's source tasks started on any of ``nodes`` (their logs' local time)."""
+    starts = [datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f") for node in nodes
+              for m in re.finditer(r"^(\S+ \S+) INFO .* MirrorSourceConnector-\d+ started \(worker",
+                                   node.log_text(), re.M)]
+    assert starts, "no source task start in the nodes' logs"
+    return min(starts)
+
+
+@pytest.mark.slow
+def test_failover_commits_the_flows_source_offsets_at_once_with_the_default_flush_interval(
+        cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With ``offset.flush.interval.ms`` at its 60 s default and the flow's four source tasks on two nodes,
+    ``mirror failover --execute`` has both nodes commit their tasks' offsets: they are in the offsets topic
+    when the command returns, before the flow's first periodic commit could have run (60 s after a task
+    started), and the group is exact. Then, with both nodes killed (their tasks' statuses still name
+    them), the same command still writes the group exactly and says, in one note per node, that it could
+    not be reached."""
+    a, b = aliases("A", "B")
+    partitions = range(4)
+    topic = create_topic(cluster_a.bootstrap, unique("forced"), len(partitions))
+    remote = f"{a}.{topic}"
+    group = f"{unique('fc')}-group"
+    commit_group_offsets(cluster_a.bootstrap, group, {(topic, p): 0 for p in partitions})  # a checkpoint task
+    props = tmp_path / "mm2.properties"
+    props.write_text(mm2_properties({a: cluster_a.bootstrap, b: cluster_b.bootstrap},
+                                    f"{a}->{b}.enabled = true\ntopics = {topic}\n{a}->{b}.tasks.max = 4\n",
+                                    defaults=("offset.flush.interval.ms",)))
+    assert "offset.flush.interval.ms" not in props.read_text()
+    with (MirrorMakerProcess(props, log=tmp_path / "node1.log") as one,
+          MirrorMakerProcess(props, log=tmp_path / "node2.log") as two):
+        one.wait_running(2)  # A->B and the heartbeat-only B->A herder
+        two.wait_running(2)
+        workers = {node.url.split("://", 1)[1] for node in (one, two)}
+
+        def spread() -> bool:  # six tasks balanced three and three: each node runs a source task
+            response = one.request("GET", f"/{a}/{b}/connectors/MirrorSourceConnector/status")
+            states = [(t["state"], t["worker_id"]) for t in response.json().get("tasks", [])] \
+                if response.status_code == 200 else []
+            return len(states) == 4 and {s for s, _ in states} == {"RUNNING"} and {w for _, w in states} == workers
+
+        wait_until(spread, 60, "the flow's four source tasks running on both nodes")
+        for p in partitions:  # after the tasks settled: no task stopped (and committed) since
+            produce(cluster_a.bootstrap, topic, [(None, f"r-{p}-{i}".encode()) for i in range(100)], partition=p)
+        wait_until(lambda: remote in topics(cluster_b.bootstrap)
+                   and len(consume_all(cluster_b.bootstrap, remote)) >= 400, 40, "400 records replicated")
+        commit_group_offsets(cluster_a.bootstrap, group, {(topic, 0): 60, **{(topic, p): 100 for p in (1, 2, 3)}})
+        capsys.readouterr()
+        assert main(["failover", str(props), "--source", a, "--target", b, "--group", group, "--execute",
+                     "--json", "--max-wait", "30"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        stored = stored_source_offsets(cluster_b, a, topic)
+        elapsed = (datetime.now() - first_task_start(one, two)).total_seconds()
+        one.kill()  # SIGKILL: the tasks' statuses still say RUNNING on these nodes
+        two.kill()
+    # a task's first periodic commit comes offset.flush.interval.ms (60 s) after its start
+    assert elapsed < 60, f"inconclusive: {elapsed:.0f}s after a task started, the flow may have committed on its own"
+    assert stored == dict.fromkeys(partitions, 99), f"stored {elapsed:.1f}s after the first task's start: {stored}"
+    commits = report["offset_commits"]
+    assert {c["node"] for c in commits} == workers and all(c["error"] is None for c in commits)
+    assert sorted(t["id"] for c in commits for t in c["tasks"] if t["committed"]) == list(partitions)
+    assert 0 < report["exact_after_s"] <= report["offsets_committed_after_s"] <= report["seconds"]
+    assert report["offsets_committed_after_s"] == max(c["committed_after_s"] for c in commits)
+    wanted = target_offsets(cluster_b, remote, {0: b"r-0-60", 1: None, 2: None, 3: None})
+    [move] = report["groups"]
+    assert move["written"] and {(p["partition"], p["to"]) for p in move["partitions"]} == set(wanted.items())
+    assert all(committed_on(cluster_b.bootstrap, group, remote, p) == d for p, d in wanted.items())
+
+    capsys.readouterr()
+    assert main(["failover", str(props), "--source", a, "--target", b, "--group", group, "--execute", "--json",
+                 "--max-wait", "10", "--timeout", "5"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["offsets_committed_after_s"] is None and again["exact_after_s"] is not None
+    unreached = {c["node"]: c["error"] for c in again["offset_commits"]}
+    assert set(unreached) == workers and all(e.startswith("could not be reached") for e in unreached.values())
+    assert sorted(n for n in again["notes"] if "source offsets" in n) == sorted(
+        f"node {w}: source offsets not forced: {e}" for w, e in unreached.items())
+    assert all(committed_on(cluster_b.bootstrap, group, remote, p) == d for p, d in wanted.items())
+
+
+def test_the_group_sync_never_moves_a_group_back_over_a_write_made_during_its_pass(cluster_b: Cluster) -> None:
+    """The flow's group sync reads a group's offsets on the target, then fetches the partitions' bounds
+    before it writes: a ``mirror failover`` that writes the group meanwhile (here, inside that fetch, on the
+    real broker) further on than the checkpoint must not be moved back by the sync's write; a partition the
+    failover left behind its checkpoint still moves forward. Both for a group the target knew before and
+    one it did not."""
+    topic = create_topic(cluster_b.bootstrap, unique("sync-race"), 2)
+    for p in (0, 1):
+        produce(cluster_b.bootstrap, topic, [(None, f"{p}-{i}".encode()) for i in range(50)], partition=p)
+    known, new = unique("sr-known"), unique("sr-new")
+    commit_group_offsets(cluster_b.bootstrap, known, {(topic, 0): 5, (topic, 1): 5})
+    checkpoint = {TopicPartition(topic, p): OffsetAndMetadata(20, "") for p in (0, 1)}
+    failover = {(topic, 0): 40, (topic, 1): 10}
+    to_fail_over = [known, new]  # the order the sync handles them in
+
+    def failover_writes_meanwhile(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+        commit_group_offsets(cluster_b.bootstrap, to_fail_over.pop(0), failover)  # the group the sync handles
+        return {}
+
+    sync = GroupOffsetSync(TopicAdmin({"bootstrap.servers": cluster_b.bootstrap}, timeout_s=15), {},
+                           lambda: {known: dict(checkpoint), new: dict(checkpoint)}, [known, new],
+                           bounds=failover_writes_meanwhile)
+    written = sync.run()
+    assert not to_fail_over, "the sync did not fetch bounds for both groups: the race was not staged"
+    for group in (known, new):
+        assert committed_on(cluster_b.bootstrap, group, topic, 0) == 40, f"{group} moved back over the failover"
+        assert committed_on(cluster_b.bootstrap, group, topic, 1) == 20
+        assert set(written[group]) == {(topic, 1)}
+
+
+def test_failover_writes_again_a_partition_another_writer_moved_back(cluster_b: Cluster) -> None:
+    """The failover's read-back: a partition found below what the failover wrote (the flow's group sync wrote
+    an older checkpoint after it) is written again and named in a note; one found further on is left."""
+    topic = create_topic(cluster_b.bootstrap, unique("readback"), 2)
+    for p in (0, 1):
+        produce(cluster_b.bootstrap, topic, [(None, f"{p}-{i}".encode()) for i in range(40)], partition=p)
+    group = unique("rb-group")
+    commit_group_offsets(cluster_b.bootstrap, group, {(topic, 0): 10, (topic, 1): 30})  # after the failover's write
+    report = CutoverReport("failover", "A", "B", executed=True)
+    config = mirror_client_config({"bootstrap.servers": cluster_b.bootstrap})
+    assert write_again_what_moved_back(report, config, {group: {(topic, 0): 25, (topic, 1): 20}}, 15)
+    assert committed_on(cluster_b.bootstrap, group, topic, 0) == 25
+    assert committed_on(cluster_b.bootstrap, group, topic, 1) == 30
+    assert report.notes == [f"group {group}: another writer moved it below what was written ({topic}-0 at 10); "
+                            "written again"]

@@ -9,6 +9,7 @@ kill -9 is judged by a plain read_committed consumer (tests/kafka/test_kafka_exa
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -187,3 +188,30 @@ def test_a_target_stalled_longer_than_the_flush_timeout_delays_the_commit_and_th
     assert not lost, f"{len(lost)} records lost, e.g. {sorted(lost)[:5]}"
     assert not duplicated, f"{len(duplicated)} records duplicated, e.g. {list(duplicated.items())[:5]}"
     assert len(after.committed) == total and after.pending == 0
+
+
+def test_a_commit_request_commits_the_open_transaction(cluster_a: Cluster, cluster_b: Cluster, tmp_path: Path) -> None:
+    """With transaction.boundary=interval at 10 minutes the copied records wait on the target in an open
+    transaction; the driver's commit route (what ``mirror failover --execute`` calls) commits it at once,
+    the records with their source offsets."""
+    a, b = aliases("A", "B")
+    topic = create_topic(cluster_a.bootstrap, unique("eos-request"), 1)
+    remote = f"{a}.{topic}"
+    produce(cluster_a.bootstrap, topic, [(None, f"v{i}".encode()) for i in range(500)])
+    extra = f"{a}->{b}.transaction.boundary = interval\n{a}->{b}.transaction.boundary.interval.ms = 600000\n"
+    props = _eos_properties(tmp_path, a, b, cluster_a, cluster_b, topic, extra)
+    with MirrorMakerProcess(props, log=tmp_path / "node.log") as node:
+        node.wait_running(2)
+        wait_until(lambda: (c := _copied(cluster_b.bootstrap, remote)) is not None and c.pending >= 500, 60,
+                   "500 records in an open transaction on the target", interval_s=0.5)
+        assert not read_transactions(cluster_b.bootstrap, remote).committed
+        response = node.request("POST", f"/mirror/flows/{a}/{b}/commit")
+        after = read_transactions(cluster_b.bootstrap, remote)
+        offsets = read_transactions(cluster_b.bootstrap, f"mm2-offsets.{a}.internal")
+        assert node.terminate() == 0
+    assert response.status_code == 200, response.text
+    assert [(t["id"], t["committed"]) for t in response.json()["tasks"]] == [(0, True)]
+    assert sorted(after.values()) == sorted(f"v{i}".encode() for i in range(500)) and after.pending == 0
+    stored = [json.loads(v)["offset"] for _, _, k, v in offsets.committed
+              if k is not None and v is not None and json.loads(k)[1].get("topic") == topic]
+    assert stored and stored[-1] == 499
