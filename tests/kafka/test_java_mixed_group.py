@@ -29,7 +29,10 @@ over 4 partitions:
   from one kind to the other deals its tasks the same partitions again in no new task generation
   (:func:`_redealt_generations`): under exactly-once that would fence the tasks running on the other kind.
 
-Both print a per-step timeline (``-s``).
+Both print a per-step timeline (``-s``). A step over its duplicate bound (or any duplicate under exactly-once) keeps
+``duplicates.json`` beside the nodes' logs and summarises it in the failure message: which records came twice, in
+which step, at which target offsets, under which task generation, task and worker, and which source offsets were
+committed meanwhile (:mod:`tests.kafka.duplicate_forensics`).
 
 The duplicate bound. With the plain file offsets are committed every ``offset.flush.interval.ms`` (60 s by
 default), and a clean stop, Java's or ours, commits the offsets of every record the target acknowledged before
