@@ -36,7 +36,7 @@ from tests.conftest import Cluster
 from tests.integration.support.leak_scan import SPECIAL, properties_escaped, read_whole_topic
 from tests.integration.support.leak_scan import scan as leak_scan
 from tests.integration.support.mm2_process import ROOT, MirrorMakerProcess, aliases, mm2_properties
-from tests.support.kafka import consume_all, create_topic, produce, topics, wait_until
+from tests.support.kafka import commit_group_offsets, consume_all, create_topic, produce, topics, wait_until
 from tests.support.rest_certs import self_signed
 from tests.unit.connect_runtime.rest.fake_herder import FakeHerder
 from tests.unit.connect_runtime.rest.test_security import SUCCESS, mounted_apps
@@ -201,6 +201,26 @@ def test_https_basic_auth_and_no_secret_anywhere(cluster_a: Cluster, cluster_b: 
             assert response.status_code == 200, (path, response.text)
             found += scan(f"GET {path}", response.text)
         assert http.get(node.url + "/health").status_code == 200  # probes need no credentials
+
+        # mirror failover --execute's forced commit passes the same guard: without the caller's credentials the
+        # node refuses it (one note, exit 0); with them it commits, over https with the file's trust.
+        group = f"scan-group-{a}"
+        commit_group_offsets(cluster_a.bootstrap, group, {(topic, 0): 5})
+        failover = [sys.executable, "-m", "mirror.cli", "failover", str(props), "--source", a, "--target", b,
+                    "--group", group, "--execute", "--json", "--max-wait", "30"]
+        credentials = {"MIRROR_REST_USER": USER, "MIRROR_REST_PASSWORD": SECRETS["basic auth password"]}
+        runs = [subprocess.run(failover, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+                               env={**env, "PATH": "", **given}) for given in ({}, credentials)]
+        assert [r.returncode for r in runs] == [0, 0] and all(r.stdout.startswith("{") for r in runs), \
+            [r.stdout[-2000:] + r.stderr[-2000:] for r in runs]
+        refused, committed = (json.loads(r.stdout) for r in runs)
+        [unauthorized] = refused["offset_commits"]
+        assert unauthorized["error"].startswith("HTTP 401") and "MIRROR_REST_USER" in unauthorized["error"]
+        assert refused["offsets_committed_after_s"] is None and refused["exact_after_s"] is not None
+        [node_commit] = committed["offset_commits"]
+        assert node_commit["error"] is None and committed["offsets_committed_after_s"] is not None
+        for run in runs:
+            found += scan("mirror failover", run.stdout + run.stderr)
         assert node.terminate() == 0
         found += scan("the driver's log", node.log_text())
 
