@@ -31,7 +31,13 @@ at scrape time from the same counts (source) or updated together per checkpoint,
 the per-record path nothing.
 
 Labels: ``source, target, topic, partition`` for the source metrics (MM2's tags), ``source, target, group,
-topic, partition`` for the checkpoint metrics.
+topic, partition`` for the checkpoint metrics. ``metrics.partition.series`` (ours) coarsens them: ``topic``
+sums each remote topic's partitions into one series (``partition=""``) for the counters and gauges and
+the histograms per task and flow, ``none`` sums everything per task and flow (``topic=""`` too). Each
+partition costs about 100 series with both name formats (six families, two of them histograms of 17
+buckets), so 8,000 partitions make a scrape of most of a million lines: at that size a dashboard that
+needs no partition breakdown chooses ``topic`` or ``none``, and the counts stay exact sums.
+The per-record path is the same at every value: partitions are counted apart and summed at scrape time.
 
 ``topic`` is the remote (target) topic name for the source metrics and the target-side topic for the
 checkpoint metrics, as in MM2. Deliberate divergence: MM2 registers every (group, partition) on ONE
@@ -68,6 +74,15 @@ _SOURCE_LABELS = ("source", "target", "topic", "partition")
 NEW_PREFIX = "kafka_connect_plugins_"
 TASK_LABELS = ("connector", "task")
 LEGACY, NEW = "legacy", "new"
+#: ``metrics.partition.series`` values: one series per partition (MM2's tags), per remote topic, or none.
+PARTITION, TOPIC, NO_PARTITION_SERIES = "partition", "topic", "none"
+
+
+def series_key(detail: str, topic: str, partition: int) -> tuple[str, str]:
+    """The (topic, partition) label values of one partition's series at ``detail``."""
+    if detail == PARTITION:
+        return topic, str(partition)
+    return (topic, "") if detail == TOPIC else ("", "")
 
 #: Guards the per-registry families: two tasks of one registry may start at once.
 _lock = threading.Lock()
@@ -154,26 +169,38 @@ class _SourceCollector:
             self._tasks.discard(task)
 
     def describe(self) -> list[Metric]:
-        return (self._families({}, "mirror_source_", list(_SOURCE_LABELS))
-                + self._families({}, NEW_PREFIX, [*TASK_LABELS, *_SOURCE_LABELS]))
+        return (self._families({}, {}, "mirror_source_", list(_SOURCE_LABELS))
+                + self._families({}, {}, NEW_PREFIX, [*TASK_LABELS, *_SOURCE_LABELS]))
 
     def collect(self) -> list[Metric]:
         with self._lock:
             tasks = list(self._tasks)
         legacy: dict[tuple[str, ...], PartitionStats] = {}
         new: dict[tuple[str, ...], PartitionStats] = {}
+        # With ``metrics.partition.series = topic`` the histograms (19 series a label set) are summed per
+        # task and flow, the counters and gauges per topic: a topic costs 4 series, not 42.
+        legacy_histograms: dict[tuple[str, ...], PartitionStats] = {}
+        new_histograms: dict[tuple[str, ...], PartitionStats] = {}
         for task in tasks:
+            per_topic = task.detail == TOPIC
             for labels, stats in list(task.stats_by_labels()):
                 if task.legacy:
                     _merge(legacy, labels, stats)
+                    if per_topic:
+                        _merge(legacy_histograms, (*labels[:2], "", ""), stats)
                 if task.new:
                     _merge(new, (*task.task_labels, *labels), stats)
-        return (self._families(legacy, "mirror_source_", list(_SOURCE_LABELS))
-                + self._families(new, NEW_PREFIX, [*TASK_LABELS, *_SOURCE_LABELS]))
+                    if per_topic:
+                        _merge(new_histograms, (*task.task_labels, *labels[:2], "", ""), stats)
+        return (self._families(legacy, legacy_histograms, "mirror_source_", list(_SOURCE_LABELS))
+                + self._families(new, new_histograms, NEW_PREFIX, [*TASK_LABELS, *_SOURCE_LABELS]))
 
     @staticmethod
-    def _families(merged: dict[tuple[str, ...], PartitionStats], prefix: str, labels: list[str]) -> list[Metric]:
-        """The six source families, named ``prefix`` + MM2's attribute name."""
+    def _families(merged: dict[tuple[str, ...], PartitionStats],
+                  per_topic_histograms: dict[tuple[str, ...], PartitionStats], prefix: str,
+                  labels: list[str]) -> list[Metric]:
+        """The six source families, named ``prefix`` + MM2's attribute name. The histograms of the label
+        sets of ``merged`` that ``per_topic_histograms`` sums coarser come from there."""
         records = CounterMetricFamily(f"{prefix}record_count",
                                       "Records replicated and acknowledged by the target (MM2 record-count).",
                                       labels=labels)
@@ -197,6 +224,16 @@ class _SourceCollector:
             byte_count.add_metric(values, stats.bytes)
             age_ms.add_metric(values, stats.age_ms)
             latency_ms.add_metric(values, stats.latency_ms)
+        histograms = merged
+        if per_topic_histograms:
+            # the label sets of tasks at partition or none detail keep their histograms (both kinds are
+            # scraped together only while a flow's tasks restart with a new value)
+            histograms = per_topic_histograms
+            for key, stats in merged.items():
+                if key[-1] != "" or key[-2] == "":
+                    _merge(histograms, key, stats)
+        for key, stats in histograms.items():
+            values = list(key)
             age_s.add_metric(values, _cumulative(stats.age_buckets), stats.age_sum_ms / 1000.0)
             latency_s.add_metric(values, _cumulative(stats.latency_buckets), stats.latency_sum_ms / 1000.0)
         return [records, byte_count, age_s, age_ms, latency_s, latency_ms]
@@ -259,7 +296,8 @@ class MirrorSourceMetrics:
     """
 
     def __init__(self, registry: MetricsRegistry, source: str, target: str, connector: str = "MirrorSourceConnector",
-                 task: int = 0, formats: tuple[str, ...] = (LEGACY, NEW)) -> None:
+                 task: int = 0, formats: tuple[str, ...] = (LEGACY, NEW), detail: str = PARTITION) -> None:
+        self.detail = detail
         self._source = source
         self._target = target
         self.task_labels = (connector, str(task))
@@ -278,7 +316,10 @@ class MirrorSourceMetrics:
         return stats
 
     def stats_by_labels(self) -> list[tuple[tuple[str, ...], PartitionStats]]:
-        return [((self._source, self._target, topic, str(partition)), stats)
+        """Each partition's stats under its labels (with ``metrics.partition.series`` coarser than
+        ``partition`` several partitions share labels: the collector sums them)."""
+        detail = self.detail
+        return [((self._source, self._target, *series_key(detail, topic, partition)), stats)
                 for (topic, partition), stats in list(self._stats.items())]
 
     def register(self, remote_topic: str, partition: int) -> None:

@@ -1,5 +1,5 @@
 """Prometheus metrics of the MM2 checkpoint task (Kafka ``MirrorCheckpointMetrics``), one series per
-(group, target-side topic, partition).
+(group, target-side topic, partition), or coarser with ``metrics.partition.series`` (:mod:`mirror.metrics`).
 
 ``checkpoint-latency-ms`` as a histogram in seconds plus a last-value gauge in ms, under MM2's name and
 KIP-1280's (see :mod:`mirror.metrics` for the mapping, the names and the labels), and two counters of
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from prometheus_client import Counter, Gauge, Histogram
 
 from connect_runtime.api.metrics_registry import MetricsRegistry
-from mirror.metrics import LATENCY_BUCKETS_S, LEGACY, NEW, NEW_PREFIX, TASK_LABELS
+from mirror.metrics import LATENCY_BUCKETS_S, LEGACY, NEW, NEW_PREFIX, PARTITION, TASK_LABELS, series_key
 
 _CHECKPOINT_LABELS = ("source", "target", "group", "topic", "partition")
 
@@ -80,8 +80,9 @@ class MirrorCheckpointMetrics:
 
     def __init__(self, registry: MetricsRegistry, source: str, target: str,
                  connector: str = "MirrorCheckpointConnector", task: int = 0,
-                 formats: tuple[str, ...] = (LEGACY, NEW)) -> None:
+                 formats: tuple[str, ...] = (LEGACY, NEW), detail: str = PARTITION) -> None:
         self._families = _checkpoint_families_of(registry)
+        self._detail = detail
         self._source = source
         self._target = target
         self._task_labels = (connector, str(task))
@@ -91,7 +92,7 @@ class MirrorCheckpointMetrics:
         self._labels: set[tuple[str, str, str, str, str]] = set()
 
     def checkpoint_latency(self, group: str, topic: str, partition: int, latency_ms: int) -> None:
-        key = (self._source, self._target, group, topic, str(partition))
+        key = (self._source, self._target, group, *series_key(self._detail, topic, partition))
         self._labels.add(key)
         families = self._families
         if self._legacy:

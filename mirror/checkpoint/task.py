@@ -278,7 +278,7 @@ class MirrorCheckpointTask(SourceTask):
         self._target_admin = admin_factory(translate(cfg.target_admin_config(), "admin"), timeout_s=timeout_s)
         self._metrics = MirrorCheckpointMetrics(self.context.metrics_registry, self._source, self._target,
                                                 cfg.connector_name, self.context.task_id,
-                                                tuple(cfg.metric_names_formats))
+                                                tuple(cfg.metric_names_formats), cfg.metrics_partition_series)
         self._syncs = OffsetSyncStore()
         offset_syncs_topic = self._policy.offset_syncs_topic(
             self._target if cfg.offset_syncs_topic_location == "source" else self._source)

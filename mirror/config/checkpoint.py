@@ -20,6 +20,7 @@ from connect_runtime.api.config import (
 from mirror.config.connector_base import (
     BASE_CONNECTOR_CONFIG_DEF,
     METRIC_NAMES_FORMATS_KEY,
+    METRICS_PARTITION_SERIES_KEY,
     OFFSET_SYNCS_TOPIC_LOCATION_KEY,
     TOPIC_FILTER_CLASS,
     TOPIC_FILTER_CLASS_KEY,
@@ -83,6 +84,7 @@ CONFIG_DEF: ConfigDef = BASE_CONNECTOR_CONFIG_DEF.merge(ConfigDef([
               Importance.LOW, "Replication factor for the checkpoints topic.", replication_factor, _GROUP),
     OFFSET_SYNCS_TOPIC_LOCATION_KEY,
     METRIC_NAMES_FORMATS_KEY,
+    METRICS_PARTITION_SERIES_KEY,
 ]))
 
 TASK_CONFIG_DEF: ConfigDef = CONFIG_DEF.merge(ConfigDef([

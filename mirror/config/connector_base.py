@@ -74,6 +74,8 @@ OFFSET_SYNCS_TOPIC_LOCATION = "offset-syncs.topic.location"
 OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT = "source"
 METRIC_NAMES_FORMATS = "metric.names.formats"
 METRIC_NAMES_FORMATS_DEFAULT = "legacy,new"
+METRICS_PARTITION_SERIES = "metrics.partition.series"
+METRICS_PARTITION_SERIES_DEFAULT = "partition"
 
 SOURCE_CLUSTER_PREFIX = "source.cluster."
 TARGET_CLUSTER_PREFIX = "target.cluster."
@@ -326,12 +328,24 @@ METRIC_NAMES_FORMATS_KEY = ConfigKey(
     "ones (see docs/metrics.md).", _metric_names_formats, "Mirror")
 
 
+#: Ours (MM2 has no such key): how finely the source and checkpoint metrics are labelled (docs/metrics.md).
+METRICS_PARTITION_SERIES_KEY = ConfigKey(
+    METRICS_PARTITION_SERIES, Type.STRING, METRICS_PARTITION_SERIES_DEFAULT, Importance.LOW,
+    "How finely the source and checkpoint task metrics are labelled: partition (MM2's tags: one series per "
+    "remote topic and partition, and per consumer group, topic and partition), topic (counters and gauges "
+    "summed per topic, histograms per flow; the partition label empty) or none (summed per flow and group, "
+    "topic and partition labels empty). Each partition costs about 100 series with both "
+    "metric.names.formats: at thousands of partitions choose topic or none (see docs/metrics.md).",
+    one_of("partition", "topic", "none"), "Mirror")
+
+
 class OffsetSyncsLocationMixin(MirrorConnectorConfig):
     """``offset-syncs.topic.location`` handling shared by the source and checkpoint configs, and the other
-    keys only those two define (``metric.names.formats``)."""
+    keys only those two define (``metric.names.formats``, ``metrics.partition.series``)."""
 
     offset_syncs_topic_location = Choice(OFFSET_SYNCS_TOPIC_LOCATION)
     metric_names_formats = TextList(METRIC_NAMES_FORMATS)
+    metrics_partition_series = Choice(METRICS_PARTITION_SERIES)
 
     @property
     def offset_syncs_topic_cluster_alias(self) -> str:

@@ -13,6 +13,7 @@ from connect_runtime.api.config import ConfigDef, ConfigKey, Importance, Type, a
 from mirror.config.connector_base import (
     BASE_CONNECTOR_CONFIG_DEF,
     METRIC_NAMES_FORMATS_KEY,
+    METRICS_PARTITION_SERIES_KEY,
     OFFSET_SYNCS_TOPIC_LOCATION_KEY,
     TOPIC_FILTER_CLASS,
     TOPIC_FILTER_CLASS_KEY,
@@ -99,6 +100,7 @@ CONFIG_DEF: ConfigDef = BASE_CONNECTOR_CONFIG_DEF.merge(ConfigDef([
               Importance.LOW, "Replication factor for the offset-syncs topic.", replication_factor, _GROUP),
     OFFSET_SYNCS_TOPIC_LOCATION_KEY,
     METRIC_NAMES_FORMATS_KEY,
+    METRICS_PARTITION_SERIES_KEY,
     ConfigKey(OFFSET_LAG_MAX, Type.LONG, OFFSET_LAG_MAX_DEFAULT, Importance.LOW,
               "How out-of-sync a remote partition can be before it is resynced.", at_least(0), _GROUP),
     ConfigKey(EMIT_OFFSET_SYNCS_ENABLED, Type.BOOLEAN, True, Importance.LOW,

@@ -39,6 +39,7 @@ from prometheus_client import Counter
 from connect_runtime.api.errors import ConnectError
 from mirror.client.models import TopicPartition
 from mirror.errors import MirrorError
+from mirror.metrics import PARTITION, series_key
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +77,11 @@ class LossDetector:
     """One task's loss checks; all calls come from the task thread."""
 
     def __init__(self, label: str, source: str, target: str, fail: bool,
-                 counters: tuple[Counter, Counter] | None, clock_ms: Callable[[], int]) -> None:
+                 counters: tuple[Counter, Counter] | None, clock_ms: Callable[[], int], *,
+                 detail: str = PARTITION) -> None:
         self._label = label
+        #: ``metrics.partition.series``: the loss counters are labelled as finely as the other source metrics
+        self._detail = detail
         self._source = source
         self._target = target
         self._fail = fail
@@ -94,9 +98,10 @@ class LossDetector:
         alert on it (MirrorRecordsLost in etc/prometheus/alerts.yml)."""
         if self._counters is None:
             return
-        for state in states:
+        keys = dict.fromkeys(series_key(self._detail, state.remote, state.partition) for state in states)
+        for topic, partition in keys:
             for reason in (SOURCE_TRUNCATED, SOURCE_RECREATED, TARGET_TRUNCATED):
-                labels = (self._source, self._target, state.remote, str(state.partition), reason)
+                labels = (self._source, self._target, topic, partition, reason)
                 self._counters[0].labels(*labels)
                 self._counters[1].labels(*labels)
                 self._zeroed.append(labels)
@@ -190,7 +195,7 @@ class LossDetector:
 
     def _lost(self, state: Tracked, reason: str, count: int, what: str) -> None:
         if self._counters is not None:
-            labels = (self._source, self._target, state.remote, str(state.partition), reason)
+            labels = (self._source, self._target, *series_key(self._detail, state.remote, state.partition), reason)
             self._counters[0].labels(*labels).inc(count)
             self._counters[1].labels(*labels).inc()
         message = (f"{self._label} lost records on {state.tp} ({reason}, {count} counted): {what}")

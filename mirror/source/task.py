@@ -227,7 +227,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._remote = {t: policy.format_remote_topic(self._source, t) for t, _ in partitions}
         self._metrics = MirrorSourceMetrics(self.context.metrics_registry, self._source, self._target,
                                             cfg.connector_name, self.context.task_id,
-                                            tuple(cfg.metric_names_formats))
+                                            tuple(cfg.metric_names_formats), cfg.metrics_partition_series)
         self._by_source.clear()
         self._by_map.clear()
         for topic, partition in partitions:
@@ -244,7 +244,8 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._bulk = not str(config.get("transforms", "")).strip()
         self._pending = None
         self._loss = LossDetector(self._label, self._source, self._target, cfg.replication_loss_policy == "fail",
-                                  loss_counters(self.context.metrics_registry), self._clock_ms)
+                                  loss_counters(self.context.metrics_registry), self._clock_ms,
+                                  detail=cfg.metrics_partition_series)
         self._loss.zero_series(self._by_source.values())
         assignment = initial_assignment(self.context.offset_storage_reader(), self._source, partitions, done_ends,
                                         start_when_unknown(consumer_config))

@@ -349,3 +349,24 @@ def test_start_returns_before_the_remote_topics_exist_and_tasks_wait_for_them(cl
     finally:
         HeldCreationAdmin.release.set()
         connector.stop()
+
+
+def test_metrics_partition_series_topic_sums_a_topics_partitions(cluster_a: Cluster, cluster_b: Cluster) -> None:
+    """A task replicating a topic of 3 partitions with ``metrics.partition.series = topic`` exports one
+    record-count series for the remote topic (the sum) and none per partition."""
+    src, tgt = aliases()
+    topic = create_topic(cluster_a.bootstrap, unique("summed"), partitions=3)
+    for p in range(3):
+        produce(cluster_a.bootstrap, topic, 4 + p, partition=p)
+    config = flow_config(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap,
+                         overrides={"topics": topic, "metrics.partition.series": "topic"})
+    with source_connector(config) as (connector, _):
+        [task_config] = connector.task_configs(1)
+        with run_source_task(MirrorSourceTask, task_config, bootstrap_servers=cluster_b.bootstrap) as run:
+            wait_until(lambda: run.records_written() >= 15, 30, "15 records written")
+            labels = {"source": src, "target": tgt, "topic": f"{src}.{topic}"}
+            value = run.registry.get_sample_value
+            wait_until(lambda: value("mirror_source_record_count_total", {**labels, "partition": ""}) == 15, 30,
+                       "the topic's record count summed")
+            assert [value("mirror_source_record_count_total", {**labels, "partition": str(p)}) for p in range(3)] \
+                == [None, None, None]

@@ -158,6 +158,7 @@ CONNECTOR: dict[str, Works | Refused | Owned | str] = {
     "offset-syncs.topic.location": Works("mirror/config/connector_base.py", "self.offset_syncs_topic_location"),
     "offset.lag.max": Works("mirror/source/task.py", "offset_lag_max"),
     "metric.names.formats": Works("mirror/source/task.py", "cfg.metric_names_formats"),
+    "metrics.partition.series": Works("mirror/source/task.py", "cfg.metrics_partition_series"),
     "emit.offset-syncs.enabled": Works("mirror/source/connector.py", "emit_offset_syncs_enabled"),
     "emit.offset-map.enabled": Works("mirror/source/task.py", "cfg.emit_offset_map_enabled"),
     "heartbeats.replication.enabled": Works("mirror/source/connector.py", "heartbeats_replication_enabled"),

@@ -165,3 +165,71 @@ def test_metric_names_formats_accepts_legacy_and_new_only() -> None:
     assert MirrorSourceConfig({**base, "metric.names.formats": "new"}).metric_names_formats == ["new"]
     with pytest.raises(ConfigError, match=r"metric\.names\.formats: expected legacy, new or legacy,new"):
         MirrorSourceConfig({**base, "metric.names.formats": "legacy,newest"})
+
+
+@pytest.mark.parametrize(("detail", "topic", "partition"), [("topic", "a.t", ""), ("none", "", "")])
+def test_partition_series_can_be_summed_per_topic_or_per_flow(detail: str, topic: str, partition: str) -> None:
+    registry = CollectorRegistry()
+    metrics = MirrorSourceMetrics(registry, "a", "b", detail=detail)
+    for p in range(3):
+        metrics.register("a.t", p)
+        metrics.record_polled("a.t", p, 100, 1500)
+        metrics.record_committed("a.t", p, 2000 + p)
+    series = {s.labels.get("partition") for m in registry.collect() for s in m.samples
+              if s.name.startswith("mirror_source_")}
+    assert series == {partition}
+    labels = {"source": "a", "target": "b", "topic": topic, "partition": partition}
+    assert sample(registry, "mirror_source_record_count_total", **labels) == 3
+    assert sample(registry, "mirror_source_byte_count_total", **labels) == 300
+    histogram = {**labels, "topic": ""}  # per topic, the histograms are summed per flow (per task: new names)
+    assert sample(registry, "mirror_source_replication_latency_seconds_count", **histogram) == 3
+    assert sample(registry, "mirror_source_replication_latency_seconds_sum", **histogram) == pytest.approx(6.003)
+    checkpoints = MirrorCheckpointMetrics(registry, "a", "b", detail=detail)
+    checkpoints.checkpoint_latency("g1", "a.t", 0, 100)
+    checkpoints.checkpoint_latency("g1", "a.t", 1, 300)
+    group = {"source": "a", "target": "b", "group": "g1", "topic": topic, "partition": partition}
+    assert sample(registry, "mirror_checkpoint_latency_seconds_count", **group) == 2
+    assert sample(registry, "mirror_checkpoint_latency_ms", **group) == 300
+
+
+@pytest.mark.parametrize(("detail", "count_sets", "histogram_sets"), [
+    ("partition", 800 + 800, 800 + 800),  # legacy: one per partition; new: one per (task, partition)
+    # counters and gauges, legacy: one per topic; new: each of the four tasks holds a partition of each topic;
+    # histograms: legacy one for the flow, new one per task
+    ("topic", 200 + 4 * 200, 1 + 4),
+    ("none", 1 + 4, 1 + 4),  # legacy: one for the flow; new: one per task
+])
+def test_the_series_a_scrape_exports_follow_metrics_partition_series(detail: str, count_sets: int,
+                                                                     histogram_sets: int) -> None:
+    """Four tasks, 200 topics of 4 partitions dealt round-robin as the connector does: the scrape's series
+    (per label set 2 counters and 2 gauges, and 2 histograms of 17 buckets, count and sum) and the counts,
+    which stay exact sums at every level."""
+    registry = CollectorRegistry()
+    tasks = [MirrorSourceMetrics(registry, "a", "b", task=t, detail=detail) for t in range(4)]
+    partitions = [(f"a.t{i:03d}", p) for i in range(200) for p in range(4)]
+    for index, (topic, p) in enumerate(partitions):
+        task = tasks[index % 4]
+        task.register(topic, p)
+        task.record_committed(topic, p, 5)
+    samples = [s for family in registry.collect() for s in family.samples]
+    assert len(samples) == 4 * count_sets + 38 * histogram_sets
+    histograms = [s for s in samples if s.name == "mirror_source_replication_latency_seconds_count"]
+    assert sum(s.value for s in histograms) == len(partitions)
+    assert sum(s.value for s in samples if s.name == "mirror_source_record_count_total") == len(partitions)
+    assert sum(s.value for s in samples if s.name == "kafka_connect_plugins_record_count_total") == len(partitions)
+
+
+def test_metrics_partition_series_takes_partition_topic_or_none() -> None:
+    from connect_runtime.api.errors import ConfigError
+    from mirror.config.checkpoint import MirrorCheckpointConfig
+    from mirror.config.source import MirrorSourceConfig
+
+    base = {"name": "MirrorSourceConnector", "connector.class": "MirrorSourceConnector", "source.cluster.alias": "a",
+            "target.cluster.alias": "b"}
+    assert MirrorSourceConfig(base).metrics_partition_series == "partition"  # MM2's tags by default
+    assert MirrorSourceConfig({**base, "metrics.partition.series": "Topic"}).metrics_partition_series == "topic"
+    checkpoint = {**base, "name": "MirrorCheckpointConnector", "connector.class": "MirrorCheckpointConnector",
+                  "metrics.partition.series": "none"}
+    assert MirrorCheckpointConfig(checkpoint).metrics_partition_series == "none"
+    with pytest.raises(ConfigError, match=r"metrics\.partition\.series"):
+        MirrorSourceConfig({**base, "metrics.partition.series": "group"})
