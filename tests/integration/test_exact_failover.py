@@ -481,6 +481,12 @@ def test_failover_commits_the_flows_source_offsets_at_once_with_the_default_flus
     assert elapsed < 60, f"inconclusive: {elapsed:.0f}s after a task started, the flow may have committed on its own"
     assert stored == dict.fromkeys(partitions, 99), f"stored {elapsed:.1f}s after the first task's start: {stored}"
     commits = report["offset_commits"]
+    per_node = ", ".join(f"{c['node']} {c['committed_after_s']:.2f}s (tasks {max(t['seconds'] for t in c['tasks'])}s)"
+                         for c in commits)
+    with capsys.disabled():
+        print(f"\nforced commit: drained after {report['drained_after_s']:.2f}s, exact after "
+              f"{report['exact_after_s']:.2f}s, offsets committed after {report['offsets_committed_after_s']:.2f}s "
+              f"({per_node}), command {report['seconds']:.2f}s; stored {elapsed:.1f}s after the first task started")
     assert {c["node"] for c in commits} == workers and all(c["error"] is None for c in commits)
     assert sorted(t["id"] for c in commits for t in c["tasks"] if t["committed"]) == list(partitions)
     assert 0 < report["exact_after_s"] <= report["offsets_committed_after_s"] <= report["seconds"]
