@@ -180,12 +180,24 @@ def _holder(found: Sequence[Generation], statuses: Sequence[Mapping[str, Any]], 
                     and s["at_ms"] <= at_ms), None)
     return {"generation": current.number, "generation_committed": _clock(current.committed_ms), "task": task,
             "worker_id": None if running is None else running["worker_id"],
-            "running_since": None if running is None else running["at"]}
+            "running_since": None if running is None else running["at"],
+            "running_since_ms": None if running is None else running["at_ms"]}
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What :func:`explain` kept: its summary, the runs (with ``held_by`` per copy) and each run's partition's
+    offset records, for a test to attribute them (:mod:`tests.kafka.java_own_duplicates`)."""
+
+    summary: str
+    runs: list[dict[str, Any]]
+    offsets: dict[int, list[dict[str, Any]]]
 
 
 def explain(flow: Flow, arrivals: Sequence[Arrived], step_starts_ms: Sequence[float], directory: Path,
-            java_errors: Sequence[str] = ()) -> str:
-    """Write ``duplicates.json`` in ``directory`` (module docstring) and return its summary, one line per run."""
+            java_errors: Sequence[str] = ()) -> Kept:
+    """Write ``duplicates.json`` in ``directory`` (module docstring) and return its summary, one line per run,
+    with the runs and offset records it was made from."""
     runs = duplicate_runs(arrivals, step_starts_ms)
     found, fencings = generations(flow)
     statuses = task_statuses(flow)
@@ -224,4 +236,4 @@ def explain(flow: Flow, arrivals: Sequence[Arrived], step_starts_ms: Sequence[fl
         "fencing_records": fencings, "task_statuses": statuses,
         "offset_records": {str(p): rows for p, rows in offsets.items()}, "java_errors": list(java_errors),
     }, indent=1), encoding="utf-8")
-    return "\n".join([f"duplicates kept in {path}:", *lines])
+    return Kept("\n".join([f"duplicates kept in {path}:", *lines]), runs, offsets)
