@@ -224,9 +224,10 @@ def test_https_basic_auth_and_no_secret_anywhere(cluster_a: Cluster, cluster_b: 
         assert node.terminate() == 0
         found += scan("the driver's log", node.log_text())
 
-    shown = subprocess.run([sys.executable, "-m", "mirror.cli.main", "config", "show", str(props)], cwd=ROOT,
+    shown = subprocess.run([sys.executable, "-m", "mirror.cli", "config", "show", str(props)], cwd=ROOT,
                            capture_output=True, text=True, timeout=60, check=False, env={**env, "PATH": ""})
     assert shown.returncode == 0, shown.stderr
+    assert "sasl.jaas.config" in shown.stdout, f"mirror config show did not show the file: {shown.stdout[:300]}"
     found += scan("mirror config show", shown.stdout + shown.stderr)
     internal = [f"mm2-{kind}.{a}.internal" for kind in ("configs", "status", "offsets")]
     texts = {name: read_whole_topic(cluster_b.bootstrap, name) for name in internal}
