@@ -7,8 +7,10 @@ call inside an expression.
 
 Remote topics are created in batches (:meth:`TopicAdmin.create_topics`, Java's ``Admin.createTopics`` as MM2
 calls it): a cluster of thousands of topics is created in a few requests, not one round trip per topic, and
-topics the target throttles (KIP-599's ``controller_mutation_rate`` quota: THROTTLING_QUOTA_EXCEEDED per topic,
-which Java's admin client retries and librdkafka hands back) are sent again after a backoff.
+topics the target throttles are sent again after a backoff. KIP-599's ``controller_mutation_rate`` quota
+answers THROTTLING_QUOTA_EXCEEDED per topic to a CreateTopics of version 6 or later (Java's admin client
+retries those); librdkafka sends version 4, which Kafka throttles permissively instead: it creates the
+topics and delays the connection's next request, so the next batch waits.
 
 Tolerances follow Java (``MirrorUtils.createCompactedTopic``, ``TopicAdmin``): topic creation treats
 "already exists", "unsupported" and authorization errors as "assume it exists" and raises on invalid
