@@ -282,7 +282,7 @@ class KafkaStatusStore:
         status: Status | None = None
         if record.value is not None:
             try:
-                status = _parse_status(connector, task, json.loads(record.value))
+                status = parse_status(connector, task, json.loads(record.value))
             except (ValueError, TypeError, KeyError, AttributeError):
                 logger.error("Ignoring malformed status record %s at %s[%d]@%d", key, record.topic,
                              record.partition, record.offset)
@@ -332,7 +332,8 @@ def _log_topic_failure(error: Exception | None, record: LogRecord | None) -> Non
         logger.warning("Failed to write a topic status to the status topic: %s", error)
 
 
-def _parse_status(connector: str, task: int | None, value: Mapping[str, Any]) -> Status:
+def parse_status(connector: str, task: int | None, value: Mapping[str, Any]) -> Status:
+    """A status record's JSON value (raises ValueError, TypeError, KeyError or AttributeError if malformed)."""
     trace = value.get("trace")
     return Status(connector=connector, state=State(value["state"]), worker_id=str(value["worker_id"]),
                   generation=int(value["generation"]), trace=None if trace is None else str(trace), task=task)

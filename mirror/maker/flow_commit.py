@@ -38,6 +38,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from connect_runtime.api.errors import BadRequestError, ConfigError, NotFoundError
+from connect_runtime.lifecycle import State
 from connect_runtime.rest.handling import route
 from connect_runtime.rest.parsing import Call
 from connect_runtime.rest.responses import json_response
@@ -45,7 +46,7 @@ from connect_runtime.rest.server import parse_listeners
 from connect_runtime.rest.tls import client_ssl_context
 from connect_runtime.runtime import worker_config as wc
 from connect_runtime.runtime.herder import Herder
-from connect_runtime.storage.status_store import parse_status_key
+from connect_runtime.storage.status_store import Status, can_write_safely, parse_status, parse_status_key
 from mirror.client.cutover import ForcedCommit, NodeCommit
 from mirror.client.mirror_client import CONSUMER_CLIENT_PREFIX, client_config, mirror_client_config
 from mirror.client.translation import read_topic
@@ -64,7 +65,7 @@ MAX_TIMEOUT_MS = 300_000
 #: Environment variables of the caller's basic-auth credentials (never a flag: ``ps`` shows flags).
 USER_ENV, PASSWORD_ENV = "MIRROR_REST_USER", "MIRROR_REST_PASSWORD"
 #: Task states whose node is asked (a FAILED task's node answers why it could not commit).
-_ASKED_STATES = frozenset({"RUNNING", "PAUSED", "FAILED"})
+_ASKED_STATES = frozenset({State.RUNNING, State.PAUSED, State.FAILED})
 _STATUS_READER_GROUP = "mirror-failover-status-reader"  # never joined: assign() only
 
 
@@ -103,32 +104,28 @@ def flow_task_nodes(config: MirrorMakerConfig, pair: SourceAndTarget, timeout_s:
     """Worker id -> the flow's source tasks it runs, from the newest statuses in the flow's status topic.
 
     A status replaces the one before it unless it comes from another worker with an older generation (a
-    late report of a task that moved on), as the status store decides."""
+    late report of a task that moved on): the status store's own rule, :func:`can_write_safely`."""
     topic = config.worker_config(pair)[wc.STATUS_TOPIC]
     target = client_config(mirror_client_config(config.client_config(pair.target)), CONSUMER_CLIENT_PREFIX)
-    newest: dict[int, dict[str, Any]] = {}
+    newest: dict[int, Status] = {}
     for message in read_topic(target, topic, timeout_s, _STATUS_READER_GROUP):
         parsed = parse_status_key((message.key() or b"").decode("utf-8", "replace"))
         if parsed is None or parsed[0] != SOURCE_CONNECTOR or parsed[1] is None:
             continue
-        task = parsed[1]
-        try:
-            value = json.loads(message.value()) if message.value() is not None else None
-        except ValueError:
-            continue
+        task, value = parsed[1], message.value()
         if value is None:
             newest.pop(task, None)
             continue
-        if not isinstance(value, dict):
+        try:
+            status = parse_status(SOURCE_CONNECTOR, task, json.loads(value))
+        except (ValueError, TypeError, KeyError, AttributeError):
             continue
-        current = newest.get(task)
-        if (current is None or current.get("worker_id") == value.get("worker_id")
-                or _generation(value) >= _generation(current)):
-            newest[task] = value
+        if can_write_safely(newest.get(task), status):
+            newest[task] = status
     nodes: dict[str, list[int]] = {}
     for task, status in sorted(newest.items()):
-        if status.get("state") in _ASKED_STATES and status.get("worker_id"):
-            nodes.setdefault(str(status["worker_id"]), []).append(task)
+        if status.state in _ASKED_STATES and status.worker_id:
+            nodes.setdefault(status.worker_id, []).append(task)
     return nodes
 
 
@@ -192,11 +189,6 @@ def _rest_client_settings(config: MirrorMakerConfig) -> tuple[str, Any]:
         return "https", client_ssl_context(config.raw_properties())
     except ConfigError as exc:
         raise ConfigError(f"{config.location(exc.key)}: {exc}", exc.key) from exc
-
-
-def _generation(status: Mapping[str, Any]) -> int:
-    generation = status.get("generation")
-    return generation if isinstance(generation, int) else -1
 
 
 def _one_line(value: object) -> str:
