@@ -58,6 +58,7 @@ from mirror.client.replication_policy import ReplicationPolicy, policy_from_conf
 from mirror.config.checkpoint import MirrorCheckpointTaskConfig
 from mirror.connect_offset_keys import CONSUMER_GROUP_ID_KEY, PARTITION_KEY, TOPIC_KEY, wrap_offset
 from mirror.filters import TopicFilter, load_topic_filter
+from mirror.metrics import resolve_detail
 from mirror.scheduler import Scheduler
 
 logger = logging.getLogger(__name__)
@@ -278,7 +279,8 @@ class MirrorCheckpointTask(SourceTask):
         self._target_admin = admin_factory(translate(cfg.target_admin_config(), "admin"), timeout_s=timeout_s)
         self._metrics = MirrorCheckpointMetrics(self.context.metrics_registry, self._source, self._target,
                                                 cfg.connector_name, self.context.task_id,
-                                                tuple(cfg.metric_names_formats), cfg.metrics_partition_series)
+                                                tuple(cfg.metric_names_formats),
+                                                resolve_detail(cfg.metrics_partition_series, 0))
         self._syncs = OffsetSyncStore()
         offset_syncs_topic = self._policy.offset_syncs_topic(
             self._target if cfg.offset_syncs_topic_location == "source" else self._source)

@@ -75,7 +75,7 @@ OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT = "source"
 METRIC_NAMES_FORMATS = "metric.names.formats"
 METRIC_NAMES_FORMATS_DEFAULT = "legacy,new"
 METRICS_PARTITION_SERIES = "metrics.partition.series"
-METRICS_PARTITION_SERIES_DEFAULT = "partition"
+METRICS_PARTITION_SERIES_DEFAULT = "auto"
 
 SOURCE_CLUSTER_PREFIX = "source.cluster."
 TARGET_CLUSTER_PREFIX = "target.cluster."
@@ -333,10 +333,11 @@ METRICS_PARTITION_SERIES_KEY = ConfigKey(
     METRICS_PARTITION_SERIES, Type.STRING, METRICS_PARTITION_SERIES_DEFAULT, Importance.LOW,
     "How finely the source and checkpoint task metrics are labelled: partition (MM2's tags: one series per "
     "remote topic and partition, and per consumer group, topic and partition), topic (counters and gauges "
-    "summed per topic, histograms per flow; the partition label empty) or none (summed per flow and group, "
-    "topic and partition labels empty). Each partition costs about 100 series with both "
-    "metric.names.formats: at thousands of partitions choose topic or none (see docs/metrics.md).",
-    one_of("partition", "topic", "none"), "Mirror")
+    "summed per topic, histograms per flow; the partition label empty), none (summed per flow and group, "
+    "topic and partition labels empty) or auto (partition for a task of at most 1,000 partitions, topic above; "
+    "checkpoint tasks partition). Each partition costs about 100 series with both metric.names.formats, so "
+    "that a scrape of thousands of partitions would outlast its interval (see docs/metrics.md).",
+    one_of("auto", "partition", "topic", "none"), "Mirror")
 
 
 class OffsetSyncsLocationMixin(MirrorConnectorConfig):

@@ -69,7 +69,7 @@ from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import MirrorSourceTaskConfig
 from mirror.connect_offset_keys import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
-from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats, loss_counters
+from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats, loss_counters, resolve_detail
 from mirror.source.bulk_copy import RunTag, copy_batch
 from mirror.source.loss_detector import LossDetector
 from mirror.source.offset_map_writer import OffsetMapWriter
@@ -225,9 +225,13 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             partitions = list(self._events.started())  # without partitions a backfill claimed meanwhile
             done_ends = self._events.done_ends()  # partitions a backfill handed back: streaming starts at its end
         self._remote = {t: policy.format_remote_topic(self._source, t) for t, _ in partitions}
+        detail = resolve_detail(cfg.metrics_partition_series, len(partitions))
+        if detail != cfg.metrics_partition_series:
+            logger.info("%s labels its metrics per %s (metrics.partition.series = %s, %d partitions in this task)",
+                        self._label, detail, cfg.metrics_partition_series, len(partitions))
         self._metrics = MirrorSourceMetrics(self.context.metrics_registry, self._source, self._target,
                                             cfg.connector_name, self.context.task_id,
-                                            tuple(cfg.metric_names_formats), cfg.metrics_partition_series)
+                                            tuple(cfg.metric_names_formats), detail)
         self._by_source.clear()
         self._by_map.clear()
         for topic, partition in partitions:
@@ -245,7 +249,7 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._pending = None
         self._loss = LossDetector(self._label, self._source, self._target, cfg.replication_loss_policy == "fail",
                                   loss_counters(self.context.metrics_registry), self._clock_ms,
-                                  detail=cfg.metrics_partition_series)
+                                  detail=detail)
         self._loss.zero_series(self._by_source.values())
         assignment = initial_assignment(self.context.offset_storage_reader(), self._source, partitions, done_ends,
                                         start_when_unknown(consumer_config))

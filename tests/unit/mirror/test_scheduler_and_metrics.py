@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from mirror.checkpoint.metrics import MirrorCheckpointMetrics
-from mirror.metrics import MirrorSourceMetrics
+from mirror.metrics import TOPIC, MirrorSourceMetrics, replicated_records
 from mirror.scheduler import Scheduler
 from tests.support.kafka import wait_until
 
@@ -96,6 +96,25 @@ def test_source_metrics_per_partition() -> None:
     MirrorSourceMetrics(registry, "a", "b").record_committed("a.t", 1, 10)
     metrics.close()
     assert sample(registry, "mirror_source_record_count_total", **labels) is None
+
+
+def test_replicated_records_sums_the_scraped_record_counts_of_every_live_task() -> None:
+    """The start-up narration's reader: the same total as the scrape, without collecting the registry."""
+    registry = CollectorRegistry()
+    assert replicated_records(registry) == 0  # no source task yet
+    first = MirrorSourceMetrics(registry, "a", "b", task=0, detail=TOPIC)
+    second = MirrorSourceMetrics(registry, "a", "b", task=1)
+    first.register("a.t", 0)
+    assert replicated_records(registry) == 0
+    first.stats("a.t", 0).committed_run(3, 10)
+    first.record_committed("a.t", 1, 10)
+    second.stats("a.u", 5).committed_run(7, 10)
+    scraped = sum(s.value for family in registry.collect() if family.name == "mirror_source_record_count"
+                  for s in family.samples if s.name == "mirror_source_record_count_total")
+    assert replicated_records(registry) == scraped == 11
+    second.close()
+    assert replicated_records(registry) == 4
+    assert replicated_records(CollectorRegistry()) == 0  # another registry's tasks are not counted
 
 
 def test_checkpoint_metrics_are_per_group_and_partition() -> None:
@@ -226,10 +245,24 @@ def test_metrics_partition_series_takes_partition_topic_or_none() -> None:
 
     base = {"name": "MirrorSourceConnector", "connector.class": "MirrorSourceConnector", "source.cluster.alias": "a",
             "target.cluster.alias": "b"}
-    assert MirrorSourceConfig(base).metrics_partition_series == "partition"  # MM2's tags by default
+    assert MirrorSourceConfig(base).metrics_partition_series == "auto"
+    assert MirrorSourceConfig({**base, "metrics.partition.series": "partition"}).metrics_partition_series == "partition"
     assert MirrorSourceConfig({**base, "metrics.partition.series": "Topic"}).metrics_partition_series == "topic"
     checkpoint = {**base, "name": "MirrorCheckpointConnector", "connector.class": "MirrorCheckpointConnector",
                   "metrics.partition.series": "none"}
     assert MirrorCheckpointConfig(checkpoint).metrics_partition_series == "none"
     with pytest.raises(ConfigError, match=r"metrics\.partition\.series"):
         MirrorSourceConfig({**base, "metrics.partition.series": "group"})
+
+
+def test_auto_labels_per_partition_up_to_the_limit_and_per_topic_above() -> None:
+    """``auto`` keeps MM2's per-partition tags for a task of ordinary size and sums per topic for a task whose
+    per-partition series would outgrow a scrape; the explicit values are kept whatever the size."""
+    from mirror.metrics import AUTO_PARTITION_LIMIT, resolve_detail
+
+    assert resolve_detail("auto", 0) == "partition"
+    assert resolve_detail("auto", AUTO_PARTITION_LIMIT) == "partition"
+    assert resolve_detail("auto", AUTO_PARTITION_LIMIT + 1) == "topic"
+    for detail in ("partition", "topic", "none"):
+        assert resolve_detail(detail, 10 * AUTO_PARTITION_LIMIT) == detail
+        assert resolve_detail(detail, 1) == detail
