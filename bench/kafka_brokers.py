@@ -54,16 +54,23 @@ def label(kind: str | None = None) -> str:
 
 #: The log file of each running broker, by its bootstrap address.
 BROKER_LOGS: dict[str, Path] = {}
+#: Each running broker JVM by its pid: (its name, e.g. ``bench-b``, and its log file); bench/broker_load.py
+#: reads their threads' CPU and their request logs.
+RUNNING: dict[int, tuple[str, Path]] = {}
+#: Whether the brokers started from now on log every completed request (``--request-log``; see
+#: bench/broker_load.py). It costs them CPU per request: their CPU figures then mean nothing.
+LOG_REQUESTS = False
 
 
 @contextmanager
 def kafka_brokers(names: tuple[str, ...], log_requests: bool = False,
                   config: dict[str, str] | None = None) -> Iterator[list[str]]:
-    """Fresh single-node Apache Kafka clusters, one per name, stopped and deleted on exit (``log_requests``:
-    each logs every request it completed to its log, named in :data:`BROKER_LOGS`; ``config``: broker
-    properties over the tier's)."""
+    """Fresh single-node Apache Kafka clusters, one per name, stopped and deleted on exit (``log_requests``,
+    or :data:`LOG_REQUESTS`: each logs every request it completed to its log, named in :data:`BROKER_LOGS`;
+    ``config``: broker properties over the tier's)."""
     from tests.support.apache_kafka import SHIPPED_JVM_OPTIONS, KafkaBroker, KafkaStartError
 
+    log_requests = log_requests or LOG_REQUESTS
     root = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
     brokers: list[Any] = []
     try:
@@ -77,9 +84,13 @@ def kafka_brokers(names: tuple[str, ...], log_requests: bool = False,
             except KafkaStartError as exc:
                 raise SystemExit(f"Apache Kafka broker {name} did not start: {exc}") from exc
             BROKER_LOGS[broker.bootstrap_servers] = broker.log_path
+            if broker.process is not None:
+                RUNNING[broker.process.pid] = (name, broker.log_path)
         yield [b.bootstrap_servers for b in brokers]
     finally:
         for broker in brokers:
+            if broker.process is not None:
+                RUNNING.pop(broker.process.pid, None)
             broker.stop()
         shutil.rmtree(root, ignore_errors=True)
 

@@ -30,10 +30,19 @@ the exact high watermarks of the target topic add up to ``--records``. Records/s
 10^6) and the ratio to the pipe measured in the same run. CPU is the copier processes' user+system time
 while copying (the pipe: its whole life, as it reports it; Spark: not measured, see ``SPARK_MASTER``).
 
+On Kafka every row also gets the brokers' CPU by broker (A the source, B the target) and by thread pool,
+with the kernel's share (bench/broker_load.py); ``--request-log`` counts the requests the brokers
+completed per client and API while each copier copied (a run of its own: logging them costs the brokers
+CPU). ``--variant NAME:KEY=VALUE,...`` adds mode ``mm2-1-NAME``, (b) with those mm2.properties entries, for
+an interleaved A/B of a setting. ``--profile-format perf`` profiles the native copier too, and with
+``--profile-brokers`` the broker JVMs (bench/perf_top.py sums a profile per thread, library and symbol).
+
 Usage::
 
     python bench/throughput.py [--records 1000000] [--sizes 100,1000] [--modes pipe,mm2-1,mm2-2]
                                [--runs 1] [--json out.json] [--broker tansu|kafka] [--compression none,lz4]
+                               [--request-log] [--variant NAME:KEY=VALUE,...]
+                               [--profile-dir DIR --profile-format perf [--profile-brokers]]
 """
 
 from __future__ import annotations
@@ -49,7 +58,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from subprocess import DEVNULL, STDOUT, Popen, TimeoutExpired
@@ -60,7 +69,7 @@ from confluent_kafka import KafkaError
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import java_copier, kafka_brokers, kafka_perf, native_copier, replication, thread_cpu
+from bench import broker_load, java_copier, kafka_brokers, kafka_perf, native_copier, replication, thread_cpu
 from bench.common import (
     CommittedRecords,
     Completion,
@@ -167,6 +176,36 @@ ROW_ORDER = ("kafka-producer-perf", "kafka-consumer-perf", "native", "pipe", "mm
 SPARK_MASTER = "local[2]"
 #: ``--profile-gil``: profiles sample only the thread holding the GIL (see :func:`start_profiler`).
 PROFILE_GIL = False
+#: Kafka: seconds the brokers' CPU is sampled with no copier running, after the warm-up (what a copier pays
+#: per second of its copy whoever it is).
+IDLE_SAMPLE_S = 5.0
+#: ``--profile-brokers``: with ``--profile-format perf``, the broker JVMs are recorded too
+#: (bench/broker_load.py: ``<profile>-broker-<A|B>.perf``).
+PROFILE_BROKERS = False
+
+
+#: ``--variant NAME:KEY=VALUE,...``: mode ``mm2-1-NAME``, (b) as shipped with these mm2.properties entries.
+SETTING_VARIANTS: dict[str, dict[str, str]] = {}
+
+
+def add_variant(spec: str) -> str:
+    """Register ``--variant NAME:KEY=VALUE[,KEY=VALUE]`` as mode ``mm2-1-NAME``; returns the mode."""
+    name, _, settings = spec.partition(":")
+    pairs = [item.split("=", 1) for item in settings.split(",") if item.strip()]
+    if not name or not pairs or any(len(pair) != 2 or not pair[0].strip() for pair in pairs) or "-" in name:
+        raise SystemExit(f"--variant {spec}: expected NAME:KEY=VALUE[,KEY=VALUE] (NAME without '-')")
+    mode = f"mm2-1-{name}"
+    if mode in LABELS:
+        raise SystemExit(f"--variant {spec}: {mode} is a mode already")
+    SETTING_VARIANTS[mode] = {key.strip(): value.strip() for key, value in pairs}
+    VARIANTS[mode] = SETTING_VARIANTS[mode]
+    LABELS[mode] = "(b) as shipped with " + ", ".join(f"{k}={v}" for k, v in SETTING_VARIANTS[mode].items())
+    return mode
+
+
+def on_default_flow(mode: str) -> bool:
+    """Whether ``mode`` runs the flow as shipped (checkpoints and heartbeats on) under what its table adds."""
+    return mode in ON_DEFAULT_FLOW or mode in SETTING_VARIANTS
 
 
 def tasks_and_workers(mode: str) -> tuple[int, int]:
@@ -213,6 +252,13 @@ class Result:
     jit_cpu_s: float | None = None
     #: Timed warm (``WARM``): records on B when the clock started; ``records`` counts the rest.
     warm_records: int = 0
+    #: Kafka: CPU seconds of the brokers while copying per ``"<broker> <thread pool>"``, and per broker its
+    #: total and ``"<broker> system"`` (bench/broker_load.py).
+    broker_threads: dict[str, float] | None = None
+    broker_totals: dict[str, float] | None = None
+    #: ``--request-log``: the requests the brokers completed while copying, ``"<broker> <API> <client>"`` ->
+    #: [requests, partitions with records, record bytes] (bench/broker_load.py).
+    requests: dict[str, list[int]] | None = None
 
 
 def start_profiler(pid: int, output: Path, gil: bool = False) -> Popen[bytes]:
@@ -237,6 +283,48 @@ def stop_profiler(profiler: Popen[bytes]) -> None:
         profiler.wait(60)
     except TimeoutExpired:
         profiler.kill()
+
+
+@dataclass
+class Profiles:
+    """The profilers of one run (``--profile-dir``): of the copier, and with ``--profile-brokers`` and
+    ``--profile-format perf`` of the broker JVMs (bench/broker_load.py)."""
+
+    path: Path | None
+    copier: Popen[bytes] | None = None
+    brokers: list[tuple[int, Popen[bytes]]] = field(default_factory=list)
+
+    def start(self, pid: int, ours: bool, native: bool) -> None:
+        """Profile the copier if it is ours (py-spy or perf), or the native copier (perf only: it is C)."""
+        if self.path is None:
+            return
+        if ours or (native and self.path.suffix == ".perf"):
+            self.copier = start_profiler(pid, self.path, PROFILE_GIL)
+        if PROFILE_BROKERS and self.path.suffix == ".perf":
+            self.brokers = broker_load.start_perf(self.path.with_suffix(""))
+
+    def running(self) -> list[Popen[bytes]]:
+        return [p for p in (self.copier, *(b for _, b in self.brokers)) if p is not None]
+
+    def stop(self) -> None:
+        for profiler in self.running():
+            stop_profiler(profiler)
+        broker_load.write_perf_maps([pid for pid, _ in self.brokers])
+
+    def kill(self) -> None:
+        for profiler in self.running():
+            if profiler.poll() is None:
+                profiler.kill()
+
+
+def broker_figures(result: Result, at_first: dict[int, broker_load.Sample],
+                   at_done: dict[int, broker_load.Sample]) -> None:
+    """Kafka: the brokers' CPU by broker and thread while copying, and with ``--request-log`` their requests."""
+    if not at_first:
+        return
+    result.broker_threads, result.broker_totals = broker_load.cpu_since(at_first, at_done)
+    if kafka_brokers.LOG_REQUESTS:
+        result.requests = broker_load.requests_between(at_first, at_done).as_rows()
 
 
 @dataclass
@@ -290,7 +378,7 @@ def start_copier(mode: str, source: str, target: str, topic: str, records: int, 
                       target_topic, lambda: (workdir / "backfill.log").read_text(errors="replace")[-20000:],
                       final_cpu=lambda: float("nan"))
     alias = f"A{unique('')[1:6]}"
-    flow = {**(DEFAULT_FLOW if mode in ON_DEFAULT_FLOW else {}), **PERIODIC.get(mode, {}),
+    flow = {**(DEFAULT_FLOW if on_default_flow(mode) else {}), **PERIODIC.get(mode, {}),
             **EOS_CONNECTOR.get(mode, {}), **VARIANTS.get(mode, {}), **(extra or {})}
     if mode in JAVA_MODES:
         java = java_copier.start(workdir, source, target, topic=topic, source_alias=alias, extra=flow,
@@ -346,19 +434,19 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
             target, copier.target_topic, PARTITIONS)
         cpu_at_first: list[float] = []
         samples: list[tuple[float, int]] = []
-        profiler: Popen[bytes] | None = None
+        profiles = Profiles(profile)
         threads_at_first: thread_cpu.Snapshot = {}
         brokers_at_first: kafka_brokers.BrokerCpu = {}
+        load_at_first: dict[int, broker_load.Sample] = {}
         threads_now = copier.threads_now or (lambda: thread_cpu.snapshot(copier.processes[0].pid))
 
         def first() -> None:
-            nonlocal profiler
             cpu_at_first.extend(cpu_seconds(p.pid) for p in copier.processes)
             brokers_at_first.update(kafka_brokers.broker_cpu())  # none on Tansu
+            load_at_first.update(broker_load.sample())
             if copier.repl is not None or mode in JVM_MODES:  # a JVM's threads by their JVM names
                 threads_at_first.update(threads_now())
-            if profile is not None and copier.repl is not None:
-                profiler = start_profiler(copier.processes[0].pid, profile, PROFILE_GIL)
+            profiles.start(copier.processes[0].pid, copier.repl is not None, mode == "native")
 
         try:
             try:
@@ -370,17 +458,17 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
                 kept.write_text(copier.log_tail())
                 result.skipped = f"failed: {exc} (log tail: {kept})"
                 return result
+            load_at_done = broker_load.sample()
             measure(result, copier, cpu_at_first, brokers_at_first, threads_at_first, threads_now)
-            if profiler is not None:
-                stop_profiler(profiler)
+            profiles.stop()
+            broker_figures(result, load_at_first, load_at_done)
             if copier.repl is not None:
                 check_tasks(copier.repl, workers)
                 if workers > 1:
                     result.task_start_gap_s = copier.repl.task_start_gap_s()
                     all_running(result, copier.repl, samples, records)
         finally:
-            if profiler is not None and profiler.poll() is None:
-                profiler.kill()
+            profiles.kill()
             ends.close()
             copier.stop()
             for cluster in (source, target) if target_shared else (source,):
@@ -557,7 +645,7 @@ def run_group(source: str, target: str | None, size: int, compression: str, reco
     create_topic(source, topic, PARTITIONS, topic_config(compression))
     took = preload(source, topic, records, size, PARTITIONS, compression)
     print(f"pre-loaded {records:,} x {size} B on {topic} (compression {compression}) in {took:.1f}s", flush=True)
-    if any(mode in ON_DEFAULT_FLOW for mode in modes):
+    if any(on_default_flow(mode) for mode in modes):
         commit_groups(source, topic, records // PARTITIONS // 2)
     if target is not None:  # the brokers' warm-up (see shared_target): every mode once, untimed
         for mode in modes:
@@ -565,6 +653,9 @@ def run_group(source: str, target: str | None, size: int, compression: str, reco
                             compression)
             print(f"warm-up run of {mode} at {size} B (not counted): {warm.records_per_s:,.0f} "
                   f"records/s{f' ({warm.skipped})' if warm.skipped else ''}", flush=True)
+        idle_threads, idle_totals = broker_load.idle(IDLE_SAMPLE_S)
+        print(f"brokers with no copier, CPU seconds over {IDLE_SAMPLE_S:.0f} s: {json.dumps(idle_totals)}; by thread: "
+              f"{json.dumps(dict(list(idle_threads.items())[:8]))}", flush=True)
     for index in range(runs):
         for mode in run_order(modes, index):
             profile = (None if profile_dir is None
@@ -632,7 +723,7 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
         group = [r for r in results if r.value_bytes == size and r.compression == compression]
         pipes = {r.round: r.records_per_s for r in group if r.mode == "pipe" and r.skipped is None}
         natives = {r.round: r.records_per_s for r in group if r.mode == "native" and r.skipped is None}
-        for mode in ROW_ORDER:
+        for mode in (*ROW_ORDER, *SETTING_VARIANTS):
             runs = [r for r in group if r.mode == mode]
             if not runs:
                 continue
@@ -665,6 +756,9 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
                 "broker": done[0].broker,
                 "seconds": statistics.median(r.seconds for r in done),
                 "threads": thread_medians(done),
+                "broker_threads": per_record_medians(done, "broker_threads"),
+                "broker_totals": per_record_medians(done, "broker_totals"),
+                "requests": request_medians(done),
                 "task_start_gap_s": (statistics.median(gaps) if (gaps := [r.task_start_gap_s for r in done
                                      if r.task_start_gap_s is not None]) else None),
                 "all_running_records_per_s": (statistics.median(rates) if (rates := [
@@ -682,6 +776,30 @@ def thread_medians(done: list[Result]) -> dict[str, float]:
     medians = {name: statistics.median((r.threads or {}).get(name, 0.0) / r.records * 1e6 for r in measured)
                for name in names}
     return dict(sorted(medians.items(), key=lambda item: -item[1]))
+
+
+def per_record_medians(done: list[Result], figure: str) -> dict[str, float] | None:
+    """Median per key of a by-name CPU figure (``broker_threads``, ``broker_totals``) in us per record, over
+    the runs that measured it (a key absent in a run: 0), the largest first; None when none did."""
+    measured = [(getattr(r, figure), r.records) for r in done if getattr(r, figure)]
+    if not measured:
+        return None
+    names = {name for values, _ in measured for name in values}
+    medians = {name: statistics.median(values.get(name, 0.0) / records * 1e6 for values, records in measured)
+               for name in names}
+    return dict(sorted(medians.items(), key=lambda item: -item[1]))
+
+
+def request_medians(done: list[Result]) -> dict[str, list[float]] | None:
+    """``--request-log``: per (broker, API, client), the median over the runs of each count (absent: 0),
+    the most requests first; None when no run counted requests."""
+    measured = [r.requests for r in done if r.requests is not None]
+    if not measured:
+        return None
+    keys = {key for counts in measured for key in counts}
+    medians = {key: [statistics.median(counts.get(key, [0, 0, 0])[i] for counts in measured) for i in range(3)]
+               for key in keys}
+    return dict(sorted(medians.items(), key=lambda item: -item[1][0]))
 
 
 def cpu(value: float, digits: int = 1) -> str:
@@ -759,6 +877,10 @@ def thread_table(rows: list[dict[str, Any]], top: int = 8) -> str:
 def report(rows: list[dict[str, Any]], modes: list[str]) -> str:
     """The tables of a run: the rates, the CPU by thread, and Java's tuned settings when that row ran."""
     parts = [table(rows), thread_table(rows)]
+    if any(row.get("broker_totals") for row in rows):
+        parts.append(broker_load.cpu_table(rows, LABELS, value_label))
+    if any(row.get("requests") for row in rows):
+        parts.append(broker_load.requests_table(rows, LABELS, value_label))
     if any(mode in java_copier.TUNED for mode in modes):
         parts.append(java_copier.settings_table(java_copier.tuned_settings()))
     return "\n\n".join(parts)
@@ -790,10 +912,23 @@ def main(argv: list[str] | None = None) -> int:
                              "(perf: every thread's native stacks, librdkafka's included)")
     parser.add_argument("--profile-gil", action="store_true",
                         help="profile only the thread holding the GIL (py-spy --gil): each thread's GIL share")
+    parser.add_argument("--profile-brokers", action="store_true",
+                        help="with --profile-format perf on Kafka: perf the broker JVMs too, their JIT's methods "
+                             "named (bench/broker_load.py)")
+    parser.add_argument("--request-log", action="store_true",
+                        help="Kafka: the brokers log every request, counted per broker, client and API while "
+                             "each copier copies; their CPU figures then mean nothing (bench/broker_load.py)")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME:KEY=VALUE[,KEY=VALUE]",
+                        help="also run mode mm2-1-NAME: (b) as shipped with these mm2.properties entries, "
+                             "interleaved with the others (an A/B of a setting; repeatable)")
     args = parser.parse_args(argv)
     kafka_brokers.select(args.broker)
-    global PROFILE_GIL
+    global PROFILE_GIL, PROFILE_BROKERS
     PROFILE_GIL = args.profile_gil
+    PROFILE_BROKERS = args.profile_brokers
+    kafka_brokers.LOG_REQUESTS = args.request_log
+    for variant in args.variant:
+        add_variant(variant)
     extra = dict(item.split("=", 1) for item in args.set)
     modes = args.modes.split(",")
     if args.compare_code is not None and "mm2-1-base" not in modes:
