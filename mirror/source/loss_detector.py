@@ -20,7 +20,13 @@ offset its remote partition should give, and compares them with what the clients
   records replicated before are gone from the target (counted: previous end - new first offset).
 
 Checks cost one comparison per consumed run and per acknowledged run; the watermark check runs at most
-every :data:`CHECK_INTERVAL_MS` and reads only the consumer's cached watermarks (no request).
+every :data:`CHECK_INTERVAL_MS` and reads only the consumer's cached watermarks (no request), of at most
+:data:`CHECK_SLICE` partitions a time, taken round-robin: each read is a C call that holds the GIL while
+it waits for librdkafka's partition locks, and reading thousands of partitions every second in each task
+starves every other thread of the node, its group membership's heartbeats first. A loss that no consumed
+record shows is found within ``ceil(partitions / CHECK_SLICE)`` intervals: within one up to 256
+partitions a task, 8 s at 2,000 and 32 s at 8,000 (a loss on a partition that consumes records is found
+by the run that shows it).
 Policy (``replication.loss.policy``): ``warn`` logs and counts, then goes on; ``fail`` raises
 :class:`ReplicationLossError`, which fails the task with the loss in its trace before anything after the
 loss is produced or committed.
@@ -29,7 +35,10 @@ loss is produced or committed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaException
@@ -49,6 +58,8 @@ TARGET_TRUNCATED = "target-truncated"
 
 #: How often the cached watermarks are compared with the expected offsets.
 CHECK_INTERVAL_MS = 1000
+#: How many partitions one check reads, so that its cost does not grow with the assignment.
+CHECK_SLICE = 256
 
 #: librdkafka's "no watermark cached yet". A failed fetch caches -1 (the error response's watermarks):
 #: every negative watermark means "unknown", never "the partition ends there".
@@ -88,6 +99,8 @@ class LossDetector:
         self._counters = counters
         self._clock_ms = clock_ms
         self._next_check_ms = 0
+        #: where the round-robin watermark check goes on (``None``: the next check starts a pass)
+        self._cursor: Iterator[Tracked] | None = None
         self._pending: ReplicationLossError | None = None
         #: the label sets :meth:`zero_series` created
         self._zeroed: list[tuple[str, str, str, str, str]] = []
@@ -112,15 +125,18 @@ class LossDetector:
         zeroed, self._zeroed = self._zeroed, []
         if self._counters is None or not zeroed:
             return
-        counted = {_loss_labels(sample.labels) for counter in self._counters for family in counter.collect()
-                   for sample in family.samples if sample.name.endswith("_total") and sample.value > 0}
-        for labels in zeroed:
-            if labels not in counted:
-                for counter in self._counters:
-                    try:
-                        counter.remove(*labels)
-                    except KeyError:  # another task of this registry removed it already
-                        pass
+        # The label sets that counted a loss are kept beside the counters (by every task of the registry:
+        # tasks share label sets at topic and none detail), not found by collecting the counters: that
+        # built every sample of every task's series, seconds of the GIL at thousands of partitions.
+        with _counted_lock:
+            counted = _counted.get(self._counters[0], set())
+            for labels in zeroed:
+                if labels not in counted:
+                    for counter in self._counters:
+                        try:
+                            counter.remove(*labels)
+                        except KeyError:  # another task of this registry removed it already
+                            pass
 
     def raise_pending(self) -> None:
         """Raise the loss that must fail the task (found where raising would be swallowed: acknowledgements)."""
@@ -162,7 +178,7 @@ class LossDetector:
         if now < self._next_check_ms:
             return
         self._next_check_ms = now + CHECK_INTERVAL_MS
-        for state in states:
+        for state in self._slice(states):
             expected = state.next_offset
             if expected < 0:
                 continue
@@ -185,6 +201,19 @@ class LossDetector:
             elif high > state.seen_end:
                 state.seen_end = high
 
+    def _slice(self, states: Iterable[Tracked]) -> list[Tracked]:
+        """The next :data:`CHECK_SLICE` partitions of the round-robin pass over ``states``. A pass that
+        ends leaves the rest of the slice empty (the next check starts the next pass); a pass whose
+        partitions changed under it (one met for the first time while copying) starts again."""
+        cursor = self._cursor if self._cursor is not None else iter(states)
+        try:
+            taken = list(islice(cursor, CHECK_SLICE))
+        except RuntimeError:  # "changed size during iteration": a new pass, from the first partition
+            cursor = iter(states)
+            taken = list(islice(cursor, CHECK_SLICE))
+        self._cursor = cursor if len(taken) == CHECK_SLICE else None
+        return taken
+
     def produced_regressed(self, state: Tracked, first_downstream: int) -> None:
         """An acknowledged run of ``state`` landed at ``first_downstream``, below ``state.downstream_next``."""
         lost = state.downstream_next - first_downstream
@@ -196,8 +225,10 @@ class LossDetector:
     def _lost(self, state: Tracked, reason: str, count: int, what: str) -> None:
         if self._counters is not None:
             labels = (self._source, self._target, *series_key(self._detail, state.remote, state.partition), reason)
-            self._counters[0].labels(*labels).inc(count)
-            self._counters[1].labels(*labels).inc()
+            with _counted_lock:  # a closing task of the registry must not remove the series meanwhile
+                self._counters[0].labels(*labels).inc(count)
+                self._counters[1].labels(*labels).inc()
+                _counted.setdefault(self._counters[0], set()).add(labels)
         message = (f"{self._label} lost records on {state.tp} ({reason}, {count} counted): {what}")
         if self._fail:
             logger.error("%s; failing the task (replication.loss.policy=fail)", message)
@@ -218,9 +249,10 @@ class LossDetector:
         state.seen_end = -1
 
 
-def _loss_labels(labels: dict[str, str]) -> tuple[str, str, str, str, str]:
-    """A loss counter sample's labels, in the counters' order."""
-    return labels["source"], labels["target"], labels["topic"], labels["partition"], labels["reason"]
+#: Per registry (keyed by its records-lost counter): the label sets that counted a loss, which
+#: :meth:`LossDetector.release_zero_series` keeps; guarded by ``_counted_lock`` with the counting itself.
+_counted: weakref.WeakKeyDictionary[Counter, set[tuple[str, str, str, str, str]]] = weakref.WeakKeyDictionary()
+_counted_lock = threading.Lock()
 
 
 def _watermarks(consumer: Any, tp: TopicPartition, cached: bool = True) -> tuple[int, int]:

@@ -11,13 +11,16 @@ against Apache Kafka in tests/kafka/test_kafka_loss_detection.py.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from confluent_kafka import Message
 from prometheus_client import CollectorRegistry
 
-from mirror.source.loss_detector import ReplicationLossError
+from mirror.client.models import TopicPartition
+from mirror.metrics import TOPIC, loss_counters
+from mirror.source.loss_detector import CHECK_INTERVAL_MS, CHECK_SLICE, LossDetector, ReplicationLossError
 from tests.unit.mirror.test_mirror_tasks import started_task
 
 
@@ -185,3 +188,87 @@ def test_every_assigned_partition_exports_zero_losses_from_the_start_and_only_lo
     assert lost(registry, "source-truncated", 0) == (15.0, 1.0)
     assert [lost(registry, reason, p) for p, reason in ((0, "source-recreated"), (0, "target-truncated"),
                                                        *((2, r) for r in reasons))] == [(None, None)] * 5
+
+
+@dataclass
+class Tracked:
+    tp: TopicPartition
+    remote: str
+    partition: int
+    next_offset: int
+    seen_end: int = -1
+    downstream_next: int = 0
+
+
+class WatermarkConsumer:
+    """Cached watermarks per partition, and which partitions were read."""
+
+    def __init__(self) -> None:
+        self.watermarks: dict[tuple[str, int], tuple[int, int]] = {}
+        self.read: list[int] = []
+
+    def get_watermark_offsets(self, tp: Any, **_: Any) -> tuple[int, int]:
+        self.read.append(tp.partition)
+        return self.watermarks.get((tp.topic, tp.partition), (0, 100))
+
+    def seek(self, tp: Any) -> None:
+        pass
+
+
+def test_each_watermark_check_reads_a_bounded_slice_and_every_partition_within_a_pass() -> None:
+    """A check reads at most CHECK_SLICE partitions' watermarks, round-robin: its cost does not grow with
+    the assignment, and a loss no consumed record shows is still found within ceil(n / CHECK_SLICE)
+    checks."""
+    now = [0]
+    registry = CollectorRegistry()
+    detector = LossDetector("task", "src", "tgt", False, loss_counters(registry), lambda: now[0])
+    n = 2 * CHECK_SLICE + 10
+    states = {p: Tracked(TopicPartition("t", p), "src.t", p, next_offset=5) for p in range(n)}
+    consumer = WatermarkConsumer()
+    consumer.watermarks[("t", n - 1)] = (50, 60)  # the last partition lost 5..49 while idle
+    slices = []
+    for _ in range(3):
+        consumer.read.clear()
+        detector.check_watermarks(consumer, states.values())  # type: ignore[arg-type]
+        detector.check_watermarks(consumer, states.values())  # type: ignore[arg-type]  # within the interval
+        slices.append(list(consumer.read))
+        now[0] += CHECK_INTERVAL_MS
+    assert [len(s) for s in slices] == [CHECK_SLICE, CHECK_SLICE, 10]
+    assert sorted(p for s in slices for p in s) == list(range(n))
+    assert states[n - 1].next_offset == 50
+    assert registry.get_sample_value("mirror_source_records_lost_total", {
+        "source": "src", "target": "tgt", "topic": "src.t", "partition": str(n - 1),
+        "reason": "source-truncated"}) == 45.0
+    # the next pass starts at the first partition again; a partition added meanwhile restarts the pass
+    detector.check_watermarks(consumer, states.values())  # type: ignore[arg-type]
+    assert consumer.read[-CHECK_SLICE:] == list(range(CHECK_SLICE))
+    now[0] += CHECK_INTERVAL_MS
+    states[n] = Tracked(TopicPartition("t", n), "src.t", n, next_offset=5)
+    consumer.read.clear()
+    detector.check_watermarks(consumer, states.values())  # type: ignore[arg-type]
+    assert consumer.read == list(range(CHECK_SLICE))
+
+
+def test_a_closing_task_keeps_the_loss_series_another_task_counted_under_shared_labels() -> None:
+    """At topic detail two tasks share a topic's series: the one that closes removes the zeros it
+    created, never a series the other counted a loss on."""
+    registry = CollectorRegistry()
+    counters = loss_counters(registry)
+    first = LossDetector("t0", "src", "tgt", False, counters, lambda: 0, detail=TOPIC)
+    second = LossDetector("t1", "src", "tgt", False, counters, lambda: 0, detail=TOPIC)
+    mine = [Tracked(TopicPartition("t", 0), "src.t", 0, 5), Tracked(TopicPartition("u", 0), "src.u", 0, 5)]
+    theirs = [Tracked(TopicPartition("t", 1), "src.t", 1, 5)]
+    first.zero_series(mine)
+    second.zero_series(theirs)
+    consumer = WatermarkConsumer()
+    consumer.watermarks[("t", 1)] = (9, 9)
+    second.check_watermarks(consumer, theirs)  # type: ignore[arg-type]
+    first.release_zero_series()
+
+    def sample(topic: str, reason: str) -> float | None:
+        return registry.get_sample_value("mirror_source_records_lost_total", {
+            "source": "src", "target": "tgt", "topic": topic, "partition": "", "reason": reason})
+
+    assert sample("src.t", "source-truncated") == 4.0
+    assert sample("src.t", "source-recreated") is None
+    assert sample("src.u", "source-truncated") is None
