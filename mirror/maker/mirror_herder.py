@@ -25,6 +25,7 @@ from mirror.config.mirror_maker_config import (
     SourceAndTarget,
     parse_boolean,
 )
+from mirror.metrics import replicated_records
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +45,14 @@ class MirrorHerder(DistributedHerder):
     def replicated_records(self) -> float:
         """Records this node's source tasks replicated (acknowledged by the target), from its metrics.
 
-        Read once a second by the slot until the first record shows (the start-up narration), never on
-        the per-record path: the source task's counters are plain ints read at scrape time.
+        Read once a second by the slot until the first record shows (the start-up narration), while the
+        tasks start: it sums the tasks' plain per-partition counts, never collects the registry (that
+        builds about a hundred samples per partition, seconds of the GIL at thousands of partitions,
+        enough to starve the node's heartbeats). Never on the per-record path.
         """
         if self._metrics is None:
             return 0.0
-        return sum(sample.value for family in self._metrics.collect() if family.name == "mirror_source_record_count"
-                   for sample in family.samples if sample.name == "mirror_source_record_count_total")
+        return float(replicated_records(self._metrics))
 
     def on_tick_thread_start(self) -> None:
         """Every log line of this herder's thread names its flow."""
