@@ -90,13 +90,13 @@ class LocalWork:
             self._status.on_connector_failure(name, f"{type(exc).__name__}: {exc}")
             return
         if started and state is TargetState.STARTED:
-            self.reconfigurations.schedule(name, 0.0)
+            self.reconfigurations.started(name)
 
     def stop_connector(self, name: str) -> None:
         logger.info("Stopping connector %s", name)
         self.running.connectors.pop(name, None)
         self.running.connector_states.pop(name, None)
-        self.reconfigurations.succeeded(name)
+        self.reconfigurations.stopped(name)
         try:
             self._worker.stop_connector(name)
         except Exception:
@@ -130,4 +130,4 @@ class LocalWork:
         self.running.connector_states[name] = state
         self._worker.set_target_state(name, state)
         if state is TargetState.STARTED:
-            self.reconfigurations.schedule(name, 0.0)
+            self.reconfigurations.started(name)

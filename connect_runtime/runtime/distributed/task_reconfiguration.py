@@ -5,6 +5,14 @@ asks the connector when due and, only if they changed, the leader writes them wi
 record, while a follower hands them to the leader (:mod:`connect_runtime.runtime.leader.task_config_forwarding`).
 KAFKA-18021: an empty list is a valid answer (zero tasks, the connector stays RUNNING). A failure to
 compute is retried with exponential backoff up to 60 s; a failed write or forward after 1 s.
+
+A connector may answer RetriableError until it has loaded what its tasks are made of (MM2's source
+connector lists and creates thousands of topics after its ``start`` returned, the checkpoint connector
+lists its groups): that is the API's "not known yet", not a failure, so from the connector's (re)start
+until its first answer it is one INFO line ("waiting for ... to load") and its repeats are DEBUG, but for
+one INFO line every :data:`LOAD_REMINDER_S` (a connector that never loads is not silent); the line that
+ends the wait says how long it took. A RetriableError after that first answer is logged at INFO each
+time, any other error at ERROR.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ logger = logging.getLogger(__name__)
 
 #: After a failed write or forward of task configs (the leader may be moving).
 RECONFIGURE_RETRY_S = 1.0
+#: While a connector loads, its "not known yet" answers are logged at INFO at most this often.
+LOAD_REMINDER_S = 300.0
 
 
 class ReconfigurationSchedule:
@@ -40,16 +50,48 @@ class ReconfigurationSchedule:
 
     A connector asks for new task configs from any thread; the herder's tick thread runs the due ones. A
     failed attempt is retried after a backoff that doubles up to the maximum; a success (or the connector
-    stopping) resets it.
+    stopping) resets it. It also knows which connectors are loading: (re)started here and not answered
+    yet (see the module docstring).
     """
 
-    def __init__(self, initial_backoff_s: float = 0.25, max_backoff_s: float = 60.0) -> None:
+    def __init__(self, initial_backoff_s: float = 0.25, max_backoff_s: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
         self._heap: list[tuple[float, int, str]] = []
         self._seq = itertools.count()
         self._backoff: dict[str, float] = {}
         self._initial_s = initial_backoff_s
         self._max_s = max_backoff_s
+        self._clock = clock
+        #: Connectors (re)started here that have not answered yet -> (when they started, when their wait
+        #: was last logged at INFO, or None).
+        self._loading: dict[str, tuple[float, float | None]] = {}
+
+    def started(self, name: str) -> None:
+        """``name`` (re)started or resumed here: due now, and loading until it answers."""
+        with self._lock:
+            self._loading[name] = (self._clock(), None)
+        self.schedule(name)
+
+    def stopped(self, name: str) -> None:
+        """``name`` stopped here: its backoff and load are forgotten."""
+        with self._lock:
+            self._backoff.pop(name, None)
+            self._loading.pop(name, None)
+
+    def waiting_for_load(self, name: str) -> tuple[float, bool] | None:
+        """``name`` answered "not known yet": None if it is not loading (it answered since its start), else
+        the seconds since its start and whether this answer is logged at INFO (the first one and one every
+        :data:`LOAD_REMINDER_S`; the others at DEBUG)."""
+        with self._lock:
+            if name not in self._loading:
+                return None
+            now = self._clock()
+            started_at, logged_at = self._loading[name]
+            at_info = logged_at is None or now - logged_at >= LOAD_REMINDER_S
+            if at_info:
+                self._loading[name] = (started_at, now)
+            return now - started_at, at_info
 
     def schedule(self, name: str, delay_s: float = 0.0) -> None:
         with self._lock:
@@ -76,9 +118,13 @@ class ReconfigurationSchedule:
         self.schedule(name, delay)
         return delay
 
-    def succeeded(self, name: str) -> None:
+    def succeeded(self, name: str) -> float | None:
+        """``name`` answered: its backoff resets and its load is over. Returns the seconds since its start
+        if it was waited for, else None."""
         with self._lock:
             self._backoff.pop(name, None)
+            loading = self._loading.pop(name, None)
+        return None if loading is None or loading[1] is None else self._clock() - loading[0]
 
 
 class TaskReconfiguration:
@@ -133,11 +179,19 @@ class TaskReconfiguration:
             configs = self._worker.connector_task_configs(name, validation.max_tasks(config))
         except Exception as exc:
             delay = self.schedule.retry_later(name)
+            loading = self.schedule.waiting_for_load(name) if isinstance(exc, RetriableError) else None
+            if loading is not None:
+                logger.log(logging.INFO if loading[1] else logging.DEBUG, "Connector %s: waiting for it to load "
+                           "before its task configs are known (%s; %.0f s since its start); asking again in %.2fs",
+                           name, exc, loading[0], delay)
+                return
             level = logging.INFO if isinstance(exc, RetriableError) else logging.ERROR
             logger.log(level, "Connector %s: computing task configs failed (%s: %s); retrying in %.2fs", name,
                        type(exc).__name__, exc, delay)
             return
-        self.schedule.succeeded(name)
+        waited_s = self.schedule.succeeded(name)
+        if waited_s is not None:
+            logger.info("Connector %s: loaded after %.1f s; %d task config(s)", name, waited_s, len(configs))
         # Placeholders back in place of what they resolved to: no resolved secret is stored or forwarded.
         configs = [reverse_transform(config, c) for c in configs]
         current = [dict(c) for c in snapshot.task_config_list(name)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -16,6 +17,7 @@ from connect_runtime.api.task import Task
 from connect_runtime.lifecycle import ConnectorTaskId, State, TargetState
 from connect_runtime.runtime.coordination.membership import SoleMember
 from connect_runtime.runtime.distributed.distributed_herder import DistributedHerder
+from connect_runtime.runtime.distributed.task_reconfiguration import LOAD_REMINDER_S, ReconfigurationSchedule
 from connect_runtime.runtime.herder import ConnectorOffset
 from connect_runtime.runtime.worker.plugins import Plugins
 from connect_runtime.runtime.worker.status_writer import StatusWriter
@@ -124,6 +126,58 @@ def test_retriable_task_config_failure_is_retried(cluster: Cluster) -> None:
     cluster.herder.put_connector_config("demo", config(), allow_replace=False)
     wait_until(lambda: running_tasks(cluster) == {ConnectorTaskId("demo", 0)}, 10, "task after retries")
     assert len(cluster.worker.started("task_configs")) >= 3
+
+
+def reconfiguration_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    return [(r.levelno, r.getMessage()) for r in caplog.records
+            if r.name == "connect_runtime.runtime.distributed.task_reconfiguration"]
+
+
+def test_a_loading_connector_is_one_info_line_and_a_later_retriable_error_keeps_its_level(
+        cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    """Until its first answer a connector's RetriableError is its load ("not known yet"): one INFO line, the
+    repeats DEBUG, and one line when it loaded; after that answer it is a failure again, at INFO each time."""
+    cluster.worker.failures_before_success["demo"] = 3
+    cluster.worker.task_configs["demo"] = [{"task": "0"}]
+    with caplog.at_level(logging.DEBUG, logger="connect_runtime.runtime.distributed.task_reconfiguration"):
+        cluster.herder.put_connector_config("demo", config(), allow_replace=False)
+        wait_until(lambda: running_tasks(cluster) == {ConnectorTaskId("demo", 0)}, 10, "task after the load")
+        waits = [level for level, line in reconfiguration_lines(caplog) if "waiting for it to load" in line]
+        assert waits == [logging.INFO, logging.DEBUG, logging.DEBUG]
+        assert [line for level, line in reconfiguration_lines(caplog)
+                if level == logging.INFO and "loaded after" in line and "1 task config(s)" in line]
+        assert not [line for _, line in reconfiguration_lines(caplog) if "computing task configs failed" in line]
+        caplog.clear()
+        cluster.worker.failures_before_success["demo"] = 1
+        cluster.worker.reconfigure["demo"]()
+        wait_until(lambda: len(cluster.worker.started("task_configs")) >= 6, 10, "asked again after the failure")
+    failed = [(level, line) for level, line in reconfiguration_lines(caplog) if "computing task configs failed" in line]
+    assert failed and failed[0][0] == logging.INFO and "RetriableError: not ready yet" in failed[0][1]
+    assert not [line for _, line in reconfiguration_lines(caplog) if "waiting for it to load" in line]
+
+
+def test_a_connector_loads_again_after_a_restart_and_not_after_a_stop() -> None:
+    now = [100.0]
+    schedule = ReconfigurationSchedule(clock=lambda: now[0])
+    assert schedule.waiting_for_load("demo") is None  # never started here
+    schedule.started("demo")
+    assert schedule.due() == ["demo"]
+    now[0] = 101.0
+    assert schedule.waiting_for_load("demo") == (1.0, True)  # logged at INFO
+    now[0] = 112.5
+    assert schedule.waiting_for_load("demo") == (12.5, False)  # at DEBUG ...
+    now[0] = 101.0 + LOAD_REMINDER_S
+    assert schedule.waiting_for_load("demo") == (1.0 + LOAD_REMINDER_S, True)  # ... but for a reminder
+    assert schedule.waiting_for_load("demo") == (1.0 + LOAD_REMINDER_S, False)
+    now[0] = 112.5
+    assert schedule.succeeded("demo") == 12.5
+    assert schedule.waiting_for_load("demo") is None  # answered: a RetriableError now is a failure
+    assert schedule.succeeded("demo") is None
+    schedule.started("demo")  # resumed: loads again
+    assert schedule.succeeded("demo") is None  # answered at once: there was no wait to report
+    schedule.started("demo")
+    schedule.stopped("demo")
+    assert schedule.waiting_for_load("demo") is None
 
 
 def test_unchanged_task_configs_not_rewritten_changed_ones_restart_their_task(cluster: Cluster) -> None:
