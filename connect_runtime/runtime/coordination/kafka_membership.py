@@ -10,7 +10,8 @@ its share in SyncGroup.
 
 Threads. kafka-python runs one IO thread per client: heartbeats, and the JoinGroup/SyncGroup exchange
 including the group client's callbacks (``_join_metadata``, ``_leader_assign`` - the leader's assignor -,
-``_joined``, ``_confirm``), run there. The herder's tick thread calls ``join`` / ``poll`` / ``leave``; ``poll`` drives
+``_joined``, ``_confirm``), run there; a heartbeat that thread confirms late is named in the log
+(:mod:`.late_heartbeats`). The herder's tick thread calls ``join`` / ``poll`` / ``leave``; ``poll`` drives
 rejoins (``ensure_active_group``) and hands finished assignments over. The two sides share a few
 fields under ``_state_lock``; the IO side never blocks on the herder.
 
@@ -69,6 +70,7 @@ from connect_runtime.runtime.coordination.assignor import (
     IncrementalCooperativeAssignor,
     MemberAssignment,
 )
+from connect_runtime.runtime.coordination.late_heartbeats import LateHeartbeats
 from connect_runtime.runtime.coordination.membership import Assignment
 from connect_runtime.runtime.coordination.session_lease import MustStopFirst, SessionLease
 from connect_runtime.storage.config_store import ClusterConfigState
@@ -167,6 +169,8 @@ class KafkaGroupMembership:
         self._completed: _Completed | None = None
         self._last_completed_generation: int | None = None
         self._lease = SessionLease(session_timeout_ms / 1000, rebalance_timeout_ms / 1000)
+        # IO thread only: names a heartbeat confirmed late, before a lost membership (late_heartbeats.py).
+        self._late_heartbeats = LateHeartbeats(group_id, session_timeout_ms / 1000, heartbeat_interval_ms / 1000)
         # Herder thread only:
         self._rejoin_at: float | None = None
         self._current: Assignment | None = None
@@ -503,9 +507,11 @@ class KafkaGroupMembership:
     def _confirm(self, send_time: float) -> None:
         with self._state_lock:
             self._lease.confirmed(send_time)
+        self._late_heartbeats.confirmed(send_time)
 
     def _set_join_started(self, when: float | None) -> None:
         with self._state_lock:
             self._lease.join_in_flight(when)
+        self._late_heartbeats.join_in_flight(when)
         if when is not None:
             self._rebalance_timer.join_sent(when)
