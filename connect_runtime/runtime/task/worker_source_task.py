@@ -99,6 +99,9 @@ PRODUCER_DEFAULTS: Mapping[str, str] = {
     # latency-sensitive flows set producer.override.linger.ms.
     "linger.ms": "10",
     "message.timeout.ms": "0",
+    # librdkafka fails the records of a topic its metadata calls unknown after this (default 30 s); a topic
+    # created just before the task starts can take longer to show on a busy cluster (see below).
+    "topic.metadata.propagation.max.ms": "600000",
     # librdkafka's default is 1 GiB per producer; a record count cap alone does not bound bytes.
     "queue.buffering.max.kbytes": "131072",
 }
@@ -113,6 +116,11 @@ def task_producer_config(base: Mapping[str, str], task: ConnectorTaskId, *,
     instead, which caps throughput at one round trip per batch); without idempotence ordering needs one
     request in flight. ``message.timeout.ms=0`` (never time out) copies Connect's
     ``delivery.timeout.ms=Integer.MAX_VALUE``: a slow target stalls the task, it never drops a record.
+    ``topic.metadata.propagation.max.ms`` (10 minutes, librdkafka's 30 s) for the same reason: Java's
+    producer blocks in ``send`` until a new topic's metadata shows and Connect retries the send, while
+    librdkafka fails every queued record of a topic still unknown after it, which fails the task; a Kafka
+    broker shows thousands of newly created partitions only after tens of seconds. It delays only the
+    verdict on a topic the producer never saw: a topic deleted under a running producer fails at once.
     ``enable.gapless.guarantee``, unless errors are tolerated: a record the target refuses then fails every
     later one instead of leaving a hole behind records that succeed, which is what lets the bulk path
     acknowledge a whole run from its last record (:mod:`~connect_runtime.runtime.task.submitted_runs`). With

@@ -177,7 +177,10 @@ def test_producer_config_defaults_to_idempotent_acks_all_with_a_task_client_id()
     assert config["client.id"] == "connector-producer-c-3"
     assert config["message.timeout.ms"] == "0"
     assert config["queue.buffering.max.kbytes"] == "131072"
+    assert config["topic.metadata.propagation.max.ms"] == "600000"  # a new topic shown late stalls the task
     assert "max.in.flight.requests.per.connection" not in config
+    mine = task_producer_config({"topic.metadata.propagation.max.ms": "5000"}, ConnectorTaskId("c", 3))
+    assert mine["topic.metadata.propagation.max.ms"] == "5000"
 
 
 def test_weaker_acks_turn_idempotence_off_and_keep_order_with_one_request_in_flight() -> None:
