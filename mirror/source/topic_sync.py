@@ -16,6 +16,10 @@ Rules kept from MM2:
   Java's ``createTopics`` (:meth:`~connect_runtime.clients.admin.TopicAdmin.create_topics`: a few requests
   for thousands of topics, throttled ones sent again); what the target still throttles or refused is
   missing on the target at the next refresh, which creates it then.
+* Created remote topics are awaited (:meth:`TopicSync.await_created_topics`) before tasks produce to them:
+  a Kafka broker shows a new topic in its metadata some time after CreateTopics answered (tens of seconds
+  for thousands of partitions), and librdkafka fails the records queued for a topic its metadata calls
+  unknown for longer than ``topic.metadata.propagation.max.ms``; Java's producer blocks in ``send``.
 * Partitions only grow. A target that cannot add partitions (Tansu) is one warning per topic, not a crash.
 * Config sync is one incremental alter per round: source defaults become DELETE (the target's own
   default applies) unless ``use.defaults.from=source``, everything else SET.
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -59,6 +64,8 @@ DEFAULT_CONFIG = "DEFAULT_CONFIG"
 STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
 #: Topics a creation round names in an ERROR line each; the others are counted in one line.
 MAX_ERRORS_LOGGED = 20
+#: How often :meth:`TopicSync.await_created_topics` describes the created topics not yet shown.
+VISIBILITY_POLL_S = 0.5
 
 # None = "any" for name, principal and host; the stubs type them as str although the client takes None.
 _ANY: Any = None
@@ -228,6 +235,8 @@ class TopicSync:
         self._no_acls_logged = False
         # (remote topic, partition count) growths the target refused (e.g. Tansu: no CreatePartitions)
         self._refused_growth: set[tuple[str, int]] = set()
+        #: remote topic -> partitions: created (or found existing) and not yet seen in the target's metadata
+        self._unseen: dict[str, int] = {}
 
     @property
     def known_source_topic_partitions(self) -> tuple[TopicPartitionT, ...]:
@@ -328,6 +337,7 @@ class TopicSync:
                                                                           self._config_filter))
                  for topic in sorted(partition_counts)}
         outcome = self._target_admin.create_topics(specs, stop=self._stop)
+        self._unseen.update((remote, specs[remote].partitions) for remote in (*outcome.created, *outcome.existed))
         logger.info("%s->%s created %d remote topic(s) (%d partitions, replication factor %d), %d existed, %d "
                     "still throttled by the target, %d refused", self._source, self._target, len(outcome.created),
                     sum(specs[t].partitions for t in outcome.created), self._replication_factor,
@@ -342,6 +352,46 @@ class TopicSync:
         if len(outcome.failed) > MAX_ERRORS_LOGGED:
             logger.error("%s->%s could not create %d more topic(s)", self._source, self._target,
                          len(outcome.failed) - MAX_ERRORS_LOGGED)
+
+    def await_created_topics(self, deadline: float) -> None:
+        """Wait until the target's metadata shows every remote topic created since the last call with all
+        its partitions, or until ``deadline`` (``time.monotonic()``) or the connector's stop.
+
+        A broker answers CreateTopics before its metadata shows the topic: a task started at once would
+        produce to a topic its producer's metadata calls unknown. One DescribeTopics of the topics not yet
+        shown every :data:`VISIBILITY_POLL_S` (a read request that shrinks as they appear). Leaders are not
+        awaited apart: a KRaft broker learns a partition and its leader from the same metadata record, and
+        a producer that knows a partition without a leader waits for one, it does not fail its records.
+        What is not shown by the deadline is logged once and left to the next topic refresh, which finds
+        it missing and creates it (it then exists) and awaits it again.
+        """
+        pending, self._unseen = dict(self._unseen), {}
+        while pending:
+            try:
+                shown = self._target_admin.describe_topics(sorted(pending))
+            except ConnectError as exc:  # the target answers later: it counts as not shown yet
+                logger.debug("%s->%s could not describe the created remote topics yet: %s", self._source,
+                             self._target, exc)
+                shown = {}
+            pending = {topic: count for topic, count in pending.items() if shown.get(topic, 0) < count}
+            if not pending:
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            if self._stopped_within(min(VISIBILITY_POLL_S, left)):
+                return
+        if pending:
+            logger.warning("%s->%s: the target does not show %d created remote topic(s) in its metadata yet, e.g. "
+                           "%s; tasks producing to them wait for them, and the next topic refresh checks them "
+                           "again", self._source, self._target, len(pending), ", ".join(sorted(pending)[:5]))
+
+    def _stopped_within(self, seconds: float) -> bool:
+        """Wait ``seconds``; True (at once) when the connector stops meanwhile."""
+        if self._stop is None:
+            time.sleep(seconds)
+            return False
+        return self._stop.wait(seconds)
 
     # -- configs --
 
