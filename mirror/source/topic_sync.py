@@ -22,7 +22,9 @@ Rules kept from MM2:
   unknown for longer than ``topic.metadata.propagation.max.ms``; Java's producer blocks in ``send``.
 * Partitions only grow. A target that cannot add partitions (Tansu) is one warning per topic, not a crash.
 * Config sync is one incremental alter per round: source defaults become DELETE (the target's own
-  default applies) unless ``use.defaults.from=source``, everything else SET.
+  default applies) unless ``use.defaults.from=source``, everything else SET. Java sends every replicated
+  topic's ops every round; here only the topics whose ops changed or whose remote topic no longer says
+  what they say (:meth:`TopicSync.sync_topic_configs`), so what the target ends up with is the same.
 * ACL sync copies LITERAL topic ACLs of replicated topics, never ``ALLOW WRITE``, turns ``ALLOW ALL`` into
   ``ALLOW READ``, and never deletes anything.
 * A refresh that sees source partitions added or removed, or source partitions missing on the target,
@@ -62,6 +64,8 @@ TopicPartitionT = tuple[str, int]
 
 DEFAULT_CONFIG = "DEFAULT_CONFIG"
 STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
+#: How Kafka reports a topic's own override; any other source means the topic does not override the key.
+DYNAMIC_TOPIC_CONFIG = "DYNAMIC_TOPIC_CONFIG"
 #: Topics a creation round names in an ERROR line each; the others are counted in one line.
 MAX_ERRORS_LOGGED = 20
 #: How often :meth:`TopicSync.await_created_topics` describes the created topics not yet shown.
@@ -111,6 +115,8 @@ class TargetAdmin(Protocol):
                       stop: threading.Event | None = None) -> CreateOutcome: ...
 
     def create_partitions(self, counts: Mapping[str, int]) -> set[str]: ...
+
+    def describe_configs(self, topics: Iterable[str]) -> dict[str, list[TopicConfigEntry]]: ...
 
     def incremental_alter_configs(self, changes: Mapping[str, Sequence[ConfigOp]]) -> None: ...
 
@@ -178,6 +184,24 @@ def incremental_config_ops(entries: Iterable[TopicConfigEntry],
     return ops
 
 
+def ops_in_effect(ops: Iterable[ConfigOp], target: Iterable[TopicConfigEntry]) -> bool:
+    """Whether a remote topic's described configs (``target``) already say what ``ops`` would make them say:
+    each SET is the topic's own override with that value, and no DELETEd key is overridden by the topic.
+
+    Only Kafka's ``DYNAMIC_TOPIC_CONFIG`` counts as an override: an equal value that comes from a broker
+    default is not what a SET leaves (the topic would follow a later change of that default), so it is sent.
+    Tansu reports its overrides as ``DEFAULT_CONFIG`` (docs/tansu.md): there a SET is never seen in effect
+    and is sent every round, as Java does, and an override added on the target behind a DELETE is not seen.
+    """
+    overrides = {entry.name: entry.value for entry in target if config_source(entry) == DYNAMIC_TOPIC_CONFIG}
+    for name, op, value in ops:
+        if op == "DELETE" and name in overrides:
+            return False
+        if op == "SET" and (name not in overrides or overrides[name] != value):
+            return False
+    return True
+
+
 def assign_round_robin(partitions: Sequence[TopicPartitionT], max_tasks: int) -> list[list[TopicPartitionT]]:
     """MM2's task assignment: ``min(max_tasks, n)`` tasks; partition i goes to task ``i % tasks``."""
     num_tasks = min(max_tasks, len(partitions))
@@ -237,6 +261,9 @@ class TopicSync:
         self._refused_growth: set[tuple[str, int]] = set()
         #: remote topic -> partitions: created (or found existing) and not yet seen in the target's metadata
         self._unseen: dict[str, int] = {}
+        #: remote topic -> the config ops the target last acknowledged for it (sync_topic_configs).
+        self._applied_ops: dict[str, frozenset[ConfigOp]] = {}
+        self._target_describe_refused_logged = False
 
     @property
     def known_source_topic_partitions(self) -> tuple[TopicPartitionT, ...]:
@@ -400,18 +427,41 @@ class TopicSync:
         return sorted({t for t, _ in self._known_source if self.formatted_remote(t) in target_topics})
 
     def sync_topic_configs(self) -> None:
+        """Send the remote topics whose config ops changed, or which no longer say what their ops say.
+
+        Java's ``syncTopicConfigs`` sends an IncrementalAlterConfigs of every replicated topic each round
+        (thousands of topics, dozens of ops each, every ``sync.topic.configs.interval.seconds``) although
+        nothing changed in most rounds. Here the ops the target last acknowledged are kept per remote topic
+        and a topic is sent when its ops differ from them: a new topic, a changed source config, a changed
+        filter, or a topic whose last alter failed (forgotten then, so it is sent again).
+
+        Java also overwrites, at the next round, a synced key someone changed on the target behind its back
+        (``testSyncTopicConfigs`` asserts it): that is kept by describing the unchanged topics on the target
+        once per round and sending those whose described configs no longer say what their ops say
+        (:func:`ops_in_effect`). A re-sync of everything every N rounds would keep it too, but N intervals
+        late; the describe is one read request (the principal already holds DESCRIBE_CONFIGS on the remote
+        topics: ALTER_CONFIGS implies it) in place of a write of every topic. Should the target refuse it,
+        the round sends every topic, as Java does.
+        """
         topics = self.topics_being_replicated()
         if not topics:
+            self._applied_ops = {}
             return
         described = self._source_admin.describe_configs(topics)
-        changes = {self.formatted_remote(topic): incremental_config_ops(entries, self._config_filter)
-                   for topic, entries in described.items()}
-        changes = {topic: ops for topic, ops in changes.items() if ops}
+        wanted = {self.formatted_remote(topic): incremental_config_ops(entries, self._config_filter)
+                  for topic, entries in described.items()}
+        wanted = {topic: ops for topic, ops in wanted.items() if ops}
+        # Topics no longer replicated leave the memory (topic churn would otherwise grow it forever).
+        self._applied_ops = {t: ops for t, ops in self._applied_ops.items() if t in wanted}
+        changes = self._config_changes(wanted)
         if not changes:
             return
         try:
             self._target_admin.incremental_alter_configs(changes)
         except ConnectError as exc:
+            # Which topics of the request were applied is not known: all of them are sent again next round.
+            for topic in changes:
+                self._applied_ops.pop(topic, None)
             error = kafka_error_of(exc.__cause__) if exc.__cause__ is not None else None
             if error is not None and error.code() in (KafkaError.UNSUPPORTED_VERSION,
                                                       KafkaError._UNSUPPORTED_FEATURE):
@@ -421,6 +471,29 @@ class TopicSync:
                     self._raise_error(exc)
                 return
             logger.warning("%s->%s could not alter topic configs: %s", self._source, self._target, exc)
+            return
+        self._applied_ops.update((topic, frozenset(ops)) for topic, ops in changes.items())
+        logger.debug("%s->%s altered the configs of %d of %d remote topic(s)", self._source, self._target,
+                     len(changes), len(wanted))
+
+    def _config_changes(self, wanted: Mapping[str, list[ConfigOp]]) -> dict[str, list[ConfigOp]]:
+        """The topics of ``wanted`` to send: ops changed since the last acknowledged alter, or not in
+        effect on the target (every unchanged one when the target cannot be described)."""
+        unchanged = sorted(t for t, ops in wanted.items() if self._applied_ops.get(t) == frozenset(ops))
+        send = {t: ops for t, ops in wanted.items() if self._applied_ops.get(t) != frozenset(ops)}
+        if not unchanged:
+            return send
+        try:
+            target = self._target_admin.describe_configs(unchanged)
+        except ConnectError as exc:
+            if not self._target_describe_refused_logged:
+                self._target_describe_refused_logged = True
+                logger.info("%s->%s could not describe the remote topics' configs (%s); every replicated topic's "
+                            "configs are sent each round until it can", self._source, self._target, exc)
+            return dict(wanted)
+        self._target_describe_refused_logged = False
+        send.update((t, wanted[t]) for t in unchanged if not ops_in_effect(wanted[t], target.get(t, [])))
+        return send
 
     # -- ACLs --
 

@@ -7,20 +7,27 @@ here on the broker users run.
 * partition growth: partitions added on the source are really added on the target (Tansu cannot, so its
   test only checks a warning) and their records land in the same partitions;
 * topic config sync with the broker's defaults: a topic override and a dynamic cluster-wide default are
-  SET, a source default DELETEs the target's override, a static broker setting is never copied.
+  SET, a source default DELETEs the target's override, a static broker setting is never copied;
+* topic config sync sends only what changed: Kafka's own description of a synced remote topic says its
+  ops are in effect, so a round with nothing changed sends nothing, while a key changed on the target
+  behind the sync's back is set back at the next round.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
-from confluent_kafka.admin import ConfigEntry, ConfigResource, ConfigSource, NewPartitions
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewPartitions
 
+from connect_runtime.clients.admin import ConfigOp, TopicAdmin
 from mirror.client.mirror_client import MirrorClient
+from mirror.client.replication_policy import DefaultReplicationPolicy
+from mirror.filters import DefaultConfigPropertyFilter, DefaultTopicFilter
+from mirror.source.topic_sync import TopicSync
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
 from tests.kafka.flows import wait_for_records, write_mm2
 from tests.support.apache_kafka import KafkaBroker
@@ -200,3 +207,69 @@ def test_topic_configs_synced_with_the_broker_defaults(fresh_kafka: Callable[...
         assert target["segment.ms"].source == ConfigSource.DEFAULT_CONFIG.value  # static broker value not copied
         assert target["segment.ms"].value != "7200000"
         assert node.terminate() == 0
+
+
+class _AlterCountingAdmin(TopicAdmin):
+    """The real TopicAdmin on the target, recording the topics of each IncrementalAlterConfigs it sends."""
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__({"bootstrap.servers": bootstrap}, timeout_s=30)
+        self.altered: list[list[str]] = []
+
+    def incremental_alter_configs(self, changes: Mapping[str, Sequence[ConfigOp]]) -> None:
+        self.altered.append(sorted(changes))
+        super().incremental_alter_configs(changes)
+
+
+def _alter(bootstrap: str, topic: str, key: str, value: str) -> None:
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+    client = admin(bootstrap)  # kept: a destroyed client fails its pending futures
+    client.incremental_alter_configs([resource])[resource].result(timeout=15)
+
+
+def test_topic_config_sync_alters_only_what_changed_and_sets_back_a_target_change(
+        kafka_a: KafkaBroker, kafka_b: KafkaBroker) -> None:
+    """The source connector's TopicSync over real admin clients on both clusters, round by round."""
+    (a,) = aliases("A")
+    topic = create_topic(kafka_a.bootstrap_servers, unique("cfgsync"), 1,
+                         config={"retention.bytes": "1000000", "cleanup.policy": "compact,delete"})
+    remote = f"{a}.{topic}"
+    # the remote topic exists with an override the source does not have: a source default DELETEs it
+    create_topic(kafka_b.bootstrap_servers, remote, 1, config={"max.message.bytes": "2000000"})
+    target = _AlterCountingAdmin(kafka_b.bootstrap_servers)
+    sync = TopicSync(a, "B", DefaultReplicationPolicy(), DefaultTopicFilter({"topics": topic}),
+                     DefaultConfigPropertyFilter({}), TopicAdmin({"bootstrap.servers": kafka_a.bootstrap_servers}),
+                     target, replication_factor=1, heartbeats_replication_enabled=False)
+    sync.load_topic_partitions()
+
+    def on_target(retention_bytes: str) -> bool:
+        c = _topic_configs(kafka_b.bootstrap_servers, remote)
+        return (c["retention.bytes"].value == retention_bytes and c["cleanup.policy"].value == "compact,delete"
+                and c["max.message.bytes"].source == ConfigSource.DEFAULT_CONFIG.value)
+
+    sync.sync_topic_configs()
+    assert target.altered == [[remote]]
+    wait_until(lambda: on_target("1000000"), 15, "the first round's alter visible on B")
+    sync.sync_topic_configs()
+    sync.sync_topic_configs()
+    assert target.altered == [[remote]]  # Kafka describes the ops as in effect: nothing sent
+    _alter(kafka_b.bootstrap_servers, remote, "retention.bytes", "2000000")  # behind the sync's back
+    wait_until(lambda: on_target("2000000"), 15, "the change on B visible")
+    sync.sync_topic_configs()
+    assert len(target.altered) == 2
+    wait_until(lambda: on_target("1000000"), 15, "retention.bytes set back on B")
+    _alter(kafka_b.bootstrap_servers, remote, "max.message.bytes", "3000000")  # an override behind a DELETE
+    wait_until(lambda: _topic_configs(kafka_b.bootstrap_servers, remote)["max.message.bytes"].value == "3000000",
+               15, "the override on B visible")
+    sync.sync_topic_configs()
+    assert len(target.altered) == 3
+    wait_until(lambda: on_target("1000000"), 15, "max.message.bytes override deleted on B")
+    _alter(kafka_a.bootstrap_servers, topic, "retention.bytes", "5000000")  # a source change
+    wait_until(lambda: _topic_configs(kafka_a.bootstrap_servers, topic)["retention.bytes"].value == "5000000",
+               15, "the change on A visible")
+    sync.sync_topic_configs()
+    assert len(target.altered) == 4
+    wait_until(lambda: on_target("5000000"), 15, "the source change synced to B")
+    sync.sync_topic_configs()
+    assert len(target.altered) == 4

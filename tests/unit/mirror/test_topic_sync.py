@@ -32,6 +32,7 @@ from mirror.source.topic_sync import (
     assign_round_robin,
     creation_configs,
     incremental_config_ops,
+    ops_in_effect,
     should_replicate_topic,
     target_acl_binding,
 )
@@ -296,6 +297,158 @@ def test_config_sync_alters_only_topics_being_replicated() -> None:
     sync.load_topic_partitions()
     sync.sync_topic_configs()
     assert target.called("incremental_alter_configs") == [{"source.orders": [("retention.bytes", "SET", "1000")]}]
+
+
+class KafkaLikeTarget(FakeAdmin):
+    """A target that applies alters as Kafka reports them afterwards: a SET becomes the topic's override
+    (``DYNAMIC_TOPIC_CONFIG``), a DELETE leaves the broker's default (``DEFAULT_CONFIG``). ``alter_error``
+    fails the next alter and applies nothing; ``describe_error`` fails every describe."""
+
+    def __init__(self, topics: dict[str, int]) -> None:
+        super().__init__(topics)
+        self.configs = {topic: [] for topic in topics}
+        self.alter_error: ConnectError | None = None
+        self.describe_error: ConnectError | None = None
+
+    def describe_configs(self, topics: Iterable[str]) -> dict[str, list[TopicConfigEntry]]:
+        if self.describe_error is not None:
+            raise self.describe_error
+        return super().describe_configs(topics)
+
+    def incremental_alter_configs(self, changes: Mapping[str, Sequence[ConfigOp]]) -> None:
+        super().incremental_alter_configs(changes)
+        if self.alter_error is not None:
+            error, self.alter_error = self.alter_error, None
+            raise error
+        for topic, ops in changes.items():
+            for name, op, value in ops:
+                self.override(topic, name, value if op == "SET" else None)
+
+    def override(self, topic: str, name: str, value: str | None) -> None:
+        """Someone (this sync, or an operator behind its back) sets ``name`` on ``topic``; None removes it."""
+        kept = [e for e in self.configs.get(topic, []) if e.name != name]
+        kept.append(entry(name, value) if value is not None else entry(name, "broker-default", "DEFAULT_CONFIG"))
+        self.configs[topic] = kept
+
+    def altered(self) -> list[set[str]]:
+        """The topics of each alter sent so far."""
+        return [set(call) for call in self.called("incremental_alter_configs")]
+
+
+def kafka_describe(retention_bytes: str = "1000") -> list[TopicConfigEntry]:
+    return [entry("retention.bytes", retention_bytes), entry("cleanup.policy", "delete", "DEFAULT_CONFIG"),
+            entry("min.insync.replicas", "2")]
+
+
+def test_ops_in_effect_only_for_the_topics_own_overrides() -> None:
+    ops = [("retention.bytes", "SET", "1000"), ("cleanup.policy", "DELETE", None)]
+    assert ops_in_effect(ops, [entry("retention.bytes", "1000"), entry("cleanup.policy", "delete", "DEFAULT_CONFIG")])
+    assert not ops_in_effect(ops, [entry("retention.bytes", "2000")])  # changed on the target
+    assert not ops_in_effect(ops, [entry("retention.bytes", "1000"), entry("cleanup.policy", "compact")])
+    # an equal value from a broker default is not the override a SET leaves
+    assert not ops_in_effect(ops, [entry("retention.bytes", "1000", "DYNAMIC_DEFAULT_BROKER_CONFIG")])
+    assert not ops_in_effect(ops, [])
+    # Tansu reports its overrides as DEFAULT_CONFIG (code 5): a SET is never seen in effect there
+    assert not ops_in_effect(ops, [entry("retention.bytes", "1000", "5")])
+    assert ops_in_effect([("retention.bytes", "DELETE", None)], [entry("retention.bytes", "1000", "5")])
+
+
+def test_config_sync_sends_only_topics_whose_ops_changed() -> None:
+    source = FakeAdmin({"orders": 1, "payments": 1},
+                       configs={"orders": kafka_describe(), "payments": kafka_describe()})
+    target = KafkaLikeTarget({"source.orders": 1, "source.payments": 1})
+    sync = make_sync(source, target)
+    sync.load_topic_partitions()
+    sync.sync_topic_configs()
+    assert target.altered() == [{"source.orders", "source.payments"}]
+    assert target.called("incremental_alter_configs")[0]["source.orders"] == [
+        ("retention.bytes", "SET", "1000"), ("cleanup.policy", "DELETE", None)]  # min.insync.replicas excluded
+    sync.sync_topic_configs()
+    sync.sync_topic_configs()
+    assert len(target.altered()) == 1  # nothing changed: no request
+    source.configs["payments"] = kafka_describe("5000")
+    sync.sync_topic_configs()
+    assert target.called("incremental_alter_configs")[-1] == {"source.payments": [
+        ("retention.bytes", "SET", "5000"), ("cleanup.policy", "DELETE", None)]}  # all of its ops, as Java
+    source.topics["fresh"], source.configs["fresh"] = 1, kafka_describe()
+    assert sync.refresh_topic_partitions()  # creates source.fresh on the target
+    sync.sync_topic_configs()  # not replicated yet: the target is known as listed before the creation
+    assert len(target.altered()) == 2
+    assert not sync.refresh_topic_partitions()
+    sync.sync_topic_configs()
+    assert target.altered()[-1] == {"source.fresh"}
+    sync.sync_topic_configs()
+    assert len(target.altered()) == 3
+
+
+def test_config_sync_overwrites_a_synced_key_changed_on_the_target_but_not_an_excluded_one() -> None:
+    source = FakeAdmin({"orders": 1, "payments": 1},
+                       configs={"orders": kafka_describe(), "payments": kafka_describe()})
+    target = KafkaLikeTarget({"source.orders": 1, "source.payments": 1})
+    sync = make_sync(source, target)
+    sync.load_topic_partitions()
+    sync.sync_topic_configs()
+    target.override("source.orders", "retention.bytes", "2000")  # Java's testSyncTopicConfigs
+    target.override("source.payments", "min.insync.replicas", "1")  # excluded: stays
+    sync.sync_topic_configs()
+    assert target.altered()[-1] == {"source.orders"}
+    assert {e.name: e.value for e in target.configs["source.orders"]}["retention.bytes"] == "1000"
+    target.override("source.payments", "cleanup.policy", "compact")  # a source default: its override goes
+    sync.sync_topic_configs()
+    assert target.altered()[-1] == {"source.payments"}
+    assert ("cleanup.policy", "DELETE", None) in target.called("incremental_alter_configs")[-1]["source.payments"]
+    sync.sync_topic_configs()
+    assert len(target.altered()) == 3
+
+
+def test_config_sync_sends_a_failed_topic_again_even_where_the_target_cannot_show_it() -> None:
+    """On Tansu every source entry is a 'default', so with use.defaults.from=target the ops are DELETEs,
+    which a Tansu target always seems to have in effect: only the memory of a failed alter resends them."""
+    source = FakeAdmin({"orders": 1}, configs={"orders": TANSU_DESCRIBE})
+    target = KafkaLikeTarget({"source.orders": 1})
+    target.alter_error = ConnectError("altering configs of topic source.orders: broker not available")
+    sync = make_sync(source, target, config_properties_exclude="")
+    sync.load_topic_partitions()
+    sync.sync_topic_configs()
+    sync.sync_topic_configs()
+    sync.sync_topic_configs()
+    delete_both = {"source.orders": [("retention.bytes", "DELETE", None), ("delete.retention.ms", "DELETE", None)]}
+    assert target.called("incremental_alter_configs") == [delete_both, delete_both]
+
+
+def test_config_sync_sends_every_topic_while_the_target_cannot_be_described(
+        caplog: pytest.LogCaptureFixture) -> None:
+    source = FakeAdmin({"orders": 1, "payments": 1},
+                       configs={"orders": kafka_describe(), "payments": kafka_describe()})
+    target = KafkaLikeTarget({"source.orders": 1, "source.payments": 1})
+    sync = make_sync(source, target)
+    sync.load_topic_partitions()
+    sync.sync_topic_configs()
+    target.describe_error = ConnectError("describing configs of source.orders: Topic authorization failed")
+    with caplog.at_level(logging.INFO, logger="mirror.source.topic_sync"):
+        sync.sync_topic_configs()
+        sync.sync_topic_configs()
+    assert target.altered()[1:] == [{"source.orders", "source.payments"}] * 2  # Java's behaviour
+    assert sum("could not describe the remote topics' configs" in r.getMessage() for r in caplog.records) == 1
+    target.describe_error = None
+    sync.sync_topic_configs()
+    assert len(target.altered()) == 3
+
+
+def test_config_sync_forgets_a_topic_no_longer_replicated() -> None:
+    source = FakeAdmin({"orders": 1, "payments": 1},
+                       configs={"orders": TANSU_DESCRIBE, "payments": TANSU_DESCRIBE})
+    target = KafkaLikeTarget({"source.orders": 1, "source.payments": 1})
+    sync = make_sync(source, target)
+    sync.load_topic_partitions()
+    sync.sync_topic_configs()
+    del source.topics["payments"]
+    sync.refresh_topic_partitions()
+    sync.sync_topic_configs()
+    source.topics["payments"] = 1  # back with the same configs: sent again, it may have changed meanwhile
+    sync.refresh_topic_partitions()
+    sync.sync_topic_configs()
+    assert target.altered() == [{"source.orders", "source.payments"}, {"source.payments"}]
 
 
 def acl(name: str, operation: AclOperation, permission: AclPermissionType = AclPermissionType.ALLOW,
