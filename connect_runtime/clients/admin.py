@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, NamedTuple
@@ -93,6 +94,10 @@ CREATE_BATCH_PARTITIONS = 2_000
 #: Backoff of topics the target throttled (THROTTLING_QUOTA_EXCEEDED): the first wait, doubling up to the cap.
 #: librdkafka does not hand the response's throttle time to Python; a quota's window refills in seconds.
 THROTTLE_BACKOFF_S = (1.0, 10.0)
+#: ListConsumerGroupOffsets requests one :meth:`TopicAdmin.list_consumer_group_offsets` call keeps in flight:
+#: enough that a thousand groups cost a few round trips to their coordinators rather than a thousand, few
+#: enough that a large cluster's groups do not queue thousands of requests on one broker connection at once.
+GROUP_OFFSETS_IN_FLIGHT = 64
 
 
 class TopicSpec(NamedTuple):
@@ -372,23 +377,59 @@ class TopicAdmin:
         listing = self._wait(future, "listing consumer groups")
         return sorted(g.group_id for g in listing.valid)
 
-    def list_consumer_group_offsets(self, groups: Iterable[str]
+    def list_consumer_group_offsets(self, groups: Iterable[str], *, errors: dict[str, ConnectError] | None = None
                                     ) -> dict[str, dict[tuple[str, int], tuple[int, str | None]]]:
         """Committed ``(offset, metadata)`` per (topic, partition) of each group; partitions with no commit
-        are left out. librdkafka takes one group per request, so this makes one request per group."""
+        are left out.
+
+        librdkafka takes one group per ListConsumerGroupOffsets request, so a thousand groups are a thousand
+        requests: they are sent without waiting for each other's answers, at most
+        :data:`GROUP_OFFSETS_IN_FLIGHT` at a time, and their answers are awaited in the order given. A group
+        whose request fails is that group's alone: with ``errors`` it is put there (group -> the error) and
+        left out of the result while the others are read; without, the first failing group (in the order
+        given) raises ConnectError and no further request is sent.
+        """
         result: dict[str, dict[tuple[str, int], tuple[int, str | None]]] = {}
-        for group in groups:
+        in_flight: deque[tuple[str, Future[Any] | ConnectError]] = deque()
+        for group in dict.fromkeys(groups):
+            in_flight.append((group, self._request_group_offsets(group)))
+            if len(in_flight) >= GROUP_OFFSETS_IN_FLIGHT:
+                self._group_offsets_answer(*in_flight.popleft(), result, errors)
+        while in_flight:
+            self._group_offsets_answer(*in_flight.popleft(), result, errors)
+        return result
+
+    def _request_group_offsets(self, group: str) -> Future[Any] | ConnectError:
+        """One group's ListConsumerGroupOffsets, sent; the error when the client refused to send it."""
+        try:
             with map_kafka_errors(f"listing offsets of group {group}"):
                 futures = self._client.list_consumer_group_offsets(
                     [ConsumerGroupTopicPartitions(group)], request_timeout=self._timeout_s)
-            answer = self._wait(futures[group], f"listing offsets of group {group}")
-            offsets: dict[tuple[str, int], tuple[int, str | None]] = {}
-            for tp in answer.topic_partitions or []:
-                if tp.error is not None or tp.offset < 0:
-                    continue
-                offsets[(tp.topic, tp.partition)] = (tp.offset, tp.metadata)
-            result[group] = offsets
-        return result
+        except ConnectError as exc:
+            return exc
+        future: Future[Any] = futures[group]
+        return future
+
+    def _group_offsets_answer(self, group: str, request: Future[Any] | ConnectError,
+                              result: dict[str, dict[tuple[str, int], tuple[int, str | None]]],
+                              errors: dict[str, ConnectError] | None) -> None:
+        """Waits for one group's answer and puts its committed offsets into ``result`` (its error into
+        ``errors``, or raises it)."""
+        try:
+            if isinstance(request, ConnectError):
+                raise request
+            answer = self._wait(request, f"listing offsets of group {group}")
+        except ConnectError as exc:
+            if errors is None:
+                raise
+            errors[group] = exc
+            return
+        offsets: dict[tuple[str, int], tuple[int, str | None]] = {}
+        for tp in answer.topic_partitions or []:
+            if tp.error is not None or tp.offset < 0:
+                continue
+            offsets[(tp.topic, tp.partition)] = (tp.offset, tp.metadata)
+        result[group] = offsets
 
     def describe_consumer_groups(self, groups: Iterable[str], *, refused_state: str | None = None) -> dict[str, str]:
         """Group state per group: the ConsumerGroupState name (``EMPTY``, ``STABLE``, ``DEAD``, ...).

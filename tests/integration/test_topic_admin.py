@@ -9,7 +9,8 @@ import logging
 
 import pytest
 
-from connect_runtime.clients.admin import TopicAdmin, TopicSpec
+from connect_runtime.api.errors import ConnectError
+from connect_runtime.clients.admin import GROUP_OFFSETS_IN_FLIGHT, TopicAdmin, TopicSpec
 from tests.conftest import Cluster
 from tests.support.kafka import commit_group_offsets, create_topic, unique
 
@@ -76,6 +77,21 @@ def test_consumer_group_offsets_round_trip(cluster_a: Cluster) -> None:
     offsets = admin.list_consumer_group_offsets([group])[group]
     assert offsets[(topic, 0)][0] == 11 and offsets[(topic, 1)][0] == 7
     assert admin.describe_consumer_groups([group]) == {group: "EMPTY"}  # committed offsets, no members
+
+
+def test_offsets_of_more_groups_than_the_requests_in_flight_in_one_call(cluster_a: Cluster) -> None:
+    """Every group's own offsets come back, however the answers of the requests in flight interleave."""
+    admin = admin_for(cluster_a)
+    topic = create_topic(cluster_a.bootstrap, unique("admin-many-groups"), partitions=2)
+    prefix = unique("admin-many-group")
+    groups = [f"{prefix}-{i:03d}" for i in range(GROUP_OFFSETS_IN_FLIGHT * 2 + 3)]
+    for i, group in enumerate(groups):
+        admin.alter_consumer_group_offsets(group, {(topic, 0): i, (topic, 1): 1000 + i})
+    errors: dict[str, ConnectError] = {}
+    offsets = admin.list_consumer_group_offsets(reversed(groups), errors=errors)
+    assert errors == {} and list(offsets) == groups[::-1]
+    assert {g: {tp: offset for tp, (offset, _meta) in by_tp.items()} for g, by_tp in offsets.items()} == {
+        g: {(topic, 0): i, (topic, 1): 1000 + i} for i, g in enumerate(groups)}
 
 
 def test_create_topics_creates_a_batch_and_sorts_existing_ones(cluster_a: Cluster) -> None:

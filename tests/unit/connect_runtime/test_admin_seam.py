@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
@@ -25,11 +27,13 @@ from confluent_kafka.admin import (
 from connect_runtime.api.errors import ConnectError, RetriableError
 from connect_runtime.clients.admin import (
     CREATE_BATCH_PARTITIONS,
+    GROUP_OFFSETS_IN_FLIGHT,
     THROTTLE_BACKOFF_S,
     TopicAdmin,
     TopicSpec,
     create_batches,
 )
+from connect_runtime.clients.errors import kafka_error_of
 from tests.support.fakes import FakeAdminClient, calls_to
 
 
@@ -222,3 +226,116 @@ def test_create_topics_stops_between_batches_and_during_a_backoff() -> None:
     waited.join()
     assert outcome.created == ["a"] and outcome.skipped == ["b"] and outcome.throttled == []
     assert len(calls_to(throttling, "create_topics")) == 1
+
+
+class AnsweredOnWait(Future[Any]):
+    """A future that stays pending until someone waits on it: the order of sends and answers is the caller's."""
+
+    def __init__(self, answer: Callable[[AnsweredOnWait], None]) -> None:
+        super().__init__()
+        self._answer = answer
+
+    def result(self, timeout: float | None = None) -> Any:
+        if not self.done():
+            self._answer(self)
+        return super().result(timeout)
+
+
+class GroupOffsetsClient(FakeAdminClient):
+    """ListConsumerGroupOffsets as librdkafka takes it (one group per call), answered only when waited on.
+
+    ``committed[group]`` is the group's committed offset on partition 0 of topic ``t``; ``refused[group]`` a
+    KafkaError code its request fails with; a group in ``silent`` is never answered. ``events`` holds
+    ("sent", group) and ("answered", group) in the order they happened; ``most_in_flight`` the most requests
+    sent and not yet answered at any time.
+    """
+
+    def __init__(self, committed: dict[str, int], refused: dict[str, int] | None = None,
+                 silent: set[str] | None = None) -> None:
+        super().__init__()
+        self.committed = committed
+        self.refused = refused or {}
+        self.silent = silent or set()
+        self.events: list[tuple[str, str]] = []
+        self.in_flight: set[str] = set()
+        self.most_in_flight = 0
+
+    def list_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions],
+                                    **kwargs: Any) -> dict[str, Future[Any]]:
+        [request] = requests  # confluent-kafka refuses more than one group per call
+        group = request.group_id
+        self.events.append(("sent", group))
+        if group in self.silent:
+            return {group: Future()}
+        self.in_flight.add(group)
+        self.most_in_flight = max(self.most_in_flight, len(self.in_flight))
+
+        def answer(future: AnsweredOnWait) -> None:
+            self.events.append(("answered", group))
+            self.in_flight.discard(group)
+            if group in self.refused:
+                future.set_exception(KafkaException(KafkaError(self.refused[group])))
+            else:
+                future.set_result(ConsumerGroupTopicPartitions(
+                    group, [TopicPartition("t", 0, self.committed[group], f"m-{group}")]))
+
+        return {group: AnsweredOnWait(answer)}
+
+
+def test_group_offsets_are_all_requested_before_the_first_answer_is_awaited() -> None:
+    groups = [f"g{i}" for i in range(10)]
+    fake = GroupOffsetsClient({g: i for i, g in enumerate(groups)})
+    offsets = make(fake).list_consumer_group_offsets(groups)
+    assert fake.events == [("sent", g) for g in groups] + [("answered", g) for g in groups]
+    assert offsets == {g: {("t", 0): (i, f"m-{g}")} for i, g in enumerate(groups)}
+
+
+def test_group_offsets_keep_at_most_the_bound_in_flight() -> None:
+    groups = [f"g{i:03d}" for i in range(GROUP_OFFSETS_IN_FLIGHT * 3 + 5)]
+    fake = GroupOffsetsClient({g: i for i, g in enumerate(groups)})
+    offsets = make(fake).list_consumer_group_offsets(groups)
+    assert fake.most_in_flight == GROUP_OFFSETS_IN_FLIGHT
+    sent = [g for event, g in fake.events if event == "sent"]
+    first_answer = fake.events.index(("answered", groups[0]))
+    assert sent == groups and first_answer == GROUP_OFFSETS_IN_FLIGHT  # the bound sent, then answers and sends
+    assert list(offsets) == groups and offsets[groups[-1]] == {("t", 0): (len(groups) - 1, f"m-{groups[-1]}")}
+
+
+def test_a_group_whose_offsets_cannot_be_read_is_that_groups_error_alone() -> None:
+    fake = GroupOffsetsClient({"a": 1, "b": 2, "c": 3}, refused={"b": KafkaError.GROUP_AUTHORIZATION_FAILED})
+    errors: dict[str, ConnectError] = {}
+    assert make(fake).list_consumer_group_offsets(["a", "b", "c"], errors=errors) == {
+        "a": {("t", 0): (1, "m-a")}, "c": {("t", 0): (3, "m-c")}}
+    assert list(errors) == ["b"] and "listing offsets of group b" in str(errors["b"])
+    cause = kafka_error_of(errors["b"].__cause__) if errors["b"].__cause__ is not None else None
+    assert cause is not None and cause.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    with pytest.raises(ConnectError, match="listing offsets of group b"):  # without errors: the first one raises
+        make(fake).list_consumer_group_offsets(["a", "b", "c"])
+
+
+def test_a_group_the_cluster_never_answers_times_out_alone() -> None:
+    fake = GroupOffsetsClient({"a": 1, "c": 3}, silent={"slow"})
+    admin = TopicAdmin({}, client=fake, timeout_s=0.05)  # type: ignore[arg-type]
+    errors: dict[str, ConnectError] = {}
+    assert admin.list_consumer_group_offsets(["a", "slow", "c"], errors=errors) == {
+        "a": {("t", 0): (1, "m-a")}, "c": {("t", 0): (3, "m-c")}}
+    assert list(errors) == ["slow"] and "timed out" in str(errors["slow"])
+
+
+class RefusingToSend(GroupOffsetsClient):
+    """The client itself refuses one group's request (librdkafka raises at the call, e.g. its queue is full)."""
+
+    def list_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions],
+                                    **kwargs: Any) -> dict[str, Future[Any]]:
+        if requests[0].group_id == "full":
+            raise KafkaException(KafkaError(KafkaError._QUEUE_FULL))
+        return super().list_consumer_group_offsets(requests, **kwargs)
+
+
+def test_a_request_the_client_refuses_to_send_is_that_groups_error_alone() -> None:
+    fake = RefusingToSend({"a": 1, "c": 3})
+    errors: dict[str, ConnectError] = {}
+    assert list(make(fake).list_consumer_group_offsets(["a", "full", "c"], errors=errors)) == ["a", "c"]
+    assert list(errors) == ["full"]
+    with pytest.raises(ConnectError, match="listing offsets of group full"):
+        make(fake).list_consumer_group_offsets(["a", "full", "c"])
