@@ -7,11 +7,14 @@ in between still gets a write attempt, and it only ever writes EMPTY groups. Her
 1. Describe the group on the target. A group with members (``STABLE`` or rebalancing) is never
    written: its consumers would overwrite the offsets at their next commit, or be rewound under them.
    Any other state (``EMPTY``; ``DEAD`` for a group that does not exist there yet) may be written.
+   The pass describes all its groups in one call, then reads the committed offsets of the ones that may
+   be written in one call (their requests in flight together): a thousand groups cost a few round trips.
 2. Per checkpointed partition, the wanted offset is the checkpoint's downstream offset, kept inside
    the target partition's log: never past its end (a recreated or truncated remote topic), never
-   before its first record (retention deleted the rest). An existing target offset at or past the
-   wanted one is left alone: offsets only move forward, as in MM2, so a group whose consumers already
-   ran on the target is not rewound.
+   before its first record (retention deleted the rest); the bounds of the partitions of every group to
+   write are read once per pass, in one fetch. An existing target offset at or past the wanted one is
+   left alone: offsets only move forward, as in MM2, so a group whose consumers already ran on the target
+   is not rewound.
 3. Right before writing, the group's offsets are read again and every partition now at or past its
    wanted offset is dropped from the write: someone else may have written the group since step 2 (a
    ``mirror failover``, an operator's reset, consumers that came and went), and the sync never moves a
@@ -122,19 +125,33 @@ class GroupOffsetSync:
         if not checkpointed:
             return written
         states = self._admin.describe_consumer_groups(list(checkpointed))
+        idle = [g for g in checkpointed if states.get(g, "UNKNOWN") not in ACTIVE_STATES]
+        unread: dict[str, ConnectError] = {}
+        current = self._admin.list_consumer_group_offsets([g for g in idle if states.get(g) != "DEAD"],
+                                                          errors=unread)
+        behind: dict[str, set[tuple[str, int]]] = {}  # idle groups with a partition behind its checkpoint
         for group, offsets in checkpointed.items():
             state = states.get(group, "UNKNOWN")
             if state in ACTIVE_STATES:
                 self._set(group, "active", f"group is {state} on the target: consumers are running there")
-                continue
+            elif group in unread:
+                self._failed(group, unread[group])
+            elif changes := plan_group_sync(offsets, current.get(group, {}), {})[0]:
+                behind[group] = set(changes)
+            else:
+                self._set(group, "synced", f"{len(offsets)} partition(s) at or past their checkpoints")
+        if not behind:
+            return written
+        try:  # one read of the partitions of every group to write, not one per group
+            bounds = self._bounds(sorted(set().union(*behind.values())))
+        except ConnectError as exc:
+            for group in behind:
+                self._failed(group, exc)
+            return written
+        for group in behind:
+            offsets = checkpointed[group]
             try:
-                target = {} if state == "DEAD" else self._admin.list_consumer_group_offsets([group]).get(group, {})
-                changes, _ = plan_group_sync(offsets, target, {})
-                if not changes:
-                    self._set(group, "synced", f"{len(offsets)} partition(s) at or past their checkpoints")
-                    continue
-                bounds = self._bounds(list(changes))
-                changes, clamped = plan_group_sync(offsets, target, bounds)
+                changes, clamped = plan_group_sync(offsets, current.get(group, {}), bounds)
                 if clamped:
                     self._on_outcome("clamped", clamped)
                 if changes:  # read again: a write since the first read (a failover) is never moved back
@@ -144,16 +161,20 @@ class GroupOffsetSync:
                     continue
                 self._admin.alter_consumer_group_offsets(group, changes)
             except ConnectError as exc:
-                error = kafka_error_of(exc.__cause__) if exc.__cause__ is not None else None
-                if "UNKNOWN_MEMBER_ID" in (error.name() if error is not None else str(exc)):
-                    self._set(group, "active", "the target refused the write: the group has members there")
-                else:
-                    logger.error("Unable to sync offsets for consumer group %s: %s", group, exc)
-                    self._set(group, "failed", str(exc))
+                self._failed(group, exc)
                 continue
             written[group] = changes
             self._set(group, "written", f"wrote {len(changes)} offset(s)")
         return written
+
+    def _failed(self, group: str, exc: ConnectError) -> None:
+        """A group's read or write failed: ``active`` when the target refused it for the group's members."""
+        error = kafka_error_of(exc.__cause__) if exc.__cause__ is not None else None
+        if "UNKNOWN_MEMBER_ID" in (error.name() if error is not None else str(exc)):
+            self._set(group, "active", "the target refused the write: the group has members there")
+        else:
+            logger.error("Unable to sync offsets for consumer group %s: %s", group, exc)
+            self._set(group, "failed", str(exc))
 
     def _fetch_bounds(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
         """(first record offset, end offset) of each target partition; one fetch each, from the start."""

@@ -7,8 +7,9 @@ latest historical sync per partition when the checkpoints could not be read.
 Until both are ready no checkpoint is produced.
 
 Every ``emit.checkpoints.interval.seconds``, and as soon as the exact offset map advanced (at most once per
-:data:`MAP_EMIT_MIN_GAP_S`), ``poll`` runs a round: it lists each group's committed offsets on the source
-(time T) and, for partitions of topics the topic filter accepts, translates them: through the exact
+:data:`MAP_EMIT_MIN_GAP_S`), ``poll`` runs a round: it lists its groups' committed offsets on the source
+(time T; one call, the groups' requests in flight together, so a thousand groups cost a few round trips)
+and, for partitions of topics the topic filter accepts, translates them: through the exact
 offset map (``mm2-offset-map.<source>.internal`` on the target, :mod:`mirror.client.offset_map`) to the
 downstream offset of the very record the group would read next, and only where the map has no entry by
 MM2's rule (at most one past the nearest older sync; counted in ``mirror_checkpoint_translations_total``
@@ -357,19 +358,31 @@ class MirrorCheckpointTask(SourceTask):
         if store is None or not store.initialized:
             return None
         records: list[SourceRecord] = []
-        for group in self._groups:
-            try:
-                records.extend(self._records_for_group(group, store))
-            except ConnectError as exc:
-                logger.error("Error querying offsets for consumer group %s on cluster %s: %s", group,
-                             self._source, exc)
+        timestamp = self._clock_ms()
+        for group, upstream in self._committed_offsets().items():
+            records.extend(self._records_for_group(group, upstream, store, timestamp))
         ended = time.monotonic()
         self._early_after = max(self._early_after, ended + (ended - began))
         return records or None
 
-    def _records_for_group(self, group: str, store: CheckpointStore) -> list[SourceRecord]:
-        timestamp = self._clock_ms()
-        upstream = self._source_admin.list_consumer_group_offsets([group]).get(group, {})
+    def _committed_offsets(self) -> dict[str, GroupOffsets]:
+        """Every assigned group's committed offsets on the source, read in one call (its requests in flight
+        together); a group that cannot be read is logged and skipped this round, the others go on."""
+        errors: dict[str, ConnectError] = {}
+        try:
+            committed: dict[str, GroupOffsets] = self._source_admin.list_consumer_group_offsets(
+                self._groups, errors=errors)
+        except ConnectError as exc:
+            logger.error("Error querying offsets of %d consumer groups on cluster %s: %s", len(self._groups),
+                         self._source, exc)
+            return {}
+        for group, error in errors.items():
+            logger.error("Error querying offsets for consumer group %s on cluster %s: %s", group,
+                         self._source, error)
+        return committed
+
+    def _records_for_group(self, group: str, upstream: GroupOffsets, store: CheckpointStore,
+                           timestamp: int) -> list[SourceRecord]:
         checkpoints = checkpoints_for_group(
             group, upstream, policy=self._policy, topic_filter=self._topic_filter, source_alias=self._source,
             target_alias=self._target, translate_downstream=self._translate,

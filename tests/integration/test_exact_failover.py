@@ -509,11 +509,11 @@ def test_failover_commits_the_flows_source_offsets_at_once_with_the_default_flus
 
 
 def test_the_group_sync_never_moves_a_group_back_over_a_write_made_during_its_pass(cluster_b: Cluster) -> None:
-    """The flow's group sync reads a group's offsets on the target, then fetches the partitions' bounds
-    before it writes: a ``mirror failover`` that writes the group meanwhile (here, inside that fetch, on the
-    real broker) further on than the checkpoint must not be moved back by the sync's write; a partition the
-    failover left behind its checkpoint still moves forward. Both for a group the target knew before and
-    one it did not."""
+    """The flow's group sync reads its groups' offsets on the target, then fetches the partitions' bounds
+    (once for the pass) before it writes: a ``mirror failover`` that writes the groups meanwhile (here, inside
+    that fetch, on the real broker) further on than the checkpoint must not be moved back by the sync's write;
+    a partition the failover left behind its checkpoint still moves forward. Both for a group the target knew
+    before and one it did not."""
     topic = create_topic(cluster_b.bootstrap, unique("sync-race"), 2)
     for p in (0, 1):
         produce(cluster_b.bootstrap, topic, [(None, f"{p}-{i}".encode()) for i in range(50)], partition=p)
@@ -521,17 +521,18 @@ def test_the_group_sync_never_moves_a_group_back_over_a_write_made_during_its_pa
     commit_group_offsets(cluster_b.bootstrap, known, {(topic, 0): 5, (topic, 1): 5})
     checkpoint = {TopicPartition(topic, p): OffsetAndMetadata(20, "") for p in (0, 1)}
     failover = {(topic, 0): 40, (topic, 1): 10}
-    to_fail_over = [known, new]  # the order the sync handles them in
+    to_fail_over = [known, new]
 
     def failover_writes_meanwhile(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
-        commit_group_offsets(cluster_b.bootstrap, to_fail_over.pop(0), failover)  # the group the sync handles
+        while to_fail_over:  # after the sync's read of both groups, before its writes
+            commit_group_offsets(cluster_b.bootstrap, to_fail_over.pop(0), failover)
         return {}
 
     sync = GroupOffsetSync(TopicAdmin({"bootstrap.servers": cluster_b.bootstrap}, timeout_s=15), {},
                            lambda: {known: dict(checkpoint), new: dict(checkpoint)}, [known, new],
                            bounds=failover_writes_meanwhile)
     written = sync.run()
-    assert not to_fail_over, "the sync did not fetch bounds for both groups: the race was not staged"
+    assert not to_fail_over, "the sync fetched no bounds: the race was not staged"
     for group in (known, new):
         assert committed_on(cluster_b.bootstrap, group, topic, 0) == 40, f"{group} moved back over the failover"
         assert committed_on(cluster_b.bootstrap, group, topic, 1) == 20

@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from connect_runtime.api.connector import SourceConnector
+from connect_runtime.clients.admin import GROUP_OFFSETS_IN_FLIGHT, TopicAdmin
 from connect_runtime.testing.harness import run_source_task
 from mirror.checkpoint.connector import MirrorCheckpointConnector
 from mirror.checkpoint.task import MirrorCheckpointTask
@@ -216,6 +217,63 @@ def test_restarted_task_keeps_syncing_from_loaded_checkpoints(cluster_a: Cluster
         wait_until(lambda: committed_on(cluster_b.bootstrap, group, remote) == 30, 30,
                    "the loaded checkpoint synced into the target group")
     assert [c for c in checkpoints(cluster_b, src) if c.consumer_group_id == group] == [emitted]  # no repeat
+
+
+def test_many_groups_each_get_a_checkpoint_and_an_active_one_is_never_synced(cluster_a: Cluster,
+                                                                            cluster_b: Cluster) -> None:
+    """More groups in one task than TopicAdmin keeps offset requests in flight: every group gets a checkpoint
+    of its own committed offset, every idle group is written into its target group, and the group with a
+    member on the target is never written (its consumer would be rewound or overwrite it)."""
+    src, tgt = unique("src"), unique("tgt")
+    topic = create_topic(cluster_a.bootstrap, unique("ck-many"), 1)
+    produce(cluster_a.bootstrap, topic, 40)
+    replicate(cluster_a, cluster_b, src, tgt, topic, 40)
+    prefix = unique("ck-many-group")
+    groups = [f"{prefix}-{i:03d}" for i in range(GROUP_OFFSETS_IN_FLIGHT * 2 + 3)]
+    source = TopicAdmin({"bootstrap.servers": cluster_a.bootstrap}, timeout_s=15)
+    committed = {group: 1 + i % 40 for i, group in enumerate(groups)}
+    for group, offset in committed.items():
+        source.alter_consumer_group_offsets(group, {(topic, 0): offset})
+    remote, active = f"{src}.{topic}", groups[7]
+    member = Consumer({"bootstrap.servers": cluster_b.bootstrap, "group.id": active, "enable.auto.commit": False,
+                       "auto.offset.reset": "earliest", "session.timeout.ms": 6000,  # Tansu joins take half of it
+                       "heartbeat.interval.ms": 1000})
+    member.subscribe([remote])
+    target = TopicAdmin({"bootstrap.servers": cluster_b.bootstrap}, timeout_s=15)
+    try:
+        wait_until(lambda: member.poll(0.5) is not None or member.assignment(), 30, "the member on B assigned")
+        wait_until(lambda: target.describe_consumer_groups([active]) == {active: "STABLE"}, 30, "the group STABLE")
+        config = checkpoint_config(cluster_a, cluster_b, src, tgt, topic, prefix,
+                                   **{"sync.group.offsets.enabled": "true",
+                                      "sync.group.offsets.interval.seconds": "1"})
+        connector = MirrorCheckpointConnector()
+        task = MirrorCheckpointTask()
+        with started(connector, config):
+            [task_config] = connector.task_configs(1)
+            assert task_config["task.assigned.groups"] == ",".join(groups)
+            with run_source_task(task, task_config, bootstrap_servers=cluster_b.bootstrap,
+                                 connector="MirrorCheckpointConnector"):
+                def latest() -> dict[str, Checkpoint]:
+                    return {c.consumer_group_id: c for c in checkpoints(cluster_b, src)
+                            if c.consumer_group_id.startswith(prefix)}
+
+                last = wait_until(lambda: (found := latest()).keys() == set(groups) and found, 60,
+                                  "a checkpoint of every group")
+                idle = [g for g in groups if g != active]
+
+                def synced() -> bool:
+                    on_b = target.list_consumer_group_offsets(idle)
+                    return all(on_b[g].get((remote, 0), (-1, None))[0] == last[g].downstream_offset for g in idle)
+
+                wait_until(synced, 60, "every idle group synced into B")
+                status = task.group_sync_status()
+        assert {g: c.upstream_offset for g, c in last.items()} == committed
+        assert all(0 <= c.downstream_offset <= c.upstream_offset for c in last.values())
+        assert (status[active].outcome, "STABLE" in status[active].reason) == ("active", True)
+        assert {status[g].outcome for g in idle} <= {"written", "synced"}
+        assert target.list_consumer_group_offsets([active]) == {active: {}}  # never written
+    finally:
+        member.close()
 
 
 def test_heartbeats_every_interval(cluster_b: Cluster) -> None:

@@ -31,14 +31,29 @@ class GroupsAdmin:
         self.states = states or {}
         self.altered: list[tuple[str, dict[tuple[str, int], Any]]] = []
         self.alter_error: ConnectError | None = None
+        #: groups whose offsets cannot be read, and why (TopicAdmin's per-group errors)
+        self.unreadable: dict[str, ConnectError] = {}
+        #: the groups of each offset listing and of each describe, in call order
+        self.listings: list[list[str]] = []
+        self.describes: list[list[str]] = []
 
     def list_consumer_groups(self) -> list[str]:
         return sorted(self.offsets)
 
-    def list_consumer_group_offsets(self, groups: Iterable[str]) -> dict[str, dict[tuple[str, int], Any]]:
-        return {g: dict(self.offsets.get(g, {})) for g in groups}
+    def list_consumer_group_offsets(self, groups: Iterable[str], *, errors: dict[str, ConnectError] | None = None
+                                    ) -> dict[str, dict[tuple[str, int], Any]]:
+        groups = list(groups)
+        self.listings.append(groups)
+        for group in groups:
+            if group in self.unreadable:
+                if errors is None:
+                    raise self.unreadable[group]
+                errors[group] = self.unreadable[group]
+        return {g: dict(self.offsets.get(g, {})) for g in groups if g not in self.unreadable}
 
     def describe_consumer_groups(self, groups: Iterable[str]) -> dict[str, str]:
+        groups = list(groups)
+        self.describes.append(groups)
         return {g: self.states.get(g, "DEAD") for g in groups}
 
     def alter_consumer_group_offsets(self, group: str, offsets: Mapping[tuple[str, int], Any]) -> None:
@@ -211,3 +226,30 @@ def test_group_sync_never_writes_groups_with_members() -> None:
     assert sync.run() == {}  # a member joined between describe and write: the broker refused it
     assert sync.status()["new"].outcome == "active"
     assert ("written", 1) in outcomes and ("active", 1) in outcomes
+
+
+def test_group_sync_reads_its_groups_in_one_call_and_a_group_it_cannot_read_fails_alone() -> None:
+    """One describe and one offset listing for all the pass's groups (not the active one, nor one that does not
+    exist on the target), one read of the bounds of every partition to write, then a read right before each
+    write; a group whose offsets cannot be read is that group's failure, the others are written."""
+    groups = [f"g{i}" for i in range(5)]
+    admin = GroupsAdmin({g: {} for g in groups},
+                        states={"g0": "EMPTY", "g1": "STABLE", "g2": "EMPTY", "g3": "DEAD", "g4": "EMPTY"})
+    admin.unreadable["g2"] = ConnectError("listing offsets of group g2: GROUP_AUTHORIZATION_FAILED")
+    checkpointed = {g: {TopicPartition("src.t", i): OffsetAndMetadata(10 + i, "")} for i, g in enumerate(groups)}
+    bounds_read: list[list[tuple[str, int]]] = []
+
+    def bounds(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+        bounds_read.append(partitions)
+        return {tp: (0, 12) for tp in partitions}  # g3 and g4 are checkpointed past the end: kept inside the log
+
+    sync = GroupOffsetSync(admin, {}, lambda: checkpointed, groups, bounds=bounds)
+    assert sync.run() == {"g0": {("src.t", 0): (10, "")}, "g3": {("src.t", 3): (12, "")},
+                          "g4": {("src.t", 4): (12, "")}}
+    assert admin.describes == [groups]
+    assert admin.listings == [["g0", "g2", "g4"], ["g0"], ["g3"], ["g4"]]  # all at once, then before each write
+    assert bounds_read == [[("src.t", 0), ("src.t", 3), ("src.t", 4)]]
+    assert [g for g, _ in admin.altered] == ["g0", "g3", "g4"]  # never the active one, nor the unread one
+    status = sync.status()
+    assert [status[g].outcome for g in groups] == ["written", "active", "failed", "written", "written"]
+    assert "GROUP_AUTHORIZATION_FAILED" in status["g2"].reason
