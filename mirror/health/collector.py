@@ -2,7 +2,8 @@
 
 ``start_health_monitor(config, pairs, registry)`` starts a :class:`HealthMonitor`: a daemon thread
 that runs a :class:`~mirror.health.probe.HealthProbe` pass every ``health.refresh.interval.ms``
-(default 2000) and keeps the latest :class:`~mirror.health.flow_health.HealthReport` plus a short time series
+(default 2000; further apart when a pass takes more than :data:`MAX_PASS_SHARE` of that) and keeps the
+latest :class:`~mirror.health.flow_health.HealthReport` plus a short time series
 for the status page. A :class:`HealthCollector` registered on the given registry turns the latest
 report into metrics at scrape time: a scrape never talks to Kafka, so it is cheap and cannot hang.
 
@@ -42,6 +43,11 @@ REFRESH_INTERVAL = "health.refresh.interval.ms"
 REFRESH_INTERVAL_DEFAULT_MS = 2000
 HISTORY_POINTS = 300  # 10 minutes at the default refresh interval
 GROUPS_INTERVAL_S = 10.0  # consumer groups (one request per group) are re-listed at most this often
+#: The most of the monitor thread's time its passes take. A pass reads and models every replicated
+#: partition: at thousands of partitions it takes seconds of Python, and passes back to back at the
+#: refresh interval would hold the GIL beside the tasks and the group membership's heartbeats. Passes
+#: then come further apart (the lag figures age a few seconds more), the cost per second stays bounded.
+MAX_PASS_SHARE = 0.25
 _ASSETS = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
 
 
@@ -95,15 +101,23 @@ class HealthMonitor:
     def _loop(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
+            period = self.interval_s
             try:
                 self.refresh()
+                period = pass_period(self.interval_s, time.monotonic() - started)
                 # between passes, watch the replicated heartbeats closely: latency to ~0.2 s
-                remaining = self.interval_s - (time.monotonic() - started)
+                remaining = period - (time.monotonic() - started)
                 if remaining > 0.3:
                     self._probe.watch_latency(remaining - 0.1, stop=self._stop.is_set)
             except Exception:  # one bad pass must not end monitoring
                 logger.warning("health probe pass failed", exc_info=True)
-            self._stop.wait(max(0.1, self.interval_s - (time.monotonic() - started)))
+            self._stop.wait(max(0.1, period - (time.monotonic() - started)))
+
+
+def pass_period(interval_s: float, pass_s: float) -> float:
+    """Seconds from the start of a pass that took ``pass_s`` to the start of the next: the refresh
+    interval, or longer when the pass would otherwise take more than :data:`MAX_PASS_SHARE` of the time."""
+    return max(interval_s, pass_s / MAX_PASS_SHARE)
 
 
 def _point(flow: FlowHealth) -> dict[str, Any]:

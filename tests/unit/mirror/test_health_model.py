@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from mirror.client.failover import replay_bound
-from mirror.health.collector import HealthCollector, HealthMonitor
+from mirror.health.collector import MAX_PASS_SHARE, HealthCollector, HealthMonitor, pass_period
 from mirror.health.flow_health import (
     FlowHealth,
     GroupCheckpointHealth,
@@ -198,3 +199,33 @@ def test_lag_unknown_when_a_cluster_is_unreachable() -> None:
     assert flow().lag_records == 0 and flow().max_lag_seconds == 0.0  # no topic replicated: nothing lags
     unreachable = flow(errors=["target cluster B unreachable"])
     assert unreachable.lag_records is None and unreachable.max_lag_seconds is None
+
+
+def test_a_slow_pass_spaces_the_next_one_so_the_monitor_takes_a_bounded_share_of_its_thread() -> None:
+    """At thousands of partitions a pass takes seconds: the next starts no sooner than the pass took
+    divided by MAX_PASS_SHARE, so passes never run back to back (the refresh interval is the floor)."""
+    assert pass_period(2.0, 0.1) == 2.0
+    assert pass_period(2.0, 0.5) == 2.0
+    assert pass_period(2.0, 1.5) == 1.5 / MAX_PASS_SHARE
+    assert 3.0 / pass_period(2.0, 3.0) == MAX_PASS_SHARE
+
+
+def test_the_monitor_thread_spaces_slow_passes() -> None:
+    class SlowProbe(_FakeProbe):
+        def __init__(self) -> None:
+            super().__init__(HealthReport(1000.0, []))
+            self.passes = 0
+
+        def check(self) -> HealthReport:
+            self.passes += 1
+            time.sleep(0.15)
+            return self.report
+
+    probe = SlowProbe()
+    monitor = HealthMonitor(probe, interval_s=0.01)  # type: ignore[arg-type]
+    monitor.start()
+    time.sleep(1.0)
+    monitor.stop()
+    # back to back that is 6 passes in a second; spaced, one every 0.15 / MAX_PASS_SHARE = 0.6 s at least
+    # (2 in a second; 3 only if the sleep overran by a fifth of a second)
+    assert 1 <= probe.passes <= 3
