@@ -27,18 +27,28 @@ replication factors of 1 for the one-broker clusters, nothing else unless ``--se
     ``start`` with a few topics, then ``--groups`` consumer groups on A, each with committed offsets on the
     partitions of one topic (AdminClient, no members). Measured: seconds from the refresh that found them
     (the driver's "Found N consumer groups" line) until every group has a checkpoint on B, against
-    ``2 x emit.checkpoints.interval.seconds``, and the node's CPU meanwhile and at steady state.
+    ``2 x emit.checkpoints.interval.seconds``; the node's CPU over that time (its average and its most over
+    2 s) and at steady state (``--steady``, with the groups in place).
 ``scaling``
     For each N of ``--tasks``: one node with ``tasks.max = N`` (data path only: checkpoints and heartbeats
     off) copies ``--records`` records of 100 B from ``--partitions`` partitions; records/s, the node's CPU,
-    and the ratio to N = 1. The goal is at least 0.8 x N on N free cores: run it where there are more cores
-    than on the development machine (2 cores, brokers beside the copier).
+    and the ratio to N = 1. The goal is at least 0.8 x N on N free cores, which a machine of 2 cores with
+    both brokers beside the copier cannot show. Where there are more::
+
+        python bench/scale.py scaling --tasks 1,2,4,8 --runs 3 --record
+
+    needs Java 17+ and Maven (the brokers are Apache Kafka 4.4, fetched on first use as the Kafka test tier
+    fetches them) and about N + 2 idle cores for N tasks (the two broker JVMs run on the same machine); the
+    runs are interleaved (1,2,4,8 then 8,4,2,1) and the recorded section states the cores and the load. The
+    figure is the "ratio to tasks.max 1" column against "goal 0.8 x N". All N tasks run in the node's one
+    process, so the ratio is also bounded by ``gil``'s Amdahl figure for N.
 ``gil``
     What share of a record's CPU holds the GIL on the bulk path. ``--tasks`` MirrorSourceTasks run in one
     process through the production WorkerSourceTask (connect_runtime.testing.harness) copying a backlog;
     per task: the task thread's CPU per record, of which the CPU spent inside the C span producer's
-    GIL-released sections (``_bulk_produce.released_cpu_ns()``: the thread CPU clock read around each
-    released section, when the extension has it), and the librdkafka threads' CPU. The GIL-held share
+    GIL-released sections (``bulk_produce.released_cpu_ns()``: the thread CPU clock read around each
+    released section, turned on in the child by ``bulk_produce.count_released_cpu()``; "not measured" with an
+    extension without it), and the librdkafka threads' CPU. The GIL-held share
     ``s`` of the task thread's CPU bounds N tasks in one process: at most ``1 / (s + (1 - s) / N)`` times one
     task (Amdahl), never more than ``1 / s``.
 
@@ -713,22 +723,66 @@ class Churn:
 
 
 # -- groups -----------------------------------------------------------------------------------------------
+class CpuTrace(threading.Thread):
+    """The CPU seconds a process tree used so far, sampled every ``interval_s`` with the wall-clock time: the
+    node's CPU over a stretch known only afterwards (from a log line's time to the last checkpoint's arrival)."""
+
+    def __init__(self, root: int, interval_s: float = 0.5) -> None:
+        super().__init__(name="cpu-trace", daemon=True)
+        self.root = root
+        self.interval_s = interval_s
+        self.samples: list[tuple[float, float]] = []
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        self.samples.append((time.time(), tree_cpu_s(self.root)))
+        while not self._stop_event.wait(self.interval_s):
+            self.samples.append((time.time(), tree_cpu_s(self.root)))
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(10)
+
+    def cores(self, start: float, end: float) -> float | None:
+        """Cores used on average from ``start`` to ``end`` (the samples around them); None without two samples."""
+        inside = [s for s in self.samples if start - self.interval_s <= s[0] <= end + self.interval_s]
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+            return None
+        return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+    def peak(self, start: float, end: float, window_s: float = 2.0) -> float | None:
+        """The most cores used over any ``window_s`` from ``start`` to ``end``."""
+        inside = [s for s in self.samples if start - self.interval_s <= s[0] <= end + self.interval_s]
+        best = None
+        for i, (began, cpu) in enumerate(inside):
+            later = [s for s in inside[i + 1:] if s[0] - began >= window_s]
+            if later:
+                cores = (later[0][1] - cpu) / (later[0][0] - began)
+                best = cores if best is None else max(best, cores)
+        return best
+
+
 def groups_phase(args: argparse.Namespace, source: str, target: str) -> Callable[[Node, TargetView, StartResult], None]:
     def groups(node: Node, view: TargetView, result: StartResult) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
         from mirror.client.models import Checkpoint
 
         topics = names("scale", args.topics)
         client = admin(source)
         group_names = [f"scale-group-{i:05d}" for i in range(args.groups)]
-        log(f"committing offsets of {len(group_names)} groups on A")
+        trace = CpuTrace(node.pid)
+        trace.start()
+        log(f"committing offsets of {len(group_names)} groups on A (all requests at once: one refresh finds them)")
         began_cpu, began = tree_cpu_s(node.pid), time.monotonic()
-        committed_at = time.time()
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
+        commits: list[Any] = []
         for i, group in enumerate(group_names):
             topic = topics[i % len(topics)]
             offsets = [TopicPartition(topic, p, args.records) for p in range(args.partitions)]
-            client.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, offsets)])[group].result(60)
+            commits += client.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, offsets)],
+                                                           request_timeout=60).values()
+        for future in commits:
+            future.result(60)
         committed_at = time.time()
         reader = Consumer({"bootstrap.servers": target, "group.id": unique("scale-checkpoints"),
                            "enable.auto.commit": False, "auto.offset.reset": "earliest"})
@@ -748,16 +802,25 @@ def groups_phase(args: argparse.Namespace, source: str, target: str) -> Callable
         reader.close()
         cpu = tree_cpu_s(node.pid) - began_cpu
         elapsed = time.monotonic() - began
+        trace.stop()
         found = (node.line_time(f"Found {args.groups} consumer groups")
                  or node.line_time("consumer groups for", last=True))
         got = [first_checkpoint[g] for g in group_names if g in first_checkpoint]
+        fan_out = None if found is None or not got else (found, max(got))
+
+        def percent(cores: float | None) -> float | None:
+            return None if cores is None else round(100 * cores, 1)
+
         result.extra["groups"] = {
             "groups": len(group_names), "with a checkpoint": len(got),
             "seconds from the commits to the refresh that found them": None if found is None else found - committed_at,
             "seconds from that refresh to the last group's first checkpoint":
-                None if found is None or not got else max(got) - found,
+                None if fan_out is None else fan_out[1] - fan_out[0],
             "bound (2 x emit.checkpoints.interval.seconds)": 2 * args.emit,
-            "node CPU meanwhile (% of a core)": 100 * cpu / elapsed,
+            "node CPU from that refresh to the last first checkpoint (% of a core)":
+                None if fan_out is None else percent(trace.cores(*fan_out)),
+            "its most over 2 s (% of a core)": None if fan_out is None else percent(trace.peak(*fan_out)),
+            "node CPU from the commits to the last first checkpoint (% of a core)": round(100 * cpu / elapsed, 1),
         }
         log(json.dumps(result.extra["groups"]))
     return groups
@@ -825,8 +888,9 @@ def gil_child(args: argparse.Namespace) -> None:
                                                                 "emit.heartbeats.enabled": "false"})
     base = MirrorMakerConfig(props).connector_base_config(SourceAndTarget(SOURCE, TARGET),
                                                           "org.apache.kafka.connect.mirror.MirrorSourceConnector")
-    module, why = bulk_produce._binding()
-    released = getattr(module, "released_cpu_ns", None) if module is not None else None
+    _, why = bulk_produce._binding()
+    counting = getattr(bulk_produce, "count_released_cpu", None)  # absent in --code DIR of an older commit
+    released = bulk_produce.released_cpu_ns if counting is not None and counting(True) else None
     total = spec["records"] * len(spec["topics"])
     with contextlib_exit_stack() as stack:
         runs = []
@@ -837,7 +901,7 @@ def gil_child(args: argparse.Namespace) -> None:
                                                             connector="MirrorSourceConnector", task_number=index)))
         threads = {t.native_id: t.name for t in threading.enumerate()}
         before = thread_cpu.snapshot(os.getpid())
-        released_before = released() if released is not None else 0
+        released_before = (released() or 0) if released is not None else 0
         process_before, began = time.process_time(), time.monotonic()
         while sum(r.records_written() for r in runs) < total:
             time.sleep(0.01)
@@ -846,7 +910,7 @@ def gil_child(args: argparse.Namespace) -> None:
         elapsed = time.monotonic() - began
         after = thread_cpu.snapshot(os.getpid())
         process_cpu = time.process_time() - process_before
-        released_s = ((released() - released_before) / 1e9) if released is not None else None
+        released_s = (((released() or 0) - released_before) / 1e9) if released is not None else None
     task_cpu = sum(after[tid][1] - before.get(tid, ("", 0.0))[1] for tid, name in threads.items()
                    if tid in after and name.startswith("task-"))
     rdk_cpu = sum(cpu - before.get(tid, ("", 0.0))[1] for tid, (name, cpu) in after.items() if name.startswith("rdk:"))
@@ -932,7 +996,7 @@ def key_value(text: str) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=("start", "churn", "groups", "scaling", "gil"))
     parser.add_argument("--topics", type=int, default=None, help="topics on A (start 2000, churn 500, groups 50)")
     parser.add_argument("--partitions", type=int, default=None, help="partitions per topic (4; scaling 32, gil 8)")
