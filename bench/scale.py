@@ -291,9 +291,12 @@ def set_mutation_quota(bootstrap: str, rate: float) -> None:
 class TargetView:
     """The remote topics of a set of source topics on B: which exist, which partitions have data, how much."""
 
-    def __init__(self, bootstrap: str, remote_topics: list[str]) -> None:
+    def __init__(self, bootstrap: str, remote_topics: list[str], records_per_partition: int = 1) -> None:
         self.admin = admin(bootstrap)
         self.wanted = set(remote_topics)
+        #: a partition's end is read again until it holds this many records (a partition caught mid-copy
+        #: would otherwise stay counted short, and "every record" would never be reached)
+        self.complete_at = max(1, records_per_partition)
         self.ends: dict[tuple[str, int], int] = {}
 
     def poll(self, only: set[str] | None = None) -> tuple[int, int, int]:
@@ -303,7 +306,7 @@ class TargetView:
         present = {name: topic for name, topic in metadata.topics.items() if name in wanted and topic.error is None}
         latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
         unknown = {TopicPartition(name, p): latest for name, topic in present.items() for p in topic.partitions
-                   if self.ends.get((name, p), 0) == 0}
+                   if self.ends.get((name, p), 0) < self.complete_at}
         if unknown:
             for tp, future in self.admin.list_offsets(unknown, request_timeout=60).items():
                 try:
@@ -534,7 +537,7 @@ def run_start(args: argparse.Namespace, source: str, target: str, workdir: Path,
         set_mutation_quota(target, args.throttle)
         log(f"B: controller_mutation_rate = {args.throttle} for every client")
     remote = [f"{SOURCE}.{t}" for t in topics]
-    view = TargetView(target, remote)
+    view = TargetView(target, remote, args.records)
     result = StartResult(len(topics), args.partitions, args.records)
     expected_partitions = len(topics) * args.partitions
     expected_records = expected_partitions * args.records
