@@ -36,6 +36,14 @@
  *     stops using it, and the producer's close() closes the Gate first (connect_runtime.clients.registry
  *     .TrackedProducer), which waits for a running span and turns later ones away. The caller's reference
  *     to the producer (bulk_produce.py binds it into the span callable) keeps the object itself alive.
+ *
+ * The CPU spent without the GIL (count_released_cpu(), released_cpu_ns()): how many tasks one process can
+ * run side by side depends on the share of a record's CPU that holds the GIL (Amdahl: at most
+ * 1 / (s + (1 - s) / N) times one task). Only this module knows where its released sections begin and end,
+ * so it measures them: when counting is on, each released section reads the thread's CPU clock on entry
+ * and exit and adds the difference to a process-wide sum (bench/scale.py gil reads it). Off by default:
+ * one read costs about 0.3 us (a system call: the kernel has no vDSO path for a thread's CPU clock), and
+ * at one record per span the two reads would add half the span's own cost; on, they are two per chunk.
  * The few librdkafka declarations needed are below; they are its stable C ABI (rdkafka.h).
  *
  * CPython only, with the GIL: the code relies on the GIL to read lists and to order the Gate's fields,
@@ -47,6 +55,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #if defined(PYPY_VERSION)
 #error "CPython only: PyPy has no CPython method descriptors or object layout"
@@ -107,6 +116,26 @@ static PyCFunction m_value, m_key, m_timestamp, m_headers, m_topic, m_partition,
 
 /* How many records are gathered (with the GIL) before they are produced (without it). */
 #define CHUNK 256
+
+/* Whether released sections are timed, and their CPU summed over every thread. Both are read and written
+ * with the GIL held only, so they need no atomics: a section's own time is kept on its stack until the
+ * GIL is back. */
+static int count_released;
+static unsigned long long released_ns;
+
+/* The calling thread's CPU time; 0 if the clock cannot be read (a section then adds nothing sensible,
+ * but never a negative amount: see released_since). */
+static unsigned long long thread_cpu_ns(void) {
+        struct timespec ts;
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+                return 0;
+        return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+static unsigned long long released_since(unsigned long long from) {
+        unsigned long long now = thread_cpu_ns();
+        return now > from ? now - from : 0;
+}
 
 typedef struct {
         PyObject *value; /* owned references, released after produce (librdkafka copies) */
@@ -370,7 +399,8 @@ static Py_ssize_t produce_held(rd_kafka_t *rk, PyObject *messages, Py_ssize_t st
                                const char *topic, int32_t part, long long *nbytes) {
         rd_kafka_topic_t *rkt;
         Py_ssize_t pos = start, n, done, k;
-        int more = 1;
+        int more = 1, timed = count_released;
+        unsigned long long released_from = 0, released_for = 0;
         Item items[CHUNK];
 
         if (!(rkt = rk_api.topic_new(rk, topic, NULL)))
@@ -396,6 +426,8 @@ static Py_ssize_t produce_held(rd_kafka_t *rk, PyObject *messages, Py_ssize_t st
                         break;
                 done = 0;
                 Py_BEGIN_ALLOW_THREADS
+                if (timed)
+                        released_from = thread_cpu_ns();
                 for (; done < n; done++) {
                         const char *value, *key;
                         size_t value_len, key_len;
@@ -409,7 +441,10 @@ static Py_ssize_t produce_held(rd_kafka_t *rk, PyObject *messages, Py_ssize_t st
                                 break;
                         *nbytes += (long long)value_len;
                 }
+                if (timed)
+                        released_for = released_since(released_from);
                 Py_END_ALLOW_THREADS
+                released_ns += released_for;
                 for (k = 0; k < n; k++) {
                         Py_DECREF(items[k].value);
                         Py_DECREF(items[k].key);
@@ -573,6 +608,19 @@ out:
         return result;
 }
 
+/* count_released_cpu(on) -> whether it was on */
+static PyObject *count_released_cpu(PyObject *self, PyObject *on) {
+        int was = count_released, now = PyObject_IsTrue(on);
+        if (now < 0)
+                return NULL;
+        count_released = now;
+        return PyBool_FromLong(was);
+}
+
+static PyObject *released_cpu_ns(PyObject *self, PyObject *unused) {
+        return PyLong_FromUnsignedLongLong(released_ns);
+}
+
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS,
      "bind(cimpl_path, Producer, Message): look up librdkafka's functions through confluent_kafka.cimpl's "
@@ -582,6 +630,11 @@ static PyMethodDef methods[] = {
      "produce_span(gate, producer, messages, start, stop, topic, partition) -> (produced, value bytes)."},
     {"run_end", (PyCFunction)(void (*)(void))run_end, METH_FASTCALL,
      "run_end(messages, start) -> the end (exclusive) of the run starting at start."},
+    {"count_released_cpu", count_released_cpu, METH_O,
+     "count_released_cpu(on) -> whether it was on: time the spans' sections without the GIL (thread CPU "
+     "clock, two reads per section) into released_cpu_ns(). Off by default: the reads cost a system call each."},
+    {"released_cpu_ns", released_cpu_ns, METH_NOARGS,
+     "released_cpu_ns() -> CPU nanoseconds every thread's spans spent without the GIL while counting was on."},
     {NULL, NULL, 0, NULL},
 };
 

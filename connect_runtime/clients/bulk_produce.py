@@ -32,6 +32,12 @@ Which path a task takes, and why, is logged at INFO when the task starts and exp
 ``connect_source_task_produce_path`` metric (docs/metrics.md): the Python loop is slower at small records
 (bench/README.md), and nobody would see it otherwise. ``CONNECT_PURE_PYTHON_PRODUCE=1`` in the environment turns
 the extension off (benchmarks compare both paths; a suspected fault can be ruled out).
+
+How many tasks one process can run on as many cores depends on the share ``s`` of a record's CPU that
+holds the GIL: at most ``1 / (s + (1 - s) / N)`` times one task (Amdahl). Only the extension knows where
+its GIL-free sections are, so it can time them with the thread's CPU clock (:func:`count_released_cpu`,
+:func:`released_cpu_ns`; ``bench/scale.py gil`` reads them). Off unless turned on: each clock read is a
+system call, too dear for a span of one record.
 """
 
 from __future__ import annotations
@@ -171,3 +177,22 @@ def run_end() -> RunEnd | None:
     """The extension's run scan (None without it)."""
     module, _ = _binding()
     return None if module is None else module.run_end
+
+
+def count_released_cpu(on: bool = True) -> bool:
+    """Turn the timing of the spans' GIL-free sections on (or off); False when no extension is bound, or it
+    is a build without the timing (nothing is then counted)."""
+    module, _ = _binding()
+    if module is None or not hasattr(module, "count_released_cpu"):
+        return False
+    module.count_released_cpu(on)
+    return True
+
+
+def released_cpu_ns() -> int | None:
+    """CPU nanoseconds the spans of every thread of this process spent without the GIL while the timing was on
+    (None: nothing can be counted, see :func:`count_released_cpu`)."""
+    module, _ = _binding()
+    if module is None or not hasattr(module, "released_cpu_ns"):
+        return None
+    return int(module.released_cpu_ns())
