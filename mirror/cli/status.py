@@ -112,12 +112,26 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
 
 
+#: the table lists at most this many partitions of a flow, the lagging ones first (worst first); the rest are
+#: counted in one line: a flow of thousands of partitions stays a screenful (``--json`` has every one)
+MAX_TABLE_PARTITIONS = 50
+
+
 def _partition_table(flow: FlowHealth) -> list[str]:
     if not flow.partitions:
         return []
+    behind = lagging(flow)
+    shown_keys = {(p.remote_topic, p.partition) for p in behind}
+    ordered = [*behind, *(p for p in flow.partitions if (p.remote_topic, p.partition) not in shown_keys)]
+    shown = ordered[:MAX_TABLE_PARTITIONS]
     rows = [(p.remote_topic, str(p.partition), _fmt(p.source_end_offset), _fmt(p.replicated_offset),
-             _fmt(p.lag_records), _fmt(p.lag_seconds, "s"), p.basis) for p in flow.partitions]
-    return ["", *_table(("REMOTE TOPIC", "PART", "SOURCE END", "REPLICATED", "LAG", "LAG AGE", "BASIS"), rows)]
+             _fmt(p.lag_records), _fmt(p.lag_seconds, "s"), p.basis) for p in shown]
+    lines = ["", *_table(("REMOTE TOPIC", "PART", "SOURCE END", "REPLICATED", "LAG", "LAG AGE", "BASIS"), rows)]
+    if len(ordered) > len(shown):
+        rest = ordered[len(shown):]
+        still_behind = sum(1 for p in rest if (p.remote_topic, p.partition) in shown_keys)
+        lines.append(f"  ... {len(rest)} more partition(s), {still_behind} of them lagging (--json lists every one)")
+    return lines
 
 
 def _group_table(flow: FlowHealth) -> list[str]:

@@ -72,6 +72,24 @@ def test_status_table() -> None:
     assert ["g", "no", "1/2", "0", "3.0s", "0/1", "off"] in rows
 
 
+def test_status_table_of_a_large_flow_lists_the_lagging_partitions_first_and_counts_the_rest() -> None:
+    """Thousands of partitions stay a screenful: the lagging ones first (worst first), then caught-up ones up
+    to the limit, and one line counting what is left."""
+    from mirror.cli.status import MAX_TABLE_PARTITIONS
+
+    count = MAX_TABLE_PARTITIONS + 10
+    partitions = [PartitionLag("t", "A.t", p, 10, 10, "connect-offsets", 0, 0.0) for p in range(count)]
+    partitions[55] = PartitionLag("t", "A.t", 55, 10, 7, "connect-offsets", 3, 1.0)
+    partitions[57] = PartitionLag("t", "A.t", 57, 10, 2, "connect-offsets", 8, 4.0)
+    flow = FlowHealth("A", "B", 1000.0, heartbeat_age_seconds=1.0, heartbeat_basis="replicated",
+                      partitions=partitions)
+    lines = render(HealthReport(1000.0, [flow])).splitlines()
+    rows = [line.split() for line in lines if line.startswith("  A.t ")]
+    assert len(rows) == MAX_TABLE_PARTITIONS
+    assert [row[1] for row in rows[:2]] == ["57", "55"]  # the oldest unreplicated record first
+    assert "  ... 10 more partition(s), 0 of them lagging (--json lists every one)" in lines
+
+
 def test_group_sync_state_says_why() -> None:
     from mirror.health.flow_health import group_sync_state
 
