@@ -371,13 +371,14 @@ def _java_errors(fleet: Fleet, since_ms: float) -> tuple[list[str], list[str]]:
     return _without_forwards_to_a_stopping_leader(unexpected, fleet.stopping_since_ms), logged
 
 
-#: Java's worker forwarding a connector's task reconfiguration to the leader URL of its last assignment
-_FORWARD_REFUSED = re.compile(r"ERROR IO error forwarding REST request to http://[^:/]+:(\d+)/.*Connection refused")
-#: the same forward's two follow-up lines (they name no URL)
-_FORWARD_FOLLOW_UPS = re.compile(r"ERROR .*(Request to leader to reconfigure connector tasks failed|Failed to "
-                                 r"reconfigure connector's tasks \(\w+\), retrying after backoff).*Connection refused")
-#: how long after a refused forward its follow-up lines come
-_FOLLOW_UP_MS = 2000.0
+#: Java's worker forwarding a connector's task reconfiguration to the leader URL of its last assignment (the URL's
+#: path names the flow: /source/target/connectors/...)
+_FORWARD_REFUSED = re.compile(r"ERROR IO error forwarding REST request to http://[^:/]+:(\d+)/(\w+)/(\w+)/connectors/"
+                              r".*Connection refused")
+#: the same forward's two follow-up lines (they name the flow by the worker's client id, and no URL)
+_FORWARD_FOLLOW_UPS = re.compile(r"ERROR \[Worker clientId=(\w+)->(\w+), .*(Request to leader to reconfigure connector "
+                                 r"tasks failed|Failed to reconfigure connector's tasks \(\w+\), retrying after "
+                                 r"backoff).*Connection refused")
 
 
 def _without_forwards_to_a_stopping_leader(lines: list[str], stopping_since_ms: dict[int, float]) -> list[str]:
@@ -387,20 +388,23 @@ def _without_forwards_to_a_stopping_leader(lines: list[str], stopping_since_ms: 
     assignment. When a step stops that leader, the forward is refused until the next rebalance names a new
     leader, and Java retries after a backoff: a pure Java fleet logs the same three ERROR lines when its leader
     restarts. Only a forward to a node the test was already stopping is excused (a refusal by a live node of ours
-    still fails the test), and a follow-up line only within :data:`_FOLLOW_UP_MS` after such a forward in the same
-    log."""
+    still fails the test). A follow-up line is excused when the last forward of the same flow in the same log
+    was: Java logs it once that forward has failed, after a delay that grows with the machine's load, so it is
+    paired by flow, not by time."""
     kept: list[str] = []
-    excused_at: dict[str, float] = {}  # log name -> when its last excused forward was logged
+    last_forward_excused: dict[tuple[str, str, str], bool] = {}  # (log name, source, target) -> excused
     for line in lines:
         log_name = line.split(":", 1)[0]
         at = _logged_ms(line.split(": ", 1)[1])
         forward = _FORWARD_REFUSED.search(line)
+        follow_up = _FORWARD_FOLLOW_UPS.search(line)
         if forward is not None:
             since = stopping_since_ms.get(int(forward.group(1)))
-            if since is not None and at >= since:
-                excused_at[log_name] = at
+            excused = since is not None and at >= since
+            last_forward_excused[(log_name, forward.group(2), forward.group(3))] = excused
+            if excused:
                 continue
-        elif _FORWARD_FOLLOW_UPS.search(line) and 0 <= at - excused_at.get(log_name, float("-inf")) <= _FOLLOW_UP_MS:
+        elif follow_up is not None and last_forward_excused.get((log_name, follow_up.group(1), follow_up.group(2))):
             continue
         kept.append(line)
     return kept
