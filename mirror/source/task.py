@@ -87,6 +87,18 @@ MAX_POLL_RECORDS_DEFAULT = 500
 #: ``queued.max.messages.kbytes`` (64 MiB).
 COPIER_CONSUMER_DEFAULTS = {"queued.min.messages": "1000000", "fetch.queue.backoff.ms": "10"}
 
+#: How long the broker may hold the copier's fetch when none of its partitions has a record (librdkafka's
+#: ``fetch.wait.max.ms``, Java's ``fetch.max.wait.ms``; the user's key wins). A fetch is answered as soon as
+#: a record arrives, so a longer wait delays no arriving record; what it sets is how often an idle task
+#: asks. librdkafka has no fetch sessions (KIP-227): every fetch names every partition of the task, and at
+#: librdkafka's 500 ms the idle fetches of four tasks of 2,000 partitions each are most of the node's CPU
+#: at rest (bench/results.md, bench/scale.py start). What waits longer: a partition that
+#: becomes fetchable while an idle fetch is held (its start offset looked up, a fetch error retried) and
+#: the consumer's other requests to that broker, which the broker answers in order behind it, by up to
+#: this much. A prefetch queue over its bounds stops every partition of the consumer at once (they share
+#: the one queue), so a held fetch never keeps a busy partition waiting.
+COPIER_FETCH_WAIT_MAX_MS = 2000
+
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -102,6 +114,7 @@ def copier_consumer_config(java_consumer: Mapping[str, str], label: str) -> dict
     consumer_config.setdefault("isolation.level", "read_uncommitted")
     for key, value in COPIER_CONSUMER_DEFAULTS.items():
         consumer_config.setdefault(key, value)
+    consumer_config.setdefault("fetch.wait.max.ms", str(COPIER_FETCH_WAIT_MAX_MS))
     return consumer_config
 
 

@@ -115,6 +115,19 @@ def test_task_seeks_after_stored_offsets_and_starts_the_rest_where_auto_offset_r
     assert consumer.closed
 
 
+def test_task_consumer_waits_two_seconds_on_an_idle_fetch_unless_the_user_says() -> None:
+    """librdkafka's 500 ms made idle tasks of thousands of partitions the node's busiest threads; the
+    user's Java key (``consumer.*`` or ``source.consumer.*``) or librdkafka's own name wins."""
+    task, consumer, _ = started_task({})
+    assert consumer.config["fetch.wait.max.ms"] == "2000"
+    task.stop()
+    for key, value in (("consumer.fetch.max.wait.ms", "500"), ("source.consumer.fetch.max.wait.ms", "100"),
+                       ("source.consumer.fetch.wait.max.ms", "250")):
+        task, consumer, _ = started_task({}, **{key: value})
+        assert consumer.config["fetch.wait.max.ms"] == value, key
+        task.stop()
+
+
 def test_records_keep_key_value_headers_timestamp_and_partition() -> None:
     task, consumer, _ = started_task({})
     consumer.script.append([
