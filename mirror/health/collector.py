@@ -190,8 +190,10 @@ class HealthCollector(Collector):
 
 
 def start_health_monitor(config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
-                         registry: CollectorRegistry) -> HealthMonitor:
+                         registry: CollectorRegistry, node: str = "") -> HealthMonitor:
     """Start monitoring ``pairs`` and register the metrics on ``registry``; call ``stop()`` at shutdown.
+    ``node``: the node's id (its worker id), which the monitor's clients carry in their ``client.id``
+    (``<node>|mirror-health|health-consumer``).
 
     Raises ConfigError (naming ``file:line``) for a malformed ``health.*`` key. Heartbeat-only pairs are
     ignored; a cluster that cannot be reached is reported as ``down``, never raised.
@@ -204,7 +206,8 @@ def start_health_monitor(config: MirrorMakerConfig, pairs: Iterable[SourceAndTar
                        REFRESH_INTERVAL_DEFAULT_MS)
         interval_ms = REFRESH_INTERVAL_DEFAULT_MS
     try:
-        probe = HealthProbe.from_config(config, list(pairs), groups_interval_s=GROUPS_INTERVAL_S)
+        probe = HealthProbe.from_config(config, list(pairs), groups_interval_s=GROUPS_INTERVAL_S,
+                                        client_label="|".join(filter(None, (node, "mirror-health"))))
     except ThresholdError as exc:
         raise ConfigError(f"{config.location(exc.key)}: {exc}", exc.key) from exc
     monitor = HealthMonitor(probe, max(0.5, interval_ms / 1000))

@@ -161,7 +161,7 @@ class MirrorMaker:
     def _start_health(self) -> list[Any]:
         if not self._health:
             return []
-        self._monitor = start_health_monitor(self.config, self.pairs, self.registry)
+        self._monitor = start_health_monitor(self.config, self.pairs, self.registry, self.worker_id)
         return list(ui_routes(self._monitor))
 
     def _build_herder(self, pair: SourceAndTarget) -> MirrorHerder:

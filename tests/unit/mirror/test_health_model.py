@@ -184,6 +184,21 @@ def test_flow_specs_from_mm2_properties() -> None:
         1000, 20000, 5)
 
 
+def test_health_clients_name_who_reads_in_their_client_id() -> None:
+    """The brokers see the node and the purpose, the user's ``client.id`` first (as the tasks' clients),
+    never librdkafka's default ``rdkafka``."""
+    from mirror.config.mirror_maker_config import MirrorMakerConfig
+    from mirror.health.probe import cluster_io
+
+    base = {"clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092"}
+    io = cluster_io(MirrorMakerConfig(base), "A", "node-1:8083|mirror-health")
+    assert io._consumer_config["client.id"] == "node-1:8083|mirror-health|health-consumer"
+    assert io._admin_config["client.id"] == "node-1:8083|mirror-health|health-admin"
+    assert cluster_io(MirrorMakerConfig(base), "B")._consumer_config["client.id"] == "mirror-status|health-consumer"
+    named = cluster_io(MirrorMakerConfig({**base, "client.id": "ops"}), "A", "n|mirror-health")
+    assert named._admin_config["client.id"] == "ops|n|mirror-health|health-admin"
+
+
 def test_monitor_start_reports_bad_threshold_as_config_error() -> None:
     from connect_runtime.api.errors import ConfigError
     from mirror.config.mirror_maker_config import MirrorMakerConfig
