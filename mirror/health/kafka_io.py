@@ -1,10 +1,15 @@
 """The few Kafka reads the health probe needs, done the way that is exact on every broker.
 
-End offsets come from the **fetch response high watermark** (``enable.partition.eof`` and
+A partition's end comes from two places. :meth:`ClusterIO.latest_offsets` asks ListOffsets "latest" for
+any number of partitions in one request per broker: that is what Kafka calls the end (the high watermark),
+and at thousands of partitions it is the only read that stays cheap. :meth:`ClusterIO.probe` takes the end
+from a **fetch response high watermark** (``enable.partition.eof`` and
 ``get_watermark_offsets(cached=True)`` after a fetch, through :mod:`connect_runtime.clients.log_reader`),
-never from ListOffsets: that is exact on Kafka and also on brokers whose ListOffsets "latest" is not
-(Tansu with multi-record batches). The same fetch that tells the end also returns the first unread
-record, whose timestamp is the lag in seconds.
+and the same fetch returns the first unread record, whose timestamp is the lag in seconds. The probe asks
+ListOffsets first and fetches only the partitions whose answer does not settle their lag
+(:meth:`mirror.health.probe.HealthProbe` says which): a fetch is exact also on brokers whose ListOffsets
+"latest" is not (Tansu answers the base offset of the last batch + 1, below the end when that batch holds
+several records), so those answers are never the last word where they disagree with what was replicated.
 
 One consumer per cluster is reused for every read (``assign`` replaces the assignment and restarts the
 fetch state, so each read ends with a fresh end-of-partition event). Nothing here joins a group or
@@ -16,11 +21,20 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from connect_runtime.clients.admin import TopicAdmin
 from connect_runtime.clients.factory import new_admin, new_consumer
@@ -85,6 +99,34 @@ class ClusterIO:
         """Topic name -> partition count (raises KafkaException when the cluster cannot be reached)."""
         metadata = self.admin.list_topics(timeout=timeout_s)
         return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
+
+    def latest_offsets(self, partitions: Iterable[TP], timeout_s: float) -> dict[TP, int]:
+        """Each partition's end by ListOffsets "latest" (read_uncommitted, the high watermark): librdkafka
+        sends one request per broker leading some of the partitions, whatever their number.
+
+        A partition the cluster answers with an error (it does not exist, no leader), or not within
+        ``timeout_s``, is left out: the caller fetches it. Raises nothing a broker answers.
+        """
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        wanted = {TopicPartition(topic, partition): latest for topic, partition in dict.fromkeys(partitions)}
+        if not wanted:
+            return {}
+        try:
+            futures = self.admin.list_offsets(wanted, isolation_level=IsolationLevel.READ_UNCOMMITTED,
+                                              request_timeout=timeout_s)
+        except KafkaException as exc:
+            logger.debug("%s: ListOffsets refused: %s", self.alias, exc)
+            return {}
+        result: dict[TP, int] = {}
+        for tp, future in futures.items():
+            try:
+                offset = future.result(timeout=timeout_s).offset
+            except (KafkaException, FutureTimeout) as exc:
+                logger.debug("%s: no end for %s-%s by ListOffsets: %s", self.alias, tp.topic, tp.partition, exc)
+                continue
+            if offset >= 0:
+                result[(tp.topic, tp.partition)] = offset
+        return result
 
     def read(self, positions: dict[TP, int], timeout_s: float) -> tuple[list[Message], bool]:
         """Every record from ``positions`` to each partition's current end; ``positions`` advance in place.
