@@ -191,6 +191,10 @@ def _install_stats(directory: Path) -> None:
 
     def wrap(base: Any) -> Any:
         class Instrumented(base):  # type: ignore[misc]
+            # No instance dict nor __weakref__ here: the runtime's tracked clients subclass these and
+            # declare their own ``__weakref__`` slot, which a base that already has one refuses.
+            __slots__ = ()
+
             def __init__(self, config: dict[str, Any], *args: Any, **kwargs: Any) -> None:
                 config = dict(config)
                 watched = _steadily_polled(config)
