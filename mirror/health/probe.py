@@ -23,7 +23,18 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
   ``offset.flush.interval.ms``) and (2) the newest offset sync ``(U, D)`` plus the remote partition's
   end ``R``: ``U + (R - D)``, a lower bound of the progress that is exact when the source partition
   has no offset gaps. Lag in seconds is the age of the oldest source record not yet replicated (its
-  timestamp is read). Ends are fetch high watermarks (see :mod:`mirror.health.kafka_io`).
+  timestamp is read). Ends are read by ListOffsets, one request per broker for every partition of the
+  flow on each cluster; only a *doubtful* partition is fetched (:func:`doubtful_partitions`), on the source
+  at its replicated offset (the fetch response's high watermark is its end, its first record the lag's
+  timestamp) and on the target at its newest sync's downstream offset (the remote end of the estimate).
+  A partition is doubtful when ListOffsets' answer is not its replicated offset: it lags (its first
+  unreplicated record is wanted), it has no replicated offset yet, or the answer is *below* what was
+  replicated, which Kafka answers only for a source topic re-created or truncated (the fetch confirms it)
+  and Tansu, the test broker, for every partition whose last batch holds several records: its ListOffsets
+  answers that batch's base offset + 1 (docs/tansu.md), so there the fetch keeps the figures exact. The
+  one partition a broker like Tansu can still show as caught up while it lags is one whose replicated
+  offset is exactly one past the first record of its last, multi-record batch. At thousands of partitions
+  a steady flow on Kafka thus costs two ListOffsets requests instead of a fetch per partition.
 * **Checkpoints per group** (groups on A that pass the group filter and committed on topics the flow
   replicates): age of the newest checkpoint in ``A.checkpoints.internal`` on B, and whether every
   committed partition has a checkpoint (``translatable``).
@@ -82,7 +93,7 @@ from mirror.health.flow_health import (
     lag_of,
     loss_of,
 )
-from mirror.health.kafka_io import TP, ClusterIO
+from mirror.health.kafka_io import TP, ClusterIO, PartitionProbe
 
 logger = logging.getLogger(__name__)
 
@@ -312,6 +323,41 @@ def apply_connector_status(msg: Message, store: dict[str, str]) -> None:
         store.pop(name, None)
 
 
+def replicated_offsets(state: FlowState, partitions: Iterable[TP], remote: Mapping[str, str],
+                       remote_ends: Mapping[TP, int]) -> dict[TP, tuple[int, str]]:
+    """The next upstream offset to copy of each source partition and where it comes from, the larger of
+    its Connect offset + 1 and its newest offset sync ``(U, D)`` moved on by the remote partition's end
+    ``R`` (``U + R - D``, counted only when ``R > D``); a partition with neither is left out."""
+    result: dict[TP, tuple[int, str]] = {}
+    for t, p in partitions:
+        candidates: list[tuple[int, str]] = []
+        if (t, p) in state.connect_offsets:
+            candidates.append((state.connect_offsets[(t, p)] + 1, "connect-offsets"))
+        end = remote_ends.get((remote[t], p))
+        if (t, p) in state.syncs and end is not None:
+            sync_up, sync_down = state.syncs[(t, p)]
+            if end > sync_down:
+                candidates.append((sync_up + end - sync_down, "offset-sync"))
+        if candidates:
+            result[(t, p)] = max(candidates)
+    return result
+
+
+def doubtful_partitions(partitions: Iterable[TP], source_latest: Mapping[TP, int],
+                        replicated: Mapping[TP, tuple[int, str]]) -> list[TP]:
+    """The partitions whose ListOffsets answer does not settle their lag, so they are fetched: every one
+    whose answer is not its replicated offset, or that has no answer or no replicated offset.
+
+    An answer equal to the replicated offset is a caught-up partition, the steady state of every partition
+    of a healthy flow. One above it lags: the fetch at the replicated offset brings its first unreplicated
+    record (the lag in seconds) and its exact end. One below it contradicts what was replicated: a source
+    topic re-created or truncated on Kafka (the fetch's end shows it), or a broker whose "latest" is not
+    the end (Tansu: the base offset of the last batch + 1), where only the fetch is exact.
+    """
+    return [tp for tp in partitions
+            if tp not in replicated or tp not in source_latest or source_latest[tp] != replicated[tp][0]]
+
+
 class HealthProbe:
     """Measures :class:`FlowHealth` for a set of flows; keeps read positions between calls. Not thread-safe."""
 
@@ -515,26 +561,25 @@ class HealthProbe:
                     or not spec.topic_filter.should_replicate_topic(upstream)):
                 continue
             remote[upstream] = topic
-        # remote partition ends, fetched at the newest sync's downstream offset
-        sync_positions = {(remote[t], p): state.syncs[(t, p)][1]
-                          for t in remote for p in range(source_topics[t]) if (t, p) in state.syncs}
-        remote_ends = self._clusters[spec.target].probe(sync_positions, self._timeout_s)
-        replicated: dict[TP, tuple[int, str]] = {}
-        for t in remote:
-            for p in range(source_topics[t]):
-                candidates: list[tuple[int, str]] = []
-                if (t, p) in state.connect_offsets:
-                    candidates.append((state.connect_offsets[(t, p)] + 1, "connect-offsets"))
-                end = remote_ends.get((remote[t], p))
-                if (t, p) in state.syncs and end is not None:
-                    sync_up, sync_down = state.syncs[(t, p)]
-                    if end.end_offset > sync_down:
-                        candidates.append((sync_up + end.end_offset - sync_down, "offset-sync"))
-                if candidates:
-                    replicated[(t, p)] = max(candidates)
-        positions = {(t, p): replicated.get((t, p), (OFFSET_BEGINNING, ""))[0]
-                     for t in remote for p in range(source_topics[t])}
-        probes = self._clusters[spec.source].probe(positions, self._timeout_s)
+        partitions = [(t, p) for t in remote for p in range(source_topics[t])]
+        # the newest sync's downstream offset of each remote partition that has one
+        synced = {(remote[t], p): state.syncs[(t, p)][1] for t, p in partitions if (t, p) in state.syncs}
+        source_io, target_io = self._clusters[spec.source], self._clusters[spec.target]
+        # every end by ListOffsets first (one request per broker); fetched below only where it does not settle
+        source_latest = source_io.latest_offsets(partitions, self._timeout_s)
+        remote_ends = target_io.latest_offsets(synced, self._timeout_s)
+        replicated = replicated_offsets(state, partitions, remote, remote_ends)
+        doubtful = doubtful_partitions(partitions, source_latest, replicated)
+        # a doubtful partition's offset-sync estimate is taken from a fetch of its remote end too
+        exact_remote = {(remote[t], p): synced[(remote[t], p)] for t, p in doubtful if (remote[t], p) in synced}
+        if exact_remote:
+            remote_ends.update({tp: probe.end_offset
+                                for tp, probe in target_io.probe(exact_remote, self._timeout_s).items()})
+            replicated.update(replicated_offsets(state, doubtful, remote, remote_ends))
+        positions = {tp: replicated.get(tp, (OFFSET_BEGINNING, ""))[0] for tp in partitions}
+        probes = source_io.probe({tp: positions[tp] for tp in doubtful}, self._timeout_s)
+        settled = set(partitions).difference(doubtful)  # caught up: ListOffsets' answer is the replicated offset
+        probes.update({tp: PartitionProbe(source_latest[tp], None, None) for tp in settled})
         result = []
         for (t, p) in sorted(positions):
             probe = probes.get((t, p))

@@ -1,0 +1,188 @@
+"""Which partitions the health probe fetches: ListOffsets first, a fetch only where its answer does not settle.
+
+The clusters are :class:`LogIO`, a model of a broker's partitions (record timestamps by offset) that
+answers the probe's four reads the way the brokers do: ListOffsets "latest" (Kafka: the end; Tansu: the
+base offset of the last batch + 1), a fetch at a position (the end and the first record there; past the
+end, Kafka's ``auto.offset.reset=earliest`` restarts at the log start), the internal topics' records and
+the topics. What it models is exactly what these tests check: which partitions are fetched and that the
+figures are those a fetch of every partition gives. The reads themselves run on brokers in
+tests/integration/test_health_status.py (Tansu) and tests/kafka (Apache Kafka).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Message
+
+from mirror.client.models import OffsetSync, TopicPartition
+from mirror.config.mirror_maker_config import MirrorMakerConfig
+from mirror.health.flow_health import PartitionLag
+from mirror.health.kafka_io import TP, ClusterIO, PartitionProbe
+from mirror.health.probe import HealthProbe, doubtful_partitions, flow_specs
+
+NOW_MS = 1_000_000_000
+OFFSETS_TOPIC = "mm2-offsets.A.internal"
+SYNCS_TOPIC = "mm2-offset-syncs.B.internal"  # on the source, MM2's default location
+
+
+@dataclass
+class LogIO:
+    """One cluster: ``logs`` maps a partition to its records' timestamps (offset = index from ``starts``)."""
+
+    logs: dict[TP, list[int]] = field(default_factory=dict)
+    #: the size of the last batch written to each partition (Tansu's ListOffsets answers its base + 1)
+    last_batch: dict[TP, int] = field(default_factory=dict)
+    starts: dict[TP, int] = field(default_factory=dict)
+    #: records of the internal topics handed out by read()
+    internal: list[Message] = field(default_factory=list)
+    tansu: bool = False
+    listed: list[TP] = field(default_factory=list)
+    fetched: dict[TP, int] = field(default_factory=dict)
+
+    def end(self, tp: TP) -> int:
+        return self.starts.get(tp, 0) + len(self.logs[tp])
+
+    def topics(self, timeout_s: float) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for topic, partition in [*self.logs, *((m.topic() or "", m.partition() or 0) for m in self.internal)]:
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+        return counts
+
+    def read(self, positions: dict[TP, int], timeout_s: float) -> tuple[list[Message], bool]:
+        records = [m for m in self.internal if ((m.topic() or ""), m.partition() or 0) in positions
+                   and (m.offset() or 0) >= positions[((m.topic() or ""), m.partition() or 0)]]
+        for m in records:
+            positions[((m.topic() or ""), m.partition() or 0)] = (m.offset() or 0) + 1
+        return records, True
+
+    def latest_offsets(self, partitions: Iterable[TP], timeout_s: float) -> dict[TP, int]:
+        wanted = [tp for tp in partitions if tp in self.logs]
+        self.listed.extend(wanted)
+        return {tp: self.end(tp) - self.last_batch.get(tp, 1) + 1 if self.tansu and self.logs[tp] else self.end(tp)
+                for tp in wanted}
+
+    def probe(self, positions: Mapping[TP, int], timeout_s: float) -> dict[TP, PartitionProbe]:
+        self.fetched.update(positions)
+        result = {}
+        for tp, position in positions.items():
+            if tp not in self.logs:
+                continue
+            start, end = self.starts.get(tp, 0), self.end(tp)
+            at = start if position < 0 or position > end else max(position, start)  # past the end: earliest
+            result[tp] = (PartitionProbe(end, None, None, start) if at >= end
+                          else PartitionProbe(end, at, self.logs[tp][at - start], start))
+        return result
+
+    def committed_offsets(self, timeout_s: float) -> dict[str, dict[TP, int]]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+def connect_offset(topic: str, partition: int, last_replicated: int, offset: int) -> Message:
+    key = json.dumps(["MirrorSourceConnector", {"cluster": "A", "partition": partition, "topic": topic}])
+    return Message(topic=OFFSETS_TOPIC, partition=0, offset=offset, key=key.encode(),
+                   value=json.dumps({"offset": last_replicated}).encode(), timestamp=(1, NOW_MS))
+
+
+def offset_sync(topic: str, partition: int, upstream: int, downstream: int, offset: int) -> Message:
+    sync = OffsetSync(TopicPartition(topic, partition), upstream, downstream)
+    return Message(topic=SYNCS_TOPIC, partition=0, offset=offset, key=sync.key_bytes(), value=sync.value_bytes(),
+                   timestamp=(1, NOW_MS))
+
+
+def probe_of(source: LogIO, target: LogIO) -> HealthProbe:
+    config = MirrorMakerConfig({"clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092",
+                                "A->B.enabled": "true"})
+    specs = flow_specs(config, [p for p in config.cluster_pairs() if str(p) == "A->B"])
+    clusters: dict[str, ClusterIO] = {"A": source, "B": target}  # type: ignore[dict-item]
+    return HealthProbe(specs, clusters, clock=lambda: NOW_MS / 1000)
+
+
+def lags(source: LogIO, target: LogIO) -> list[PartitionLag]:
+    [flow] = probe_of(source, target).check().flows
+    assert not flow.errors, flow.errors
+    return flow.partitions
+
+
+def clusters(ends: dict[int, int], replicated: dict[int, int], tansu: bool = False,
+             last_batch: int = 1) -> tuple[LogIO, LogIO]:
+    """Topic ``t`` on A with ``ends[p]`` records in partition p (timestamps 1 s apart, the newest 1 s old),
+    the Connect offset ``replicated[p] - 1`` on B for the partitions in ``replicated``, and ``A.t`` on B."""
+    logs = {("t", p): [NOW_MS - (end - i) * 1000 for i in range(end)] for p, end in ends.items()}
+    source = LogIO(logs, {tp: last_batch for tp in logs}, tansu=tansu)
+    remote = {("A.t", p): [NOW_MS] * replicated.get(p, 0) for p in ends}
+    internal = [connect_offset("t", p, offset - 1, i) for i, (p, offset) in enumerate(sorted(replicated.items()))]
+    target = LogIO(remote, {tp: last_batch for tp in remote}, internal=internal, tansu=tansu)
+    return source, target
+
+
+def fetch_everything(source: LogIO, target: LogIO) -> list[PartitionLag]:
+    """The same figures read the old way: every partition fetched (a ListOffsets that answers nothing)."""
+    for io in (source, target):
+        io.latest_offsets = lambda partitions, timeout_s: {}  # type: ignore[method-assign]
+    return lags(source, target)
+
+
+def test_only_the_lagging_and_unknown_partitions_are_fetched_on_kafka() -> None:
+    ends = {0: 10, 1: 10, 2: 7, 3: 5}
+    replicated = {0: 10, 1: 7, 2: 7}  # 0 and 2 caught up, 1 lags by 3 records, 3 has no Connect offset yet
+    source, target = clusters(ends, replicated)
+    result = {p.partition: p for p in lags(source, target)}
+    assert sorted(source.listed) == [("t", p) for p in range(4)]  # every end by ListOffsets, in one call
+    assert source.fetched == {("t", 1): 7, ("t", 3): OFFSET_BEGINNING}
+    assert target.fetched == {}  # no offset sync: no remote end wanted
+    assert [(p, result[p].source_end_offset, result[p].lag_records, result[p].lag_seconds) for p in range(4)] == [
+        (0, 10, 0, 0.0), (1, 10, 3, 3.0), (2, 7, 0, 0.0), (3, 5, None, None)]
+    assert result[1].lag_seconds == 3.0  # the age of offset 7, the first record not replicated
+    assert lags(*clusters(ends, replicated)) == fetch_everything(*clusters(ends, replicated))
+
+
+def test_a_broker_answering_below_the_end_is_fetched_and_its_figures_stay_exact() -> None:
+    """Tansu's ListOffsets answers the base offset of the last batch + 1: caught-up partitions whose last batch
+    holds several records answer below their replicated offset, so they are fetched; lagging ones too."""
+    ends = {0: 10, 1: 10, 2: 1}
+    replicated = {0: 10, 1: 4, 2: 1}  # 1 lags by 6 records, inside its last batch of 8 (ListOffsets: 3)
+    source, target = clusters(ends, replicated, tansu=True, last_batch=8)
+    source.last_batch[("t", 2)] = 1  # one record in its last batch: ListOffsets is exact there
+    result = {p.partition: p for p in lags(source, target)}
+    assert source.fetched == {("t", 0): 10, ("t", 1): 4}
+    assert [(p, result[p].source_end_offset, result[p].lag_records) for p in range(3)] == [
+        (0, 10, 0), (1, 10, 6), (2, 1, 0)]
+    expected = fetch_everything(*clusters(ends, replicated, tansu=True, last_batch=8))
+    assert lags(*clusters(ends, replicated, tansu=True, last_batch=8)) == expected
+
+
+def test_a_source_topic_recreated_below_the_replicated_offset_is_fetched_and_reported() -> None:
+    source, target = clusters({0: 3, 1: 10}, {0: 10, 1: 10})  # partition 0 re-created: 3 records, 10 copied
+    result = {p.partition: p for p in lags(source, target)}
+    assert source.fetched == {("t", 0): 10}
+    assert result[0].source_end_offset == 3 and "re-created" in result[0].loss
+    assert result[1].loss == "" and result[1].lag_records == 0
+
+
+def test_the_remote_end_of_an_offset_sync_is_fetched_only_for_a_doubtful_partition() -> None:
+    """The estimate U + R - D takes the remote end R from ListOffsets; a partition that ListOffsets does not settle
+    has R fetched too (from the sync's downstream offset), so the estimate is the fetch's on every broker."""
+    ends = {0: 10, 1: 12}
+    source, target = clusters(ends, {})  # no Connect offset yet: the syncs tell the progress
+    target.logs = {("A.t", 0): [NOW_MS] * 10, ("A.t", 1): [NOW_MS] * 9}
+    source.internal = [offset_sync("t", 0, 5, 5, 0), offset_sync("t", 1, 5, 5, 1)]
+    source.logs[(SYNCS_TOPIC, 0)] = []
+    result = {p.partition: p for p in lags(source, target)}
+    assert sorted(target.listed) == [("A.t", 0), ("A.t", 1)]
+    assert target.fetched == {("A.t", 1): 5} and source.fetched == {("t", 1): 9}
+    assert [(p, result[p].replicated_offset, result[p].basis, result[p].lag_records) for p in range(2)] == [
+        (0, 10, "offset-sync", 0), (1, 9, "offset-sync", 3)]
+
+
+def test_doubtful_partitions() -> None:
+    replicated = {("t", 0): (5, "connect-offsets"), ("t", 1): (5, "offset-sync"), ("t", 2): (5, "connect-offsets")}
+    latest = {("t", 0): 5, ("t", 1): 6, ("t", 2): 4, ("t", 3): 9}
+    partitions = [("t", p) for p in range(5)]
+    # 0 is caught up; 1 lags; 2 answers below what was replicated; 3 has no replicated offset; 4 no answer
+    assert doubtful_partitions(partitions, latest, replicated) == [("t", 1), ("t", 2), ("t", 3), ("t", 4)]
