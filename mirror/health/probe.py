@@ -411,6 +411,10 @@ class HealthProbe:
         for spec in self.specs:  # no fine sample after it: the finest coarse one
             settle_latency(self._state[spec.name])
 
+    def latency(self, flow: str) -> float | None:
+        """The newest end-to-end latency sample of ``flow`` (its name, ``A->B``), None before any."""
+        return self._state[flow].latency_s
+
     def _watch_once(self, spec: FlowSpec, waiting: set[str], baseline: bool) -> None:
         state = self._state[spec.name]
         sampled = state.latency_sampled
