@@ -109,15 +109,21 @@ def reader_config(raw: Mapping[str, str], kind: ReaderKind) -> dict[str, Any]:
     return translate(client_properties(raw, f"{kind}."), kind)
 
 
-def mirror_client_config(raw: Mapping[str, str]) -> dict[str, Any]:
+def mirror_client_config(raw: Mapping[str, str], client_label: str = "") -> dict[str, Any]:
     """A MirrorClient config from ``MirrorMakerConfig.client_config``: Java client keys made librdkafka's.
 
     Each internal client's config (:func:`reader_config`) comes back under its prefix, with librdkafka's
-    log lines sent to Python logging; the ``replication.policy.*`` keys are kept as they are."""
+    log lines sent to Python logging; the ``replication.policy.*`` keys are kept as they are.
+    ``client_label`` (who reads, for what) names the clients ``[<user client.id>|]<client_label>|<kind>``,
+    the form of the tasks' clients, so that brokers tell those reads apart (librdkafka's default id is
+    ``rdkafka``); without it the user's ``client.id``, if any, is kept as it is, as Java's MirrorClient does."""
     config: dict[str, Any] = {k: v for k, v in raw.items() if k.startswith("replication.policy.")}
     kinds: tuple[tuple[str, ReaderKind], ...] = ((ADMIN_CLIENT_PREFIX, "admin"), (CONSUMER_CLIENT_PREFIX, "consumer"))
     for prefix, kind in kinds:
-        config.update({prefix + k: v for k, v in reader_config(raw, kind).items()})
+        client = reader_config(raw, kind)
+        if client_label:
+            client["client.id"] = "|".join(filter(None, (client.get("client.id"), client_label, kind)))
+        config.update({prefix + k: v for k, v in client.items()})
         config[prefix + "logger"] = LIBRDKAFKA_LOG  # librdkafka's lines through Python logging
     return config
 

@@ -138,7 +138,7 @@ class MirrorMaker:
         self.url = f"{self.rest.scheme}://{self.worker_id}"
         for pair in self.pairs:
             self.slots[pair] = HerderSlot(pair, functools.partial(self._build_herder, pair))
-        extra_routes = [*self._start_health(), *translation_routes(self.config, self.pairs),
+        extra_routes = [*self._start_health(), *translation_routes(self.config, self.pairs, self.worker_id),
                         *flow_commit_routes(self.slots)]
         self.rest.app = create_app({(p.source, p.target): slot for p, slot in self.slots.items()},
                                    registry=self.registry, extra_routes=extra_routes, security=self.security,

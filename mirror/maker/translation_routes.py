@@ -29,6 +29,9 @@ from mirror.config.connector_base import OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYN
 from mirror.config.mirror_maker_config import SOURCE_CONNECTOR_CLASS, MirrorMakerConfig, SourceAndTarget
 from mirror.errors import MirrorError
 
+#: What the endpoint's clients do, in their ``client.id`` (after the node's id).
+TRANSLATION_CLIENT_LABEL = "offset-translation"
+
 
 class BadRequest(MirrorError, ValueError):
     """The request body is not what the endpoint expects (the message names the field)."""
@@ -41,8 +44,10 @@ def _list(body: dict[str, Any], key: str) -> list[Any]:
     return value
 
 
-def translate_request(config: MirrorMakerConfig, flows: set[tuple[str, str]], body: Any) -> list[dict[str, Any]]:
-    """Answer one request body (blocking); raises :class:`BadRequest` for a bad body."""
+def translate_request(config: MirrorMakerConfig, flows: set[tuple[str, str]], body: Any,
+                      client_label: str = TRANSLATION_CLIENT_LABEL) -> list[dict[str, Any]]:
+    """Answer one request body (blocking); raises :class:`BadRequest` for a bad body. ``client_label``
+    names the clients that read the clusters (:func:`~mirror.client.mirror_client.mirror_client_config`)."""
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     source, target = body.get("source"), body.get("target")
@@ -67,8 +72,8 @@ def translate_request(config: MirrorMakerConfig, flows: set[tuple[str, str]], bo
     if at is not None and (not isinstance(at, int) or not topics):
         raise BadRequest("'at' must be epoch milliseconds, with 'topics' naming source topics")
     pair = SourceAndTarget(str(source), str(target))
-    target_config = mirror_client_config(config.client_config(pair.target))
-    source_config = mirror_client_config(config.client_config(pair.source))
+    target_config = mirror_client_config(config.client_config(pair.target), client_label)
+    source_config = mirror_client_config(config.client_config(pair.source), client_label)
     location = config.connector_base_config(pair, SOURCE_CONNECTOR_CLASS).get(
         OFFSET_SYNCS_TOPIC_LOCATION, OFFSET_SYNCS_TOPIC_LOCATION_DEFAULT).strip().lower()
     on_source = location != "target"
@@ -93,8 +98,10 @@ def translate_request(config: MirrorMakerConfig, flows: set[tuple[str, str]], bo
     return rows
 
 
-def translation_routes(config: MirrorMakerConfig, pairs: list[SourceAndTarget]) -> list[BaseRoute]:
+def translation_routes(config: MirrorMakerConfig, pairs: list[SourceAndTarget], node: str = "") -> list[BaseRoute]:
+    """The endpoint for ``pairs``; ``node`` (the node's id) goes first in its clients' ``client.id``."""
     flows = {(p.source, p.target) for p in pairs}
+    client_label = "|".join(filter(None, (node, TRANSLATION_CLIENT_LABEL)))
 
     async def handle(request: Request) -> Response:
         try:
@@ -102,7 +109,7 @@ def translation_routes(config: MirrorMakerConfig, pairs: list[SourceAndTarget]) 
         except ValueError:
             return JSONResponse({"error_code": 400, "message": "the body is not valid JSON"}, status_code=400)
         try:
-            rows = await run_in_threadpool(translate_request, config, flows, body)
+            rows = await run_in_threadpool(translate_request, config, flows, body, client_label)
         except BadRequest as exc:
             return JSONResponse({"error_code": 400, "message": str(exc)}, status_code=400)
         return JSONResponse({"translations": rows})

@@ -297,3 +297,18 @@ def test_authorization_errors_are_raised() -> None:
 def test_timeout_returns_the_partial_result() -> None:
     c, _ = reading([checkpoint_message("g", "primary.orders", 5)])  # then silence, never EOF
     assert c.remote_consumer_offsets("g", "primary", timeout_s=0.3) == {("primary.orders", 0): (5, "")}
+
+
+def test_mirror_client_config_names_its_clients_when_given_who_reads() -> None:
+    """The node's translation endpoint names its clients (node id, purpose, kind; the user's id first), so
+    that brokers do not see librdkafka's default ``rdkafka``; without a label the user's id stays as it is."""
+    from mirror.client.mirror_client import mirror_client_config
+
+    raw = {"bootstrap.servers": "a:9092"}
+    named = mirror_client_config(raw, "node-1:8083|offset-translation")
+    assert named["admin.client.id"] == "node-1:8083|offset-translation|admin"
+    assert named["consumer.client.id"] == "node-1:8083|offset-translation|consumer"
+    assert mirror_client_config({**raw, "client.id": "ops"}, "n|offset-translation")["consumer.client.id"] == \
+        "ops|n|offset-translation|consumer"
+    assert "consumer.client.id" not in mirror_client_config(raw)
+    assert mirror_client_config({**raw, "client.id": "ops"})["admin.client.id"] == "ops"
