@@ -22,8 +22,10 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -55,6 +57,29 @@ class PartitionProbe:
     #: the log start offset the fetch response carried (None when the client had none): records below it
     #: are gone (retention, DeleteRecords)
     start_offset: int | None = None
+
+
+class LatestOffsets:
+    """ListOffsets answers on their way (:meth:`ClusterIO.latest_offsets`)."""
+
+    def __init__(self, alias: str, futures: Mapping[TopicPartition, Future[Any]], timeout_s: float) -> None:
+        self._alias = alias
+        self._futures = futures
+        self._timeout_s = timeout_s
+
+    def result(self) -> dict[TP, int]:
+        """Each partition's end. A partition the cluster answered with an error (it does not exist, no leader),
+        or not within the timeout, is left out: the caller fetches it. Raises nothing a broker answers."""
+        result: dict[TP, int] = {}
+        for tp, future in self._futures.items():
+            try:
+                offset = future.result(timeout=self._timeout_s).offset
+            except (KafkaException, FutureTimeout) as exc:
+                logger.debug("%s: no end for %s-%s by ListOffsets: %s", self._alias, tp.topic, tp.partition, exc)
+                continue
+            if offset >= 0:
+                result[(tp.topic, tp.partition)] = offset
+        return result
 
 
 class ClusterIO:
@@ -100,33 +125,22 @@ class ClusterIO:
         metadata = self.admin.list_topics(timeout=timeout_s)
         return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
 
-    def latest_offsets(self, partitions: Iterable[TP], timeout_s: float) -> dict[TP, int]:
-        """Each partition's end by ListOffsets "latest" (read_uncommitted, the high watermark): librdkafka
-        sends one request per broker leading some of the partitions, whatever their number.
-
-        A partition the cluster answers with an error (it does not exist, no leader), or not within
-        ``timeout_s``, is left out: the caller fetches it. Raises nothing a broker answers.
+    def latest_offsets(self, partitions: Iterable[TP], timeout_s: float) -> LatestOffsets:
+        """Ask each partition's end by ListOffsets "latest" (read_uncommitted, the high watermark): librdkafka
+        sends one request per broker leading some of the partitions, whatever their number, and answers on
+        its own thread, so other reads go on until :meth:`LatestOffsets.result` is called.
         """
         latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
         wanted = {TopicPartition(topic, partition): latest for topic, partition in dict.fromkeys(partitions)}
         if not wanted:
-            return {}
+            return LatestOffsets(self.alias, {}, timeout_s)
         try:
             futures = self.admin.list_offsets(wanted, isolation_level=IsolationLevel.READ_UNCOMMITTED,
                                               request_timeout=timeout_s)
         except KafkaException as exc:
             logger.debug("%s: ListOffsets refused: %s", self.alias, exc)
-            return {}
-        result: dict[TP, int] = {}
-        for tp, future in futures.items():
-            try:
-                offset = future.result(timeout=timeout_s).offset
-            except (KafkaException, FutureTimeout) as exc:
-                logger.debug("%s: no end for %s-%s by ListOffsets: %s", self.alias, tp.topic, tp.partition, exc)
-                continue
-            if offset >= 0:
-                result[(tp.topic, tp.partition)] = offset
-        return result
+            return LatestOffsets(self.alias, {}, timeout_s)
+        return LatestOffsets(self.alias, futures, timeout_s)
 
     def read(self, positions: dict[TP, int], timeout_s: float) -> tuple[list[Message], bool]:
         """Every record from ``positions`` to each partition's current end; ``positions`` advance in place.

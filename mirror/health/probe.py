@@ -93,7 +93,7 @@ from mirror.health.flow_health import (
     lag_of,
     loss_of,
 )
-from mirror.health.kafka_io import TP, ClusterIO, PartitionProbe
+from mirror.health.kafka_io import TP, ClusterIO, LatestOffsets, PartitionProbe
 
 logger = logging.getLogger(__name__)
 
@@ -323,6 +323,21 @@ def apply_connector_status(msg: Message, store: dict[str, str]) -> None:
         store.pop(name, None)
 
 
+def remote_topics(spec: FlowSpec, source_topics: Mapping[str, int], target_topics: Mapping[str, int]) -> dict[str, str]:
+    """Source topic -> its remote topic on the target, for every topic the flow replicates that both show."""
+    policy = spec.policy
+    remote: dict[str, str] = {}
+    for topic in target_topics:
+        if policy.is_internal_topic(topic) or policy.topic_source(topic) != spec.source:
+            continue
+        upstream = policy.upstream_topic(topic)
+        if (upstream is None or upstream not in source_topics or policy.is_heartbeats_topic(upstream)
+                or not spec.topic_filter.should_replicate_topic(upstream)):
+            continue
+        remote[upstream] = topic
+    return remote
+
+
 def replicated_offsets(state: FlowState, partitions: Iterable[TP], remote: Mapping[str, str],
                        remote_ends: Mapping[TP, int]) -> dict[TP, tuple[int, str]]:
     """The next upstream offset to copy of each source partition and where it comes from, the larger of
@@ -457,10 +472,16 @@ class HealthProbe:
                 assert state.newest_emitted_ms is not None
                 flow.heartbeat_age_seconds = max(0.0, now - state.newest_emitted_ms / 1000)
                 flow.heartbeat_basis = "emitted"
+            remote = remote_topics(spec, source_topics, target_topics)
+            partitions = [(t, p) for t in remote for p in range(source_topics[t])]
+            # every end by ListOffsets, both clusters' answers coming while the offset syncs are read
+            ends = (self._clusters[spec.source].latest_offsets(partitions, self._timeout_s),
+                    self._clusters[spec.target].latest_offsets([(remote[t], p) for t, p in partitions],
+                                                               self._timeout_s))
             if spec.offset_syncs_on_source:
                 self._read_syncs(spec, self._clusters[spec.source], source_topics,
                                  spec.policy.offset_syncs_topic(spec.target), state.source_positions)
-            flow.partitions = self._lags(spec, state, source_topics, target_topics, now)
+            flow.partitions = self._lags(spec, state, remote, partitions, ends, now)
         except KafkaException as exc:
             flow.errors.append(f"source cluster {spec.source} unreachable: {exc}")
             return self._finish(flow, spec, source_readable=False)
@@ -553,25 +574,14 @@ class HealthProbe:
         store.update(positions)
         apply_newest_syncs(records, self._state[spec.name].syncs)
 
-    def _lags(self, spec: FlowSpec, state: FlowState, source_topics: Mapping[str, int],
-              target_topics: Mapping[str, int], now: float) -> list[PartitionLag]:
-        policy = spec.policy
-        remote: dict[str, str] = {}  # source topic -> remote topic
-        for topic in target_topics:
-            if policy.is_internal_topic(topic) or policy.topic_source(topic) != spec.source:
-                continue
-            upstream = policy.upstream_topic(topic)
-            if (upstream is None or upstream not in source_topics or policy.is_heartbeats_topic(upstream)
-                    or not spec.topic_filter.should_replicate_topic(upstream)):
-                continue
-            remote[upstream] = topic
-        partitions = [(t, p) for t in remote for p in range(source_topics[t])]
+    def _lags(self, spec: FlowSpec, state: FlowState, remote: Mapping[str, str], partitions: list[TP],
+              ends: tuple[LatestOffsets, LatestOffsets], now: float) -> list[PartitionLag]:
+        """Each partition's lag from the ListOffsets answers ``ends`` (source, target), fetching only the
+        doubtful partitions (:func:`doubtful_partitions`)."""
         # the newest sync's downstream offset of each remote partition that has one
         synced = {(remote[t], p): state.syncs[(t, p)][1] for t, p in partitions if (t, p) in state.syncs}
         source_io, target_io = self._clusters[spec.source], self._clusters[spec.target]
-        # every end by ListOffsets first (one request per broker); fetched below only where it does not settle
-        source_latest = source_io.latest_offsets(partitions, self._timeout_s)
-        remote_ends = target_io.latest_offsets(synced, self._timeout_s)
+        source_latest, remote_ends = ends[0].result(), ends[1].result()
         replicated = replicated_offsets(state, partitions, remote, remote_ends)
         doubtful = doubtful_partitions(partitions, source_latest, replicated)
         # a doubtful partition's offset-sync estimate is taken from a fetch of its remote end too

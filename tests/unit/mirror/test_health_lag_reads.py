@@ -29,6 +29,16 @@ SYNCS_TOPIC = "mm2-offset-syncs.B.internal"  # on the source, MM2's default loca
 
 
 @dataclass
+class Answers:
+    """ListOffsets answers, already in."""
+
+    ends: dict[TP, int]
+
+    def result(self) -> dict[TP, int]:
+        return self.ends
+
+
+@dataclass
 class LogIO:
     """One cluster: ``logs`` maps a partition to its records' timestamps (offset = index from ``starts``)."""
 
@@ -58,11 +68,11 @@ class LogIO:
             positions[((m.topic() or ""), m.partition() or 0)] = (m.offset() or 0) + 1
         return records, True
 
-    def latest_offsets(self, partitions: Iterable[TP], timeout_s: float) -> dict[TP, int]:
+    def latest_offsets(self, partitions: Iterable[TP], timeout_s: float) -> Answers:
         wanted = [tp for tp in partitions if tp in self.logs]
         self.listed.extend(wanted)
-        return {tp: self.end(tp) - self.last_batch.get(tp, 1) + 1 if self.tansu and self.logs[tp] else self.end(tp)
-                for tp in wanted}
+        return Answers({tp: self.end(tp) - self.last_batch.get(tp, 1) + 1 if self.tansu and self.logs[tp]
+                        else self.end(tp) for tp in wanted})
 
     def probe(self, positions: Mapping[TP, int], timeout_s: float) -> dict[TP, PartitionProbe]:
         self.fetched.update(positions)
@@ -124,7 +134,7 @@ def clusters(ends: dict[int, int], replicated: dict[int, int], tansu: bool = Fal
 def fetch_everything(source: LogIO, target: LogIO) -> list[PartitionLag]:
     """The same figures read the old way: every partition fetched (a ListOffsets that answers nothing)."""
     for io in (source, target):
-        io.latest_offsets = lambda partitions, timeout_s: {}  # type: ignore[method-assign]
+        io.latest_offsets = lambda partitions, timeout_s: Answers({})  # type: ignore[method-assign]
     return lags(source, target)
 
 
@@ -134,6 +144,7 @@ def test_only_the_lagging_and_unknown_partitions_are_fetched_on_kafka() -> None:
     source, target = clusters(ends, replicated)
     result = {p.partition: p for p in lags(source, target)}
     assert sorted(source.listed) == [("t", p) for p in range(4)]  # every end by ListOffsets, in one call
+    assert sorted(target.listed) == [("A.t", p) for p in range(4)]
     assert source.fetched == {("t", 1): 7, ("t", 3): OFFSET_BEGINNING}
     assert target.fetched == {}  # no offset sync: no remote end wanted
     assert [(p, result[p].source_end_offset, result[p].lag_records, result[p].lag_seconds) for p in range(4)] == [
