@@ -11,10 +11,12 @@ ListOffsets first and fetches only the partitions whose answer does not settle t
 "latest" is not (Tansu answers the base offset of the last batch + 1, below the end when that batch holds
 several records), so those answers are never the last word where they disagree with what was replicated.
 
-One consumer per cluster is reused for every read (``assign`` replaces the assignment and restarts the
-fetch state, so each read ends with a fresh end-of-partition event). Nothing here joins a group or
-commits: the group id only satisfies librdkafka. Group states and committed offsets are read through the
-runtime's :class:`~connect_runtime.clients.admin.TopicAdmin`, as every other admin read is.
+Two consumers per cluster, one for :meth:`ClusterIO.read` (whole logs, full-size fetches) and one for
+:meth:`ClusterIO.probe` (one small fetch per partition), are reused for every read (``assign`` replaces
+the assignment and restarts the fetch state, so each read ends with a fresh end-of-partition event).
+Nothing here joins a group or commits: the group id only satisfies librdkafka. Group states and
+committed offsets are read through the runtime's :class:`~connect_runtime.clients.admin.TopicAdmin`, as
+every other admin read is.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from connect_runtime.clients.log_reader import end_offsets, ignore_error, read_t
 logger = logging.getLogger(__name__)
 
 TP = tuple[str, int]
+#: librdkafka's default max.partition.fetch.bytes, the reads' fetch size unless the user sets one
+READ_FETCH_BYTES = 1_048_576
 
 
 @dataclass(frozen=True)
@@ -98,15 +102,28 @@ class ClusterIO:
             "max.partition.fetch.bytes": "65536",  # only the first record of a lagging partition matters
             "isolation.level": "read_uncommitted",
         }
+        #: :meth:`read` hands over whole logs: a fetch of the user's size (librdkafka's 1 MiB by default), as
+        #: at 64 KiB an internal topic of thousands of records took one fetch and one consume() wait per 64 KiB
+        self._reader_config = {**self._consumer_config, "max.partition.fetch.bytes":
+                               consumer_config.get("max.partition.fetch.bytes", str(READ_FETCH_BYTES))}
         self._admin_config = {**admin_config, "allow.auto.create.topics": "false"}
         self._consumer: Consumer | None = None
+        self._reader: Consumer | None = None
         self._admin: AdminClient | None = None
 
     @property
     def consumer(self) -> Consumer:
+        """The consumer of :meth:`probe`: one small fetch per partition."""
         if self._consumer is None:
             self._consumer = new_consumer(self._consumer_config)
         return self._consumer
+
+    @property
+    def reader(self) -> Consumer:
+        """The consumer of :meth:`read`: every record to the end."""
+        if self._reader is None:
+            self._reader = new_consumer(self._reader_config)
+        return self._reader
 
     @property
     def admin(self) -> AdminClient:
@@ -115,9 +132,10 @@ class ClusterIO:
         return self._admin
 
     def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        for consumer in (self._consumer, self._reader):
+            if consumer is not None:
+                consumer.close()
+        self._consumer = self._reader = None
         self._admin = None
 
     def topics(self, timeout_s: float) -> dict[str, int]:
@@ -159,10 +177,10 @@ class ClusterIO:
                 positions[(msg.topic() or "", msg.partition() or 0)] = (msg.offset() or 0) + 1
 
         try:
-            reached = read_to_end(self.consumer, dict(positions), collect, timeout_s, on_error=self._retry,
+            reached = read_to_end(self.reader, dict(positions), collect, timeout_s, on_error=self._retry,
                                   missing_ok=True)
         finally:
-            self.consumer.unassign()
+            self.reader.unassign()
         for key, end in reached.ends.items():
             if end >= 0:
                 positions[key] = max(positions[key], end)
