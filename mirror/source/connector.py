@@ -3,17 +3,16 @@
 ``start`` returns at once: it queues the initial work on the connector's :class:`~mirror.scheduler.Scheduler`
 thread (a failed step is logged and the next one runs): create the offset-syncs topic, load the source and
 target topic-partitions, create missing remote topics (in batches) and partitions, wait until the target's
-metadata shows the added partitions (bounded by ``admin.timeout.ms``), refresh the target view.
+metadata shows the created topics and added partitions (bounded by ``admin.timeout.ms``), refresh the
+target view.
 It must not wait for them: the runtime calls ``start`` on the herder's tick thread, which also keeps the
 worker's group membership alive, and creating the remote topics of a large cluster takes longer than the
 group's rebalance timeout. Until the initial work is done ``task_configs`` raises :class:`RetriableError`
 (the runtime asks again with backoff); when it is, the connector asks for a task reconfiguration, so tasks
-start once their remote topics were created (Java's ``start`` waits for the creation too), not once the
-target's metadata shows them: the task producer queues the records of a topic it does not know yet until
-it shows (:mod:`mirror.source.topic_sync` says why added partitions are awaited and new topics are not).
-Then come the ACL and config syncs (first run at once) and the topic refresh (first run after one
-interval), which asks for a task reconfiguration when the set of source partitions changes (after the
-partitions it added show).
+start once the target shows their remote topics (Java's ``start`` waits for the creation;
+:mod:`mirror.source.topic_sync` says why tasks wait for the target to show them too). Then come the ACL
+and config syncs (first run at once) and the topic refresh (first run after one interval), which asks for
+a task reconfiguration when the set of source partitions changes (after what it created shows).
 
 Tasks get the known source partitions round-robin (``task.assigned.partitions``, ``task.index``), except
 partitions a ``mirror backfill`` is copying: the connector creates the flow's backfill marker topic
@@ -141,8 +140,8 @@ class MirrorSourceConnector(SourceConnector):
         scheduler.execute_async(self._create_offset_map_topic, "creating the offset-map topic")
         scheduler.execute_async(sync.load_topic_partitions, "loading initial set of topic-partitions")
         scheduler.execute_async(sync.compute_and_create_topic_partitions, "creating downstream topic-partitions")
-        scheduler.execute_async(lambda: sync.await_partition_growth(time.monotonic() + self._await_s(timeout_s)),
-                                "waiting for the target's metadata to show the added partitions")
+        scheduler.execute_async(lambda: sync.await_created_partitions(time.monotonic() + self._await_s(timeout_s)),
+                                "waiting for the target's metadata to show the created remote topics")
         scheduler.execute_async(sync.refresh_known_target_topics, "refreshing known target topics")
         scheduler.execute_async(self._open_backfill_markers, "reading backfill markers")
         scheduler.execute_async(self._initial_work_done, "assigning the topic-partitions to tasks")
@@ -225,13 +224,13 @@ class MirrorSourceConnector(SourceConnector):
         started = time.monotonic()
         if self._sync is not None and self._sync.refresh_topic_partitions():
             cfg = self._config
-            if cfg is not None:  # tasks are reconfigured once the target shows the partitions added
-                self._sync.await_partition_growth(started + self._await_s(cfg.admin_timeout_ms / 1000.0))
+            if cfg is not None:  # tasks are reconfigured once the target shows what was created
+                self._sync.await_created_partitions(started + self._await_s(cfg.admin_timeout_ms / 1000.0))
             self.context.request_task_reconfiguration()
 
     @staticmethod
     def _await_s(timeout_s: float) -> float:
-        """How long a step waits for added partitions to show: within its ``admin.timeout.ms`` (a step
+        """How long a step waits for created partitions to show: within its ``admin.timeout.ms`` (a step
         that runs longer is logged as taking too long), leaving a poll's time for the rest of it."""
         return max(timeout_s - 2 * VISIBILITY_POLL_S, VISIBILITY_POLL_S)
 

@@ -16,13 +16,13 @@ Rules kept from MM2:
   Java's ``createTopics`` (:meth:`~connect_runtime.clients.admin.TopicAdmin.create_topics`: a few requests
   for thousands of topics, throttled ones sent again); what the target still throttles or refused is
   missing on the target at the next refresh, which creates it then.
-* Tasks are configured as soon as the remote topics are created, not once the target shows them: a Kafka
-  broker shows a new topic in its metadata some time after CreateTopics answered (tens of seconds for
-  thousands of partitions), and the task producer queues the records of a topic it does not know yet until
-  its metadata shows it (``topic.metadata.propagation.max.ms``, 10 minutes for a task), as Java's producer
-  blocks in ``send``. A KRaft broker shows a created topic with all its partitions at once. Added
-  partitions are awaited (:meth:`TopicSync.await_partition_growth`): for a topic it knows, librdkafka fails
-  a record to a partition its metadata does not show yet at once.
+* Created remote topics and added partitions are awaited (:meth:`TopicSync.await_created_partitions`)
+  before tasks produce to them. A Kafka broker shows them in its metadata some time after CreateTopics or
+  CreatePartitions answered (tens of seconds for thousands of partitions). A task producer started before
+  fails at once a record to a partition its metadata does not show of a topic it knows; it queues the
+  records of a topic it does not know yet, but keeps asking the target for every such topic (with
+  auto-creation allowed, as Java's producer asks), and tasks producing to thousands of topics while Apache
+  Kafka 4.4 was still creating them slowed that creation several times over (bench/scale.py start).
 * Partitions only grow. A target that cannot add partitions (Tansu) is one warning per topic, not a crash.
 * Config sync is one incremental alter per round: source defaults become DELETE (the target's own
   default applies) unless ``use.defaults.from=source``, everything else SET. Java sends every replicated
@@ -71,7 +71,7 @@ STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
 DYNAMIC_TOPIC_CONFIG = "DYNAMIC_TOPIC_CONFIG"
 #: Topics a creation round names in an ERROR line each; the others are counted in one line.
 MAX_ERRORS_LOGGED = 20
-#: How often :meth:`TopicSync.await_partition_growth` describes the grown topics not yet shown in full.
+#: How often :meth:`TopicSync.await_created_partitions` describes the topics not yet shown in full.
 VISIBILITY_POLL_S = 0.5
 
 # None = "any" for name, principal and host; the stubs type them as str although the client takes None.
@@ -262,8 +262,9 @@ class TopicSync:
         self._no_acls_logged = False
         # (remote topic, partition count) growths the target refused (e.g. Tansu: no CreatePartitions)
         self._refused_growth: set[tuple[str, int]] = set()
-        #: remote topic -> partitions: grown (CreatePartitions) and not yet seen in full in the target's metadata
-        self._growing: dict[str, int] = {}
+        #: remote topic -> partitions: created, found existing or grown, and not yet seen in full in the
+        #: target's metadata
+        self._unseen: dict[str, int] = {}
         #: remote topic -> the config ops the target last acknowledged for it (sync_topic_configs).
         self._applied_ops: dict[str, frozenset[ConfigOp]] = {}
         self._target_describe_refused_logged = False
@@ -346,7 +347,7 @@ class TopicSync:
             # and request a pointless task reconfiguration each time.
             grown = self._target_admin.create_partitions(grow)
             self._refused_growth.update((topic, count) for topic, count in grow.items() if topic not in grown)
-            self._growing.update((topic, grow[topic]) for topic in grown)
+            self._unseen.update((topic, grow[topic]) for topic in grown)
 
     def _growth_refused(self, tp: TopicPartitionT) -> bool:
         """Whether ``tp`` is missing on the target only because the target refused to add it."""
@@ -368,6 +369,7 @@ class TopicSync:
                                                                           self._config_filter))
                  for topic in sorted(partition_counts)}
         outcome = self._target_admin.create_topics(specs, stop=self._stop)
+        self._unseen.update((remote, specs[remote].partitions) for remote in (*outcome.created, *outcome.existed))
         logger.info("%s->%s created %d remote topic(s) (%d partitions, replication factor %d), %d existed, %d "
                     "still throttled by the target, %d refused", self._source, self._target, len(outcome.created),
                     sum(specs[t].partitions for t in outcome.created), self._replication_factor,
@@ -383,23 +385,24 @@ class TopicSync:
             logger.error("%s->%s could not create %d more topic(s)", self._source, self._target,
                          len(outcome.failed) - MAX_ERRORS_LOGGED)
 
-    def await_partition_growth(self, deadline: float) -> None:
-        """Wait until the target's metadata shows every partition added (CreatePartitions) since the last
-        call, or until ``deadline`` (``time.monotonic()``) or the connector's stop.
+    def await_created_partitions(self, deadline: float) -> None:
+        """Wait until the target's metadata shows every remote topic created (or found existing) and every
+        partition added since the last call, or until ``deadline`` (``time.monotonic()``) or the
+        connector's stop.
 
-        A broker answers CreatePartitions before its metadata shows the new partitions, and a producer that
-        knows the topic fails a record to a partition its metadata does not show at once
-        (``_UNKNOWN_PARTITION``; librdkafka queues only records of a topic it does not know at all), which
-        fails the task. New topics are not awaited: they show with all their partitions at once, and
-        until then the task producer queues their records. One DescribeTopics of the grown topics not yet
-        shown in full every :data:`VISIBILITY_POLL_S`. What is not shown by the deadline is logged once.
+        The module docstring says why tasks wait for them. One DescribeTopics of the topics not yet shown
+        in full every :data:`VISIBILITY_POLL_S` (a read request that shrinks as they appear). Leaders are
+        not awaited apart: a KRaft broker learns a partition and its leader from the same metadata record,
+        and a producer that knows a partition without a leader waits for one, it does not fail its records.
+        What is not shown by the deadline is logged once and left to the task producers, which queue the
+        records of a topic they do not know yet (``topic.metadata.propagation.max.ms``).
         """
-        pending, self._growing = dict(self._growing), {}
+        pending, self._unseen = dict(self._unseen), {}
         while pending:
             try:
                 shown = self._target_admin.describe_topics(sorted(pending))
             except ConnectError as exc:  # the target answers later: it counts as not shown yet
-                logger.debug("%s->%s could not describe the grown remote topics yet: %s", self._source,
+                logger.debug("%s->%s could not describe the created remote topics yet: %s", self._source,
                              self._target, exc)
                 shown = {}
             pending = {topic: count for topic, count in pending.items() if shown.get(topic, 0) < count}
@@ -411,10 +414,9 @@ class TopicSync:
             if self._stopped_within(min(VISIBILITY_POLL_S, left)):
                 return
         if pending:
-            logger.warning("%s->%s: the target does not show the added partitions of %d remote topic(s) in its "
-                           "metadata yet, e.g. %s; a task producing to a partition it does not show fails",
-                           self._source, self._target, len(pending),
-                           ", ".join(sorted(pending)[:5]))
+            logger.warning("%s->%s: the target does not show %d created or grown remote topic(s) in full in its "
+                           "metadata yet, e.g. %s; tasks start now and their producers wait for them", self._source,
+                           self._target, len(pending), ", ".join(sorted(pending)[:5]))
 
     def _stopped_within(self, seconds: float) -> bool:
         """Wait ``seconds``; True (at once) when the connector stops meanwhile."""

@@ -1,11 +1,10 @@
-"""Added partitions are awaited in the target's metadata before tasks produce to them; new topics are not.
+"""Created remote topics and added partitions are awaited in the target's metadata before tasks produce to them.
 
 A Kafka broker answers CreateTopics and CreatePartitions before its metadata shows the result (with
-thousands of partitions, for tens of seconds). The task producer queues the records of a topic it does not
-know yet until it shows (``topic.metadata.propagation.max.ms``), so new topics need no wait; but it fails at
-once a record to a partition its metadata does not show of a topic it knows, so added partitions are
-awaited. The target here is TopicSync's recording fake whose metadata shows a topic's new partitions only
-after a number of describes.
+thousands of partitions, for tens of seconds). A task producer fails at once a record to a partition its
+metadata does not show of a topic it knows, and tasks producing to thousands of topics the target does not
+show yet slow down their creation (mirror.source.topic_sync). The target here is TopicSync's recording fake
+whose metadata shows a topic's new state only after a number of describes.
 """
 
 from __future__ import annotations
@@ -53,17 +52,19 @@ class LaggingTarget(FakeAdmin):
         return {n: (self.shown if n in self.never else self.topics)[n] for n in names if n in self.topics}
 
 
-def test_new_topics_are_not_awaited() -> None:
+def test_created_topics_are_awaited_until_the_target_shows_all_their_partitions() -> None:
     source = FakeAdmin({"a": 2, "b": 3})
-    target = LaggingTarget(lag=100)  # the created topics would not show for 100 describes
+    target = LaggingTarget(lag=2)
+    target.shown = {"source.b": 1}  # b shows with 1 of its 3 partitions at first, a not at all
     sync = make_sync(source, target)
     sync.load_topic_partitions()
     sync.compute_and_create_topic_partitions()
     assert target.called("create_topics")
+    target.described.clear()  # what loading the target view described
+    sync.await_created_partitions(time.monotonic() + 30)
+    assert target.described == [["source.a", "source.b"]] * 3
     target.described.clear()
-    begin = time.monotonic()
-    sync.await_partition_growth(begin + 30)
-    assert time.monotonic() - begin < 1
+    sync.await_created_partitions(time.monotonic() + 30)  # nothing created since: nothing to wait for
     assert target.described == []
 
 
@@ -76,11 +77,11 @@ def test_added_partitions_are_awaited_until_the_target_shows_them_all() -> None:
     sync.compute_and_create_topic_partitions()
     assert target.called("create_partitions") == [{"source.a": 4, "source.b": 3}]
     target.described.clear()
-    sync.await_partition_growth(time.monotonic() + 30)
-    # two describes show the old counts, the third the new ones; the new topic c is never described
-    assert target.described == [["source.a", "source.b"]] * 3
+    sync.await_created_partitions(time.monotonic() + 30)
+    # two describes show the old counts (and not c), the third the new ones
+    assert target.described == [["source.a", "source.b", "source.c"]] * 3
     target.described.clear()
-    sync.await_partition_growth(time.monotonic() + 30)  # nothing added since: nothing to wait for
+    sync.await_created_partitions(time.monotonic() + 30)  # nothing added since: nothing to wait for
     assert target.described == []
 
 
@@ -94,14 +95,14 @@ def test_what_the_target_does_not_show_by_the_deadline_is_logged_once_with_a_cou
     target.described.clear()
     begin = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="mirror.source.topic_sync"):
-        sync.await_partition_growth(begin + 1.2)
+        sync.await_created_partitions(begin + 1.2)
     assert time.monotonic() - begin < 5
     # the topic shown in full is not described again; the others are, until the deadline
     assert target.described[0] == [f"source.t{i}" for i in range(8)]
     assert target.described[1] == [f"source.t{i}" for i in range(1, 8)]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
-    assert "added partitions of 7 remote topic(s)" in warnings[0]
+    assert "does not show 7 created or grown remote topic(s)" in warnings[0]
     assert "source.t1, source.t2, source.t3, source.t4, source.t5;" in warnings[0]
 
 
@@ -124,7 +125,7 @@ def test_a_describe_the_target_refuses_counts_as_not_shown_and_a_stop_ends_the_w
     threading.Timer(0.8, stop.set).start()
     begin = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="mirror.source.topic_sync"):
-        sync.await_partition_growth(begin + 30)
+        sync.await_created_partitions(begin + 30)
     assert time.monotonic() - begin < 10
     assert len(target.described) >= 2  # polled again after the refused describe
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # stopping is not a warning
