@@ -5,22 +5,26 @@ answers the probe's four reads the way the brokers do: ListOffsets "latest" (Kaf
 base offset of the last batch + 1), a fetch at a position (the end and the first record there; past the
 end, Kafka's ``auto.offset.reset=earliest`` restarts at the log start), the internal topics' records and
 the topics. What it models is exactly what these tests check: which partitions are fetched and that the
-figures are those a fetch of every partition gives. The reads themselves run on brokers in
-tests/integration/test_health_status.py (Tansu) and tests/kafka (Apache Kafka).
+figures are those a fetch of every partition gives. The reads themselves run against Tansu in
+tests/integration/test_health_status.py (exact lags while a batch is held back and once caught up).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Message
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
 from mirror.client.models import OffsetSync, TopicPartition
 from mirror.config.mirror_maker_config import MirrorMakerConfig
 from mirror.health.flow_health import PartitionLag
-from mirror.health.kafka_io import TP, ClusterIO, PartitionProbe
+from mirror.health.kafka_io import LIST_OFFSETS_CHUNK, TP, ClusterIO, PartitionProbe
 from mirror.health.probe import HealthProbe, doubtful_partitions, flow_specs
 
 NOW_MS = 1_000_000_000
@@ -197,3 +201,30 @@ def test_doubtful_partitions() -> None:
     partitions = [("t", p) for p in range(5)]
     # 0 is caught up; 1 lags; 2 answers below what was replicated; 3 has no replicated offset; 4 no answer
     assert doubtful_partitions(partitions, latest, replicated) == [("t", 1), ("t", 2), ("t", 3), ("t", 4)]
+
+
+class ChunkAdmin:
+    """An admin client's ListOffsets seam: records each call's partitions, answers each with its partition."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[ConfluentTopicPartition]] = []
+
+    def list_offsets(self, wanted: dict[ConfluentTopicPartition, Any], **_: Any) -> dict[ConfluentTopicPartition,
+                                                                                        Future[Any]]:
+        self.calls.append(list(wanted))
+        answers: dict[ConfluentTopicPartition, Future[Any]] = {}
+        for tp in wanted:
+            answers[tp] = Future()
+            answers[tp].set_result(SimpleNamespace(offset=tp.partition))
+        return answers
+
+
+def test_ends_are_asked_in_calls_of_a_bounded_size() -> None:
+    """librdkafka's time for one ListOffsets call grows faster than its partitions: thousands go in a few calls."""
+    io = ClusterIO("A", {}, {})
+    admin = ChunkAdmin()
+    io._admin = admin  # type: ignore[assignment]
+    partitions = [("t", p) for p in range(2 * LIST_OFFSETS_CHUNK + 5)]
+    ends = io.latest_offsets([*partitions, ("t", 0)], 10).result()
+    assert [len(call) for call in admin.calls] == [LIST_OFFSETS_CHUNK, LIST_OFFSETS_CHUNK, 5]
+    assert ends == {tp: tp[1] for tp in partitions}
