@@ -1,13 +1,13 @@
 """The few Kafka reads the health probe needs, done the way that is exact on every broker.
 
 A partition's end comes from two places. :meth:`ClusterIO.latest_offsets` asks ListOffsets "latest" for
-any number of partitions in one request per broker: that is what Kafka calls the end (the high watermark),
-and at thousands of partitions it is the only read that stays cheap. :meth:`ClusterIO.probe` takes the end
+thousands of partitions in a few requests per broker: that is what Kafka calls the end (the high
+watermark), and at thousands of partitions it is the only read that stays cheap. :meth:`ClusterIO.probe` takes the end
 from a **fetch response high watermark** (``enable.partition.eof`` and
 ``get_watermark_offsets(cached=True)`` after a fetch, through :mod:`connect_runtime.clients.log_reader`),
 and the same fetch returns the first unread record, whose timestamp is the lag in seconds. The probe asks
 ListOffsets first and fetches only the partitions whose answer does not settle their lag
-(:meth:`mirror.health.probe.HealthProbe` says which): a fetch is exact also on brokers whose ListOffsets
+(:func:`mirror.health.probe.doubtful_partitions` says which): a fetch is exact also on brokers whose ListOffsets
 "latest" is not (Tansu answers the base offset of the last batch + 1, below the end when that batch holds
 several records), so those answers are never the last word where they disagree with what was replicated.
 

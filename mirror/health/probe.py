@@ -23,8 +23,8 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
   ``offset.flush.interval.ms``) and (2) the newest offset sync ``(U, D)`` plus the remote partition's
   end ``R``: ``U + (R - D)``, a lower bound of the progress that is exact when the source partition
   has no offset gaps. Lag in seconds is the age of the oldest source record not yet replicated (its
-  timestamp is read). Ends are read by ListOffsets, one request per broker for every partition of the
-  flow on each cluster; only a *doubtful* partition is fetched (:func:`doubtful_partitions`), on the source
+  timestamp is read). Ends are read by ListOffsets, a few requests per broker for every partition of
+  the flow on each cluster; only a *doubtful* partition is fetched (:func:`doubtful_partitions`), on the source
   at its replicated offset (the fetch response's high watermark is its end, its first record the lag's
   timestamp) and on the target at its newest sync's downstream offset (the remote end of the estimate).
   A partition is doubtful when ListOffsets' answer is not its replicated offset: it lags (its first
@@ -34,7 +34,7 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
   answers that batch's base offset + 1 (docs/tansu.md), so there the fetch keeps the figures exact. The
   one partition a broker like Tansu can still show as caught up while it lags is one whose replicated
   offset is exactly one past the first record of its last, multi-record batch. At thousands of partitions
-  a steady flow on Kafka thus costs two ListOffsets requests instead of a fetch per partition.
+  a steady flow on Kafka thus costs a few ListOffsets requests instead of a fetch per partition.
 * **Checkpoints per group** (groups on A that pass the group filter and committed on topics the flow
   replicates): age of the newest checkpoint in ``A.checkpoints.internal`` on B, and whether every
   committed partition has a checkpoint (``translatable``).
