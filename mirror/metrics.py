@@ -59,6 +59,8 @@ from __future__ import annotations
 import threading
 import weakref
 from bisect import bisect_left
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from prometheus_client import Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -187,10 +189,12 @@ class _SourceCollector:
         return sum(task.records() for task in tasks)
 
     def describe(self) -> list[Metric]:
-        return (self._families({}, {}, "mirror_source_", list(_SOURCE_LABELS))
-                + self._families({}, {}, NEW_PREFIX, [*TASK_LABELS, *_SOURCE_LABELS]))
+        return [*self._families({}, {}, "mirror_source_", list(_SOURCE_LABELS)),
+                *self._families({}, {}, NEW_PREFIX, [*TASK_LABELS, *_SOURCE_LABELS])]
 
-    def collect(self) -> list[Metric]:
+    def collect(self) -> Iterator[Metric]:
+        """One family at a time (a generator): a renderer that writes each family out before it asks for
+        the next (connect_runtime.metrics.exposition) holds one family's samples, not all twelve."""
         with self._lock:
             tasks = list(self._tasks)
         legacy: dict[tuple[str, ...], PartitionStats] = {}
@@ -210,38 +214,23 @@ class _SourceCollector:
                     _merge(new, (*task.task_labels, *labels), stats)
                     if per_topic:
                         _merge(new_histograms, (*task.task_labels, *labels[:2], "", ""), stats)
-        return (self._families(legacy, legacy_histograms, "mirror_source_", list(_SOURCE_LABELS))
-                + self._families(new, new_histograms, NEW_PREFIX, [*TASK_LABELS, *_SOURCE_LABELS]))
+        yield from self._families(legacy, legacy_histograms, "mirror_source_", list(_SOURCE_LABELS))
+        yield from self._families(new, new_histograms, NEW_PREFIX, [*TASK_LABELS, *_SOURCE_LABELS])
 
     @staticmethod
     def _families(merged: dict[tuple[str, ...], PartitionStats],
                   per_topic_histograms: dict[tuple[str, ...], PartitionStats], prefix: str,
-                  labels: list[str]) -> list[Metric]:
-        """The six source families, named ``prefix`` + MM2's attribute name. The histograms of the label
-        sets of ``merged`` that ``per_topic_histograms`` sums coarser come from there."""
-        records = CounterMetricFamily(f"{prefix}record_count",
-                                      "Records replicated and acknowledged by the target (MM2 record-count).",
-                                      labels=labels)
-        byte_count = CounterMetricFamily(f"{prefix}byte_count",
-                                         "Value bytes of records polled for replication (MM2 byte-count; keys "
-                                         "and headers not counted).", labels=labels)
-        age_s = HistogramMetricFamily(f"{prefix}record_age_seconds",
-                                      "Age of a record when polled from the source: now - record timestamp "
-                                      "(MM2 record-age-ms).", labels=labels)
-        age_ms = GaugeMetricFamily(f"{prefix}record_age_ms", "Last record age in ms (MM2 record-age-ms).",
-                                   labels=labels)
-        latency_s = HistogramMetricFamily(f"{prefix}replication_latency_seconds",
-                                          "Time from the record timestamp to the target acknowledgement "
-                                          "(MM2 replication-latency-ms).", labels=labels)
-        latency_ms = GaugeMetricFamily(f"{prefix}replication_latency_ms",
-                                       "Last replication latency in ms (MM2 replication-latency-ms).",
-                                       labels=labels)
-        for key, stats in merged.items():
-            values = list(key)
-            records.add_metric(values, stats.records)
-            byte_count.add_metric(values, stats.bytes)
-            age_ms.add_metric(values, stats.age_ms)
-            latency_ms.add_metric(values, stats.latency_ms)
+                  labels: list[str]) -> Iterator[Metric]:
+        """The six source families, named ``prefix`` + MM2's attribute name, each filled as it is asked
+        for (and not held here once yielded). The histograms of the label sets of ``merged`` that
+        ``per_topic_histograms`` sums coarser come from there."""
+        yield _filled(CounterMetricFamily(f"{prefix}record_count",
+                                          "Records replicated and acknowledged by the target (MM2 record-count).",
+                                          labels=labels), merged, lambda stats: stats.records)
+        yield _filled(CounterMetricFamily(f"{prefix}byte_count",
+                                          "Value bytes of records polled for replication (MM2 byte-count; keys "
+                                          "and headers not counted).", labels=labels),
+                      merged, lambda stats: stats.bytes)
         histograms = merged
         if per_topic_histograms:
             # the label sets of tasks at partition or none detail keep their histograms (both kinds are
@@ -250,11 +239,37 @@ class _SourceCollector:
             for key, stats in merged.items():
                 if key[-1] != "" or key[-2] == "":
                     _merge(histograms, key, stats)
-        for key, stats in histograms.items():
-            values = list(key)
-            age_s.add_metric(values, _cumulative(stats.age_buckets), stats.age_sum_ms / 1000.0)
-            latency_s.add_metric(values, _cumulative(stats.latency_buckets), stats.latency_sum_ms / 1000.0)
-        return [records, byte_count, age_s, age_ms, latency_s, latency_ms]
+        yield _filled_histogram(HistogramMetricFamily(f"{prefix}record_age_seconds",
+                                                      "Age of a record when polled from the source: now - record "
+                                                      "timestamp (MM2 record-age-ms).", labels=labels),
+                                histograms, lambda stats: (stats.age_buckets, stats.age_sum_ms))
+        yield _filled(GaugeMetricFamily(f"{prefix}record_age_ms", "Last record age in ms (MM2 record-age-ms).",
+                                        labels=labels), merged, lambda stats: stats.age_ms)
+        yield _filled_histogram(HistogramMetricFamily(f"{prefix}replication_latency_seconds",
+                                                      "Time from the record timestamp to the target "
+                                                      "acknowledgement (MM2 replication-latency-ms).", labels=labels),
+                                histograms, lambda stats: (stats.latency_buckets, stats.latency_sum_ms))
+        yield _filled(GaugeMetricFamily(f"{prefix}replication_latency_ms",
+                                        "Last replication latency in ms (MM2 replication-latency-ms).",
+                                        labels=labels), merged, lambda stats: stats.latency_ms)
+
+
+_Family = TypeVar("_Family", CounterMetricFamily, GaugeMetricFamily)
+
+
+def _filled(family: _Family, merged: dict[tuple[str, ...], PartitionStats],
+            value: Callable[[PartitionStats], int]) -> _Family:
+    for key, stats in merged.items():
+        family.add_metric(list(key), value(stats))
+    return family
+
+
+def _filled_histogram(family: HistogramMetricFamily, merged: dict[tuple[str, ...], PartitionStats],
+                      value: Callable[[PartitionStats], tuple[list[int], int]]) -> HistogramMetricFamily:
+    for key, stats in merged.items():
+        buckets, sum_ms = value(stats)
+        family.add_metric(list(key), _cumulative(buckets), sum_ms / 1000.0)
+    return family
 
 
 def _merge(merged: dict[tuple[str, ...], PartitionStats], labels: tuple[str, ...], stats: PartitionStats) -> None:

@@ -26,6 +26,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from connect_runtime.metrics import exposition
 from connect_runtime.rest.connectors import ConnectorResources, server_info
 from connect_runtime.rest.forwarding import Forwarder
 from connect_runtime.rest.handling import DEFAULT_REQUEST_TIMEOUT_S, raw_path, route
@@ -180,8 +181,7 @@ def create_app(herders: Mapping[tuple[str, ...], Herder] | Herder,
         return json_response(flows)
 
     def metrics(call: Call) -> Response:
-        return Response(prometheus_client.generate_latest(metrics_registry),
-                        media_type=prometheus_client.CONTENT_TYPE_LATEST)
+        return Response(exposition(metrics_registry), media_type=prometheus_client.CONTENT_TYPE_LATEST)
 
     routes: list[BaseRoute] = [route("/flows", list_flows, ["GET"], None),
                                route("/metrics", metrics, ["GET"], None)]

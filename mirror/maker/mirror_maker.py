@@ -50,7 +50,7 @@ from connect_runtime.api.errors import ConnectError
 from connect_runtime.cli.process import ExitCode, run_until_stopped
 from connect_runtime.cli.process_metrics import register_process_metrics
 from connect_runtime.clients.admin import TopicAdmin
-from connect_runtime.metrics import LabelledRegistries
+from connect_runtime.metrics import LabelledRegistries, MergedFamilies
 from connect_runtime.rest.app import create_app, namespace_path
 from connect_runtime.rest.server import RestServer
 from connect_runtime.runtime import worker_config as wc
@@ -155,7 +155,8 @@ class MirrorMaker:
         if self._metrics_port is not None:
             import prometheus_client
 
-            self._metrics_server = prometheus_client.start_http_server(self._metrics_port, registry=self.registry)
+            self._metrics_server = prometheus_client.start_http_server(self._metrics_port,
+                                                                       registry=MergedFamilies(self.registry))
             logger.info("Metrics served on port %d", self._metrics_port)
 
     def _start_health(self) -> list[Any]:
