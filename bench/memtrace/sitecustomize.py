@@ -20,7 +20,10 @@ process's) and sets ``BENCH_TRACE_DIR``. The process then, without any change to
 ``BENCH_TRACE_MALLOC_TRIM_S`` (an experiment, default off) calls glibc ``malloc_trim(0)`` that often and
 writes RSS before/after to ``<dir>/trim.csv``. ``BENCH_TRACE_FRAMES`` (default 1) is the traceback depth
 ``tracemalloc`` keeps; every frame more costs CPU on each allocation. ``BENCH_TRACE_TRACEMALLOC=0``
-keeps tracemalloc off (RSS and stats only).
+keeps tracemalloc off (RSS and stats only). ``BENCH_TRACE_STATS=0`` leaves librdkafka's statistics off: at
+thousands of partitions each client's statistics are megabytes of JSON a second, which the node parses on
+the clients' threads; once a task's clients stop being polled (a rebalance), their statistics events pile up
+(a node of 2,000 topics x 4 partitions under bench/scale.py start grew to 6 GB RSS).
 """
 
 from __future__ import annotations
@@ -218,7 +221,8 @@ def _start(directory: Path) -> None:
     if tracing:
         tracemalloc.start(int(os.environ.get("BENCH_TRACE_FRAMES", "1")))
     snapshot_at = sorted(float(s) for s in os.environ.get("BENCH_TRACE_SNAPSHOTS", "").split(",") if s.strip())
-    _install_stats(directory)
+    if os.environ.get("BENCH_TRACE_STATS", "1") != "0":
+        _install_stats(directory)
     trim_s = float(os.environ.get("BENCH_TRACE_MALLOC_TRIM_S", "0"))
     if trim_s > 0 and _LIBC is not None:
         threading.Thread(target=_trimmer, args=(directory, trim_s), name="bench-trim", daemon=True).start()
