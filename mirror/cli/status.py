@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from connect_runtime.api.errors import ConfigError
 from connect_runtime.cli.process import ExitCode, stop_on_signals
+from mirror.cli import indented_json
 from mirror.cli.subcommand import positive_seconds, split_clusters
 from mirror.health.flow_health import FlowHealth, HealthReport, PartitionLag, ThresholdError
 
@@ -180,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         probe.close()
     if args.json:
-        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+        sys.stdout.write(indented_json.dumps(report.to_dict()) + "\n")
     else:
         sys.stdout.write(render(report))
     return int(report.state)
