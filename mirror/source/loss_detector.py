@@ -43,12 +43,11 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from prometheus_client import Counter
 
 from connect_runtime.api.errors import ConnectError
 from mirror.client.models import TopicPartition
 from mirror.errors import MirrorError
-from mirror.metrics import PARTITION, series_key
+from mirror.metrics import PARTITION, LossCounter, series_key
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +87,7 @@ class LossDetector:
     """One task's loss checks; all calls come from the task thread."""
 
     def __init__(self, label: str, source: str, target: str, fail: bool,
-                 counters: tuple[Counter, Counter] | None, clock_ms: Callable[[], int], *,
+                 counters: tuple[LossCounter, LossCounter] | None, clock_ms: Callable[[], int], *,
                  detail: str = PARTITION) -> None:
         self._label = label
         #: ``metrics.partition.series``: the loss counters are labelled as finely as the other source metrics
@@ -251,7 +250,7 @@ class LossDetector:
 
 #: Per registry (keyed by its records-lost counter): the label sets that counted a loss, which
 #: :meth:`LossDetector.release_zero_series` keeps; guarded by ``_counted_lock`` with the counting itself.
-_counted: weakref.WeakKeyDictionary[Counter, set[tuple[str, str, str, str, str]]] = weakref.WeakKeyDictionary()
+_counted: weakref.WeakKeyDictionary[LossCounter, set[tuple[str, str, str, str, str]]] = weakref.WeakKeyDictionary()
 _counted_lock = threading.Lock()
 
 

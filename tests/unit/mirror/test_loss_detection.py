@@ -10,13 +10,14 @@ against Apache Kafka in tests/kafka/test_kafka_loss_detection.py.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from confluent_kafka import Message
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from mirror.client.models import TopicPartition
 from mirror.metrics import TOPIC, loss_counters
@@ -272,3 +273,29 @@ def test_a_closing_task_keeps_the_loss_series_another_task_counted_under_shared_
     assert sample("src.t", "source-truncated") == 4.0
     assert sample("src.t", "source-recreated") is None
     assert sample("src.u", "source-truncated") is None
+
+
+def test_the_loss_counters_export_what_prometheus_client_counters_export() -> None:
+    """The loss series are plain floats, not Counter children (12,000 series at 2,000 topics at 0 from a
+    task's start): the exposition is a Counter's, the ``_created`` values aside."""
+    labels = ("source", "target", "topic", "partition", "reason")
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    light = loss_counters(ours)[0]
+    counter = Counter("mirror_source_records_lost", light.describe()[0].documentation, labels, registry=theirs)
+    for family in (light, counter):
+        family.labels("src", "tgt", "src.t", "", "source-truncated")
+        family.labels("src", "tgt", "src.t", "0", "source-recreated").inc(5)
+        family.labels("src", "tgt", "src.u", "", "target-truncated")
+        family.remove("src", "tgt", "src.u", "", "target-truncated")
+        family.remove("src", "tgt", "src.u", "", "target-truncated")  # gone already: nothing happens
+        with pytest.raises(ValueError):
+            family.labels("src", "tgt", "src.t", "", "source-truncated").inc(-1)
+
+    def text(registry: CollectorRegistry) -> str:
+        exposition = generate_latest(registry).decode()
+        return re.sub(r"(_created\{[^}]*\}) \S+", r"\1 T", exposition).replace("mirror_source_loss_events", "")
+
+    assert "mirror_source_loss_events_total" in generate_latest(ours).decode()
+    ours_text = "\n".join(line for line in text(ours).splitlines() if "_total{" not in line or "records_lost" in line)
+    assert [line for line in ours_text.splitlines() if "records_lost" in line] == [
+        line for line in text(theirs).splitlines() if "records_lost" in line]
