@@ -140,10 +140,16 @@ class ClusterIO:
         self._consumer = self._reader = None
         self._admin = None
 
-    def topics(self, timeout_s: float) -> dict[str, int]:
-        """Topic name -> partition count (raises KafkaException when the cluster cannot be reached)."""
-        metadata = self.admin.list_topics(timeout=timeout_s)
-        return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
+    def topics(self, timeout_s: float, names: Iterable[str] | None = None) -> dict[str, int]:
+        """Topic name -> partition count of every topic, or of those of ``names`` that exist, asked one by one:
+        a cluster's whole metadata is thousands of partitions to build objects for (raises KafkaException when
+        the cluster cannot be reached)."""
+        if names is None:
+            metadatas = [self.admin.list_topics(timeout=timeout_s)]
+        else:
+            metadatas = [self.admin.list_topics(topic=name, timeout=timeout_s) for name in dict.fromkeys(names)]
+        return {name: len(t.partitions) for metadata in metadatas for name, t in metadata.topics.items()
+                if t.error is None}
 
     def latest_offsets(self, partitions: Iterable[TP], timeout_s: float) -> LatestOffsets:
         """Ask each partition's end by ListOffsets "latest" (read_uncommitted, the high watermark): librdkafka

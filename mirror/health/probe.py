@@ -202,7 +202,8 @@ class FlowState:
     stalled: dict[str, str] = field(default_factory=dict)
     #: the target's topics (name -> partitions) as the last pass found them: the latency watch between
     #: passes reads the heartbeats five times a second, and asking for every topic's metadata each time
-    #: cost a copy of 100-byte records 15% of its rate (bench/results.md, "where the brokers' extra CPU goes")
+    #: cost a copy of 100-byte records 15% of its rate (bench/results.md, "where the brokers' extra CPU goes").
+    #: A watch before any pass (``mirror status``'s, beside its pass) asks only for the heartbeat topics
     target_topics: dict[str, int] | None = None
 
 
@@ -518,28 +519,26 @@ class HealthProbe:
         """Read what is new in the flow's internal topics on the target; returns the target's topics."""
         io = self._clusters[spec.target]
         state = self._state[spec.name]
-        topics = state.target_topics if heartbeats_only else None
-        if topics is None:  # a pass (or a watch before any pass) learns the topics; a watch reuses them
-            topics = state.target_topics = io.topics(self._timeout_s)
         policy = spec.policy
         replicated_hb = policy.format_remote_topic(spec.source, policy.heartbeats_topic())
         wanted = [replicated_hb, policy.heartbeats_topic()]
+        topics = state.target_topics if heartbeats_only else None
+        if topics is None:  # a pass learns every topic; a watch before any pass only the ones it reads
+            topics = state.target_topics = (io.topics(self._timeout_s, wanted) if heartbeats_only
+                                            else io.topics(self._timeout_s))
+        map_topic = offset_map_topic(policy, spec.source)
         if not heartbeats_only:
-            wanted += [policy.checkpoints_topic(spec.source), spec.offsets_topic,
-                       offset_map_topic(policy, spec.source), spec.status_topic]
+            wanted += [policy.checkpoints_topic(spec.source), spec.offsets_topic, spec.status_topic]
+            if state.checkpoints:  # else read after the checkpoints, if any (_read_offset_map)
+                wanted.append(map_topic)
             if not spec.offset_syncs_on_source:
                 wanted.append(policy.offset_syncs_topic(spec.source))
-        positions = {tp: o for tp, o in state.target_positions.items() if tp[0] in wanted}
-        for topic in wanted:
-            for p in range(topics.get(topic, 0)):
-                positions.setdefault((topic, p), OFFSET_BEGINNING)
-        records, _ = io.read(positions, self._timeout_s)
-        state.target_positions.update(positions)
+        records = self._read_from_positions(io, state.target_positions, topics, wanted)
         read_at = self._clock()
         newest_new: int | None = None
         syncs: list[Message] = []
         by_topic: dict[str, Callable[[Message], object]] = {
-            offset_map_topic(policy, spec.source): lambda m: state.offset_map.add_record(m.key(), m.value()),
+            map_topic: lambda m: state.offset_map.add_record(m.key(), m.value()),
             spec.status_topic: lambda m: apply_connector_status(m, state.stalled)}
         for msg in records:
             name = msg.topic()
@@ -563,16 +562,33 @@ class HealthProbe:
         if newest_new is not None:
             sample_latency(state, newest_new, read_at)
         state.last_heartbeat_read = read_at
+        if not heartbeats_only and map_topic not in wanted:
+            self._read_offset_map(io, state, topics, map_topic)
         return topics
+
+    def _read_offset_map(self, io: ClusterIO, state: FlowState, topics: Mapping[str, int], map_topic: str) -> None:
+        """Read the offset map once the flow has a checkpoint: it only tells which checkpoints are exact, and a
+        fresh read of it is a record per replicated batch and partition to decode (8,000 at 2,000 topics x 4
+        partitions); from then on each pass reads it with the other internal topics."""
+        if state.checkpoints:
+            for msg in self._read_from_positions(io, state.target_positions, topics, [map_topic]):
+                state.offset_map.add_record(msg.key(), msg.value())
+
+    def _read_from_positions(self, io: ClusterIO, store: dict[TP, int], topics: Mapping[str, int],
+                             wanted: list[str]) -> list[Message]:
+        """Every record of the ``wanted`` topics after the positions in ``store`` (from the start of a partition
+        not read yet), which advance."""
+        positions = {tp: o for tp, o in store.items() if tp[0] in wanted}
+        for topic in wanted:
+            for p in range(topics.get(topic, 0)):
+                positions.setdefault((topic, p), OFFSET_BEGINNING)
+        records, _ = io.read(positions, self._timeout_s)
+        store.update(positions)
+        return records
 
     def _read_syncs(self, spec: FlowSpec, io: ClusterIO, topics: Mapping[str, int], topic: str,
                     store: dict[TP, int]) -> None:
-        positions = {tp: o for tp, o in store.items() if tp[0] == topic}
-        for p in range(topics.get(topic, 0)):
-            positions.setdefault((topic, p), OFFSET_BEGINNING)
-        records, _ = io.read(positions, self._timeout_s)
-        store.update(positions)
-        apply_newest_syncs(records, self._state[spec.name].syncs)
+        apply_newest_syncs(self._read_from_positions(io, store, topics, [topic]), self._state[spec.name].syncs)
 
     def _lags(self, spec: FlowSpec, state: FlowState, remote: Mapping[str, str], partitions: list[TP],
               ends: tuple[LatestOffsets, LatestOffsets], now: float) -> list[PartitionLag]:
