@@ -90,13 +90,15 @@ COPIER_CONSUMER_DEFAULTS = {"queued.min.messages": "1000000", "fetch.queue.backo
 #: How long the broker may hold the copier's fetch when none of its partitions has a record (librdkafka's
 #: ``fetch.wait.max.ms``, Java's ``fetch.max.wait.ms``; the user's key wins). A fetch is answered as soon as
 #: a record arrives, so a longer wait delays no arriving record; what it sets is how often an idle task
-#: asks. librdkafka has no fetch sessions (KIP-227): every fetch names every partition of the task, and at
-#: librdkafka's 500 ms the idle fetches of four tasks of 2,000 partitions each are most of the node's CPU
-#: at rest (bench/results.md, bench/scale.py start). What waits longer: a partition that
-#: becomes fetchable while an idle fetch is held (its start offset looked up, a fetch error retried) and
-#: the consumer's other requests to that broker, which the broker answers in order behind it, by up to
-#: this much. A prefetch queue over its bounds stops every partition of the consumer at once (they share
-#: the one queue), so a held fetch never keeps a busy partition waiting.
+#: asks. librdkafka has no fetch sessions (KIP-227): every fetch names every partition of the task, and
+#: its broker thread looks each topic of the response up by a walk over every topic the client knows
+#: (``rd_kafka_topic_find_by_topic_id``), so an idle response of a task of thousands of topics costs it
+#: milliseconds: at librdkafka's 500 ms, the idle fetches of four tasks of 2,000 topics each cost an idle
+#: node more than anything but the health monitor's reads (``perf`` of bench/scale.py start). What waits
+#: longer: a partition that becomes fetchable while an idle fetch is held (its start offset looked up, a
+#: fetch error retried) and the consumer's other requests to that broker, which the broker answers in
+#: order behind it, by up to this much. A prefetch queue over its bounds stops every partition of the
+#: consumer at once (they share the one queue), so a held fetch never keeps a busy partition waiting.
 COPIER_FETCH_WAIT_MAX_MS = 2000
 
 
