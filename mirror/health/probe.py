@@ -59,8 +59,9 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message
 
@@ -374,6 +375,22 @@ def doubtful_partitions(partitions: Iterable[TP], source_latest: Mapping[TP, int
             if tp not in replicated or tp not in source_latest or source_latest[tp] != replicated[tp][0]]
 
 
+class _SourceSide(NamedTuple):
+    """What a pass started on the source (:meth:`HealthProbe._start_source`)."""
+
+    topics: dict[str, int]
+    remote: dict[str, str]
+    partitions: list[TP]
+    ends: tuple[LatestOffsets, LatestOffsets]
+    syncs: Future[None]
+
+
+def _done() -> Future[None]:
+    done: Future[None] = Future()
+    done.set_result(None)
+    return done
+
+
 class HealthProbe:
     """Measures :class:`FlowHealth` for a set of flows; keeps read positions between calls. Not thread-safe."""
 
@@ -388,6 +405,8 @@ class HealthProbe:
         self._groups_interval_s = groups_interval_s
         self._group_cache: dict[str, tuple[float, dict[str, dict[TP, int]]]] = {}
         self._state = {spec.name: FlowState() for spec in specs}
+        #: a pass reads the source on this thread while it reads the target (:meth:`_check_flow`)
+        self._source_reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mirror-health-source")
 
     @classmethod
     def from_config(cls, config: MirrorMakerConfig, pairs: Iterable[SourceAndTarget],
@@ -400,6 +419,7 @@ class HealthProbe:
                    groups_interval_s=groups_interval_s)
 
     def close(self) -> None:
+        self._source_reads.shutdown()
         for io in self._clusters.values():
             io.close()
 
@@ -448,13 +468,22 @@ class HealthProbe:
     # ---- one flow ----
 
     def _check_flow(self, spec: FlowSpec) -> FlowHealth:
+        """One flow's figures. The source is read on a thread of its own while the target is: its metadata
+        beside the target's, then its offset syncs beside the target's internal topics, with both clusters'
+        ListOffsets answers coming in meanwhile (each cluster's clients are used by one thread at a time)."""
         now = self._clock()
         state = self._state[spec.name]
         flow = FlowHealth(spec.source, spec.target, now, heartbeat_interval_seconds=spec.heartbeat_interval_s)
+        source_topics = self._source_reads.submit(self._clusters[spec.source].topics, self._timeout_s)
+        source: _SourceSide | KafkaException | None = None
         try:
-            target_topics = self._read_target(spec)
+            target_topics = state.target_topics = self._clusters[spec.target].topics(self._timeout_s)
+            source = self._start_source(spec, source_topics, target_topics)
+            self._read_target(spec, topics=target_topics)
         except KafkaException as exc:
             flow.errors.append(f"target cluster {spec.target} unreachable: {exc}")
+            started: list[Future[Any]] = [source_topics, *([source.syncs] if isinstance(source, _SourceSide) else [])]
+            wait(started)  # the source's thread is done with its clients before the next pass
             return self._finish(flow, spec, source_readable=False)
         state.primed = True
         flow.stalled = sorted(state.stalled.values())
@@ -468,21 +497,15 @@ class HealthProbe:
             flow.heartbeat_age_seconds = max(0.0, now - state.newest_emitted_ms / 1000)
             flow.heartbeat_basis = "emitted"
         try:
-            source_topics = self._clusters[spec.source].topics(self._timeout_s)
-            if self._source_heartbeats_idle(spec, state, source_topics):
+            if isinstance(source, KafkaException):
+                raise source
+            assert source is not None
+            source.syncs.result()
+            if self._source_heartbeats_idle(spec, state, source.topics):
                 assert state.newest_emitted_ms is not None
                 flow.heartbeat_age_seconds = max(0.0, now - state.newest_emitted_ms / 1000)
                 flow.heartbeat_basis = "emitted"
-            remote = remote_topics(spec, source_topics, target_topics)
-            partitions = [(t, p) for t in remote for p in range(source_topics[t])]
-            # every end by ListOffsets, both clusters' answers coming while the offset syncs are read
-            ends = (self._clusters[spec.source].latest_offsets(partitions, self._timeout_s),
-                    self._clusters[spec.target].latest_offsets([(remote[t], p) for t, p in partitions],
-                                                               self._timeout_s))
-            if spec.offset_syncs_on_source:
-                self._read_syncs(spec, self._clusters[spec.source], source_topics,
-                                 spec.policy.offset_syncs_topic(spec.target), state.source_positions)
-            flow.partitions = self._lags(spec, state, remote, partitions, ends, now)
+            flow.partitions = self._lags(spec, state, source.remote, source.partitions, source.ends, now)
         except KafkaException as exc:
             flow.errors.append(f"source cluster {spec.source} unreachable: {exc}")
             return self._finish(flow, spec, source_readable=False)
@@ -493,6 +516,26 @@ class HealthProbe:
             logger.warning("%s: cannot read consumer groups on %s: %s", spec.name, spec.source, exc)
             flow.notes.append(f"consumer groups on {spec.source} unreadable: {exc}")
         return self._finish(flow, spec, source_readable=True)
+
+    def _start_source(self, spec: FlowSpec, source_topics: Future[dict[str, int]],
+                      target_topics: Mapping[str, int]) -> _SourceSide | KafkaException:
+        """Once both clusters' topics are known: ask every end of the flow by ListOffsets on both clusters and
+        start reading the source's offset syncs on the source's thread. A source that cannot be read is
+        returned (reported once the target was read), a target's ListOffsets refusal raised."""
+        try:
+            topics = source_topics.result()
+        except KafkaException as exc:
+            return exc
+        remote = remote_topics(spec, topics, target_topics)
+        partitions = [(t, p) for t in remote for p in range(topics[t])]
+        ends = (self._clusters[spec.source].latest_offsets(partitions, self._timeout_s),
+                self._clusters[spec.target].latest_offsets([(remote[t], p) for t, p in partitions], self._timeout_s))
+        syncs: Future[None] = (
+            self._source_reads.submit(self._read_syncs, spec, self._clusters[spec.source], topics,
+                                      spec.policy.offset_syncs_topic(spec.target),
+                                      self._state[spec.name].source_positions)
+            if spec.offset_syncs_on_source else _done())
+        return _SourceSide(topics, remote, partitions, ends, syncs)
 
     def _finish(self, flow: FlowHealth, spec: FlowSpec, source_readable: bool) -> FlowHealth:
         flow.rpo_seconds, flow.rpo_basis = estimate_rpo(flow.partitions, flow.heartbeat_age_seconds,
@@ -515,17 +558,18 @@ class HealthProbe:
         ends = self._clusters[spec.source].probe(positions, self._timeout_s)
         return all((tp in ends and ends[tp].end_offset <= position) for tp, position in positions.items())
 
-    def _read_target(self, spec: FlowSpec, heartbeats_only: bool = False) -> dict[str, int]:
-        """Read what is new in the flow's internal topics on the target; returns the target's topics."""
+    def _read_target(self, spec: FlowSpec, heartbeats_only: bool = False,
+                     topics: Mapping[str, int] | None = None) -> None:
+        """Read what is new in the flow's internal topics on the target, whose ``topics`` a pass has just asked
+        for; a watch reuses those of the last pass, or before any pass asks for the ones it reads."""
         io = self._clusters[spec.target]
         state = self._state[spec.name]
         policy = spec.policy
         replicated_hb = policy.format_remote_topic(spec.source, policy.heartbeats_topic())
         wanted = [replicated_hb, policy.heartbeats_topic()]
-        topics = state.target_topics if heartbeats_only else None
-        if topics is None:  # a pass learns every topic; a watch before any pass only the ones it reads
-            topics = state.target_topics = (io.topics(self._timeout_s, wanted) if heartbeats_only
-                                            else io.topics(self._timeout_s))
+        topics = topics or state.target_topics
+        if topics is None:
+            topics = state.target_topics = io.topics(self._timeout_s, wanted)
         map_topic = offset_map_topic(policy, spec.source)
         if not heartbeats_only:
             wanted += [policy.checkpoints_topic(spec.source), spec.offsets_topic, spec.status_topic]
@@ -564,7 +608,6 @@ class HealthProbe:
         state.last_heartbeat_read = read_at
         if not heartbeats_only and map_topic not in wanted:
             self._read_offset_map(io, state, topics, map_topic)
-        return topics
 
     def _read_offset_map(self, io: ClusterIO, state: FlowState, topics: Mapping[str, int], map_topic: str) -> None:
         """Read the offset map once the flow has a checkpoint: it only tells which checkpoints are exact, and a
