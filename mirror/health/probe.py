@@ -289,10 +289,11 @@ def apply_newest_syncs(messages: list[Message], store: dict[TP, tuple[int, int]]
 def apply_connect_offset(msg: Message, source: str, store: dict[TP, int]) -> None:
     """A MirrorSourceConnector offset: key ``[name, {cluster, partition, topic}]``, value ``{offset: N}``."""
     try:
-        key = json.loads(msg.key() or b"")
+        # decoded first: json.loads of bytes guesses their encoding in Python, longer than the parse itself
+        key = json.loads((msg.key() or b"").decode("utf-8"))
         raw = msg.value()
-        value = json.loads(raw) if raw is not None else None
-    except ValueError:
+        value = json.loads(raw.decode("utf-8")) if raw is not None else None
+    except ValueError:  # UnicodeDecodeError too
         return
     if not (isinstance(key, list) and len(key) == 2 and isinstance(key[1], dict)):
         return
