@@ -69,7 +69,14 @@ from mirror.client.offset_map import offset_map_topic
 from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import MirrorSourceTaskConfig
 from mirror.connect_offset_keys import OFFSET_KEY, PARTITION_KEY, TOPIC_KEY, wrap_partition
-from mirror.metrics import LATENCY_BOUNDS_MS, MirrorSourceMetrics, PartitionStats, loss_counters, resolve_detail
+from mirror.metrics import (
+    AUTO_PARTITION_LIMIT,
+    LATENCY_BOUNDS_MS,
+    MirrorSourceMetrics,
+    PartitionStats,
+    loss_counters,
+    resolve_detail,
+)
 from mirror.source.bulk_copy import RunTag, copy_batch
 from mirror.source.loss_detector import LossDetector
 from mirror.source.offset_map_writer import OffsetMapWriter
@@ -101,13 +108,20 @@ COPIER_CONSUMER_DEFAULTS = {"queued.min.messages": "1000000", "fetch.queue.backo
 #: consumer at once (they share the one queue), so a held fetch never keeps a busy partition waiting.
 COPIER_FETCH_WAIT_MAX_MS = 2000
 
+#: A task of more partitions than this gets :data:`COPIER_FETCH_WAIT_MAX_MS`; a smaller one keeps librdkafka's
+#: 500 ms, whose idle fetches cost little, and whose shorter hold keeps a partition that becomes fetchable, and
+#: the end-to-end latency on brokers that hold a fetch its whole wait (docs/tansu.md), where they were. The
+#: same bound as ``metrics.partition.series = auto``.
+LONG_FETCH_WAIT_PARTITIONS = AUTO_PARTITION_LIMIT
+
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def copier_consumer_config(java_consumer: Mapping[str, str], label: str) -> dict[str, Any]:
-    """The librdkafka config of the source consumer, from its Java-style keys."""
+def copier_consumer_config(java_consumer: Mapping[str, str], label: str, partitions: int = 0) -> dict[str, Any]:
+    """The librdkafka config of the source consumer of a task of ``partitions`` partitions, from its Java-style
+    keys."""
     consumer_config = translate(java_consumer, "consumer")
     # librdkafka needs a group.id even for assign(); Java MM2 has none, so nothing is ever committed
     # under it. Java's consumer default is read_uncommitted (aborted source data IS copied unless
@@ -116,7 +130,8 @@ def copier_consumer_config(java_consumer: Mapping[str, str], label: str) -> dict
     consumer_config.setdefault("isolation.level", "read_uncommitted")
     for key, value in COPIER_CONSUMER_DEFAULTS.items():
         consumer_config.setdefault(key, value)
-    consumer_config.setdefault("fetch.wait.max.ms", str(COPIER_FETCH_WAIT_MAX_MS))
+    if partitions > LONG_FETCH_WAIT_PARTITIONS:
+        consumer_config.setdefault("fetch.wait.max.ms", str(COPIER_FETCH_WAIT_MAX_MS))
     return consumer_config
 
 
@@ -228,8 +243,8 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
         self._poll_timeout_s = cfg.consumer_poll_timeout_ms / 1000.0
         java_consumer = cfg.source_consumer_config()
         self._max_records = int(java_consumer.get("max.poll.records", MAX_POLL_RECORDS_DEFAULT))
-        consumer_config = copier_consumer_config(java_consumer, self._label)
         partitions = cfg.task_topic_partitions
+        consumer_config = copier_consumer_config(java_consumer, self._label, len(partitions))
         done_ends: dict[tuple[str, int], int] = {}
         markers = self._marker_log_factory(
             marker_topic(cfg.source_alias),

@@ -24,7 +24,7 @@ from mirror.heartbeat.task import MirrorHeartbeatTask
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.offset_map_writer import OffsetMapWriter
 from mirror.source.offset_sync_writer import OffsetSyncProducer
-from mirror.source.task import MirrorSourceTask
+from mirror.source.task import LONG_FETCH_WAIT_PARTITIONS, MirrorSourceTask, copier_consumer_config
 from tests.support.fakes import FakeConsumer, FakeProducer
 from tests.support.mm2 import flow_config
 
@@ -115,12 +115,18 @@ def test_task_seeks_after_stored_offsets_and_starts_the_rest_where_auto_offset_r
     assert consumer.closed
 
 
-def test_task_consumer_waits_two_seconds_on_an_idle_fetch_unless_the_user_says() -> None:
-    """librdkafka's 500 ms made idle tasks of thousands of partitions the node's busiest threads; the
-    user's Java key (``consumer.*`` or ``source.consumer.*``) or librdkafka's own name wins."""
+def test_a_task_of_many_partitions_waits_two_seconds_on_an_idle_fetch_unless_the_user_says() -> None:
+    """librdkafka's 500 ms made idle tasks of thousands of partitions the node's busiest threads; a task of at
+    most 1,000 partitions keeps it; the user's Java key (``consumer.*`` or ``source.consumer.*``) or librdkafka's
+    own name wins at any size."""
     task, consumer, _ = started_task({})
-    assert consumer.config["fetch.wait.max.ms"] == "2000"
+    assert "fetch.wait.max.ms" not in consumer.config  # a small task: librdkafka's default
     task.stop()
+    big = LONG_FETCH_WAIT_PARTITIONS + 1
+    assert copier_consumer_config({}, "t", big)["fetch.wait.max.ms"] == "2000"
+    assert "fetch.wait.max.ms" not in copier_consumer_config({}, "t", LONG_FETCH_WAIT_PARTITIONS)
+    for key, value in (("fetch.max.wait.ms", "500"), ("fetch.wait.max.ms", "250")):
+        assert copier_consumer_config({key: value}, "t", big)["fetch.wait.max.ms"] == value, key
     for key, value in (("consumer.fetch.max.wait.ms", "500"), ("source.consumer.fetch.max.wait.ms", "100"),
                        ("source.consumer.fetch.wait.max.ms", "250")):
         task, consumer, _ = started_task({}, **{key: value})
