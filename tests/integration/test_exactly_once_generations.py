@@ -105,7 +105,11 @@ def check_generations(a_bootstrap: str, b_bootstrap: str, tmp_path: Path, intern
         config["tasks.max"] = "1"
         assert one.request("PUT", flow + "/config", json=config).status_code == 200
         producing.join()
-        wait_until(lambda: _states(one, flow) == ["RUNNING"], 90, "1 task running")
+        # the status lists one task as soon as the leader wrote the new task config, while the old generation's
+        # task 0 still runs: the new generation runs once a node started its one task (after the fence)
+        wait_until(lambda: _states(one, flow) == ["RUNNING"] and any(
+            size == "1" for n in (one, two) for _, size in _STARTING.findall(n.log_text())), 90,
+            "the new generation's 1 task started and running")
         committed: list[int] = [0]
         settled: list[float] = [time.monotonic()]
         last: list[TopicTransactions] = []
