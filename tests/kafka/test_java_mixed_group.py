@@ -368,39 +368,49 @@ def _java_errors(fleet: Fleet, since_ms: float) -> tuple[list[str], list[str]]:
             logged += [f"{node.log.name}: {entry}" for entry in _error_entries(node.log_text())
                        if _logged_ms(entry) >= since_ms]
     unexpected = [line for line in logged if not any(re.search(p, line) for p, _ in EXPECTED_JAVA_ERRORS)]
-    return _without_forwards_to_a_stopping_leader(unexpected, fleet.stopping_since_ms), logged
+    java_now = {port for port, kind in zip(fleet.ports, fleet.kinds(), strict=True) if kind == "java"}
+    return _without_forwards_to_a_stopping_leader(unexpected, fleet.stopping_since_ms, java_now), logged
 
 
+#: how a forward to a stopped leader's port fails: refused while nothing listens there; or, once a Java node
+#: started in its place, Jetty's own JSON error page (``{"url": ..., "status": ...}``) while that node's REST
+#: resources are not registered yet, which Java's RestClient cannot read as Connect's ErrorMessage
+_FORWARD_CAUSE = r"(?P<cause>Connection refused|Unrecognized field \"url\" \(class [\w.]+\.ErrorMessage\))"
 #: Java's worker forwarding a connector's task reconfiguration to the leader URL of its last assignment (the URL's
 #: path names the flow: /source/target/connectors/...)
-_FORWARD_REFUSED = re.compile(r"ERROR IO error forwarding REST request to http://[^:/]+:(\d+)/(\w+)/(\w+)/connectors/"
-                              r".*Connection refused")
+_FORWARD_FAILED = re.compile(r"ERROR IO error forwarding REST request to http://[^:/]+:(\d+)/(\w+)/(\w+)/connectors/"
+                             r".*" + _FORWARD_CAUSE)
 #: the same forward's two follow-up lines (they name the flow by the worker's client id, and no URL)
 _FORWARD_FOLLOW_UPS = re.compile(r"ERROR \[Worker clientId=(\w+)->(\w+), .*(Request to leader to reconfigure connector "
                                  r"tasks failed|Failed to reconfigure connector's tasks \(\w+\), retrying after "
-                                 r"backoff).*Connection refused")
+                                 r"backoff).*" + _FORWARD_CAUSE)
 
 
-def _without_forwards_to_a_stopping_leader(lines: list[str], stopping_since_ms: dict[int, float]) -> list[str]:
+def _without_forwards_to_a_stopping_leader(lines: list[str], stopping_since_ms: dict[int, float],
+                                          java_now: set[int]) -> list[str]:
     """``lines`` without Java's refused forwards to a leader that a step had begun stopping, and their follow-ups.
 
     Java's DistributedHerder forwards a connector's task reconfiguration to the leader URL of its last
     assignment. When a step stops that leader, the forward is refused until the next rebalance names a new
     leader, and Java retries after a backoff: a pure Java fleet logs the same three ERROR lines when its leader
-    restarts. Only a forward to a node the test was already stopping is excused (a refusal by a live node of ours
-    still fails the test). A follow-up line is excused when the last forward of the same flow in the same log
-    was: Java logs it once that forward has failed, after a delay that grows with the machine's load, so it is
-    paired by flow, not by time."""
+    restarts; and when a Java node took the stopped one's port (``java_now``), Jetty answers for it with its own
+    error page until its REST resources are registered, as it does when a pure Java fleet restarts a node on its
+    port. Only a forward to a node the test was already stopping is excused (a refusal by a live node of ours
+    still fails the test, and so does an unreadable answer from a port that is ours now). A follow-up line is
+    excused when the last forward of the same flow in the same log was: Java logs it once that forward has
+    failed, after a delay that grows with the machine's load, so it is paired by flow, not by time."""
     kept: list[str] = []
     last_forward_excused: dict[tuple[str, str, str], bool] = {}  # (log name, source, target) -> excused
     for line in lines:
         log_name = line.split(":", 1)[0]
         at = _logged_ms(line.split(": ", 1)[1])
-        forward = _FORWARD_REFUSED.search(line)
+        forward = _FORWARD_FAILED.search(line)
         follow_up = _FORWARD_FOLLOW_UPS.search(line)
         if forward is not None:
-            since = stopping_since_ms.get(int(forward.group(1)))
-            excused = since is not None and at >= since
+            port = int(forward.group(1))
+            since = stopping_since_ms.get(port)
+            excused = (since is not None and at >= since
+                       and (forward.group("cause") == "Connection refused" or port in java_now))
             last_forward_excused[(log_name, forward.group(2), forward.group(3))] = excused
             if excused:
                 continue

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.integration.support.mm2_process import MirrorMakerProcess, aliases
 from tests.integration.test_exact_failover import check_resumes_exactly, exact_position
@@ -25,7 +25,19 @@ from tests.support.kafka import commit_group_offsets, create_topic, produce, uni
 pytestmark = [pytest.mark.integration, pytest.mark.kafka, pytest.mark.slow]
 
 
+def _end_offset(bootstrap: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("end")})
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30, cached=False)[1])
+    finally:
+        consumer.close()
+
+
 def _transaction(bootstrap: str, topic: str, values: list[str], commit: bool) -> None:
+    """One transaction of ``values``, returned once its marker is in the log. The coordinator answers EndTxn
+    once it logged the decision and writes the markers after, so without the wait the next producer's records
+    can land before this marker and shift the layout the test asserts."""
+    end = _end_offset(bootstrap, topic)
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique("txn"), "linger.ms": 5})
     producer.init_transactions(30)
     producer.begin_transaction()
@@ -36,6 +48,8 @@ def _transaction(bootstrap: str, topic: str, values: list[str], commit: bool) ->
     else:
         producer.flush(30)
         producer.abort_transaction(30)
+    wait_until(lambda: _end_offset(bootstrap, topic) >= end + len(values) + 1, 30,
+               f"the {'commit' if commit else 'abort'} marker after {values[0]}..{values[-1]} in the log")
 
 
 def _log(bootstrap: str, topic: str, committed: bool = True) -> list[tuple[int, bytes]]:
