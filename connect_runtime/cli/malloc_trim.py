@@ -17,8 +17,12 @@ same way at each burst; they are outside malloc, so this cannot return them.
 pages, glibc >= 2.8), not only the top of the main heap as glibc does by itself. A trim walks the free
 lists while holding each arena's lock (35-150 ms for 700k free chunks in 4 arenas, synthetic), so it
 runs on a timer and only when it is worth it: when ``mallinfo2`` says at least ``min_free_bytes`` are free
-(``mallinfo2`` needs glibc >= 2.33; without it that check passes) and RSS grew by ``min_growth_bytes``
-since the last trim. On a C library without ``malloc_trim`` (musl, macOS) nothing happens.
+(``mallinfo2`` needs glibc >= 2.33; without it that check passes) and, since the last trim, RSS grew by
+``min_growth_bytes`` or the free bytes did. The second catches a transient that a trim met while it was
+alive: a node starting thousands of partitions holds their metadata answers, topic configs and creation
+batches at once, and once they are freed RSS does not grow, so RSS alone would never trim again and the
+freed pages would stay resident for as long as the process runs. On a C library without ``malloc_trim``
+(musl, macOS) nothing happens.
 
 Most of that free memory does not pile up in the first place with one glibc setting applied at start
 (:func:`tune_allocator`): two arenas. Trimming then only has the rest to do.
@@ -46,8 +50,8 @@ DEFAULT_INTERVAL_S = 30.0
 #: Below this much free-but-kept memory a trim is not worth its arena locks.
 DEFAULT_MIN_FREE_BYTES = 16 * 1024 * 1024
 #: ``mallinfo2`` counts free bytes whether or not a trim already gave their pages back, so after the
-#: first trim the free figure alone would trigger one every interval: also require RSS to have grown
-#: this much since the last trim.
+#: first trim the free figure alone would trigger one every interval: also require RSS, or the free bytes,
+#: to have grown this much since the last trim.
 DEFAULT_MIN_GROWTH_BYTES = 8 * 1024 * 1024
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -129,8 +133,8 @@ class GlibcAllocator:
 
 
 class MallocTrimmer:
-    """Every ``interval_s``, trims the heap if at least ``min_free_bytes`` are free and RSS grew by
-    ``min_growth_bytes`` since the last trim (see the module docstring)."""
+    """Every ``interval_s``, trims the heap if at least ``min_free_bytes`` are free and RSS or the free bytes
+    grew by ``min_growth_bytes`` since the last trim (see the module docstring)."""
 
     def __init__(self, allocator: Allocator, interval_s: float = DEFAULT_INTERVAL_S,
                  min_free_bytes: int = DEFAULT_MIN_FREE_BYTES,
@@ -143,25 +147,32 @@ class MallocTrimmer:
         self.min_growth_bytes = min_growth_bytes
         #: RSS right after the last trim (None before the first one or if RSS is unknown).
         self._rss_after_trim: int | None = None
+        #: free bytes at the last trim (None before the first one or if malloc cannot tell).
+        self._free_at_trim: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         #: Trims done so far (for tests and debugging).
         self.trims = 0
 
     def maybe_trim(self) -> bool:
-        """Trim now if enough memory is free and RSS grew since the last trim; True if it trimmed."""
+        """Trim now if enough memory is free and RSS or the free bytes grew since the last trim; True if it
+        trimmed."""
         allocator = self._allocator
         free = allocator.free_bytes()
         if free is not None and free < self.min_free_bytes:
             return False
         before = allocator.resident_bytes()
-        if (before is not None and self._rss_after_trim is not None
-                and before - self._rss_after_trim < self.min_growth_bytes):
+        rss_grew = (before is None or self._rss_after_trim is None
+                    or before - self._rss_after_trim >= self.min_growth_bytes)
+        free_grew = (free is not None and self._free_at_trim is not None
+                     and free - self._free_at_trim >= self.min_growth_bytes)
+        if not (rss_grew or free_grew):
             return False
         began = time.monotonic()
         allocator.trim()
         took_ms = (time.monotonic() - began) * 1000
         self.trims += 1
+        self._free_at_trim = allocator.free_bytes()
         self._rss_after_trim = after = allocator.resident_bytes()
         if before is not None and after is not None:
             logger.debug("malloc_trim: RSS %.0f -> %.0f MiB in %.1f ms", before / 1048576, after / 1048576,

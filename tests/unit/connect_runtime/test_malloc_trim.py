@@ -61,8 +61,8 @@ def test_trims_only_when_enough_memory_is_free() -> None:
     assert trimmer.trims == 1
 
 
-def test_after_a_trim_only_rss_growth_triggers_the_next() -> None:
-    # mallinfo2 still counts the trimmed bytes as free: without the RSS check every tick would trim
+def test_after_a_trim_rss_growth_triggers_the_next() -> None:
+    # mallinfo2 still counts the trimmed bytes as free: without the growth checks every tick would trim
     allocator = FakeAllocator(free=100 * MIB, rss=200 * MIB, live=120 * MIB)
     trimmer = MallocTrimmer(allocator, interval_s=60, min_free_bytes=32 * MIB, min_growth_bytes=8 * MIB)
     assert trimmer.maybe_trim() is True
@@ -71,6 +71,22 @@ def test_after_a_trim_only_rss_growth_triggers_the_next() -> None:
     assert trimmer.maybe_trim() is False
     allocator.rss = 130 * MIB  # a backlog came and went: RSS grew again
     assert trimmer.maybe_trim() is True
+    assert allocator.trim_calls == 2
+
+
+def test_after_a_trim_memory_freed_without_rss_growth_triggers_the_next() -> None:
+    """A trim during a transient (a node starting thousands of partitions) cannot give back what is still
+    alive; once the transient is freed RSS has not grown, but the free bytes have, and they are trimmed."""
+    allocator = FakeAllocator(free=40 * MIB, rss=400 * MIB, live=380 * MIB)
+    trimmer = MallocTrimmer(allocator, interval_s=60, min_free_bytes=16 * MIB, min_growth_bytes=8 * MIB)
+    assert trimmer.maybe_trim() is True
+    assert allocator.rss == 380 * MIB
+    allocator.free = 45 * MIB  # less than the growth: not worth the arena locks
+    assert trimmer.maybe_trim() is False
+    allocator.free, allocator.live = 140 * MIB, 280 * MIB  # the transient is freed, its pages still resident
+    assert trimmer.maybe_trim() is True
+    assert allocator.rss == 280 * MIB
+    assert trimmer.maybe_trim() is False  # nothing new freed, RSS flat: the next tick leaves it
     assert allocator.trim_calls == 2
 
 
