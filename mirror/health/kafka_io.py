@@ -22,9 +22,11 @@ every other admin read is.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
+from collections import deque
 from collections.abc import Iterable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +53,8 @@ TP = tuple[str, int]
 READ_FETCH_BYTES = 1_048_576
 #: partitions per ListOffsets call (:meth:`ClusterIO.latest_offsets`)
 LIST_OFFSETS_CHUNK = 1000
+#: ListOffsets calls of one :meth:`ClusterIO.latest_offsets` alive at once: asked and not yet read back
+LIST_OFFSETS_WINDOW = 2
 
 
 @dataclass(frozen=True)
@@ -68,24 +72,13 @@ class PartitionProbe:
 class LatestOffsets:
     """ListOffsets answers on their way (:meth:`ClusterIO.latest_offsets`)."""
 
-    def __init__(self, alias: str, futures: Mapping[TopicPartition, Future[Any]], timeout_s: float) -> None:
-        self._alias = alias
-        self._futures = futures
-        self._timeout_s = timeout_s
+    def __init__(self, answer: Future[dict[TP, int]]) -> None:
+        self._answer = answer
 
     def result(self) -> dict[TP, int]:
         """Each partition's end. A partition the cluster answered with an error (it does not exist, no leader),
         or not within the timeout, is left out: the caller fetches it. Raises nothing a broker answers."""
-        result: dict[TP, int] = {}
-        for tp, future in self._futures.items():
-            try:
-                offset = future.result(timeout=self._timeout_s).offset
-            except (KafkaException, FutureTimeout) as exc:
-                logger.debug("%s: no end for %s-%s by ListOffsets: %s", self._alias, tp.topic, tp.partition, exc)
-                continue
-            if offset >= 0:
-                result[(tp.topic, tp.partition)] = offset
-        return result
+        return self._answer.result()
 
 
 class ClusterIO:
@@ -112,6 +105,7 @@ class ClusterIO:
         self._consumer: Consumer | None = None
         self._reader: Consumer | None = None
         self._admin: AdminClient | None = None
+        self._ends: ThreadPoolExecutor | None = None
 
     @property
     def consumer(self) -> Consumer:
@@ -134,6 +128,9 @@ class ClusterIO:
         return self._admin
 
     def close(self) -> None:
+        if self._ends is not None:
+            self._ends.shutdown()  # its ListOffsets calls use the admin client
+            self._ends = None
         for consumer in (self._consumer, self._reader):
             if consumer is not None:
                 consumer.close()
@@ -152,27 +149,57 @@ class ClusterIO:
                 if t.error is None}
 
     def latest_offsets(self, partitions: Iterable[TP], timeout_s: float) -> LatestOffsets:
-        """Ask each partition's end by ListOffsets "latest" (read_uncommitted, the high watermark): librdkafka
-        sends one request per broker leading some of the partitions of a call, and answers on its own thread,
-        so other reads go on until :meth:`LatestOffsets.result` is called.
+        """Ask each partition's end by ListOffsets "latest" (read_uncommitted, the high watermark), on a thread
+        of this cluster's own, so other reads go on until :meth:`LatestOffsets.result` is called.
 
         The partitions go in calls of at most :data:`LIST_OFFSETS_CHUNK`: librdkafka's time for one call
         grows faster than its partitions (8,000 in one call took 0.77 s against a local broker, 8 calls of
         1,000 0.27 s), so a flow of thousands of partitions costs a few requests per broker, never one per
-        partition.
+        partition. At most :data:`LIST_OFFSETS_WINDOW` calls are alive at once, each read back into plain
+        offsets as it is answered: a call's answer is a Future and a result object per partition (about
+        500 bytes each), and a pass asking every partition of both clusters at once held tens of thousands
+        of them (12 MiB at 2,000 topics x 4 partitions) until it read them.
         """
+        if self._ends is None:
+            self._ends = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mirror-health-ends-{self.alias}")
+        return LatestOffsets(self._ends.submit(self._ask_latest, list(dict.fromkeys(partitions)), timeout_s))
+
+    def _ask_latest(self, wanted: list[TP], timeout_s: float) -> dict[TP, int]:
         latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-        wanted = [TopicPartition(topic, partition) for topic, partition in dict.fromkeys(partitions)]
-        futures: dict[TopicPartition, Future[Any]] = {}
+        deadline = time.monotonic() + timeout_s
+        result: dict[TP, int] = {}
+        alive: deque[dict[TopicPartition, Future[Any]]] = deque()
         for start in range(0, len(wanted), LIST_OFFSETS_CHUNK):
-            chunk = wanted[start:start + LIST_OFFSETS_CHUNK]
+            left = deadline - time.monotonic()
+            if left <= 0:
+                logger.debug("%s: no time left to ask %d partitions' ends by ListOffsets", self.alias,
+                             len(wanted) - start)
+                break
+            chunk = {TopicPartition(topic, partition): latest for topic, partition in
+                     wanted[start:start + LIST_OFFSETS_CHUNK]}
             try:
-                futures.update(self.admin.list_offsets(dict.fromkeys(chunk, latest),
-                                                       isolation_level=IsolationLevel.READ_UNCOMMITTED,
-                                                       request_timeout=timeout_s))
+                alive.append(self.admin.list_offsets(chunk, isolation_level=IsolationLevel.READ_UNCOMMITTED,
+                                                     request_timeout=left))
             except KafkaException as exc:
                 logger.debug("%s: ListOffsets refused: %s", self.alias, exc)
-        return LatestOffsets(self.alias, futures, timeout_s)
+            if len(alive) >= LIST_OFFSETS_WINDOW:
+                self._read_back(alive.popleft(), deadline, result)
+        while alive:
+            self._read_back(alive.popleft(), deadline, result)
+        return result
+
+    def _read_back(self, futures: Mapping[TopicPartition, Future[Any]], deadline: float,
+                   result: dict[TP, int]) -> None:
+        """Each answered end of one call into ``result``; an error or no answer by ``deadline`` leaves the
+        partition out."""
+        for tp, future in futures.items():
+            try:
+                offset = future.result(timeout=max(0.0, deadline - time.monotonic())).offset
+            except (KafkaException, FutureTimeout) as exc:
+                logger.debug("%s: no end for %s-%s by ListOffsets: %s", self.alias, tp.topic, tp.partition, exc)
+                continue
+            if offset >= 0:
+                result[(tp.topic, tp.partition)] = offset
 
     def read(self, positions: dict[TP, int], timeout_s: float) -> tuple[list[Message], bool]:
         """Every record from ``positions`` to each partition's current end; ``positions`` advance in place.

@@ -12,6 +12,7 @@ tests/integration/test_health_status.py (exact lags while a batch is held back a
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from mirror.client.models import OffsetSync, TopicPartition
 from mirror.config.mirror_maker_config import MirrorMakerConfig
 from mirror.health.flow_health import PartitionLag
-from mirror.health.kafka_io import LIST_OFFSETS_CHUNK, TP, ClusterIO, PartitionProbe
+from mirror.health.kafka_io import LIST_OFFSETS_CHUNK, LIST_OFFSETS_WINDOW, TP, ClusterIO, PartitionProbe
 from mirror.health.probe import HealthProbe, doubtful_partitions, flow_specs
 
 NOW_MS = 1_000_000_000
@@ -228,3 +229,59 @@ def test_ends_are_asked_in_calls_of_a_bounded_size() -> None:
     ends = io.latest_offsets([*partitions, ("t", 0)], 10).result()
     assert [len(call) for call in admin.calls] == [LIST_OFFSETS_CHUNK, LIST_OFFSETS_CHUNK, 5]
     assert ends == {tp: tp[1] for tp in partitions}
+
+
+class LateAdmin:
+    """A ListOffsets seam whose answers come later, on a thread of their own (as librdkafka's do): records how
+    many calls were unanswered at once."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.most_unanswered = 0
+        self._unanswered: list[dict[ConfluentTopicPartition, Future[Any]]] = []
+        self._lock = threading.Lock()
+
+    def list_offsets(self, wanted: dict[ConfluentTopicPartition, Any], **_: Any) -> dict[ConfluentTopicPartition,
+                                                                                        Future[Any]]:
+        answers: dict[ConfluentTopicPartition, Future[Any]] = {tp: Future() for tp in wanted}
+        with self._lock:
+            self.calls += 1
+            self._unanswered.append(answers)
+            self.most_unanswered = max(self.most_unanswered, len(self._unanswered))
+        threading.Timer(0.05, self._answer, [answers]).start()
+        return answers
+
+    def _answer(self, answers: dict[ConfluentTopicPartition, Future[Any]]) -> None:
+        with self._lock:
+            self._unanswered.remove(answers)
+        for tp, future in answers.items():
+            future.set_result(SimpleNamespace(offset=tp.partition))
+
+
+def test_ends_of_thousands_of_partitions_are_asked_a_few_calls_at_a_time() -> None:
+    """A pass asks every partition of both clusters: the calls' per-partition answers are alive only a window
+    of calls at a time, each read back into offsets before the next is asked."""
+    io = ClusterIO("A", {}, {})
+    admin = LateAdmin()
+    io._admin = admin  # type: ignore[assignment]
+    partitions = [("t", p) for p in range(5 * LIST_OFFSETS_CHUNK)]
+    try:
+        ends = io.latest_offsets(partitions, 10).result()
+    finally:
+        io.close()
+    assert admin.calls == 5
+    assert admin.most_unanswered == LIST_OFFSETS_WINDOW
+    assert ends == {tp: tp[1] for tp in partitions}
+
+
+def test_ends_not_answered_in_time_are_left_out() -> None:
+    """Within the timeout what was answered is kept; later calls are not asked once it is spent."""
+    io = ClusterIO("A", {}, {})
+    admin = LateAdmin()
+    io._admin = admin  # type: ignore[assignment]
+    try:
+        ends = io.latest_offsets([("t", p) for p in range(5 * LIST_OFFSETS_CHUNK)], 0.01).result()
+    finally:
+        io.close()
+    assert ends == {}
+    assert admin.calls < 5
