@@ -21,6 +21,7 @@ is one WARNING naming the topic, not a crash.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections import deque
@@ -91,6 +92,11 @@ ConfigOp = tuple[str, str, str | None]  # (name, "SET" | "DELETE" | "APPEND" | "
 #: controllers have bounded the metadata records one request may write (10,000 in Kafka 3.x: one per
 #: partition, topic and config), and a refused request then costs one batch, not the whole cluster's.
 CREATE_BATCH_PARTITIONS = 2_000
+#: Topics per DescribeTopics / DescribeConfigs call. An answer is Python objects per topic (each partition's
+#: leader, replicas and ISR as Node objects; some forty ConfigEntry objects), and every topic of a large
+#: cluster in one call held them all at once: each call is read down to what is kept before the next is
+#: asked. librdkafka sends a call as one request per broker, so thousands of topics stay a few requests.
+DESCRIBE_CHUNK = 200
 #: Backoff of topics the target throttled (THROTTLING_QUOTA_EXCEEDED): the first wait, doubling up to the cap.
 #: librdkafka does not hand the response's throttle time to Python; a quota's window refills in seconds.
 THROTTLE_BACKOFF_S = (1.0, 10.0)
@@ -284,20 +290,19 @@ class TopicAdmin:
     def describe_topics(self, names: Iterable[str]) -> dict[str, int]:
         """Partition count per existing topic; unknown topics are left out."""
         names = list(names)
-        if not names:
-            return {}
-        with map_kafka_errors("describing topics"):
-            futures = self._client.describe_topics(TopicCollection(names),
-                                                   request_timeout=self._timeout_s)
         result: dict[str, int] = {}
-        for name, future in futures.items():
-            try:
-                description = future.result(timeout=self._timeout_s)
-            except KafkaException as exc:
-                if _code(exc) == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    continue
-                raise to_connect_error(exc, f"describing topic {name}") from exc
-            result[name] = len(description.partitions)
+        for start in range(0, len(names), DESCRIBE_CHUNK):
+            with map_kafka_errors("describing topics"):
+                futures = self._client.describe_topics(TopicCollection(names[start:start + DESCRIBE_CHUNK]),
+                                                       request_timeout=self._timeout_s)
+            for name, future in futures.items():
+                try:
+                    description = future.result(timeout=self._timeout_s)
+                except KafkaException as exc:
+                    if _code(exc) == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                        continue
+                    raise to_connect_error(exc, f"describing topic {name}") from exc
+                result[name] = len(description.partitions)
         return result
 
     def list_topics(self, include_internal: bool = False) -> set[str]:
@@ -306,19 +311,23 @@ class TopicAdmin:
         return names if include_internal else names - INTERNAL_TOPICS
 
     def describe_configs(self, topics: Iterable[str]) -> dict[str, list[TopicConfigEntry]]:
-        """Every config of each topic, with source/default/read-only/sensitive flags as reported."""
-        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
-        if not resources:
-            return {}
-        with map_kafka_errors("describing topic configs"):
-            futures = self._client.describe_configs(resources, request_timeout=self._timeout_s)
+        """Every config of each topic, with source/default/read-only/sensitive flags as reported.
+
+        Names and values are interned: thousands of topics report the same few dozen names, and mostly the
+        same default values, each as a string of its own."""
+        names = list(topics)
         result: dict[str, list[TopicConfigEntry]] = {}
-        for resource, future in futures.items():
-            entries: dict[str, ConfigEntry] = self._wait(future, f"describing configs of {resource.name}")
-            result[resource.name] = [
-                TopicConfigEntry(e.name, e.value, getattr(e.source, "name", str(e.source)),
-                                 bool(e.is_default), bool(e.is_read_only), bool(e.is_sensitive))
-                for e in entries.values()]
+        for start in range(0, len(names), DESCRIBE_CHUNK):
+            resources = [ConfigResource(ResourceType.TOPIC, t) for t in names[start:start + DESCRIBE_CHUNK]]
+            with map_kafka_errors("describing topic configs"):
+                futures = self._client.describe_configs(resources, request_timeout=self._timeout_s)
+            for resource, future in futures.items():
+                entries: dict[str, ConfigEntry] = self._wait(future, f"describing configs of {resource.name}")
+                result[resource.name] = [
+                    TopicConfigEntry(sys.intern(e.name), None if e.value is None else sys.intern(e.value),
+                                     getattr(e.source, "name", str(e.source)), bool(e.is_default),
+                                     bool(e.is_read_only), bool(e.is_sensitive))
+                    for e in entries.values()]
         return result
 
     def incremental_alter_configs(self, changes: Mapping[str, Sequence[ConfigOp]]) -> None:
