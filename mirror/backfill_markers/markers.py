@@ -23,6 +23,7 @@ Keys are written with sorted fields, so compaction sees one key per partition / 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,8 +50,11 @@ def encode_tp(topic: str, partition: int) -> str:
 
 
 def decode_tp(encoded: str) -> TopicPartitionT:
+    """The topic name is interned: every task event lists each partition of its task, each task and the
+    connector keep every event of the flow, and the names cut out of them would be a string per partition
+    per event per holder (36,000 at 2,000 topics x 4 partitions and 4 tasks, 2 MiB)."""
     topic, _, partition = encoded.rpartition("-")
-    return topic, int(partition)
+    return sys.intern(topic), int(partition)
 
 
 @dataclass(frozen=True)

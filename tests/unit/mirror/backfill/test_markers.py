@@ -57,6 +57,18 @@ def test_holders_are_running_instances_and_positions_come_from_the_latest_stop()
     assert state.final_positions([("t", 0)]) == {("t", 0): 55}
 
 
+def test_the_events_of_tasks_share_one_string_per_topic() -> None:
+    """Each task and the connector keep every task event, each listing its partitions: a topic's name is one
+    string however many events and partitions name it."""
+    state = MarkerState()
+    state.apply(task_marker_key("a"), TaskEvent(STARTED, "MSC-0", (("orders", 0), ("orders", 2))).value())
+    state.apply(task_marker_key("b"), TaskEvent(STOPPED, "MSC-1", (("orders", 1),), ((("orders", 1), 7),)).value())
+    names = [tp[0] for event in state.tasks.values() for tp in event.partitions]
+    names += [tp[0] for event in state.tasks.values() for tp, _ in event.positions]
+    assert names == ["orders"] * 4
+    assert all(name is names[0] for name in names)
+
+
 def test_streaming_starts_after_stored_but_never_before_a_backfill_end() -> None:
     assert streaming_start(None, None) is None  # auto.offset.reset applies
     assert streaming_start(5, None) == 5
