@@ -13,19 +13,27 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Message
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
 from mirror.client.models import OffsetSync, TopicPartition
 from mirror.config.mirror_maker_config import MirrorMakerConfig
 from mirror.health.flow_health import PartitionLag
-from mirror.health.kafka_io import LIST_OFFSETS_CHUNK, LIST_OFFSETS_WINDOW, TP, ClusterIO, PartitionProbe
+from mirror.health.kafka_io import (
+    FIRST_OFFSET,
+    LATEST_TIMESTAMP,
+    LIST_OFFSETS_CHUNK,
+    TP,
+    ClusterIO,
+    PartitionProbe,
+)
 from mirror.health.probe import HealthProbe, doubtful_partitions, flow_specs
 
 NOW_MS = 1_000_000_000
@@ -204,84 +212,136 @@ def test_doubtful_partitions() -> None:
     assert doubtful_partitions(partitions, latest, replicated) == [("t", 1), ("t", 2), ("t", 3), ("t", 4)]
 
 
-class ChunkAdmin:
-    """An admin client's ListOffsets seam: records each call's partitions, answers each with its partition."""
+class EndsConsumer:
+    """A consumer's ``offsets_for_times`` seam, as librdkafka answers it: a list of the partitions asked, each
+    with its end (here its partition number) or an error. Records each call's partitions and the thread that
+    made it; the calls numbered in ``refused`` fail as a whole, the partitions in ``errors`` are answered with
+    an error, and each call takes ``delay_s`` (raising librdkafka's timeout when its own timeout is shorter)."""
 
-    def __init__(self) -> None:
+    def __init__(self, refused: tuple[int, ...] = (), errors: tuple[TP, ...] = (), delay_s: float = 0.0) -> None:
         self.calls: list[list[ConfluentTopicPartition]] = []
+        self.threads: set[str] = set()
+        self._refused, self._errors, self._delay_s = refused, errors, delay_s
+
+    def offsets_for_times(self, partitions: list[ConfluentTopicPartition], timeout: float) -> list[Any]:
+        index = len(self.calls)
+        self.calls.append(list(partitions))
+        self.threads.add(threading.current_thread().name)
+        time.sleep(min(self._delay_s, timeout))
+        if self._delay_s > timeout:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+        if index in self._refused:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+        return [SimpleNamespace(topic=tp.topic, partition=tp.partition,
+                                offset=-1 if (tp.topic, tp.partition) in self._errors else tp.partition,
+                                error=KafkaError(KafkaError.LEADER_NOT_AVAILABLE)
+                                if (tp.topic, tp.partition) in self._errors else None)
+                for tp in partitions]
+
+
+class EndsAdmin:
+    """The admin client's ``list_offsets`` seam, asked again for the partitions of a call that failed: a Future
+    per partition with its end (its partition number), or the error of the partitions in ``errors``."""
+
+    def __init__(self, errors: tuple[TP, ...] = ()) -> None:
+        self.calls: list[list[TP]] = []
+        self._errors = errors
 
     def list_offsets(self, wanted: dict[ConfluentTopicPartition, Any], **_: Any) -> dict[ConfluentTopicPartition,
                                                                                         Future[Any]]:
-        self.calls.append(list(wanted))
-        answers: dict[ConfluentTopicPartition, Future[Any]] = {}
-        for tp in wanted:
-            answers[tp] = Future()
-            answers[tp].set_result(SimpleNamespace(offset=tp.partition))
-        return answers
-
-
-def test_ends_are_asked_in_calls_of_a_bounded_size() -> None:
-    """librdkafka's time for one ListOffsets call grows faster than its partitions: thousands go in a few calls."""
-    io = ClusterIO("A", {}, {})
-    admin = ChunkAdmin()
-    io._admin = admin  # type: ignore[assignment]
-    partitions = [("t", p) for p in range(2 * LIST_OFFSETS_CHUNK + 5)]
-    ends = io.latest_offsets([*partitions, ("t", 0)], 10).result()
-    assert [len(call) for call in admin.calls] == [LIST_OFFSETS_CHUNK, LIST_OFFSETS_CHUNK, 5]
-    assert ends == {tp: tp[1] for tp in partitions}
-
-
-class LateAdmin:
-    """A ListOffsets seam whose answers come later, on a thread of their own (as librdkafka's do): records how
-    many calls were unanswered at once."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.most_unanswered = 0
-        self._unanswered: list[dict[ConfluentTopicPartition, Future[Any]]] = []
-        self._lock = threading.Lock()
-
-    def list_offsets(self, wanted: dict[ConfluentTopicPartition, Any], **_: Any) -> dict[ConfluentTopicPartition,
-                                                                                        Future[Any]]:
+        self.calls.append([(tp.topic, tp.partition) for tp in wanted])
         answers: dict[ConfluentTopicPartition, Future[Any]] = {tp: Future() for tp in wanted}
-        with self._lock:
-            self.calls += 1
-            self._unanswered.append(answers)
-            self.most_unanswered = max(self.most_unanswered, len(self._unanswered))
-        threading.Timer(0.05, self._answer, [answers]).start()
+        for tp, answer in answers.items():
+            if (tp.topic, tp.partition) in self._errors:
+                answer.set_exception(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
+            else:
+                answer.set_result(SimpleNamespace(offset=tp.partition))
         return answers
 
-    def _answer(self, answers: dict[ConfluentTopicPartition, Future[Any]]) -> None:
-        with self._lock:
-            self._unanswered.remove(answers)
-        for tp, future in answers.items():
-            future.set_result(SimpleNamespace(offset=tp.partition))
 
-
-def test_ends_of_thousands_of_partitions_are_asked_a_few_calls_at_a_time() -> None:
-    """A pass asks every partition of both clusters: the calls' per-partition answers are alive only a window
-    of calls at a time, each read back into offsets before the next is asked."""
+def ends_of(partitions: list[TP], consumer: EndsConsumer, timeout_s: float = 10,
+            admin: EndsAdmin | None = None) -> dict[TP, int]:
     io = ClusterIO("A", {}, {})
-    admin = LateAdmin()
-    io._admin = admin  # type: ignore[assignment]
-    partitions = [("t", p) for p in range(5 * LIST_OFFSETS_CHUNK)]
+    io._consumer = consumer  # type: ignore[assignment]
+    io._admin = admin or EndsAdmin()  # type: ignore[assignment]
     try:
-        ends = io.latest_offsets(partitions, 10).result()
+        return io.latest_offsets(partitions, timeout_s).result()
     finally:
+        io._consumer = None  # nothing to close
         io.close()
-    assert admin.calls == 5
-    assert admin.most_unanswered == LIST_OFFSETS_WINDOW
+
+
+def test_ends_are_asked_by_listoffsets_latest_in_calls_of_a_bounded_size_off_the_callers_thread() -> None:
+    """librdkafka's time for one ListOffsets call grows faster than its partitions: thousands go in a few calls,
+    one after the other on the cluster's own thread, each partition asked at ListOffsets' "latest" timestamp."""
+    consumer, admin = EndsConsumer(), EndsAdmin()
+    partitions = [("t", p) for p in range(2 * LIST_OFFSETS_CHUNK + 5)]
+    ends = ends_of([*partitions, ("t", 0)], consumer, admin=admin)
+    assert [len(call) for call in consumer.calls] == [LIST_OFFSETS_CHUNK, LIST_OFFSETS_CHUNK, 5]
+    assert {tp.offset for call in consumer.calls for tp in call} == {LATEST_TIMESTAMP} == {-1}
+    assert [(tp.topic, tp.partition) for call in consumer.calls for tp in call] == partitions
     assert ends == {tp: tp[1] for tp in partitions}
+    assert consumer.threads == {"mirror-health-ends-A_0"}
+    assert admin.calls == []
+
+
+def test_a_failed_call_is_asked_again_partition_by_partition_and_errors_are_left_out() -> None:
+    """librdkafka fails a call as a whole when one of its partitions is answered with an error (a topic deleted
+    since its metadata was read): that call's partitions are asked again through the admin client, where only
+    the partition in error is left out. A partition a successful call answers with an error is left out too
+    (the probe fetches what is left out)."""
+    consumer = EndsConsumer(refused=(1,), errors=(("t", 3),))
+    deleted = ("t", LIST_OFFSETS_CHUNK + 7)
+    admin = EndsAdmin(errors=(deleted,))
+    partitions = [("t", p) for p in range(3 * LIST_OFFSETS_CHUNK)]
+    ends = ends_of(partitions, consumer, admin=admin)
+    assert len(consumer.calls) == 3
+    assert admin.calls == [partitions[LIST_OFFSETS_CHUNK:2 * LIST_OFFSETS_CHUNK]]
+    assert ends == {tp: tp[1] for tp in partitions if tp not in (("t", 3), deleted)}
 
 
 def test_ends_not_answered_in_time_are_left_out() -> None:
-    """Within the timeout what was answered is kept; later calls are not asked once it is spent."""
-    io = ClusterIO("A", {}, {})
-    admin = LateAdmin()
-    io._admin = admin  # type: ignore[assignment]
-    try:
-        ends = io.latest_offsets([("t", p) for p in range(5 * LIST_OFFSETS_CHUNK)], 0.01).result()
-    finally:
-        io.close()
+    """One deadline bounds every call: a call not answered within it is left out, later calls are not asked."""
+    consumer, admin = EndsConsumer(delay_s=0.05), EndsAdmin()
+    ends = ends_of([("t", p) for p in range(5 * LIST_OFFSETS_CHUNK)], consumer, timeout_s=0.01, admin=admin)
     assert ends == {}
-    assert admin.calls < 5
+    assert len(consumer.calls) == 1
+    assert admin.calls == []
+
+
+class StartsReader:
+    """A reader consumer's seam for :meth:`ClusterIO.read`: records the assignment, then answers every partition's
+    end (its partition number) with no record."""
+
+    def __init__(self) -> None:
+        self.assigned: list[ConfluentTopicPartition] = []
+        self._eof: list[Message] = []
+
+    def assign(self, partitions: list[ConfluentTopicPartition]) -> None:
+        self.assigned = list(partitions)
+        self._eof = [Message(topic=tp.topic, partition=tp.partition, offset=tp.partition,
+                             error=KafkaError(KafkaError._PARTITION_EOF)) for tp in partitions]
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        batch, self._eof = self._eof, []
+        return batch
+
+    def unassign(self) -> None:
+        pass
+
+
+def test_a_partition_not_read_yet_is_read_from_offset_0_not_from_a_logical_offset() -> None:
+    """OFFSET_BEGINNING would make librdkafka look the offset up first, and a fresh consumer, not knowing the
+    leader yet, retries that only 500 ms later; offset 0 is read at once (the log start, when it starts later).
+    The positions advance to the ends as before."""
+    io = ClusterIO("B", {}, {})
+    reader = StartsReader()
+    io._reader = reader  # type: ignore[assignment]
+    positions = {("heartbeats", 0): OFFSET_BEGINNING, ("heartbeats", 1): OFFSET_BEGINNING, ("A.heartbeats", 2): 7}
+    records, complete = io.read(positions, 10)
+    io._reader = None
+    assert [(tp.topic, tp.partition, tp.offset) for tp in reader.assigned] == [
+        ("heartbeats", 0, FIRST_OFFSET), ("heartbeats", 1, FIRST_OFFSET), ("A.heartbeats", 2, 7)]
+    assert FIRST_OFFSET == 0
+    assert (records, complete) == ([], True)
+    assert positions == {("heartbeats", 0): 0, ("heartbeats", 1): 1, ("A.heartbeats", 2): 7}
