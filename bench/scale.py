@@ -16,7 +16,8 @@ replication factors of 1 for the one-broker clusters, nothing else unless ``--se
     lost membership, warnings and errors). Then, once everything is on B: ``/metrics`` (bytes, lines,
     scrape seconds), ``/ui``, ``/ui/api/status``, the flow's REST API and ``mirror status`` answer times;
     then ``--steady`` seconds with no record flowing: the node's CPU by thread (the refresh work runs on
-    the connectors' ``*-scheduler`` threads and the health monitor on ``mirror-health``).
+    the connectors' ``*-scheduler`` threads and the health monitor on ``mirror-health``), and after them
+    ``mirror status`` again, at rest (the first answers come while the node is still busy from its start).
     ``--throttle RATE`` first sets B's ``controller_mutation_rate`` quota (partitions created per second,
     KIP-599) for every client, so B answers CreateTopics with THROTTLING_QUOTA_EXCEEDED beyond it.
 ``churn``
@@ -75,6 +76,7 @@ import datetime
 import json
 import os
 import re
+import resource
 import signal
 import statistics
 import subprocess
@@ -439,6 +441,8 @@ def profiled(pid: int, out: Path | None, rate: int = 20, gil: bool = False) -> I
             log(f"profile {out} (summary in {out.with_suffix('.top.txt')})")
 
 
+#: Added to the labels of the ``mirror status`` answers asked again after ``--steady``.
+AT_REST = " at rest, after the steady state"
 #: How long one answer may take before it counts as none (status 0, the seconds it waited).
 HTTP_TIMEOUT_S = 180.0
 
@@ -473,30 +477,46 @@ def surface_answers(node: Node, code: Path | None, rounds: int = 3) -> dict[str,
     series = [line for line in metrics.splitlines() if line and not line.startswith("#")]
     result["/metrics"]["lines"] = len(series)
     result["/metrics"]["partition series"] = sum(1 for line in series if 'partition="' in line)
-    env = {**os.environ}
-    if code is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH")]))
-    for label, extra in (("mirror status (default latency window)", []),
-                         ("mirror status --latency-window 0", ["--latency-window", "0"])):
-        samples_s = []
-        status, size = -1, 0  # -1: it did not answer within HTTP_TIMEOUT_S
-        for _ in range(rounds):
-            began = time.monotonic()
-            try:
-                done = subprocess.run([sys.executable, "-m", "mirror.cli", "status", str(node.config_path), "--json",
-                                       *extra], capture_output=True, text=True, timeout=HTTP_TIMEOUT_S, check=False,
-                                      env=env)
-                status, size = done.returncode, len(done.stdout)
-            except subprocess.TimeoutExpired:
-                status, size = -1, 0
-            samples_s.append(time.monotonic() - began)
-        log(f"{label}: {samples_s[-1]:.1f}s, exit {status}")
-        result[label] = {"seconds": statistics.median(samples_s), "max_seconds": max(samples_s),
-                         "status": status, "bytes": size}
+    result.update(status_answers(node, code, rounds))
+    env = status_env(code)
     began = time.monotonic()
     subprocess.run([sys.executable, "-c", "import mirror.cli.main, mirror.health.probe"], check=False, env=env)
     result["(python start and imports of mirror status)"] = {"seconds": time.monotonic() - began, "status": 0,
                                                              "bytes": 0}
+    return result
+
+
+def status_env(code: Path | None) -> dict[str, str]:
+    env = {**os.environ}
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH")]))
+    return env
+
+
+def status_answers(node: Node, code: Path | None, rounds: int = 3, when: str = "") -> dict[str, Any]:
+    """``mirror status --json`` with the default latency window and with none: seconds (median of ``rounds``), and
+    the command's own CPU seconds (median): an answer much longer than its CPU waited, on the clusters or for a
+    core. ``when`` is added to each label (the same command asked again once the node is at rest)."""
+    result: dict[str, Any] = {}
+    for label, extra in (("mirror status (default latency window)", []),
+                         ("mirror status --latency-window 0", ["--latency-window", "0"])):
+        samples_s, cpu_s = [], []
+        status, size = -1, 0  # -1: it did not answer within HTTP_TIMEOUT_S
+        for _ in range(rounds):
+            began, children = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
+            try:
+                done = subprocess.run([sys.executable, "-m", "mirror.cli", "status", str(node.config_path), "--json",
+                                       *extra], capture_output=True, text=True, timeout=HTTP_TIMEOUT_S, check=False,
+                                      env=status_env(code))
+                status, size = done.returncode, len(done.stdout)
+            except subprocess.TimeoutExpired:
+                status, size = -1, 0
+            samples_s.append(time.monotonic() - began)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu_s.append(after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime)
+        log(f"{label}{when}: {samples_s[-1]:.1f}s ({cpu_s[-1]:.1f} CPU-s), exit {status}")
+        result[label + when] = {"seconds": statistics.median(samples_s), "max_seconds": max(samples_s),
+                                "cpu_seconds": statistics.median(cpu_s), "status": status, "bytes": size}
     return result
 
 
@@ -597,6 +617,8 @@ def run_start(args: argparse.Namespace, source: str, target: str, workdir: Path,
             with profiled(node.pid, profile_dir / f"steady-{args.topics}.txt" if profile_dir else None, rate=50,
                           gil=args.profile_gil):
                 result.steady = steady_cpu(node, args.steady)
+            # asked again at rest: the answers above come right after the start, while the node still works
+            result.surface.update(status_answers(node, args.code, when=AT_REST))
         watch.stop()
         result.memory.update({"peak RSS (MiB)": watch.peak_rss_kb / 1024, "peak PSS (MiB)": watch.peak_pss_kb / 1024,
                               "high-water RSS (MiB)": watch.high_water_kb / 1024})
@@ -619,10 +641,12 @@ def start_tables(result: StartResult, args: argparse.Namespace) -> str:
     lines += ["", "| memory | MiB |", "|---|---|", *(f"| {k} | {v:.0f} |" for k, v in result.memory.items())]
     lines += ["", "| the driver's log | lines |", "|---|---|", *(f"| {k} | {v} |" for k, v in result.trouble.items())]
     if result.surface:
-        lines += ["", "| answer | seconds (median of 3) | max | HTTP status / exit | bytes |", "|---|---|---|---|---|"]
+        lines += ["", "| answer | seconds (median of 3) | max | its own CPU seconds (median) | HTTP status / exit | "
+                      "bytes |", "|---|---|---|---|---|---|"]
         for name, value in result.surface.items():
+            cpu = f"{value['cpu_seconds']:.2f}" if "cpu_seconds" in value else "-"
             lines.append(f"| {name} | {value['seconds']:.2f} | {value.get('max_seconds', value['seconds']):.2f} | "
-                         f"{value['status']} | {value['bytes']:,} |")
+                         f"{cpu} | {value['status']} | {value['bytes']:,} |")
         metrics = result.surface.get("/metrics", {})
         if "lines" in metrics:
             lines += ["", f"/metrics: {metrics['lines']:,} series, {metrics['partition series']:,} of them with a "
