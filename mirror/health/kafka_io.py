@@ -11,10 +11,10 @@ ListOffsets first and fetches only the partitions whose answer does not settle t
 "latest" is not (Tansu answers the base offset of the last batch + 1, below the end when that batch holds
 several records), so those answers are never the last word where they disagree with what was replicated.
 
-Two consumers per cluster, one for :meth:`ClusterIO.read` (whole logs, full-size fetches) and one for
-:meth:`ClusterIO.probe` (one small fetch per partition) and :meth:`ClusterIO.latest_offsets` (which neither
-assigns nor fetches), are reused for every read (``assign`` replaces the assignment and restarts the fetch
-state, so each read ends with a fresh end-of-partition event).
+Three consumers per cluster, one for :meth:`ClusterIO.read` (whole logs, full-size fetches), one for
+:meth:`ClusterIO.probe` (one small fetch per partition) and one for :meth:`ClusterIO.latest_offsets` (which
+neither assigns nor fetches), are reused for every read (``assign`` replaces the assignment and restarts the
+fetch state, so each read ends with a fresh end-of-partition event).
 Nothing here joins a group or commits: the group id only satisfies librdkafka. Group states and
 committed offsets are read through the runtime's :class:`~connect_runtime.clients.admin.TopicAdmin`, as
 every other admin read is.
@@ -53,6 +53,8 @@ TP = tuple[str, int]
 READ_FETCH_BYTES = 1_048_576
 #: partitions per ListOffsets call (:meth:`ClusterIO.latest_offsets`)
 LIST_OFFSETS_CHUNK = 1000
+#: ListOffsets calls of one cluster under way at once (:meth:`ClusterIO.latest_offsets`)
+LIST_OFFSETS_PARALLEL = 2
 #: ListOffsets' timestamp for "latest": the answer is the partition's end
 LATEST_TIMESTAMP = OFFSET_END
 #: where :meth:`ClusterIO.read` starts a partition not read yet (an offset, not the logical OFFSET_BEGINNING)
@@ -72,15 +74,18 @@ class PartitionProbe:
 
 
 class LatestOffsets:
-    """ListOffsets answers on their way (:meth:`ClusterIO.latest_offsets`)."""
+    """ListOffsets answers on their way (:meth:`ClusterIO.latest_offsets`): one per call."""
 
-    def __init__(self, answer: Future[dict[TP, int]]) -> None:
-        self._answer = answer
+    def __init__(self, calls: list[Future[dict[TP, int]]]) -> None:
+        self._calls = calls
 
     def result(self) -> dict[TP, int]:
         """Each partition's end. A partition the cluster answered with an error (it does not exist, no leader),
         or not within the timeout, is left out: the caller fetches it. Raises nothing a broker answers."""
-        return self._answer.result()
+        result: dict[TP, int] = {}
+        for call in self._calls:
+            result.update(call.result())
+        return result
 
 
 class ClusterIO:
@@ -106,6 +111,10 @@ class ClusterIO:
         self._admin_config = {**admin_config, "allow.auto.create.topics": "false"}
         self._consumer: Consumer | None = None
         self._reader: Consumer | None = None
+        #: the consumer of :meth:`latest_offsets`, never assigned: its ListOffsets calls (and the metadata of
+        #: their leaders) go on a connection of their own, and a :meth:`probe` that shared the probe consumer's
+        #: waited behind them (0.7 s for one partition, Kafka 4.4, 2,000 topics x 4 partitions)
+        self._ends_consumer: Consumer | None = None
         self._admin: AdminClient | None = None
         self._ends: ThreadPoolExecutor | None = None
 
@@ -131,12 +140,12 @@ class ClusterIO:
 
     def close(self) -> None:
         if self._ends is not None:
-            self._ends.shutdown()  # its ListOffsets calls use the probe consumer
+            self._ends.shutdown()  # its ListOffsets calls use the ends consumer
             self._ends = None
-        for consumer in (self._consumer, self._reader):
+        for consumer in (self._consumer, self._reader, self._ends_consumer):
             if consumer is not None:
                 consumer.close()
-        self._consumer = self._reader = None
+        self._consumer = self._reader = self._ends_consumer = None
         self._admin = None
 
     def topics(self, timeout_s: float, names: Iterable[str] | None = None) -> dict[str, int]:
@@ -154,51 +163,55 @@ class ClusterIO:
         """Ask each partition's end by ListOffsets "latest" (read_uncommitted, the high watermark), on a thread
         of this cluster's own, so other reads go on until :meth:`LatestOffsets.result` is called.
 
-        The ends are asked through the :attr:`consumer`'s ``offsets_for_times`` with ListOffsets' timestamp
-        for "latest" (-1, librdkafka's ``OFFSET_END``): one blocking call answers a list of plain partitions,
+        The ends are asked through a consumer's ``offsets_for_times`` with ListOffsets' timestamp for
+        "latest" (-1, librdkafka's ``OFFSET_END``): one blocking call answers a list of plain partitions,
         built in C with the GIL released while it waits. The admin client's ``list_offsets`` answers a
         Future and a result object per partition, each set from librdkafka's thread with the GIL held (at
         2,000 topics x 4 partitions, 0.21-0.24 CPU-seconds per cluster against 0.04-0.08 for the same
-        answers, librdkafka mock cluster). The call neither assigns nor consumes, so :meth:`probe` may use
-        the consumer meanwhile (librdkafka's calls are thread-safe). librdkafka fails such a call as a whole
+        answers, librdkafka mock cluster). librdkafka fails such a call as a whole
         when one of its partitions is answered with an error: its partitions are then asked again through
         the admin client, which answers each on its own.
 
-        The partitions go in calls of at most :data:`LIST_OFFSETS_CHUNK`, one after the other: librdkafka's
-        time for one call grows faster than its partitions (8,000 in one call took 0.77 s against a local
-        broker, 8 calls of 1,000 0.27 s), so a flow of thousands of partitions costs a few requests per
-        broker, never one per partition, and only one call's answers are alive at a time.
+        The partitions go in calls of at most :data:`LIST_OFFSETS_CHUNK`: librdkafka's time for one call grows
+        faster than its partitions (8,000 in one call took 0.77 s against a local broker, 8 calls of 1,000
+        0.27 s), so a flow of thousands of partitions costs a few requests per broker, never one per
+        partition. :data:`LIST_OFFSETS_PARALLEL` calls are under way at once, and at most that many calls'
+        answers are alive at a time: each call waits for its leaders' metadata and then for its answer, and
+        the 8 calls of 2,000 topics x 4 partitions one after the other end after ``mirror status`` has
+        read everything else.
         """
-        consumer = self.consumer  # built here: the property is not safe to race on
+        if self._ends_consumer is None:  # built here, on the caller's thread
+            self._ends_consumer = new_consumer(self._consumer_config)
+        consumer = self._ends_consumer
         if self._ends is None:
-            self._ends = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mirror-health-ends-{self.alias}")
-        return LatestOffsets(self._ends.submit(self._ask_latest, consumer, list(dict.fromkeys(partitions)),
-                                               timeout_s))
-
-    def _ask_latest(self, consumer: Consumer, wanted: list[TP], timeout_s: float) -> dict[TP, int]:
-        """Each answered end; a partition answered with an error, or not answered within ``timeout_s`` (one
-        deadline for all calls), is left out."""
+            self._ends = ThreadPoolExecutor(max_workers=LIST_OFFSETS_PARALLEL,
+                                            thread_name_prefix=f"mirror-health-ends-{self.alias}")
+        wanted = list(dict.fromkeys(partitions))
         deadline = time.monotonic() + timeout_s
+        return LatestOffsets([self._ends.submit(self._ask_latest, consumer, wanted[start:start + LIST_OFFSETS_CHUNK],
+                                                deadline)
+                              for start in range(0, len(wanted), LIST_OFFSETS_CHUNK)])
+
+    def _ask_latest(self, consumer: Consumer, chunk: list[TP], deadline: float) -> dict[TP, int]:
+        """The answered ends of one call; a partition answered with an error, or not answered by ``deadline``
+        (one for all calls of a :meth:`latest_offsets`), is left out."""
         result: dict[TP, int] = {}
-        for start in range(0, len(wanted), LIST_OFFSETS_CHUNK):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                logger.debug("%s: no time left to ask %d partitions' ends by ListOffsets", self.alias,
-                             len(wanted) - start)
-                break
-            chunk = wanted[start:start + LIST_OFFSETS_CHUNK]
-            try:
-                answered = consumer.offsets_for_times([TopicPartition(topic, partition, LATEST_TIMESTAMP)
-                                                       for topic, partition in chunk], timeout=left)
-            except KafkaException as exc:
-                # librdkafka fails the whole call when one partition is answered with an error (a topic deleted
-                # since its metadata was read), or when the call is not answered in time
-                logger.debug("%s: ListOffsets of %d partitions failed: %s", self.alias, len(chunk), exc)
-                self._ask_latest_by_admin(chunk, deadline, result)
-                continue
-            for tp in answered:
-                if tp.error is None and tp.offset >= 0:
-                    result[(tp.topic, tp.partition)] = tp.offset
+        left = deadline - time.monotonic()
+        if left <= 0:
+            logger.debug("%s: no time left to ask %d partitions' ends by ListOffsets", self.alias, len(chunk))
+            return result
+        try:
+            answered = consumer.offsets_for_times([TopicPartition(topic, partition, LATEST_TIMESTAMP)
+                                                   for topic, partition in chunk], timeout=left)
+        except KafkaException as exc:
+            # librdkafka fails the whole call when one partition is answered with an error (a topic deleted
+            # since its metadata was read), or when the call is not answered in time
+            logger.debug("%s: ListOffsets of %d partitions failed: %s", self.alias, len(chunk), exc)
+            self._ask_latest_by_admin(chunk, deadline, result)
+            return result
+        for tp in answered:
+            if tp.error is None and tp.offset >= 0:
+                result[(tp.topic, tp.partition)] = tp.offset
         return result
 
     def _ask_latest_by_admin(self, chunk: list[TP], deadline: float, result: dict[TP, int]) -> None:

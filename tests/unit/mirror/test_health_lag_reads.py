@@ -30,6 +30,7 @@ from mirror.health.kafka_io import (
     FIRST_OFFSET,
     LATEST_TIMESTAMP,
     LIST_OFFSETS_CHUNK,
+    LIST_OFFSETS_PARALLEL,
     TP,
     ClusterIO,
     PartitionProbe,
@@ -214,24 +215,33 @@ def test_doubtful_partitions() -> None:
 
 class EndsConsumer:
     """A consumer's ``offsets_for_times`` seam, as librdkafka answers it: a list of the partitions asked, each
-    with its end (here its partition number) or an error. Records each call's partitions and the thread that
-    made it; the calls numbered in ``refused`` fail as a whole, the partitions in ``errors`` are answered with
-    an error, and each call takes ``delay_s`` (raising librdkafka's timeout when its own timeout is shorter)."""
+    with its end (here its partition number) or an error. Records each call's partitions, the threads that made
+    them and how many were under way at once. A call holding a partition of ``failing`` fails as a whole (as
+    librdkafka fails a call when the broker answers one of its partitions with an error), the partitions in
+    ``errors`` are answered with an error of their own (as librdkafka answers a partition it finds no leader
+    for), and each call takes ``delay_s`` (raising librdkafka's timeout when its own timeout is shorter)."""
 
-    def __init__(self, refused: tuple[int, ...] = (), errors: tuple[TP, ...] = (), delay_s: float = 0.0) -> None:
+    def __init__(self, failing: tuple[TP, ...] = (), errors: tuple[TP, ...] = (), delay_s: float = 0.0) -> None:
         self.calls: list[list[ConfluentTopicPartition]] = []
         self.threads: set[str] = set()
-        self._refused, self._errors, self._delay_s = refused, errors, delay_s
+        self.most_under_way = 0
+        self._under_way = 0
+        self._lock = threading.Lock()
+        self._failing, self._errors, self._delay_s = failing, errors, delay_s
 
     def offsets_for_times(self, partitions: list[ConfluentTopicPartition], timeout: float) -> list[Any]:
-        index = len(self.calls)
-        self.calls.append(list(partitions))
-        self.threads.add(threading.current_thread().name)
+        with self._lock:
+            self.calls.append(list(partitions))
+            self.threads.add(threading.current_thread().name)
+            self._under_way += 1
+            self.most_under_way = max(self.most_under_way, self._under_way)
         time.sleep(min(self._delay_s, timeout))
+        with self._lock:
+            self._under_way -= 1
         if self._delay_s > timeout:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
-        if index in self._refused:
-            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+        if any((tp.topic, tp.partition) in self._failing for tp in partitions):
+            raise KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
         return [SimpleNamespace(topic=tp.topic, partition=tp.partition,
                                 offset=-1 if (tp.topic, tp.partition) in self._errors else tp.partition,
                                 error=KafkaError(KafkaError.LEADER_NOT_AVAILABLE)
@@ -262,27 +272,39 @@ class EndsAdmin:
 def ends_of(partitions: list[TP], consumer: EndsConsumer, timeout_s: float = 10,
             admin: EndsAdmin | None = None) -> dict[TP, int]:
     io = ClusterIO("A", {}, {})
-    io._consumer = consumer  # type: ignore[assignment]
+    io._ends_consumer = consumer  # type: ignore[assignment]
+    io._consumer = object()  # type: ignore[assignment]  # the probe's own consumer: never used for the ends
     io._admin = admin or EndsAdmin()  # type: ignore[assignment]
     try:
         return io.latest_offsets(partitions, timeout_s).result()
     finally:
-        io._consumer = None  # nothing to close
+        io._ends_consumer = io._consumer = None  # nothing to close
         io.close()
 
 
 def test_ends_are_asked_by_listoffsets_latest_in_calls_of_a_bounded_size_off_the_callers_thread() -> None:
     """librdkafka's time for one ListOffsets call grows faster than its partitions: thousands go in a few calls,
-    one after the other on the cluster's own thread, each partition asked at ListOffsets' "latest" timestamp."""
+    on the cluster's own threads, each partition asked at ListOffsets' "latest" timestamp."""
     consumer, admin = EndsConsumer(), EndsAdmin()
     partitions = [("t", p) for p in range(2 * LIST_OFFSETS_CHUNK + 5)]
     ends = ends_of([*partitions, ("t", 0)], consumer, admin=admin)
-    assert [len(call) for call in consumer.calls] == [LIST_OFFSETS_CHUNK, LIST_OFFSETS_CHUNK, 5]
+    assert sorted(len(call) for call in consumer.calls) == [5, LIST_OFFSETS_CHUNK, LIST_OFFSETS_CHUNK]
     assert {tp.offset for call in consumer.calls for tp in call} == {LATEST_TIMESTAMP} == {-1}
-    assert [(tp.topic, tp.partition) for call in consumer.calls for tp in call] == partitions
+    assert sorted((tp.topic, tp.partition) for call in consumer.calls for tp in call) == partitions
     assert ends == {tp: tp[1] for tp in partitions}
-    assert consumer.threads == {"mirror-health-ends-A_0"}
+    assert consumer.threads and all(name.startswith("mirror-health-ends-A_") for name in consumer.threads)
     assert admin.calls == []
+
+
+def test_ends_of_thousands_of_partitions_are_asked_a_few_calls_at_a_time() -> None:
+    """A pass asks every partition of both clusters: a few calls are under way at once (each waits for its
+    leaders and its answer), never all of them, so only a few calls' answers are alive at a time."""
+    consumer = EndsConsumer(delay_s=0.05)
+    partitions = [("t", p) for p in range(5 * LIST_OFFSETS_CHUNK)]
+    ends = ends_of(partitions, consumer)
+    assert len(consumer.calls) == 5
+    assert consumer.most_under_way == LIST_OFFSETS_PARALLEL
+    assert ends == {tp: tp[1] for tp in partitions}
 
 
 def test_a_failed_call_is_asked_again_partition_by_partition_and_errors_are_left_out() -> None:
@@ -290,8 +312,8 @@ def test_a_failed_call_is_asked_again_partition_by_partition_and_errors_are_left
     since its metadata was read): that call's partitions are asked again through the admin client, where only
     the partition in error is left out. A partition a successful call answers with an error is left out too
     (the probe fetches what is left out)."""
-    consumer = EndsConsumer(refused=(1,), errors=(("t", 3),))
     deleted = ("t", LIST_OFFSETS_CHUNK + 7)
+    consumer = EndsConsumer(failing=(deleted,), errors=(("t", 3),))
     admin = EndsAdmin(errors=(deleted,))
     partitions = [("t", p) for p in range(3 * LIST_OFFSETS_CHUNK)]
     ends = ends_of(partitions, consumer, admin=admin)
@@ -305,7 +327,7 @@ def test_ends_not_answered_in_time_are_left_out() -> None:
     consumer, admin = EndsConsumer(delay_s=0.05), EndsAdmin()
     ends = ends_of([("t", p) for p in range(5 * LIST_OFFSETS_CHUNK)], consumer, timeout_s=0.01, admin=admin)
     assert ends == {}
-    assert len(consumer.calls) == 1
+    assert 1 <= len(consumer.calls) <= LIST_OFFSETS_PARALLEL
     assert admin.calls == []
 
 
