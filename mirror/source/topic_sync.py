@@ -276,7 +276,7 @@ class TopicSync:
         #: remote topic -> :func:`ops_digest` of the config ops the target last acknowledged for it
         #: (sync_topic_configs). A digest, not the ops: dozens of ops per topic kept for thousands of topics
         #: are megabytes (8 MiB at 2,000 topics) held for a comparison.
-        self._applied_ops: dict[str, int] = {}
+        self._applied_digests: dict[str, int] = {}
         self._target_describe_refused_logged = False
 
     @property
@@ -461,14 +461,14 @@ class TopicSync:
         """
         topics = self.topics_being_replicated()
         if not topics:
-            self._applied_ops = {}
+            self._applied_digests = {}
             return
         described = self._source_admin.describe_configs(topics)
         wanted = {self.formatted_remote(topic): incremental_config_ops(entries, self._config_filter)
                   for topic, entries in described.items()}
         wanted = {topic: ops for topic, ops in wanted.items() if ops}
         # Topics no longer replicated leave the memory (topic churn would otherwise grow it forever).
-        self._applied_ops = {t: ops for t, ops in self._applied_ops.items() if t in wanted}
+        self._applied_digests = {t: d for t, d in self._applied_digests.items() if t in wanted}
         changes = self._config_changes(wanted)
         if not changes:
             return
@@ -477,7 +477,7 @@ class TopicSync:
         except ConnectError as exc:
             # Which topics of the request were applied is not known: all of them are sent again next round.
             for topic in changes:
-                self._applied_ops.pop(topic, None)
+                self._applied_digests.pop(topic, None)
             error = kafka_error_of(exc.__cause__) if exc.__cause__ is not None else None
             if error is not None and error.code() in (KafkaError.UNSUPPORTED_VERSION,
                                                       KafkaError._UNSUPPORTED_FEATURE):
@@ -488,7 +488,7 @@ class TopicSync:
                 return
             logger.warning("%s->%s could not alter topic configs: %s", self._source, self._target, exc)
             return
-        self._applied_ops.update((topic, ops_digest(ops)) for topic, ops in changes.items())
+        self._applied_digests.update((topic, ops_digest(ops)) for topic, ops in changes.items())
         logger.debug("%s->%s altered the configs of %d of %d remote topic(s)", self._source, self._target,
                      len(changes), len(wanted))
 
@@ -496,8 +496,8 @@ class TopicSync:
         """The topics of ``wanted`` to send: ops changed since the last acknowledged alter, or not in
         effect on the target (every unchanged one when the target cannot be described)."""
         digests = {t: ops_digest(ops) for t, ops in wanted.items()}
-        unchanged = sorted(t for t, digest in digests.items() if self._applied_ops.get(t) == digest)
-        send = {t: ops for t, ops in wanted.items() if self._applied_ops.get(t) != digests[t]}
+        unchanged = sorted(t for t, digest in digests.items() if self._applied_digests.get(t) == digest)
+        send = {t: ops for t, ops in wanted.items() if self._applied_digests.get(t) != digests[t]}
         if not unchanged:
             return send
         try:
