@@ -60,6 +60,9 @@ EMIT_OFFSET_MAP_ENABLED = "emit.offset-map.enabled"
 HEARTBEATS_REPLICATION_ENABLED = "heartbeats.replication.enabled"
 REPLICATION_LOSS_POLICY = "replication.loss.policy"
 REPLICATION_LOSS_POLICY_DEFAULT = "warn"
+TASK_ASSIGNMENT = "task.assignment"
+TASK_ASSIGNMENT_ROUND_ROBIN = "round-robin"
+TASK_ASSIGNMENT_BY_TOPIC = "by-topic"
 
 # Task-only keys, added by the connector to each task config.
 TASK_TOPIC_PARTITIONS = "task.assigned.partitions"
@@ -122,6 +125,16 @@ CONFIG_DEF: ConfigDef = BASE_CONNECTOR_CONFIG_DEF.merge(ConfigDef([
               "log start (Apache MM2 goes on silently). 'fail': the task fails with the loss in its trace, "
               "nothing after it is replicated until it is restarted. Not in Apache MM2.",
               one_of("warn", "fail"), _GROUP),
+    ConfigKey(TASK_ASSIGNMENT, Type.STRING, TASK_ASSIGNMENT_ROUND_ROBIN, Importance.LOW,
+              "How the source partitions are split into tasks. 'round-robin': MM2's, partition i of the "
+              "connector's list to task i % tasks; with topics of as many partitions as tasks, every task gets "
+              "one partition of every topic, and each task's consumer and producer hold librdkafka state for "
+              "every partition of every topic. "
+              "'by-topic': each task a contiguous run of the partitions grouped by topic, sizes within one "
+              "of each other, so a task knows 1/tasks of the topics. A Java MM2 node computes round-robin: "
+              "in a fleet with Java nodes, each move of the connector between a Java node and ours then "
+              "rewrites the task configs (one task restart). Not in Apache MM2. See docs/performance.md.",
+              one_of(TASK_ASSIGNMENT_ROUND_ROBIN, TASK_ASSIGNMENT_BY_TOPIC), _GROUP),
 ]))
 
 TASK_CONFIG_DEF: ConfigDef = CONFIG_DEF.merge(ConfigDef([
@@ -172,6 +185,7 @@ class MirrorSourceConfig(OffsetSyncsLocationMixin):
     emit_offset_map_enabled = Flag(EMIT_OFFSET_MAP_ENABLED)
     heartbeats_replication_enabled = Flag(HEARTBEATS_REPLICATION_ENABLED)
     replication_loss_policy = Choice(REPLICATION_LOSS_POLICY)
+    task_assignment = Choice(TASK_ASSIGNMENT)
 
     @property
     def use_defaults_from(self) -> str:

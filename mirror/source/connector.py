@@ -14,7 +14,8 @@ start once the target shows their remote topics (Java's ``start`` waits for the 
 and config syncs (first run at once) and the topic refresh (first run after one interval), which asks for
 a task reconfiguration when the set of source partitions changes (after what it created shows).
 
-Tasks get the known source partitions round-robin (``task.assigned.partitions``, ``task.index``), except
+Tasks get the known source partitions round-robin as in MM2, or in contiguous runs of whole topics with
+``task.assignment = by-topic`` (``task.assigned.partitions``, ``task.index``), except
 partitions a ``mirror backfill`` is copying: the connector creates the flow's backfill marker topic
 (``mm2-backfill.<source>.internal``), reads it at start and every :data:`BACKFILL_MARKER_POLL_S`, leaves
 ``backfilling`` partitions out and tells tasks where finished backfills ended (docs/backfill.md).
@@ -44,6 +45,7 @@ from mirror.client.replication_policy import policy_from_config
 from mirror.config.source import (
     CONFIG_DEF,
     EMIT_OFFSET_SYNCS_ENABLED,
+    TASK_ASSIGNMENT_BY_TOPIC,
     TASK_INDEX,
     TASK_TOPIC_PARTITIONS,
     MirrorSourceConfig,
@@ -60,7 +62,7 @@ from mirror.filters import (
 from mirror.offset_validation import validate_offsets
 from mirror.scheduler import Scheduler
 from mirror.source.task import MirrorSourceTask
-from mirror.source.topic_sync import VISIBILITY_POLL_S, TopicSync, assign_round_robin
+from mirror.source.topic_sync import VISIBILITY_POLL_S, TopicSync, assign_by_topic, assign_round_robin
 
 logger = logging.getLogger(__name__)
 
@@ -243,7 +245,8 @@ class MirrorSourceConnector(SourceConnector):
                                  "and creating their remote topics")
         backfilling, _ = self._backfill_view
         partitions = [tp for tp in sync.known_source_topic_partitions if tp not in backfilling]
-        chunks = assign_round_robin(partitions, max_tasks)
+        assign = assign_by_topic if cfg.task_assignment == TASK_ASSIGNMENT_BY_TOPIC else assign_round_robin
+        chunks = assign(partitions, max_tasks)
         configs = []
         for index, chunk in enumerate(chunks):
             # Java's task config, key for key: a Java node runs it as it is, and a Java leader finds it equal to

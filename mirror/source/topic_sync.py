@@ -224,6 +224,29 @@ def assign_round_robin(partitions: Sequence[TopicPartitionT], max_tasks: int) ->
     return tasks
 
 
+def assign_by_topic(partitions: Sequence[TopicPartitionT], max_tasks: int) -> list[list[TopicPartitionT]]:
+    """``task.assignment = by-topic``: as many tasks as MM2's, each a contiguous run of the partitions grouped
+    by topic (topics in the order given, each topic's partitions in order), the runs' sizes within one of each
+    other. At most ``tasks - 1`` topics are split between two neighbouring tasks; every other topic is whole in
+    one task, so each task's consumer and producer know about ``1/tasks`` of the topics instead of all of them
+    (a librdkafka client holds state for every partition of every topic it knows, used or not)."""
+    num_tasks = min(max_tasks, len(partitions))
+    if num_tasks <= 0:
+        return []
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    ordered = [(topic, p) for topic, numbers in by_topic.items() for p in sorted(numbers)]
+    size, larger = divmod(len(ordered), num_tasks)
+    tasks: list[list[TopicPartitionT]] = []
+    start = 0
+    for index in range(num_tasks):
+        end = start + size + (1 if index < larger else 0)
+        tasks.append(ordered[start:end])
+        start = end
+    return tasks
+
+
 def _partition_counts(tps: Iterable[TopicPartitionT]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for topic, _ in tps:

@@ -113,6 +113,34 @@ def test_one_way_replication_keeps_records_exactly(cluster_a: Cluster, cluster_b
     assert list(store.connector_offsets("MirrorSourceConnector")[0][0]) == ["cluster", "partition", "topic"]
 
 
+def test_by_topic_assignment_gives_each_task_whole_topics_and_copies_every_record(cluster_a: Cluster,
+                                                                                   cluster_b: Cluster) -> None:
+    """``task.assignment = by-topic``: three topics of two partitions into three tasks give each task one whole
+    topic (round-robin would give every task a partition of two or three topics), in Java's topic order, and
+    the tasks copy every record exactly once."""
+    src, tgt = aliases()
+    prefix = unique("whole")
+    names = [create_topic(cluster_a.bootstrap, f"{prefix}-{i}", partitions=2) for i in range(3)]
+    for name in names:
+        for p in range(2):
+            produce(cluster_a.bootstrap, name, 5 + p, partition=p)
+    config = flow_config(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap,
+                         overrides={"topics": f"{prefix}-.*", "task.assignment": "by-topic"})
+    with source_connector(config) as (connector, _):
+        task_configs = connector.task_configs(3)
+        order = describe_topics_order(names, names)
+        assert [c["task.assigned.partitions"] for c in task_configs] == [f"{t}-0,{t}-1" for t in order]
+        store = MemoryOffsetStore()
+        runs = [run_source_task(MirrorSourceTask, tc, bootstrap_servers=cluster_b.bootstrap,
+                                connector="MirrorSourceConnector", task_number=i, offset_store=store)
+                for i, tc in enumerate(task_configs)]
+        with runs[0] as r0, runs[1] as r1, runs[2] as r2:
+            wait_until(lambda: sum(r.records_written() for r in (r0, r1, r2)) >= 33, 30, "33 records written")
+    for name in names:
+        replicated = consume_all(cluster_b.bootstrap, f"{src}.{name}")
+        assert sorted((r.partition, r.offset) for r in replicated) == [(p, o) for p in range(2) for o in range(5 + p)]
+
+
 def test_empty_partition_is_created_and_stays_empty(cluster_a: Cluster, cluster_b: Cluster) -> None:
     src, tgt = aliases()
     topic = create_topic(cluster_a.bootstrap, unique("with-empty"), partitions=4)

@@ -163,6 +163,7 @@ CONNECTOR: dict[str, Works | Refused | Owned | str] = {
     "emit.offset-map.enabled": Works("mirror/source/task.py", "cfg.emit_offset_map_enabled"),
     "heartbeats.replication.enabled": Works("mirror/source/connector.py", "heartbeats_replication_enabled"),
     "replication.loss.policy": Works("mirror/source/task.py", "cfg.replication_loss_policy"),
+    "task.assignment": Works("mirror/source/connector.py", "cfg.task_assignment"),
     "task.assigned.partitions": Works("mirror/source/connector.py", "TASK_TOPIC_PARTITIONS"),
     "task.index": Works("mirror/config/connector_base.py", '"task.index"'),
     # MirrorCheckpointConnector

@@ -29,6 +29,7 @@ from mirror.client.replication_policy import DefaultReplicationPolicy, IdentityR
 from mirror.filters import DefaultConfigPropertyFilter, DefaultTopicFilter
 from mirror.source.topic_sync import (
     TopicSync,
+    assign_by_topic,
     assign_round_robin,
     creation_configs,
     incremental_config_ops,
@@ -105,6 +106,28 @@ def test_round_robin_assignment_matches_mm2_example() -> None:
 def test_assignment_never_creates_more_tasks_than_partitions() -> None:
     assert assign_round_robin([("a", 0), ("a", 1)], 5) == [[("a", 0)], [("a", 1)]]
     assert assign_round_robin([], 5) == []
+
+
+def test_by_topic_assignment_gives_contiguous_runs_of_whole_topics() -> None:
+    partitions = [(f"t{t}", p) for p in range(4) for t in range(10)]  # interleaved, as Java may list them
+    tasks = assign_by_topic(partitions, 4)
+    assert [len(task) for task in tasks] == [10, 10, 10, 10]
+    assert sorted(tp for task in tasks for tp in task) == sorted(partitions)
+    assert tasks[0] == [("t0", 0), ("t0", 1), ("t0", 2), ("t0", 3), ("t1", 0), ("t1", 1), ("t1", 2), ("t1", 3),
+                        ("t2", 0), ("t2", 1)]
+    topics = [{t for t, _ in task} for task in tasks]
+    assert [len(names) for names in topics] == [3, 3, 3, 3]  # round-robin: 10 topics in every task
+    split = [t for t in {t for t, _ in partitions} if sum(t in names for names in topics) > 1]
+    assert len(split) <= len(tasks) - 1
+
+
+def test_by_topic_assignment_balances_uneven_topics_and_spreads_one_large_topic() -> None:
+    partitions = [("big", p) for p in range(32)] + [("small", 0), ("other", 0), ("other", 1)]
+    tasks = assign_by_topic(partitions, 4)
+    assert [len(task) for task in tasks] == [9, 9, 9, 8]
+    assert {t for t, _ in tasks[0]} == {"big"} and {t for t, _ in tasks[3]} == {"big", "small", "other"}
+    assert assign_by_topic([("a", 1), ("a", 0)], 5) == [[("a", 0)], [("a", 1)]]
+    assert assign_by_topic([], 5) == []
 
 
 # ---- config filtering ---------------------------------------------------------------------------------
