@@ -457,8 +457,9 @@ def timed_get(url: str, timeout_s: float = HTTP_TIMEOUT_S) -> tuple[float, int, 
     return time.monotonic() - began, response.status_code, response.content
 
 
-def surface_answers(node: Node, code: Path | None, rounds: int = 3) -> dict[str, Any]:
-    """/metrics, /ui, the status JSON, the flow's REST API and ``mirror status``: seconds (median of ``rounds``)."""
+def surface_answers(node: Node, code: Path | None, rounds: int = 3, profile: Path | None = None) -> dict[str, Any]:
+    """/metrics, /ui, the status JSON, the flow's REST API and ``mirror status``: seconds (median of ``rounds``);
+    ``profile``: see :func:`status_answers`."""
     prefix = f"{node.url}/{SOURCE}/{TARGET}"
     endpoints = {"/metrics": f"{node.url}/metrics", "/ui": f"{node.url}/ui",
                  "/ui/api/status": f"{node.url}/ui/api/status",
@@ -477,7 +478,7 @@ def surface_answers(node: Node, code: Path | None, rounds: int = 3) -> dict[str,
     series = [line for line in metrics.splitlines() if line and not line.startswith("#")]
     result["/metrics"]["lines"] = len(series)
     result["/metrics"]["partition series"] = sum(1 for line in series if 'partition="' in line)
-    result.update(status_answers(node, code, rounds))
+    result.update(status_answers(node, code, rounds, profile=profile))
     env = status_env(code)
     began = time.monotonic()
     subprocess.run([sys.executable, "-c", "import mirror.cli.main, mirror.health.probe"], check=False, env=env)
@@ -493,20 +494,22 @@ def status_env(code: Path | None) -> dict[str, str]:
     return env
 
 
-def status_answers(node: Node, code: Path | None, rounds: int = 3, when: str = "") -> dict[str, Any]:
+def status_answers(node: Node, code: Path | None, rounds: int = 3, when: str = "",
+                   profile: Path | None = None) -> dict[str, Any]:
     """``mirror status --json`` with the default latency window and with none: seconds (median of ``rounds``), and
     the command's own CPU seconds (median): an answer much longer than its CPU waited, on the clusters or for a
-    core. ``when`` is added to each label (the same command asked again once the node is at rest)."""
+    core. ``when`` is added to each label (the same command asked again once the node is at rest). ``profile``: a
+    directory for one more answer of each, after the timed ones and not counted, under ``py-spy record``."""
     result: dict[str, Any] = {}
     for label, extra in (("mirror status (default latency window)", []),
                          ("mirror status --latency-window 0", ["--latency-window", "0"])):
+        command = [sys.executable, "-m", "mirror.cli", "status", str(node.config_path), "--json", *extra]
         samples_s, cpu_s = [], []
         status, size = -1, 0  # -1: it did not answer within HTTP_TIMEOUT_S
         for _ in range(rounds):
             began, children = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
             try:
-                done = subprocess.run([sys.executable, "-m", "mirror.cli", "status", str(node.config_path), "--json",
-                                       *extra], capture_output=True, text=True, timeout=HTTP_TIMEOUT_S, check=False,
+                done = subprocess.run(command, capture_output=True, text=True, timeout=HTTP_TIMEOUT_S, check=False,
                                       env=status_env(code))
                 status, size = done.returncode, len(done.stdout)
             except subprocess.TimeoutExpired:
@@ -515,6 +518,14 @@ def status_answers(node: Node, code: Path | None, rounds: int = 3, when: str = "
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu_s.append(after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime)
         log(f"{label}{when}: {samples_s[-1]:.1f}s ({cpu_s[-1]:.1f} CPU-s), exit {status}")
+        if profile is not None:
+            out = profile / f"status{'-window-0' if extra else ''}{when.replace(' ', '-').replace(',', '')}.txt"
+            subprocess.run(["py-spy", "record", "--rate", "100", "--format", "raw", "--threads", "-o", str(out), "--",
+                            *command], capture_output=True, timeout=HTTP_TIMEOUT_S, check=False, env=status_env(code))
+            top = subprocess.run([sys.executable, str(BENCH_DIR / "profile_top.py"), str(out), "--top", "30"],
+                                 capture_output=True, text=True, check=False)
+            out.with_suffix(".top.txt").write_text(top.stdout)
+            log(f"profile {out} (summary in {out.with_suffix('.top.txt')})")
         result[label + when] = {"seconds": statistics.median(samples_s), "max_seconds": max(samples_s),
                                 "cpu_seconds": statistics.median(cpu_s), "status": status, "bytes": size}
     return result
@@ -608,7 +619,7 @@ def run_start(args: argparse.Namespace, source: str, target: str, workdir: Path,
         if milestones["every record"] is None:
             log(f"not everything on B within {args.timeout:.0f}s; the log's last lines:\n{node.log_text()[-2000:]}")
         log("answer times of /metrics, /ui, REST and mirror status")
-        result.surface = surface_answers(node, args.code)
+        result.surface = surface_answers(node, args.code, profile=profile_dir)
         if after is not None:
             after(node, view, result)
         if args.steady > 0:
@@ -618,7 +629,7 @@ def run_start(args: argparse.Namespace, source: str, target: str, workdir: Path,
                           gil=args.profile_gil):
                 result.steady = steady_cpu(node, args.steady)
             # asked again at rest: the answers above come right after the start, while the node still works
-            result.surface.update(status_answers(node, args.code, when=AT_REST))
+            result.surface.update(status_answers(node, args.code, when=AT_REST, profile=profile_dir))
         watch.stop()
         result.memory.update({"peak RSS (MiB)": watch.peak_rss_kb / 1024, "peak PSS (MiB)": watch.peak_pss_kb / 1024,
                               "high-water RSS (MiB)": watch.high_water_kb / 1024})
@@ -1051,7 +1062,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1, help="scaling and gil: interleaved runs")
     parser.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                         help="an mm2.properties line on top of the defaults (repeatable)")
-    parser.add_argument("--profile", metavar="DIR", help="py-spy profiles of the start and the steady state into DIR")
+    parser.add_argument("--profile", metavar="DIR", help="py-spy profiles of the start, the steady state and mirror status into DIR")
     parser.add_argument("--memtrace", metavar="DIR", help="bench/memtrace's memory figures of the node into DIR")
     parser.add_argument("--memtrace-at", default="", metavar="S,S",
                         help="with --memtrace: tracemalloc snapshots at these process ages (s); bench/memdiff.py")

@@ -27,6 +27,7 @@ Per flow ``A->B`` (all topic names through the configured replication policy):
   the flow on each cluster; only a *doubtful* partition is fetched (:func:`doubtful_partitions`), on the source
   at its replicated offset (the fetch response's high watermark is its end, its first record the lag's
   timestamp) and on the target at its newest sync's downstream offset (the remote end of the estimate).
+  A partition with no replicated offset yet has no lag to read: its end is ListOffsets' answer, unfetched.
   A partition is doubtful when ListOffsets' answer is not its replicated offset: it lags (its first
   unreplicated record is wanted), it has no replicated offset yet, or the answer is *below* what was
   replicated, which Kafka answers only for a source topic re-created or truncated (the fetch confirms it)
@@ -651,9 +652,13 @@ class HealthProbe:
                                 for tp, probe in target_io.probe(exact_remote, self._timeout_s).items()})
             replicated.update(replicated_offsets(state, doubtful, remote, remote_ends))
         positions = {tp: replicated.get(tp, (OFFSET_BEGINNING, ""))[0] for tp in partitions}
-        probes = source_io.probe({tp: positions[tp] for tp in doubtful}, self._timeout_s)
+        # No replicated offset yet (neither a sync nor a Connect offset: most partitions in the first half-minute
+        # of a start of thousands): no lag to measure, so nothing to fetch; ListOffsets' answer is the end.
+        unreplicated = [tp for tp in doubtful if tp not in replicated and tp in source_latest]
+        fetched = [tp for tp in doubtful if tp in replicated or tp not in source_latest]
+        probes = source_io.probe({tp: positions[tp] for tp in fetched}, self._timeout_s)
         settled = set(partitions).difference(doubtful)  # caught up: ListOffsets' answer is the replicated offset
-        probes.update({tp: PartitionProbe(source_latest[tp], None, None) for tp in settled})
+        probes.update({tp: PartitionProbe(source_latest[tp], None, None) for tp in (*settled, *unreplicated)})
         result = []
         for (t, p) in sorted(positions):
             probe = probes.get((t, p))

@@ -152,14 +152,16 @@ def fetch_everything(source: LogIO, target: LogIO) -> list[PartitionLag]:
     return lags(source, target)
 
 
-def test_only_the_lagging_and_unknown_partitions_are_fetched_on_kafka() -> None:
+def test_only_the_lagging_partitions_are_fetched_on_kafka() -> None:
+    """A partition with no replicated offset yet (3) has no lag to read: ListOffsets' answer is its end, so a start
+    of thousands of partitions, before their first syncs and Connect offsets are written, fetches none of them."""
     ends = {0: 10, 1: 10, 2: 7, 3: 5}
     replicated = {0: 10, 1: 7, 2: 7}  # 0 and 2 caught up, 1 lags by 3 records, 3 has no Connect offset yet
     source, target = clusters(ends, replicated)
     result = {p.partition: p for p in lags(source, target)}
     assert sorted(source.listed) == [("t", p) for p in range(4)]  # every end by ListOffsets, in one call
     assert sorted(target.listed) == [("A.t", p) for p in range(4)]
-    assert source.fetched == {("t", 1): 7, ("t", 3): OFFSET_BEGINNING}
+    assert source.fetched == {("t", 1): 7}
     assert target.fetched == {}  # no offset sync: no remote end wanted
     assert [(p, result[p].source_end_offset, result[p].lag_records, result[p].lag_seconds) for p in range(4)] == [
         (0, 10, 0, 0.0), (1, 10, 3, 3.0), (2, 7, 0, 0.0), (3, 5, None, None)]
