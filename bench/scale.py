@@ -1062,7 +1062,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1, help="scaling and gil: interleaved runs")
     parser.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                         help="an mm2.properties line on top of the defaults (repeatable)")
-    parser.add_argument("--profile", metavar="DIR", help="py-spy profiles of the start, the steady state and mirror status into DIR")
+    parser.add_argument("--profile", metavar="DIR",
+                        help="py-spy profiles of the start, the steady state and mirror status into DIR")
     parser.add_argument("--memtrace", metavar="DIR", help="bench/memtrace's memory figures of the node into DIR")
     parser.add_argument("--memtrace-at", default="", metavar="S,S",
                         help="with --memtrace: tracemalloc snapshots at these process ages (s); bench/memdiff.py")
