@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import pytest
@@ -41,6 +41,19 @@ def source_connector(config: dict[str, str]
         yield connector, context
     finally:
         connector.stop()
+
+
+@contextmanager
+def running_tasks(task_configs: list[dict[str, str]], target: Cluster, store: MemoryOffsetStore,
+                  records: int) -> Iterator[list[Any]]:
+    """Every task of ``task_configs`` running into ``target`` with one offset store, until they wrote ``records``."""
+    with ExitStack() as stack:
+        runs = [stack.enter_context(run_source_task(MirrorSourceTask, config, bootstrap_servers=target.bootstrap,
+                                                    connector="MirrorSourceConnector", task_number=i,
+                                                    offset_store=store))
+                for i, config in enumerate(task_configs)]
+        wait_until(lambda: sum(run.records_written() for run in runs) >= records, 30, f"{records} records written")
+        yield runs
 
 
 def aliases() -> tuple[str, str]:
@@ -93,13 +106,9 @@ def test_one_way_replication_keeps_records_exactly(cluster_a: Cluster, cluster_b
         task_configs = connector.task_configs(5)
         assert len(task_configs) == 3  # min(tasks.max, partitions)
         store = MemoryOffsetStore()
-        runs = [run_source_task(MirrorSourceTask, tc, bootstrap_servers=cluster_b.bootstrap,
-                                connector="MirrorSourceConnector", task_number=i, offset_store=store)
-                for i, tc in enumerate(task_configs)]
-        with runs[0] as r0, runs[1] as r1, runs[2] as r2:
-            wait_until(lambda: sum(r.records_written() for r in (r0, r1, r2)) >= 31, 30, "31 records written")
-            for r in (r0, r1, r2):
-                r.commit_now()
+        with running_tasks(task_configs, cluster_b, store, 31) as runs:
+            for run in runs:
+                run.commit_now()
         replicated = consume_all(cluster_b.bootstrap, remote)
     assert len(replicated) == 31  # exact: no duplicates, nothing lost
 
@@ -130,12 +139,8 @@ def test_by_topic_assignment_gives_each_task_whole_topics_and_copies_every_recor
         task_configs = connector.task_configs(3)
         order = describe_topics_order(names, names)
         assert [c["task.assigned.partitions"] for c in task_configs] == [f"{t}-0,{t}-1" for t in order]
-        store = MemoryOffsetStore()
-        runs = [run_source_task(MirrorSourceTask, tc, bootstrap_servers=cluster_b.bootstrap,
-                                connector="MirrorSourceConnector", task_number=i, offset_store=store)
-                for i, tc in enumerate(task_configs)]
-        with runs[0] as r0, runs[1] as r1, runs[2] as r2:
-            wait_until(lambda: sum(r.records_written() for r in (r0, r1, r2)) >= 33, 30, "33 records written")
+        with running_tasks(task_configs, cluster_b, MemoryOffsetStore(), 33):
+            pass
     for name in names:
         replicated = consume_all(cluster_b.bootstrap, f"{src}.{name}")
         assert sorted((r.partition, r.offset) for r in replicated) == [(p, o) for p in range(2) for o in range(5 + p)]
