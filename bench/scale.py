@@ -129,7 +129,8 @@ TROUBLE = {
     "consumer poll timeout": re.compile(r"[Cc]onsumer poll timeout has expired"),
     "membership lost": re.compile(r"because its membership was lost|stopping all \d+ connector"),
     "event loop blocked": re.compile(r"blocked", re.IGNORECASE),
-    "throttled": re.compile(r"THROTTLING_QUOTA_EXCEEDED|throttl", re.IGNORECASE),
+    # not the creation's summary line when it names none ("..., 0 still throttled by the target, ...")
+    "throttled": re.compile(r"THROTTLING_QUOTA_EXCEEDED|(?<!\b0 still )throttl", re.IGNORECASE),
 }
 _LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
 
