@@ -66,7 +66,9 @@ Usage::
 
 Each prints its tables; ``--record`` also records them in bench/results.md (a ``## `` section with the
 recording rule's facts, as bench/run.py writes), ``--output FILE`` writes that section to FILE instead.
-``--code DIR`` runs the node (or the gil child) on the packages in DIR (``common.python_child``).
+``--code DIR`` runs the node (or the gil child) on the packages in DIR (``common.python_child``); the recorded
+commit is then DIR's when DIR is a git checkout (``git worktree add``), and a copy without git is named in a row of
+its own as code of unknown commit (:func:`rule_facts`).
 """
 
 from __future__ import annotations
@@ -1026,6 +1028,25 @@ def run_gil(args: argparse.Namespace, source: str, target: str) -> str:
 
 
 # -- recording --------------------------------------------------------------------------------------------
+#: The machine-table row that names the code the node ran when it is not this tree (``--code DIR``).
+NODE_CODE_ROW = "the node's code"
+
+
+def rule_facts(code: Path | None) -> dict[str, str]:
+    """The recording rule's rows, whose commit is the code the node runs: with ``--code DIR`` that is DIR's commit
+    when DIR is a git checkout (a worktree); a ``git archive`` copy keeps none, so the row keeps this tree's commit
+    and one more row names DIR as code of unknown commit. Without it, this tree's."""
+    if code is not None and (code / ".git").exists():
+        rule, loads = recording.at_start(code)
+        return {**rule.rows(loads), NODE_CODE_ROW: f"{code} (the commit above)"}
+    rule, loads = recording.at_start()
+    rows = rule.rows(loads)
+    if code is not None:
+        rows[NODE_CODE_ROW] = (f"{code}, not a git checkout: its commit is not known here "
+                               "(the commit above is the bench's)")
+    return rows
+
+
 def record_section(args: argparse.Namespace, title: str, body: str, facts: dict[str, str], start: datetime.datetime,
                    began: float) -> None:
     command = "python bench/scale.py " + " ".join(sys.argv[1:])
@@ -1088,8 +1109,7 @@ def main(argv: list[str] | None = None) -> int:
     args.records = defaults[2] if args.records is None else args.records
     args.tasks = defaults[3] if args.tasks is None else args.tasks
     kafka_brokers.select("kafka")
-    rule, loads = recording.at_start()
-    facts = {**machine_facts(), **rule.rows(loads)}
+    facts = {**machine_facts(), **rule_facts(args.code)}
     start, began = datetime.datetime.now(datetime.UTC), time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp, \
             kafka_brokers.kafka_brokers(("scale-a", "scale-b"), config=BROKER_CONFIG) as (source, target):
