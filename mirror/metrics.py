@@ -77,18 +77,29 @@ NEW_PREFIX = "kafka_connect_plugins_"
 TASK_LABELS = ("connector", "task")
 LEGACY, NEW = "legacy", "new"
 #: ``metrics.partition.series`` values: one series per partition (MM2's tags), per remote topic, or none;
-#: ``auto`` is ``partition`` for a task of at most :data:`AUTO_PARTITION_LIMIT` partitions, ``topic`` above.
+#: ``auto`` is ``partition`` for a flow of at most :data:`AUTO_PARTITION_LIMIT` partitions, ``topic`` above.
 PARTITION, TOPIC, NO_PARTITION_SERIES, AUTO = "partition", "topic", "none", "auto"
-#: Above this many partitions in one task, ``auto`` labels per topic: 1,000 partitions already make about
-#: 90,000 series a task with both name formats, which is what a scrape can serve within its interval.
+#: Above this many partitions in one flow, ``auto`` labels per topic: 1,000 partitions already make about
+#: 90,000 series with both name formats, which is what a scrape can serve within its interval.
 AUTO_PARTITION_LIMIT = 1000
 
 
-def resolve_detail(detail: str, partitions: int) -> str:
-    """The labelling a task of ``partitions`` partitions uses for ``metrics.partition.series = detail``."""
+def resolve_detail(detail: str, partitions: int, tasks: int = 1) -> str:
+    """The labelling a task of ``partitions`` partitions, one of ``tasks`` (``tasks.max``), uses for
+    ``metrics.partition.series = detail``.
+
+    ``auto`` bounds the flow, not the task: every task of a flow usually runs on one node (one scrape), and
+    the connector deals the flow's partitions evenly, so a flow of 4 tasks of 500 partitions exports what one
+    task of 2,000 would. A task sees only its own share (its config is Java's, key for key, so it carries no
+    total). Dealt evenly, a flow in which one task has ``p`` partitions has at least ``(p - 1) * tasks + 1``
+    (every task has at least ``p - 1``, and this one more); that least flow is what is held to the bound,
+    so a flow of one partition a task keeps MM2's tags, and within ``tasks`` partitions of the bound the
+    tasks of one flow may answer differently.
+    """
     if detail != AUTO:
         return detail
-    return PARTITION if partitions <= AUTO_PARTITION_LIMIT else TOPIC
+    least_flow = (partitions - 1) * max(tasks, 1) + 1 if partitions > 0 else 0
+    return PARTITION if least_flow <= AUTO_PARTITION_LIMIT else TOPIC
 
 
 def series_key(detail: str, topic: str, partition: int) -> tuple[str, str]:

@@ -58,6 +58,7 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from connect_runtime.api.bulk import BulkRun, BulkSink, BulkSourceTask
+from connect_runtime.api.connector_config import TASKS_MAX
 from connect_runtime.api.offsets import OffsetStorageReader
 from connect_runtime.api.records import Acknowledged, RecordMetadata, SourceRecord, metadata_of
 from connect_runtime.api.task import DurabilityBarrier, SourceTask
@@ -111,7 +112,7 @@ COPIER_FETCH_WAIT_MAX_MS = 2000
 #: A task of more partitions than this gets :data:`COPIER_FETCH_WAIT_MAX_MS`; a smaller one keeps librdkafka's
 #: 500 ms, whose idle fetches cost little, and whose shorter hold keeps a partition that becomes fetchable, and
 #: the end-to-end latency on brokers that hold a fetch its whole wait (docs/tansu.md), where they were. The
-#: same bound as ``metrics.partition.series = auto``.
+#: number of ``metrics.partition.series = auto``, here counted per task: a fetch is one task's consumer's.
 LONG_FETCH_WAIT_PARTITIONS = AUTO_PARTITION_LIMIT
 
 
@@ -255,10 +256,12 @@ class MirrorSourceTask(SourceTask, BulkSourceTask):
             partitions = list(self._events.started())  # without partitions a backfill claimed meanwhile
             done_ends = self._events.done_ends()  # partitions a backfill handed back: streaming starts at its end
         self._remote = {t: policy.format_remote_topic(self._source, t) for t, _ in partitions}
-        detail = resolve_detail(cfg.metrics_partition_series, len(partitions))
+        tasks = int(cfg.originals().get(TASKS_MAX) or 1)
+        detail = resolve_detail(cfg.metrics_partition_series, len(partitions), tasks)
         if detail != cfg.metrics_partition_series:
-            logger.info("%s labels its metrics per %s (metrics.partition.series = %s, %d partitions in this task)",
-                        self._label, detail, cfg.metrics_partition_series, len(partitions))
+            logger.info("%s labels its metrics per %s (metrics.partition.series = %s: %d partitions in this task, "
+                        "one of tasks.max = %d)", self._label, detail, cfg.metrics_partition_series,
+                        len(partitions), tasks)
         self._metrics = MirrorSourceMetrics(self.context.metrics_registry, self._source, self._target,
                                             cfg.connector_name, self.context.task_id,
                                             tuple(cfg.metric_names_formats), detail)

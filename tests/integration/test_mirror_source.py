@@ -20,7 +20,7 @@ from confluent_kafka.admin import ConfigResource, ResourceType
 from connect_runtime.api.errors import RetriableError
 from connect_runtime.clients.admin import CreateOutcome, TopicAdmin, TopicSpec
 from connect_runtime.storage.memory import MemoryOffsetStore
-from connect_runtime.testing.harness import run_source_task
+from connect_runtime.testing.harness import RunningSourceTask, run_source_task
 from mirror.client.models import OffsetSync
 from mirror.source.connector import MirrorSourceConnector
 from mirror.source.describe_topics_order import describe_topics_order, spread, string_hash
@@ -403,3 +403,31 @@ def test_metrics_partition_series_topic_sums_a_topics_partitions(cluster_a: Clus
                        "the topic's record count summed")
             assert [value("mirror_source_record_count_total", {**labels, "partition": str(p)}) for p in range(3)] \
                 == [None, None, None]
+
+
+def test_metrics_partition_series_auto_counts_the_flow_through_tasks_max(cluster_a: Cluster,
+                                                                         cluster_b: Cluster) -> None:
+    """With ``auto`` (the default) a task of 3 partitions labels per partition alone, and per topic as one of
+    ``tasks.max = 501``: evenly dealt, its flow has at least 2 x 501 + 1 = 1,003 partitions, above the bound."""
+    src, tgt = aliases()
+    topic = create_topic(cluster_a.bootstrap, unique("flowwide"), partitions=3)
+    for p in range(3):
+        produce(cluster_a.bootstrap, topic, 2 + p, partition=p)
+    config = flow_config(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, overrides={"topics": topic})
+    labels = {"source": src, "target": tgt, "topic": f"{src}.{topic}"}
+
+    def counts(run: RunningSourceTask) -> tuple[list[float | None], float | None]:
+        """The record count per partition, and summed per topic (``partition=""``)."""
+        value = run.registry.get_sample_value
+        per_partition = [value("mirror_source_record_count_total", {**labels, "partition": str(p)})
+                         for p in range(3)]
+        return per_partition, value("mirror_source_record_count_total", {**labels, "partition": ""})
+
+    with source_connector(config) as (connector, _):
+        [task_config] = connector.task_configs(1)
+        with run_source_task(MirrorSourceTask, {**task_config, "tasks.max": "1"},
+                             bootstrap_servers=cluster_b.bootstrap) as alone:
+            wait_until(lambda: counts(alone) == ([2, 3, 4], None), 30, "a record count per partition")
+        with run_source_task(MirrorSourceTask, {**task_config, "tasks.max": "501"},
+                             bootstrap_servers=cluster_b.bootstrap) as one_of_many:
+            wait_until(lambda: counts(one_of_many) == ([None, None, None], 9), 30, "the topic's count summed")

@@ -256,7 +256,7 @@ def test_metrics_partition_series_takes_partition_topic_or_none() -> None:
 
 
 def test_auto_labels_per_partition_up_to_the_limit_and_per_topic_above() -> None:
-    """``auto`` keeps MM2's per-partition tags for a task of ordinary size and sums per topic for a task whose
+    """``auto`` keeps MM2's per-partition tags for a flow of ordinary size and sums per topic for a flow whose
     per-partition series would outgrow a scrape; the explicit values are kept whatever the size."""
     from mirror.metrics import AUTO_PARTITION_LIMIT, resolve_detail
 
@@ -266,3 +266,28 @@ def test_auto_labels_per_partition_up_to_the_limit_and_per_topic_above() -> None
     for detail in ("partition", "topic", "none"):
         assert resolve_detail(detail, 10 * AUTO_PARTITION_LIMIT) == detail
         assert resolve_detail(detail, 1) == detail
+        assert resolve_detail(detail, 500, 4) == detail
+
+
+@pytest.mark.parametrize("flow, tasks", [(2000, 4), (1004, 4), (1001, 1), (4000, 8), (1100, 100)])
+def test_auto_bounds_the_flow_whatever_its_tasks_split_it_into(flow: int, tasks: int) -> None:
+    """Every task of a flow above the limit labels per topic, however many tasks share it: four tasks of
+    500 partitions export what one task of 2,000 would, so they must not each keep per-partition series."""
+    from mirror.metrics import resolve_detail
+    from mirror.source.topic_sync import assign_round_robin
+
+    tps = [(f"t{i // 4}", i % 4) for i in range(flow)]
+    for share in assign_round_robin(tps, tasks):
+        assert resolve_detail("auto", len(share), tasks) == "topic"
+
+
+@pytest.mark.parametrize("flow, tasks", [(1000, 4), (997, 4), (1000, 1), (3, 2000), (600, 600), (999, 500)])
+def test_auto_keeps_mm2s_tags_for_a_flow_within_the_limit(flow: int, tasks: int) -> None:
+    """A flow of at most the limit keeps MM2's per-partition tags in every task, also when ``tasks.max``
+    exceeds the partitions (one partition a task)."""
+    from mirror.metrics import resolve_detail
+    from mirror.source.topic_sync import assign_round_robin
+
+    tps = [(f"t{i // 4}", i % 4) for i in range(flow)]
+    for share in assign_round_robin(tps, tasks):
+        assert resolve_detail("auto", len(share), tasks) == "partition"
