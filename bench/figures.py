@@ -13,7 +13,7 @@ comes from, in one of two ways:
 
   A block takes one run (``run:``), or the median over every recorded run that counts under the
   recording rule (``median:``, bench/recording.py: started at load <= 1.0, at least 5 rounds, runs on
-  at least 2 days): the headline figures.
+  at least 2 days, on the machine of the newest such run): the headline figures.
 * **a link to the run** in prose: ``[1.32x the pipe](bench/results.md#2026-11-27-0602)`` (from docs/:
   ``../bench/results.md#...``). The anchor names the run's ``## `` heading (its start is enough:
   ``python bench/figures.py`` writes the full anchor); every number in the link's text must appear in
@@ -40,6 +40,7 @@ import argparse
 import re
 import statistics
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -285,35 +286,34 @@ def _format_like(cell: str, value: float) -> str:
 
 def render_median(name: str, spec: dict[str, Any], runs: list[Run], findings: Findings | None) -> list[str]:
     """A headline block: per row and column, the median over every recorded run that counts (the
-    recording rule) of that row's figure, with the runs' spread; the runs are named below the table."""
+    recording rule) of that row's figure, with the runs' spread; the runs are named below the table.
+
+    Only runs of one machine feed it, the machine of the newest run that supplies any of its rows: a rate
+    or a CPU figure measured on one host is no sample of another's. Runs of other machines are named as
+    set aside."""
     select = spec["median"]
     columns = spec["columns"]
     titles = [spec.get("label", "row"), *columns, "runs (days)"]
     out = [HEADER.format(name=name), "| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
+    feeding = [run for run in runs if run.counts
+               and any(_row_values(run, select, columns, entry["row"], name) for entry in spec["rows"])]
+    machine = max(feeding, key=lambda run: run.heading).rule.machine if feeding else ()
+    set_aside = [run for run in feeding if run.rule.machine != machine]
     used: dict[str, Run] = {}
     for entry in spec["rows"]:
         values: list[list[str]] = []
         days: set[str] = set()
-        for run in runs:
-            if not run.counts:
+        for run in feeding:
+            found = _row_values(run, select, columns, entry["row"], name) if run.rule.machine == machine else None
+            if found is None:
                 continue
-            try:
-                header, rows = find_table(run, select["table"])
-                row = find_row(rows, entry["row"], name)
-            except FiguresError:
-                continue
-            if any(column not in header for column in columns):
-                continue
-            if "broker" in select and ("broker" not in header or row[header.index("broker")] != select["broker"]):
-                continue
-            if "runs" in header and _rounds(row[header.index("runs")]) < recording.MIN_ROUNDS:
-                continue
-            values.append([row[header.index(column)] for column in columns])
+            values.append(found)
             days.add(run.date)
             used[run.heading] = run
         if not values:
             raise FiguresError(f"figures:{name}: no recorded run that counts has the row {entry['row']} under "
-                               f"{select['table']!r}" + (f" on {select['broker']}" if "broker" in select else ""))
+                               f"{select['table']!r}" + (f" on {select['broker']}" if "broker" in select else "")
+                               + (f" on the machine of the newest run ({_machine(machine)})" if feeding else ""))
         if findings is not None and len(days) < recording.MIN_DAYS:
             findings.reports.append(f"figures:{name}: the row {entry['label']!r} has runs from {len(days)} "
                                     f"day(s); the recording rule asks for {recording.MIN_DAYS}")
@@ -331,12 +331,45 @@ def render_median(name: str, spec: dict[str, Any], runs: list[Run], findings: Fi
         cells.append(f"{len(values)} ({len(days)})")
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
-    named = ", ".join(f"{run.heading.split(' UTC')[0]} (`{run.commit}`)" for run in
-                      sorted(used.values(), key=lambda run: run.heading))
-    out.append(f"Medians over every recorded run that counts (bench/README.md, Recording rule), "
-               f"[min-max] over those runs: {named}." + (" " + spec["note"].strip() if spec.get("note") else ""))
+    aside = (f" Runs that count on another machine, kept in bench/results.md and set aside here: "
+             f"{_named(set_aside)}." if set_aside else "")
+    on = f" on one machine ({_machine(machine)})" if any(machine) else ""
+    out.append(f"Medians over every recorded run that counts{on} (bench/README.md, Recording rule), "
+               f"[min-max] over those runs: {_named(used.values())}.{aside}"
+               + (" " + spec["note"].strip() if spec.get("note") else ""))
     out.append(END)
     return out
+
+
+def _row_values(run: Run, select: dict[str, Any], columns: list[str], key: list[str], name: str) -> list[str] | None:
+    """The ``columns`` of the row ``key`` in the table a median block selects, if ``run`` has it on the
+    block's broker with at least the rule's rounds; None otherwise."""
+    try:
+        header, rows = find_table(run, select["table"])
+        row = find_row(rows, key, name)
+    except FiguresError:
+        return None
+    if any(column not in header for column in columns):
+        return None
+    if "broker" in select and ("broker" not in header or row[header.index("broker")] != select["broker"]):
+        return None
+    if "runs" in header and _rounds(row[header.index("runs")]) < recording.MIN_ROUNDS:
+        return None
+    return [row[header.index(column)] for column in columns]
+
+
+def _machine(machine: tuple[str, ...]) -> str:
+    """A recorded machine in words: ``2 cores, <cpu>, <memory>, <os>``."""
+    named = dict(zip(recording.MACHINE_ROWS, machine, strict=False))
+    parts = [f"{named['cores']} cores" if named.get("cores") else "",
+             *(named.get(row, "") for row in recording.MACHINE_ROWS if row != "cores")]
+    return ", ".join(part for part in parts if part)
+
+
+def _named(runs: Iterable[Run]) -> str:
+    """Runs named by their start and commit, oldest first."""
+    return ", ".join(f"{run.heading.split(' UTC')[0]} (`{run.commit}`)" for run in
+                     sorted(runs, key=lambda run: run.heading))
 
 
 def governed_files(root: Path) -> list[Path]:

@@ -12,7 +12,9 @@ run feed a headline figure only if it counts (:func:`counts`):
 * ``commit``: the commit the code was at, and the product paths that had uncommitted changes.
 
 A headline is the median over every run that counts, of the same table row, across runs recorded on at
-least :data:`MIN_DAYS` days, each of at least :data:`MIN_ROUNDS` interleaved rounds.
+least :data:`MIN_DAYS` days, each of at least :data:`MIN_ROUNDS` interleaved rounds, all on one machine:
+the machine table's :data:`MACHINE_ROWS` (records/s and CPU per record of one machine are no samples of
+another's; two machines of the same CPU name have copied at rates 2x apart).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ NOT_CODE = ("bench/results.md",)
 LOAD_ROW = "load average at start"
 MARKED_ROW = "marked"
 COMMIT_ROW = "commit"
+#: The machine-table rows that name the machine a run ran on (the kernel build included: the same CPU name
+#: has meant different hosts).
+MACHINE_ROWS = ("cores", "cpu", "memory", "os")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,6 +60,8 @@ class Recording:
     commit: str
     #: Product paths with uncommitted changes when it ran.
     dirty: tuple[str, ...] = ()
+    #: The values of :data:`MACHINE_ROWS` it recorded, in that order ("" for a missing row; empty: none).
+    machine: tuple[str, ...] = ()
 
     def rows(self, loads: Iterable[float]) -> dict[str, str]:
         """The machine-table rows of the rule (``loads``: the 1-, 5- and 15-minute averages)."""
@@ -103,7 +110,7 @@ def read(lines: Iterable[str]) -> Recording:
         if number < 12:
             head.append(line)
         match = _ROW.match(line)
-        if match and match.group(1) in (LOAD_ROW, MARKED_ROW, COMMIT_ROW):
+        if match and match.group(1) in (LOAD_ROW, MARKED_ROW, COMMIT_ROW, *MACHINE_ROWS):
             rows.setdefault(match.group(1), match.group(2))
     load = None
     if LOAD_ROW in rows and (first := re.match(r"\d+(?:\.\d+)?", rows[LOAD_ROW])):
@@ -116,7 +123,8 @@ def read(lines: Iterable[str]) -> Recording:
     dirty: tuple[str, ...] = ()
     if COMMIT_ROW in rows and " changes in " in rows[COMMIT_ROW]:
         dirty = tuple(part.strip() for part in rows[COMMIT_ROW].split(" changes in ", 1)[1].split(","))
-    return Recording(load, marked, commit.group(1) if commit else "", dirty)
+    machine = tuple(rows.get(row, "") for row in MACHINE_ROWS) if any(row in rows for row in MACHINE_ROWS) else ()
+    return Recording(load, marked, commit.group(1) if commit else "", dirty, machine)
 
 
 def counts(recording: Recording) -> bool:

@@ -164,12 +164,14 @@ def test_a_link_that_does_not_hold_its_number_fails(tmp_path: Path, link: str, p
     assert any(problem in error for error in findings.errors), findings.errors
 
 
-def run_section(day: str, load: float, rate: str, rounds: int = 5, broker: str = "Kafka 4.4.0") -> str:
-    return f"""## {day} 10:00-10:20 UTC: python bench/run.py --broker kafka
+def run_section(day: str, load: float, rate: str, rounds: int = 5, broker: str = "Kafka 4.4.0",
+                os: str = "", at: str = "10:00-10:20") -> str:
+    machine = f"| cores | 2 |\n| cpu | Intel(R) Xeon(R) Processor |\n| os | {os} |\n" if os else ""
+    return f"""## {day} {at} UTC: python bench/run.py --broker kafka
 
 | machine | |
 |---|---|
-| load average at start | {load:.2f} 1.00 1.00 |
+{machine}| load average at start | {load:.2f} 1.00 1.00 |
 | marked | {"yes" if load > 1 else "no"}: 1-minute load {load:.2f} |
 | commit | `{day[-2:]}aaaaa` |
 
@@ -209,6 +211,35 @@ def test_a_headline_is_the_median_over_the_runs_that_count(tmp_path: Path) -> No
     assert "| native, 100 B | 450,000 [400,000-600,000] | 1.00x | 3 (3) |" in text
     assert "| ours, 100 B | 300,000 | 0.30x [0.10-0.50] | 3 (3) |" in text
     assert "2026-12-01 10:00-10:20 (`01aaaaa`), 2026-12-03 10:00-10:20 (`03aaaaa`), 2026-12-05" in text
+
+
+def test_a_headline_takes_the_runs_of_its_newest_runs_machine_and_names_the_others(tmp_path: Path) -> None:
+    """Runs of another host are set aside, whatever their dates: rates of two hosts are not one sample."""
+    results = "# Benchmark results\n\n" + "".join([
+        run_section("2026-12-03", 0.40, "900,000", os="Linux 6.18-b", at="16:00-16:20"),
+        run_section("2026-12-03", 0.50, "400,000", os="Linux 6.18-a", at="01:00-01:20"),
+        run_section("2026-12-02", 0.60, "800,000", os="Linux 6.18-b"),
+        run_section("2026-12-01", 0.70, "450,000", os="Linux 6.18-a"),
+    ])
+    root, results_path, spec = tree(tmp_path, "<!-- figures:headline x -->\n<!-- /figures -->\n", MEDIAN_SPEC, results)
+    texts, findings = figures.build(root, results_path, spec)
+    assert findings.errors == [] and findings.reports == []
+    text = texts[root / "README.md"]
+    assert "| native, 100 B | 850,000 [800,000-900,000] | 1.00x | 2 (2) |" in text
+    assert "on one machine (2 cores, Intel(R) Xeon(R) Processor, Linux 6.18-b)" in text
+    assert ("[min-max] over those runs: 2026-12-02 10:00-10:20 (`02aaaaa`), 2026-12-03 16:00-16:20 (`03aaaaa`). "
+            "Runs that count on another machine, kept in bench/results.md and set aside here: "
+            "2026-12-01 10:00-10:20 (`01aaaaa`), 2026-12-03 01:00-01:20 (`03aaaaa`).") in text
+    newest_alone = "# Benchmark results\n\n" + "".join([
+        run_section("2026-12-04", 0.40, "900,000", os="Linux 6.18-c"),
+        run_section("2026-12-03", 0.50, "400,000", os="Linux 6.18-a"),
+        run_section("2026-12-01", 0.70, "450,000", os="Linux 6.18-a"),
+    ])
+    root, results_path, spec = tree(tmp_path / "c", "<!-- figures:headline x -->\n<!-- /figures -->\n", MEDIAN_SPEC,
+                                    newest_alone)
+    texts, findings = figures.build(root, results_path, spec)
+    assert "| native, 100 B | 900,000 | 1.00x | 1 (1) |" in texts[root / "README.md"]
+    assert any("runs from 1 day(s)" in report for report in findings.reports)
 
 
 def test_a_headline_from_one_day_is_reported_and_one_from_no_run_that_counts_fails(tmp_path: Path) -> None:

@@ -55,3 +55,12 @@ def test_a_recorded_run_goes_above_the_newest_and_keeps_every_other(tmp_path: Pa
     empty = tmp_path / "none.md"
     recording.record(empty, "## 2026-12-01 10:00-10:20 UTC: first\n")
     assert empty.read_text() == "# Benchmark results\n\n## 2026-12-01 10:00-10:20 UTC: first\n\n"
+
+
+def test_a_run_names_its_machine_by_cores_cpu_memory_and_kernel() -> None:
+    """The machine a headline pools runs of: every row of it, the kernel build included."""
+    lines = ["| cores | 2 |", "| cpu | Intel(R) Xeon(R) Processor |", "| memory | 23.5 GiB |",
+             "| os | Linux 6.18.44-fc-v782 |", "| load average at start | 0.58 1.35 2.31 |"]
+    assert recording.read(lines).machine == ("2", "Intel(R) Xeon(R) Processor", "23.5 GiB", "Linux 6.18.44-fc-v782")
+    assert recording.read(lines[:2]).machine == ("2", "Intel(R) Xeon(R) Processor", "", "")
+    assert recording.read(lines[4:]).machine == ()
