@@ -261,6 +261,10 @@ class Result:
     requests: dict[str, list[int]] | None = None
 
 
+#: ``--profile-format perf``: samples a second of each thread (bench/copier_profile.py turns them into CPU time).
+PERF_HZ = 499
+
+
 def start_profiler(pid: int, output: Path, gil: bool = False) -> Popen[bytes]:
     """py-spy recording ``pid`` (every thread by name) until :func:`stop_profiler`.
 
@@ -269,7 +273,8 @@ def start_profiler(pid: int, output: Path, gil: bool = False) -> Popen[bytes]:
     """
     output.parent.mkdir(parents=True, exist_ok=True)
     if output.suffix == ".perf":  # native code too (librdkafka's threads): `perf report --sort comm,dso,sym`
-        return Popen([shutil.which("perf") or "perf", "record", "-F", "499", "-g", "-p", str(pid), "-o", str(output)],
+        return Popen([shutil.which("perf") or "perf", "record", "-F", str(PERF_HZ), "-g", "-p", str(pid),
+                      "-o", str(output)],
                      stdout=DEVNULL, stderr=DEVNULL)
     fmt = {".json": "speedscope", ".txt": "raw"}.get(output.suffix, "flamegraph")
     return Popen([shutil.which("py-spy") or "py-spy", "record", "--pid", str(pid), "--rate", "200",
