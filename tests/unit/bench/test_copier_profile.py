@@ -1,9 +1,8 @@
-"""bench/copier_profile.py: perf samples of the two copiers as CPU per record, side by side."""
+"""bench/copier_profile.py: perf's shares of the two copiers' measured CPU per record, side by side."""
 
 from __future__ import annotations
 
 from bench import copier_profile, perf_top
-from bench.throughput import PERF_HZ
 
 
 def profile(*samples: tuple[int, str, str, str]) -> perf_top.Profile:
@@ -13,21 +12,29 @@ def profile(*samples: tuple[int, str, str, str]) -> perf_top.Profile:
     return built
 
 
-def test_samples_become_cpu_per_record_with_the_difference_largest_first() -> None:
-    """``samples / perf's rate / records``: at 499 Hz, 499 samples over 1,000,000 records are 1 us/record."""
-    native = profile((PERF_HZ, "native_copier", "librdkafka.so.1", "rd_kafka_producev"),
-                     (PERF_HZ // 2, "rdk:broker1", "libc.so.6", "_int_free"))
-    ours = profile((PERF_HZ, "python", "librdkafka.so.1", "rd_kafka_producev"),
-                   (PERF_HZ, "python", "cimpl.cpython-311-x86_64-linux-gnu.so", "Message_new0"),
-                   (PERF_HZ // 2, "rdk:broker2", "libc.so.6", "_int_free"))
-    records = {"native": 1_000_000, "mm2-1": 1_000_000}
-    libraries = copier_profile.side_by_side({"native": native, "mm2-1": ours}, records, "libraries", 10)
-    lines = libraries.splitlines()
-    assert lines[2] == "| cimpl.cpython-311-x86_64-linux-gnu.so | 0.000 | 1.000 | +1.000 |"
-    assert "| librdkafka.so.1 | 1.000 | 1.000 | +0.000 |" in lines
-    assert lines[-1] == "| all | 1.499 | 2.499 | |"
-    threads = copier_profile.side_by_side({"native": native, "mm2-1": ours}, records, "threads", 10)
-    assert "| rdk:broker* | 0.499 | 0.499 | +0.000 |" in threads.splitlines()
-    symbols = copier_profile.side_by_side({"native": native, "mm2-1": ours}, records, "symbols", 1)
-    assert symbols.splitlines()[2] == ("| `Message_new0` (cimpl.cpython-311-x86_64-linux-gnu.so) | 0.000 | 1.000 "
-                                       "| +1.000 |")
+def test_perf_shares_split_the_measured_cpu_with_the_largest_difference_first() -> None:
+    """A copier's row is its share of samples times the CPU per record its clock measured: perf's counts
+    themselves are not time (it regulates its period), its shares are."""
+    native = profile((200, "native_copier", "librdkafka.so.1", "rd_kafka_producev"),
+                     (200, "rdk:broker1", "libc.so.6", "_int_free"))
+    ours = profile((100, "python", "librdkafka.so.1", "rd_kafka_producev"),
+                   (100, "python", "cimpl.cpython-311-x86_64-linux-gnu.so", "Message_new0"),
+                   (100, "rdk:broker2", "libc.so.6", "_int_free"),
+                   (100, "rdk:broker1", "libc.so.6", "_int_free"))
+    cpu = {"native": 0.8, "mm2-1": 1.2}
+    libraries = copier_profile.side_by_side({"native": native, "mm2-1": ours}, cpu, "libraries", 10).splitlines()
+    assert libraries[2] == "| cimpl.cpython-311-x86_64-linux-gnu.so | 0.000 | 0.300 | +0.300 |"
+    assert "| libc.so.6 | 0.400 | 0.600 | +0.200 |" in libraries
+    assert "| librdkafka.so.1 | 0.400 | 0.300 | -0.100 |" in libraries
+    assert libraries[-1] == "| all (the process clock) | 0.800 | 1.200 | +0.400 |"
+    threads = copier_profile.side_by_side({"native": native, "mm2-1": ours}, cpu, "threads", 10).splitlines()
+    assert "| rdk:broker* | 0.400 | 0.600 | +0.200 |" in threads
+    symbols = copier_profile.side_by_side({"native": native, "mm2-1": ours}, cpu, "symbols", 1).splitlines()
+    assert symbols[2] == "| `Message_new0` (cimpl.cpython-311-x86_64-linux-gnu.so) | 0.000 | 0.300 | +0.300 |"
+
+
+def test_the_measured_cpu_is_each_copiers_median_of_its_size() -> None:
+    rows = [{"mode": "native", "size": 100, "cpu_us_per_record": {"median": 0.8, "min": 0.7, "max": 0.9}},
+            {"mode": "mm2-1", "size": 100, "cpu_us_per_record": {"median": 1.2, "min": 1.1, "max": 1.3}},
+            {"mode": "mm2-1", "size": 1000, "cpu_us_per_record": {"median": 2.2, "min": 2.1, "max": 2.3}}]
+    assert copier_profile.measured_cpu(rows, 100) == {"native": 0.8, "mm2-1": 1.2}
