@@ -195,6 +195,13 @@ MEDIAN_SPEC = """headline:
 """
 
 
+def headline(tmp_path: Path, results: str) -> tuple[str, figures.Findings]:
+    """The README a ``headline`` median block renders from ``results``, and what the check found."""
+    root, results_path, spec = tree(tmp_path, "<!-- figures:headline x -->\n<!-- /figures -->\n", MEDIAN_SPEC, results)
+    texts, findings = figures.build(root, results_path, spec)
+    return texts[root / "README.md"], findings
+
+
 def test_a_headline_is_the_median_over_the_runs_that_count(tmp_path: Path) -> None:
     results = "# Benchmark results\n\n" + "".join([
         run_section("2026-12-03", 0.40, "400,000"),
@@ -204,10 +211,8 @@ def test_a_headline_is_the_median_over_the_runs_that_count(tmp_path: Path) -> No
         run_section("2026-12-05", 0.20, "450,000"),
         run_section("2026-12-04", 0.30, "700,000", broker="Tansu"),  # another broker
     ])
-    root, results_path, spec = tree(tmp_path, "<!-- figures:headline x -->\n<!-- /figures -->\n", MEDIAN_SPEC, results)
-    texts, findings = figures.build(root, results_path, spec)
+    text, findings = headline(tmp_path, results)
     assert findings.errors == [] and findings.reports == []
-    text = texts[root / "README.md"]
     assert "| native, 100 B | 450,000 [400,000-600,000] | 1.00x | 3 (3) |" in text
     assert "| ours, 100 B | 300,000 | 0.30x [0.10-0.50] | 3 (3) |" in text
     assert "2026-12-01 10:00-10:20 (`01aaaaa`), 2026-12-03 10:00-10:20 (`03aaaaa`), 2026-12-05" in text
@@ -221,10 +226,8 @@ def test_a_headline_takes_the_runs_of_its_newest_runs_machine_and_names_the_othe
         run_section("2026-12-02", 0.60, "800,000", os="Linux 6.18-b"),
         run_section("2026-12-01", 0.70, "450,000", os="Linux 6.18-a"),
     ])
-    root, results_path, spec = tree(tmp_path, "<!-- figures:headline x -->\n<!-- /figures -->\n", MEDIAN_SPEC, results)
-    texts, findings = figures.build(root, results_path, spec)
+    text, findings = headline(tmp_path, results)
     assert findings.errors == [] and findings.reports == []
-    text = texts[root / "README.md"]
     assert "| native, 100 B | 850,000 [800,000-900,000] | 1.00x | 2 (2) |" in text
     assert "on one machine (2 cores, Intel(R) Xeon(R) Processor, Linux 6.18-b)" in text
     assert ("[min-max] over those runs: 2026-12-02 10:00-10:20 (`02aaaaa`), 2026-12-03 16:00-16:20 (`03aaaaa`). "
@@ -235,10 +238,8 @@ def test_a_headline_takes_the_runs_of_its_newest_runs_machine_and_names_the_othe
         run_section("2026-12-03", 0.50, "400,000", os="Linux 6.18-a"),
         run_section("2026-12-01", 0.70, "450,000", os="Linux 6.18-a"),
     ])
-    root, results_path, spec = tree(tmp_path / "c", "<!-- figures:headline x -->\n<!-- /figures -->\n", MEDIAN_SPEC,
-                                    newest_alone)
-    texts, findings = figures.build(root, results_path, spec)
-    assert "| native, 100 B | 900,000 | 1.00x | 1 (1) |" in texts[root / "README.md"]
+    text, findings = headline(tmp_path / "c", newest_alone)
+    assert "| native, 100 B | 900,000 | 1.00x | 1 (1) |" in text
     assert any("runs from 1 day(s)" in report for report in findings.reports)
 
 
