@@ -353,8 +353,10 @@ def test_commit_on_request_covers_what_was_acknowledged_before_it_and_says_why_i
         store.fail_puts = False
         assert run.worker_task.commit_offsets(30) is None
 
+    # It fails at its second poll, often before the harness has seen it RUNNING: the block waits for FAILED.
     with run_source_task(FailingTask, {**config(topic, batch_size=100), "fail.at": "100"},
-                         bootstrap_servers=cluster_a.bootstrap, offset_flush_interval_ms=600_000) as run:
+                         bootstrap_servers=cluster_a.bootstrap, offset_flush_interval_ms=600_000,
+                         wait_running_s=None) as run:
         run.wait_for_state(State.FAILED)
         began = time.monotonic()
         assert run.worker_task.commit_offsets(30) == "the task is not running (FAILED: boom at seq 100)"
