@@ -158,7 +158,8 @@ def test_poll_failure_reports_failed_with_trace_commits_acked_and_restarts(clust
     topic = create_topic(cluster_a.bootstrap, unique("wst-fail"))
     store = MemoryOffsetStore()
     with run_source_task(FailingTask, {**config(topic, batch_size=100), "fail.at": "500"}, offset_store=store,
-                         bootstrap_servers=cluster_a.bootstrap, offset_flush_interval_ms=600_000) as run:
+                         bootstrap_servers=cluster_a.bootstrap, offset_flush_interval_ms=600_000,
+                         wait_running_s=None) as run:  # five quick polls: it may fail before RUNNING is seen
         run.wait_for_state(State.FAILED)
         trace = run.trace() or ""
         assert "RuntimeError: boom at seq 500" in trace and "Traceback" in trace
