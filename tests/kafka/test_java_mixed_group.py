@@ -180,6 +180,13 @@ def _fleet(kafka_a: KafkaBroker, kafka_b: KafkaBroker, tmp_path: Path, name: str
     a, b = aliases("A", "B")
     source, target = kafka_a.bootstrap_servers, kafka_b.bootstrap_servers
     topic = create_topic(source, unique(name), PARTITIONS)
+    # MM2 replicates the source's heartbeats topic whatever `topics` says, and the B->A heartbeat connector creates
+    # it on A once a node runs. Made here first, as that connector makes it (one compacted partition), every
+    # connector's first scan sees it: otherwise a connector that moves after it appeared computes one partition
+    # more than the configs Java computed at its start and rewrites them (every task restarts, a step's checks race
+    # that restart). A Java connector's next refresh would do the same.
+    if "heartbeats" not in topics(source):
+        create_topic(source, "heartbeats", 1, {"cleanup.policy": "compact"})
     lines = [f"clusters = {a}, {b}", f"{a}.bootstrap.servers = {source}", f"{b}.bootstrap.servers = {target}",
              f"{a}->{b}.enabled = true", f"{a}->{b}.topics = {topic}", f"tasks.max = {TASKS}",
              "replication.factor = 1", "offset-syncs.topic.replication.factor = 1",
