@@ -295,17 +295,19 @@ def render_median(name: str, spec: dict[str, Any], runs: list[Run], findings: Fi
     columns = spec["columns"]
     titles = [spec.get("label", "row"), *columns, "runs (days)"]
     out = [HEADER.format(name=name), "| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
-    feeding = [run for run in runs if run.counts
-               and any(_row_values(run, select, columns, entry["row"], name) for entry in spec["rows"])]
-    machine = max(feeding, key=lambda run: run.heading).rule.machine if feeding else ()
-    set_aside = [run for run in feeding if run.rule.machine != machine]
+    # each counted run's figures per row (None: the run lacks that row), read once
+    supplied = [(run, [_row_values(run, select, columns, entry["row"], name) for entry in spec["rows"]])
+                for run in runs if run.counts]
+    feeding = [(run, rows) for run, rows in supplied if any(rows)]
+    machine = max((run for run, _ in feeding), key=lambda run: run.heading).rule.machine if feeding else ()
+    set_aside = [run for run, _ in feeding if run.rule.machine != machine]
     used: dict[str, Run] = {}
-    for entry in spec["rows"]:
+    for index, entry in enumerate(spec["rows"]):
         values: list[list[str]] = []
         days: set[str] = set()
-        for run in feeding:
-            found = _row_values(run, select, columns, entry["row"], name) if run.rule.machine == machine else None
-            if found is None:
+        for run, rows in feeding:
+            found = rows[index]
+            if found is None or run.rule.machine != machine:
                 continue
             values.append(found)
             days.add(run.date)
