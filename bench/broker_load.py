@@ -233,14 +233,17 @@ def requests_between(before: Mapping[int, Sample], after: Mapping[int, Sample]) 
 
 
 # -- perf ---------------------------------------------------------------------------------------------
+def start_jvm_perf(pid: int, output: Path) -> Popen[bytes]:
+    """``perf record`` of one JVM into ``output``, flat: without the JVM's frame pointers a call graph
+    through JIT-compiled code is not to be trusted; the samples' symbols are (:func:`write_perf_maps`)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    return Popen([shutil.which("perf") or "perf", "record", "-F", "499", "-p", str(pid), "-o", str(output)],
+                 stdout=DEVNULL, stderr=DEVNULL)
+
+
 def start_perf(output_stem: Path) -> list[tuple[int, Popen[bytes]]]:
-    """``perf record`` of every benchmark broker (``<stem>-broker-<A|B>.perf``), flat: without the JVM's
-    frame pointers a call graph through JIT-compiled code is not to be trusted; the samples' symbols are."""
-    output_stem.parent.mkdir(parents=True, exist_ok=True)
-    perf = shutil.which("perf") or "perf"
-    return [(pid, Popen([perf, "record", "-F", "499", "-p", str(pid), "-o",
-                         str(output_stem.with_name(f"{output_stem.name}-broker-{label(name)}.perf"))],
-                        stdout=DEVNULL, stderr=DEVNULL))
+    """:func:`start_jvm_perf` of every benchmark broker (``<stem>-broker-<A|B>.perf``)."""
+    return [(pid, start_jvm_perf(pid, output_stem.with_name(f"{output_stem.name}-broker-{label(name)}.perf")))
             for pid, (name, _) in list(kafka_brokers.RUNNING.items())]
 
 

@@ -40,11 +40,25 @@ class Profile:
 
     def add(self, samples: int, thread: str, library: str, symbol: str) -> None:
         pool, lib = _MEMBER.sub("*", thread), library_name(library)
+        if lib == "[JIT]":
+            symbol = java_method(symbol)
         self.samples += samples
         self.threads[pool] += samples
         self.libraries[lib] += samples
         self.symbols[(lib, symbol)] += samples
         self.by_thread[(pool, lib, symbol)] += samples
+
+
+#: A JVM perf map's method: ``<return type> <class>.<method>(<parameter types>)``.
+_JAVA_METHOD = re.compile(r"^(?:\S+ )?([^\s(]+)\(.*\)$")
+
+
+def java_method(symbol: str) -> str:
+    """``void org.apache.kafka.common.metrics.Sensor.recordInternal(double, long, boolean)`` ->
+    ``org.apache.kafka.common.metrics.Sensor.recordInternal()``: a table of them stays readable, and the
+    overloads of one method count together."""
+    match = _JAVA_METHOD.match(symbol)
+    return f"{match.group(1)}()" if match else symbol
 
 
 def library_name(dso: str) -> str:

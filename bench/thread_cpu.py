@@ -8,6 +8,12 @@ threads by their operating-system id (Python 3.11 does not name its threads for 
 
 Threads that ended between the two snapshots are not in the figures (their CPU is in the process
 total only): :func:`by_thread` reports that remainder as ``(ended threads)``.
+
+A thread's CPU says what it spent, not whether it was held back: on a machine whose cores the copier shares
+with the brokers, a thread that is ready to run may wait for a core. The scheduler counts that wait per
+thread (``/proc/<pid>/task/<tid>/schedstat``: time on a CPU, time runnable on a run queue, in ns);
+:func:`run_queue_snapshot` reads it in the same shape as :func:`snapshot`, so :func:`by_thread` sums it per
+thread the same way. What is neither is asleep: waiting for the network, a lock, a poll's timeout.
 """
 
 from __future__ import annotations
@@ -38,6 +44,20 @@ def snapshot(pid: int) -> Snapshot:
         name = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2:].split()
         result[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / _TICKS)
+    return result
+
+
+def run_queue_snapshot(pid: int) -> Snapshot:
+    """Every live thread of ``pid``: tid -> (OS thread name, seconds so far it was ready to run but waited for
+    a CPU), from the scheduler's ``schedstat`` (empty without it: a kernel built without schedstats)."""
+    result: Snapshot = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            waited_ns = int((task / "schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # ended meanwhile, or no schedstat
+        result[int(task.name)] = (name, waited_ns / 1e9)
     return result
 
 

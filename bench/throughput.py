@@ -236,6 +236,9 @@ class Result:
     copied_before_all_started: float | None = None
     #: CPU seconds per thread of the (first) replication process while copying (bench/thread_cpu.py).
     threads: dict[str, float] | None = None
+    #: Ours and Java's: seconds per thread that it was ready to run but waited for a CPU while copying
+    #: (bench/thread_cpu.py run_queue_snapshot).
+    thread_waits: dict[str, float] | None = None
     #: Which round of the interleaved runs (the pipe run of the same round is its ratio's base).
     round: int = 0
     #: The brokers it ran on (bench/kafka_brokers.py: ``Tansu`` or ``Kafka 4.4.0``).
@@ -299,13 +302,20 @@ class Profiles:
     copier: Popen[bytes] | None = None
     brokers: list[tuple[int, Popen[bytes]]] = field(default_factory=list)
 
-    def start(self, pid: int, ours: bool, native: bool) -> None:
-        """Profile the copier if it is ours (py-spy or perf), or the native copier (perf only: it is C)."""
+    #: The copier's pid when it is a JVM profiled with perf: its JIT's methods are named at :meth:`stop`.
+    jvm: int | None = None
+
+    def start(self, pid: int, ours: bool, native: bool, jvm: bool = False) -> None:
+        """Profile the copier if it is ours (py-spy or perf), or the native copier or Java's MirrorMaker (perf
+        only: C, and a JVM, whose samples in compiled Java code are named through its perf map)."""
         if self.path is None:
             return
-        if ours or (native and self.path.suffix == ".perf"):
+        perf = self.path.suffix == ".perf"
+        if ours or (native and perf):
             self.copier = start_profiler(pid, self.path, PROFILE_GIL)
-        if PROFILE_BROKERS and self.path.suffix == ".perf":
+        elif jvm and perf:
+            self.copier, self.jvm = broker_load.start_jvm_perf(pid, self.path), pid
+        if PROFILE_BROKERS and perf:
             self.brokers = broker_load.start_perf(self.path.with_suffix(""))
 
     def running(self) -> list[Popen[bytes]]:
@@ -314,7 +324,7 @@ class Profiles:
     def stop(self) -> None:
         for profiler in self.running():
             stop_profiler(profiler)
-        broker_load.write_perf_maps([pid for pid, _ in self.brokers])
+        broker_load.write_perf_maps([pid for pid, _ in self.brokers] + ([self.jvm] if self.jvm else []))
 
     def kill(self) -> None:
         for profiler in self.running():
@@ -441,6 +451,7 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
         samples: list[tuple[float, int]] = []
         profiles = Profiles(profile)
         threads_at_first: thread_cpu.Snapshot = {}
+        waits_at_first: thread_cpu.Snapshot = {}
         brokers_at_first: kafka_brokers.BrokerCpu = {}
         load_at_first: dict[int, broker_load.Sample] = {}
         threads_now = copier.threads_now or (lambda: thread_cpu.snapshot(copier.processes[0].pid))
@@ -451,7 +462,9 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
             load_at_first.update(broker_load.sample())
             if copier.repl is not None or mode in JVM_MODES:  # a JVM's threads by their JVM names
                 threads_at_first.update(threads_now())
-            profiles.start(copier.processes[0].pid, copier.repl is not None, mode == "native")
+            if copier.repl is not None or mode in JAVA_MODES:  # a copier that lives past its copy
+                waits_at_first.update(thread_cpu.run_queue_snapshot(copier.processes[0].pid))
+            profiles.start(copier.processes[0].pid, copier.repl is not None, mode == "native", mode in JAVA_MODES)
 
         try:
             try:
@@ -464,7 +477,7 @@ def run_mode(mode: str, source: str, topic: str, records: int, value_bytes: int,
                 result.skipped = f"failed: {exc} (log tail: {kept})"
                 return result
             load_at_done = broker_load.sample()
-            measure(result, copier, cpu_at_first, brokers_at_first, threads_at_first, threads_now)
+            measure(result, copier, cpu_at_first, brokers_at_first, threads_at_first, threads_now, waits_at_first)
             profiles.stop()
             broker_figures(result, load_at_first, load_at_done)
             if copier.repl is not None:
@@ -506,19 +519,24 @@ def timed_copy(mode: str, ends: EndOffsets | CommittedRecords, records: int, ali
 
 
 def measure(result: Result, copier: Copier, cpu_at_first: list[float], brokers_at_first: kafka_brokers.BrokerCpu,
-            threads_at_first: thread_cpu.Snapshot, threads_now: Callable[[], thread_cpu.Snapshot]) -> None:
-    """The copier's and the brokers' CPU since the clock started, by thread, its JIT's apart; its RSS."""
+            threads_at_first: thread_cpu.Snapshot, threads_now: Callable[[], thread_cpu.Snapshot],
+            waits_at_first: thread_cpu.Snapshot) -> None:
+    """The copier's and the brokers' CPU since the clock started, by thread, its JIT's apart; how long its
+    threads waited for a CPU; its RSS."""
     jvm = result.mode in JVM_MODES
+    pid = copier.processes[0].pid
+    waits_now = thread_cpu.run_queue_snapshot(pid) if waits_at_first else {}
     result.cpu_s = sum(cpu_seconds(p.pid) for p in copier.processes) - sum(cpu_at_first)
     result.broker_cpu_s, result.broker_jit_s = kafka_brokers.broker_cpu_since(brokers_at_first)
     result.rss_mib = copier_rss_mib(copier) if result.mode not in EXITS_WHEN_DONE else None
+    names = thread_cpu.python_thread_names(pid) if copier.repl and (threads_at_first or waits_at_first) else {}
     if threads_at_first:
-        pid = copier.processes[0].pid
-        result.threads = thread_cpu.by_thread(threads_at_first, threads_now(),
-                                              thread_cpu.python_thread_names(pid) if copier.repl else {},
+        result.threads = thread_cpu.by_thread(threads_at_first, threads_now(), names,
                                               result.cpu_s if jvm else cpu_seconds(pid) - cpu_at_first[0])
         if jvm:
             result.jit_cpu_s = jit_seconds(result.threads)
+    if waits_at_first:
+        result.thread_waits = thread_cpu.by_thread(waits_at_first, waits_now, names)
 
 
 def jit_seconds(threads: dict[str, float]) -> float:
@@ -761,6 +779,7 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
                 "broker": done[0].broker,
                 "seconds": statistics.median(r.seconds for r in done),
                 "threads": thread_medians(done),
+                "thread_shares": thread_shares(done),
                 "broker_threads": per_record_medians(done, "broker_threads"),
                 "broker_totals": per_record_medians(done, "broker_totals"),
                 "requests": request_medians(done),
@@ -781,6 +800,19 @@ def thread_medians(done: list[Result]) -> dict[str, float]:
     medians = {name: statistics.median((r.threads or {}).get(name, 0.0) / r.records * 1e6 for r in measured)
                for name in names}
     return dict(sorted(medians.items(), key=lambda item: -item[1]))
+
+
+def thread_shares(done: list[Result], top: int = 4) -> dict[str, list[float]] | None:
+    """The ``top`` threads by CPU: [share of the copy time on a CPU, share ready to run but waiting for a
+    CPU], medians over the runs that measured both (a thread group's shares add its threads'); None when
+    none did. Which thread waits for a core says what sets the pace on a machine the brokers share."""
+    measured = [r for r in done if r.threads and r.thread_waits is not None and r.seconds > 0]
+    if not measured:
+        return None
+    cpu = {name: statistics.median((r.threads or {}).get(name, 0.0) / r.seconds for r in measured)
+           for name in {name for r in measured for name in r.threads or {}} if name != "(ended threads)"}
+    return {name: [share, statistics.median((r.thread_waits or {}).get(name, 0.0) / r.seconds for r in measured)]
+            for name, share in sorted(cpu.items(), key=lambda item: -item[1])[:top]}
 
 
 def per_record_medians(done: list[Result], figure: str) -> dict[str, float] | None:
@@ -879,9 +911,24 @@ def thread_table(rows: list[dict[str, Any]], top: int = 8) -> str:
     return "\n".join(lines)
 
 
+def thread_wait_table(rows: list[dict[str, Any]]) -> str:
+    """Per copier, its busiest threads' shares of the copy time: on a CPU, and ready but waiting for one."""
+    lines = ["| copier | value | busiest threads: on a CPU / ready, waiting for a CPU (share of the copy time, "
+             "median over the runs) |", "|---|---|---|"]
+    for row in rows:
+        if shares := row.get("thread_shares"):
+            shown = ", ".join(f"{name} {on:.0%} / {waiting:.0%}" for name, (on, waiting) in shares.items())
+            lines.append(f"| {LABELS[row['mode']]} | {value_label(row['size'], row.get('compression', 'none'))} "
+                         f"| {shown} |")
+    return "\n".join(lines)
+
+
 def report(rows: list[dict[str, Any]], modes: list[str]) -> str:
-    """The tables of a run: the rates, the CPU by thread, and Java's tuned settings when that row ran."""
+    """The tables of a run: the rates, the CPU by thread, how long the busiest threads waited for a CPU, and
+    Java's tuned settings when that row ran."""
     parts = [table(rows), thread_table(rows)]
+    if any(row.get("thread_shares") for row in rows):
+        parts.append(thread_wait_table(rows))
     if any(row.get("broker_totals") for row in rows):
         parts.append(broker_load.cpu_table(rows, LABELS, value_label))
     if any(row.get("requests") for row in rows):

@@ -38,3 +38,39 @@ def test_the_measured_cpu_is_each_copiers_median_of_its_size() -> None:
             {"mode": "mm2-1", "size": 100, "cpu_us_per_record": {"median": 1.2, "min": 1.1, "max": 1.3}},
             {"mode": "mm2-1", "size": 1000, "cpu_us_per_record": {"median": 2.2, "min": 2.1, "max": 2.3}}]
     assert copier_profile.measured_cpu(rows, 100) == {"native": 0.8, "mm2-1": 1.2}
+
+
+def test_against_java_the_largest_difference_either_way_leads_and_the_columns_name_it() -> None:
+    """Set beside a copier that spends more, the rows where ours saves most come first: a table ordered by
+    ours minus the other copier would bury them at the bottom, past ``--top``."""
+    java = profile((300, "C2 CompilerThre", "libjvm.so", "PhaseIdealLoop::build_loop_tree"),
+                   (100, "task-thread-Mir", "perf-4242.map", "void org.apache.kafka.Sensor.record(double, long)"),
+                   (100, "kafka-producer-", "libc.so.6", "__memmove_avx_unaligned_erms"))
+    ours = profile((150, "python", "libpython3.11.so.1.0", "_PyEval_EvalFrameDefault"),
+                   (100, "rdk:broker1", "libc.so.6", "__memmove_avx_unaligned_erms"))
+    cpu = {"java-mm2-1-tuned": 2.5, "mm2-1": 1.0}
+    libraries = copier_profile.side_by_side({"java-mm2-1-tuned": java, "mm2-1": ours}, cpu, "libraries", 2,
+                                            "java-mm2-1-tuned").splitlines()
+    assert libraries[0] == ("| library | Java MM2 tuned, warm, CPU us/record | ours, CPU us/record "
+                            "| ours minus Java MM2 tuned, warm |")
+    assert libraries[2] == "| libjvm.so | 1.500 | 0.000 | -1.500 |"
+    assert libraries[3] == "| libpython3.11.so.1.0 | 0.000 | 0.600 | +0.600 |"
+    assert libraries[-1] == "| all (the process clock) | 2.500 | 1.000 | -1.500 |"
+    threads = copier_profile.side_by_side({"java-mm2-1-tuned": java, "mm2-1": ours}, cpu, "threads", 10,
+                                          "java-mm2-1-tuned").splitlines()
+    assert "| C2 CompilerThre | 1.500 | 0.000 | -1.500 |" in threads
+    jit = copier_profile.side_by_side({"java-mm2-1-tuned": java, "mm2-1": ours}, cpu, "libraries", 10,
+                                      "java-mm2-1-tuned").splitlines()
+    assert "| [JIT] | 0.500 | 0.000 | -0.500 |" in jit
+    symbols = copier_profile.side_by_side({"java-mm2-1-tuned": java, "mm2-1": ours}, cpu, "symbols", 10,
+                                          "java-mm2-1-tuned")
+    assert "| `org.apache.kafka.Sensor.record()` ([JIT]) | 0.500 | 0.000 | -0.500 |" in symbols.splitlines()
+
+
+def test_java_needs_kafka_brokers() -> None:
+    try:
+        copier_profile.main(["--against", "java-mm2-1-tuned", "--broker", "tansu"])
+    except SystemExit as exc:
+        assert "needs --broker kafka" in str(exc)
+    else:
+        raise AssertionError("--against java-mm2-1-tuned on Tansu did not stop")

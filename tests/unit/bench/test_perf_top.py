@@ -26,3 +26,14 @@ def test_samples_sum_per_thread_pool_library_and_symbol() -> None:
     assert "| rdk:broker* | 35.0% |" in text
     assert "| `rd_kafka_msgset_writer_write_msg` | librdkafka-1.so | 35.0% | rdk:broker* 35.0% |" in text
     assert "UnifiedLog" not in text  # beyond the top 2 symbols
+
+
+def test_a_jvm_methods_signature_is_cut_to_its_class_and_name_and_overloads_count_together() -> None:
+    profile = perf_top.Profile()
+    profile.add(3, "task-thread-Mir", "/tmp/perf-4242.map", "void org.apache.kafka.Sensor.record(double, long)")
+    profile.add(2, "task-thread-Mir", "/tmp/perf-4242.map", "void org.apache.kafka.Sensor.record()")
+    profile.add(1, "task-thread-Mir", "/tmp/perf-4242.map", "Interpreter")
+    profile.add(4, "C2 CompilerThre", "/usr/lib/jvm/lib/server/libjvm.so", "Node::Node(unsigned int)")
+    assert profile.symbols[("[JIT]", "org.apache.kafka.Sensor.record()")] == 5
+    assert profile.symbols[("[JIT]", "Interpreter")] == 1  # not a method: as perf named it
+    assert profile.symbols[("libjvm.so", "Node::Node(unsigned int)")] == 4  # C++ outside the perf map: untouched

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
+
+import pytest
 
 from bench import pipe, thread_cpu
-from bench.throughput import Result, run_order, summarize, table
+from bench.throughput import Result, run_order, summarize, table, thread_wait_table
 from connect_runtime.lifecycle import ConnectorTaskId
 from connect_runtime.runtime.task.worker_source_task import task_producer_config
 from mirror.source.task import copier_consumer_config
@@ -112,3 +117,39 @@ def test_a_warm_row_counts_only_what_it_timed_and_its_jit_apart() -> None:
     line = table(list(rows.values())).splitlines()[3]
     assert line.startswith("| (j) Java MM2 tasks.max=1 tuned") and "| 1, timed after 500 records |" in line
     assert "| 4000.00 | 1000.00 |" in line
+
+
+@pytest.mark.skipif(not Path("/proc/self/schedstat").exists(), reason="a kernel without schedstats")
+def test_run_queue_snapshot_sees_two_spinners_on_one_cpu_wait_for_it() -> None:
+    """Two processes that never sleep, pinned to one CPU: each is ready to run all the time and runs about
+    half of it, so each waits for the CPU for a good share of the interval."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "import os; os.sched_setaffinity(0, {0})\nwhile True: pass"])
+                for _ in range(2)]
+    try:
+        time.sleep(0.5)  # both pinned and spinning
+        before = {p.pid: thread_cpu.run_queue_snapshot(p.pid) for p in spinners}
+        time.sleep(1.0)
+        waited = {p.pid: thread_cpu.by_thread(before[p.pid], thread_cpu.run_queue_snapshot(p.pid), {})
+                  for p in spinners}
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    for pid, by_name in waited.items():
+        assert by_name.get("python", 0.0) > 0.2, (pid, by_name)  # about 0.5 s of the 1 s
+
+
+def test_the_busiest_threads_shares_of_the_copy_time_on_a_cpu_and_waiting_for_one() -> None:
+    results = [result("mm2-1", round_, 1000.0) for round_ in range(3)]  # each copy took 1 s
+    for run, (task, waited) in zip(results, [(0.6, 0.3), (0.7, 0.2), (0.65, 0.4)], strict=True):
+        run.threads = {"task-MirrorSourceConnector-0": task, "rdk:broker*": 0.3, "(ended threads)": 0.9}
+        run.thread_waits = {"task-MirrorSourceConnector-0": waited, "rdk:broker*": 0.1}
+    rows = summarize(results)
+    shares = rows[0]["thread_shares"]
+    assert list(shares) == ["task-MirrorSourceConnector-0", "rdk:broker*"]  # by CPU; "(ended threads)" is no thread
+    assert shares["task-MirrorSourceConnector-0"] == pytest.approx([0.65, 0.3])
+    assert shares["rdk:broker*"] == pytest.approx([0.3, 0.1])
+    text = thread_wait_table(rows).splitlines()
+    assert text[2].endswith("| 100 B | task-MirrorSourceConnector-0 65% / 30%, rdk:broker* 30% / 10% |")
+    results[0].thread_waits = None  # a run that did not measure the waits is left out of both medians
+    assert summarize(results)[0]["thread_shares"]["task-MirrorSourceConnector-0"] == pytest.approx([0.675, 0.3])
