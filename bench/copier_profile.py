@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"bench/throughput.py failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
         rows = json.loads(summary.read_text())
         rates = throughput.table(rows)
+        waits = throughput.thread_wait_table(rows)
         cpu_us = measured_cpu(rows, args.size)
         profiles: dict[str, perf_top.Profile] = {}
         for mode in modes:
@@ -144,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     sections = [
         (f"throughput while profiled ({args.records:,} x {size}, {args.runs} interleaved rounds; perf slows both)",
          rates),
+        ("the busiest threads' shares of the copy time: on a CPU, and ready but waiting for one (ours and Java's)",
+         waits),
         (f"CPU per record by thread pool ({size}; perf's shares at {PERF_HZ} Hz over every round, of the "
          f"CPU per record the process clock measured)",
          side_by_side(profiles, cpu_us, "threads", args.top, args.against)),
