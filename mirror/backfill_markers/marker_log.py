@@ -1,9 +1,12 @@
 """Reading and writing the backfill marker topic (see :mod:`mirror.backfill_markers.markers` for the format).
 
 Used by the backfill command (driver), the Spark executors (progress), the progress display and the
-source connector/task. Every read starts a short-lived consumer at the next unread offset and stops at
-the fetch response's end of partition (``enable.partition.eof``), which is exact on Kafka and on Tansu
-(ListOffsets "latest" is not on Tansu). The topic is tiny, so this costs a connection, not a scan.
+source connector/task. Every read starts at the next unread offset and stops at the fetch response's
+end of partition (``enable.partition.eof``), which is exact on Kafka and on Tansu (ListOffsets "latest" is
+not on Tansu). The topic is tiny, so a read costs a connection, not a scan: a short-lived consumer per read
+by default, and one consumer kept between reads for a reader that reads every few seconds for as long as
+it runs (the source connector, ``keep_reader``), whose new client per read would otherwise open its threads
+and connections, and its TLS or SASL handshakes, every few seconds.
 
 A source task records its lifecycle here (:class:`BackfillEvents`): ``started`` (its partitions) when it
 starts and ``stopped`` (with its consumer's closing positions) once it is done, so a backfill knows when
@@ -13,6 +16,7 @@ streaming let go of a partition. None of this touches the per-record path.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -47,12 +51,17 @@ _TASK_READ_TIMEOUT_S = 10.0
 class MarkerLog:
     """The folded state of one marker topic plus a producer to append to it.
 
-    ``consumer_config`` / ``producer_config`` are librdkafka configs of the target cluster.
+    ``consumer_config`` / ``producer_config`` are librdkafka configs of the target cluster. ``keep_reader``:
+    one consumer serves every :meth:`read_to_end` until :meth:`close`, instead of one consumer per read.
     """
 
     def __init__(self, topic: str, consumer_config: Mapping[str, Any],
-                 producer_config: Mapping[str, Any] | None = None) -> None:
+                 producer_config: Mapping[str, Any] | None = None, *, keep_reader: bool = False) -> None:
         self.topic = topic
+        self._keep_reader = keep_reader
+        self._reader: Consumer | None = None
+        #: held by a read and by :meth:`close`: a close from another thread waits for a running read
+        self._reader_lock = threading.Lock()
         self.state = MarkerState()
         # An explicit 0 (with auto.offset.reset=earliest for a compacted-away start) instead of
         # OFFSET_BEGINNING: that costs a ListOffsets round that some brokers answer slowly (0.5 s on Tansu).
@@ -113,11 +122,19 @@ class MarkerLog:
                 self.state.apply(msg.key(), msg.value())
             self._next = (records[-1].offset() or 0) + 1
 
-        consumer = new_consumer(self._consumer_config)
-        try:
-            reached = read_to_end(consumer, {(self.topic, 0): self._next}, fold, timeout_s, on_error=raise_error)
-        finally:
-            consumer.close()
+        with self._reader_lock:
+            consumer = self._reader or new_consumer(self._consumer_config)
+            self._reader = None
+            kept = False
+            try:
+                reached = read_to_end(consumer, {(self.topic, 0): self._next}, fold, timeout_s,
+                                      on_error=raise_error)
+                if self._keep_reader:
+                    consumer.unassign()
+                    self._reader, kept = consumer, True
+            finally:
+                if not kept:
+                    consumer.close()
         if not reached.complete:
             raise TimeoutError(f"could not read {self.topic} to its end within {timeout_s}s")
         return self.state
@@ -165,11 +182,24 @@ class MarkerLog:
                                                                      f"{remaining} marker writes pending"))
 
     def close(self, timeout_s: float = 10.0) -> None:
+        """Close the producer (its writes flushed for up to ``timeout_s``) and a kept reader (after a running
+        read, waited for up to ``timeout_s``). Reads after this use a consumer per read."""
         producer, self._producer = self._producer, None
         if producer is not None:
             remaining = close_producer(producer, timeout_s)
             if remaining:
                 logger.warning("%d writes to %s not delivered before close", remaining, self.topic)
+        self._keep_reader = False
+        if not self._reader_lock.acquire(timeout=timeout_s):
+            logger.warning("a read of %s still ran after %.0fs: its consumer closes when the read ends",
+                           self.topic, timeout_s)
+            return
+        try:
+            reader, self._reader = self._reader, None
+            if reader is not None:
+                reader.close()
+        finally:
+            self._reader_lock.release()
 
 
 class BackfillEvents:

@@ -199,8 +199,16 @@ class MirrorSourceConnector(SourceConnector):
             return
         topic = marker_topic(cfg.source_alias)
         self._admins[1].create_topic(topic, 1, cfg.replication_factor, compacted=True)
-        markers = MarkerLog(topic, translate(cfg.target_consumer_config("backfill-marker-consumer"), "consumer"))
-        self._backfill_view = self._view(markers)
+        markers = MarkerLog(topic, translate(cfg.target_consumer_config("backfill-marker-consumer"), "consumer"),
+                            keep_reader=True)  # read every BACKFILL_MARKER_POLL_S for as long as the connector runs
+        try:
+            self._backfill_view = self._view(markers)
+        except BaseException:
+            markers.close()
+            raise
+        if self._stopping.is_set():  # stop() ran meanwhile (its wait for this job ran out): it found no markers
+            markers.close()
+            return
         self._markers = markers
 
     @staticmethod
@@ -265,7 +273,9 @@ class MirrorSourceConnector(SourceConnector):
             self._scheduler = None
         self._sync = None
         self._admins = []
-        self._markers = None
+        markers, self._markers = self._markers, None
+        if markers is not None:  # after the scheduler: no poll of it runs now, or close() waits for it
+            markers.close()
 
     def validate(self, config: Mapping[str, str]) -> dict[str, ConfigValue]:
         """ConfigDef checks, the filter classes, plus MM2's two cross-key rules."""

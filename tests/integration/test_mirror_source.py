@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -431,3 +432,34 @@ def test_metrics_partition_series_auto_counts_the_flow_through_tasks_max(cluster
         with run_source_task(MirrorSourceTask, {**task_config, "tasks.max": "501"},
                              bootstrap_servers=cluster_b.bootstrap) as one_of_many:
             wait_until(lambda: counts(one_of_many) == ([None, None, None], 9), 30, "the topic's count summed")
+
+
+def test_the_backfill_marker_poll_keeps_one_consumer_and_sees_each_new_claim(
+        cluster_a: Cluster, cluster_b: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The connector reads the backfill marker topic every ``BACKFILL_MARKER_POLL_S`` for as long as it runs:
+    one consumer serves every read (a client per read opened its threads and connections, and on a secured
+    cluster its handshakes, every two seconds), each read still sees what was written since the last one (a
+    claim reconfigures the tasks), and the consumer closes with the connector."""
+    from confluent_kafka import Producer
+
+    from connect_runtime.clients import registry
+    from mirror.backfill_markers.markers import BACKFILLING, PartitionMarker, marker_topic, partition_marker_key
+    from mirror.source import connector as source_connector_module
+
+    monkeypatch.setattr(source_connector_module, "BACKFILL_MARKER_POLL_S", 0.1)
+    component = "mirror.backfill_markers.marker_log"
+    src, tgt = unique("mka"), unique("mkb")
+    topic = create_topic(cluster_a.bootstrap, unique("mk"), partitions=2)
+    config = flow_config(src, tgt, cluster_a.bootstrap, cluster_b.bootstrap, overrides={"topics": topic})
+    created_before = registry.created_by()[component]
+    with source_connector(config) as (_, context):
+        time.sleep(2.0)  # about 20 polls
+        assert registry.created_by()[component] - created_before == 1
+        assert registry.open_clients()[(component, "consumer")] >= 1
+        writer = Producer({"bootstrap.servers": cluster_b.bootstrap})  # not the factory's: it counts no client
+        writer.produce(marker_topic(src), key=partition_marker_key(topic, 1), partition=0,
+                       value=PartitionMarker(BACKFILLING, 0, 100, -1, -1).value())
+        assert writer.flush(30) == 0
+        wait_until(lambda: context.reconfigurations >= 1, 30, "the claim seen by a poll")
+        assert registry.created_by()[component] - created_before == 1, "a poll opened a consumer of its own"
+    assert registry.open_clients()[(component, "consumer")] == 0
