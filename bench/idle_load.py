@@ -14,11 +14,16 @@ health probes). On the benchmark box that load competes with the copy.
 Usage::
 
     python bench/idle_load.py [--runs 3] [--seconds 20] [--settle 15] [--compare-code DIR] [--json out.json]
+                              [--record [--title TITLE] [--output FILE]]
+
+``--record`` records the run in bench/results.md as every bench command does (bench/recording.py: the
+machine, the load at the start, the commit), or writes that section to ``--output``.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import re
 import statistics
@@ -32,8 +37,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import kafka_brokers, replication
-from bench.common import create_topic, unique
+from bench import kafka_brokers, recording, replication
+from bench.common import create_topic, machine_facts, unique
 
 DEFAULT_FLOW = replication.DEFAULT_FLOW
 _REQUEST = re.compile(r'"clientId":"([^"]*)","requestApiKeyName":"(\w+)"')
@@ -133,12 +138,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare-code", type=Path, metavar="DIR",
                         help="also measure a node on the packages in DIR (e.g. `git archive HEAD~1 | tar -x -C DIR`)")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--record", action="store_true", help="record the run (bench/recording.py)")
+    parser.add_argument("--title", default="what an idle node asks of the brokers",
+                        help="with --record: the recorded section's heading after its date")
+    parser.add_argument("--output", type=Path, help="with --record: write the section to FILE instead")
     args = parser.parse_args(argv)
+    rule, loads = recording.at_start()
+    facts = {**machine_facts(), **rule.rows(loads)}
+    start, began = datetime.datetime.now(datetime.UTC), time.monotonic()
     results = run(args.runs, args.seconds, args.settle, args.compare_code)
     print()
     print(table(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.record:
+        compared = f"; \"compared\" is the code in {args.compare_code}" if args.compare_code else ""
+        heading, text = recording.section(
+            f"python bench/idle_load.py {' '.join(argv if argv is not None else sys.argv[1:])}".strip(),
+            args.title, "Kafka 4.4.0", "bench/idle_load.py", facts,
+            [(f"idle load (2 brokers; median of {args.runs} rounds{compared})", table(results))], start, began)
+        recording.keep(heading, text, args.output)
     return 0
 
 
