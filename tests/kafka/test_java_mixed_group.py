@@ -375,13 +375,13 @@ def _java_errors(fleet: Fleet, since_ms: float) -> tuple[list[str], list[str]]:
             logged += [f"{node.log.name}: {entry}" for entry in _error_entries(node.log_text())
                        if _logged_ms(entry) >= since_ms]
     unexpected = [line for line in logged if not any(re.search(p, line) for p, _ in EXPECTED_JAVA_ERRORS)]
-    java_now = {port for port, kind in zip(fleet.ports, fleet.kinds(), strict=True) if kind == "java"}
-    return _without_forwards_to_a_stopping_leader(unexpected, fleet.stopping_since_ms, java_now), logged
+    java_ports = {port for port, kinds in fleet.kinds_by_port.items() if "java" in kinds}
+    return _without_forwards_to_a_stopping_leader(unexpected, fleet.stopping_since_ms, java_ports), logged
 
 
-#: how a forward to a stopped leader's port fails: refused while nothing listens there; or, once a Java node
-#: started in its place, Jetty's own JSON error page (``{"url": ..., "status": ...}``) while that node's REST
-#: resources are not registered yet, which Java's RestClient cannot read as Connect's ErrorMessage
+#: how a forward to a stopped leader's port fails: refused while nothing listens there; or, while the Java node
+#: there is stopping, Jetty's own JSON error page (``{"url": ..., "status": ...}``): its REST resources are gone
+#: before its connector is, and Java's RestClient cannot read that page as Connect's ErrorMessage
 _FORWARD_CAUSE = r"(?P<cause>Connection refused|Unrecognized field \"url\" \(class [\w.]+\.ErrorMessage\))"
 #: Java's worker forwarding a connector's task reconfiguration to the leader URL of its last assignment (the URL's
 #: path names the flow: /source/target/connectors/...)
@@ -394,16 +394,17 @@ _FORWARD_FOLLOW_UPS = re.compile(r"ERROR \[Worker clientId=(\w+)->(\w+), .*(Requ
 
 
 def _without_forwards_to_a_stopping_leader(lines: list[str], stopping_since_ms: dict[int, float],
-                                          java_now: set[int]) -> list[str]:
+                                          java_ports: set[int]) -> list[str]:
     """``lines`` without Java's refused forwards to a leader that a step had begun stopping, and their follow-ups.
 
     Java's DistributedHerder forwards a connector's task reconfiguration to the leader URL of its last
     assignment. When a step stops that leader, the forward is refused until the next rebalance names a new
     leader, and Java retries after a backoff: a pure Java fleet logs the same three ERROR lines when its leader
-    restarts; and when a Java node took the stopped one's port (``java_now``), Jetty answers for it with its own
-    error page until its REST resources are registered, as it does when a pure Java fleet restarts a node on its
-    port. Only a forward to a node the test was already stopping is excused (a refusal by a live node of ours
-    still fails the test, and so does an unreadable answer from a port that is ours now). A follow-up line is
+    restarts; and while the stopped node is a Java one (a port in ``java_ports``: a restarted slot gets a port of
+    its own, so a Java port never becomes ours), its Jetty answers with its own error page once its REST
+    resources are gone, as in a pure Java fleet. Only a forward to a node the test was already stopping is
+    excused (a refusal by a live node of ours still fails the test, and so does an unreadable answer from a
+    port of ours). A follow-up line is
     excused when the last forward of the same flow in the same log was: Java logs it once that forward has
     failed, after a delay that grows with the machine's load, so it is paired by flow, not by time."""
     kept: list[str] = []
@@ -417,7 +418,7 @@ def _without_forwards_to_a_stopping_leader(lines: list[str], stopping_since_ms: 
             port = int(forward.group(1))
             since = stopping_since_ms.get(port)
             excused = (since is not None and at >= since
-                       and (forward.group("cause") == "Connection refused" or port in java_now))
+                       and (forward.group("cause") == "Connection refused" or port in java_ports))
             last_forward_excused[(log_name, forward.group(2), forward.group(3))] = excused
             if excused:
                 continue
