@@ -127,6 +127,16 @@ def table(results: list[dict[str, Any]]) -> str:
                         for r in rows for k in r["by_source"]})
         cells = (f"{key.replace('|', PIPE)} {value:.1f}" for key, value in keys.most_common(12))
         lines.append(f"| {name} | {', '.join(cells)} |")
+    codes = list(dict.fromkeys(r["code"] for r in results))
+    if len(codes) == 2:  # what the change under test moved: the largest differences, whichever way
+        medians = {name: Counter({k: statistics.median(r["by_source"].get(k, 0.0) for r in results
+                                                       if r["code"] == name)
+                                  for r in results for k in r["by_source"]}) for name in codes}
+        before, after = (medians[name] for name in codes)
+        moved = sorted(set(before) | set(after), key=lambda k: -abs(after[k] - before[k]))[:12]
+        lines += ["", f"| broker, client, API | {codes[0]}: requests/s | {codes[1]}: requests/s |", "|---|---|---|"]
+        lines += [f"| {key.replace('|', PIPE)} | {before[key]:.2f} | {after[key]:.2f} |" for key in moved
+                  if before[key] != after[key]]
     return "\n".join(lines)
 
 
