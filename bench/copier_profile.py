@@ -42,7 +42,7 @@ from bench.common import machine_facts
 from bench.throughput import PERF_HZ
 
 #: The copiers, in bench/throughput.py's modes: ours as shipped (:data:`OURS`) and those it can be set against.
-COPIERS = {"native": "native copier", "java-mm2-1-tuned": "Java MM2 tuned, warm", "mm2-1": "ours"}
+COPIERS = {"native": "native copier", "java-mm2-1-tuned": "Java MM2 tuned", "mm2-1": "ours"}
 OURS = "mm2-1"
 #: What ``--against`` may name: the copiers besides ours.
 BASES = tuple(mode for mode in COPIERS if mode != OURS)
