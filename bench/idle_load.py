@@ -120,18 +120,15 @@ def table(results: list[dict[str, Any]]) -> str:
         added = statistics.median(r["cores"] - r["alone_cores"] for r in rows)
         lines.append(f"| {name} | {len(rows)} | {med('alone_cores'):.3f} | {med('cores'):.3f} | {added:.3f} | "
                      f"{med('requests_per_s'):.1f} |")
-    lines += ["", "| code | broker, client, API: requests/s (median over the runs, the 12 largest) |", "|---|---|"]
-    for name in dict.fromkeys(r["code"] for r in results):
-        rows = [r for r in results if r["code"] == name]
-        keys = Counter({k: statistics.median(r["by_source"].get(k, 0.0) for r in rows)
-                        for r in rows for k in r["by_source"]})
-        cells = (f"{key.replace('|', PIPE)} {value:.1f}" for key, value in keys.most_common(12))
-        lines.append(f"| {name} | {', '.join(cells)} |")
     codes = list(dict.fromkeys(r["code"] for r in results))
+    medians = {name: Counter({k: statistics.median(r["by_source"].get(k, 0.0) for r in rows)
+                              for r in rows for k in r["by_source"]})
+               for name in codes if (rows := [r for r in results if r["code"] == name])}
+    lines += ["", "| code | broker, client, API: requests/s (median over the runs, the 12 largest) |", "|---|---|"]
+    for name in codes:
+        cells = (f"{key.replace('|', PIPE)} {value:.1f}" for key, value in medians[name].most_common(12))
+        lines.append(f"| {name} | {', '.join(cells)} |")
     if len(codes) == 2:  # what the change under test moved: the largest differences, whichever way
-        medians = {name: Counter({k: statistics.median(r["by_source"].get(k, 0.0) for r in results
-                                                       if r["code"] == name)
-                                  for r in results for k in r["by_source"]}) for name in codes}
         before, after = (medians[name] for name in codes)
         moved = sorted(set(before) | set(after), key=lambda k: -abs(after[k] - before[k]))[:12]
         lines += ["", f"| broker, client, API | {codes[0]}: requests/s | {codes[1]}: requests/s |", "|---|---|---|"]

@@ -123,17 +123,15 @@ class MarkerLog:
             self._next = (records[-1].offset() or 0) + 1
 
         with self._reader_lock:
-            consumer = self._reader or new_consumer(self._consumer_config)
-            self._reader = None
-            kept = False
+            consumer, self._reader = self._reader or new_consumer(self._consumer_config), None
             try:
                 reached = read_to_end(consumer, {(self.topic, 0): self._next}, fold, timeout_s,
                                       on_error=raise_error)
                 if self._keep_reader:
                     consumer.unassign()
-                    self._reader, kept = consumer, True
+                    self._reader = consumer
             finally:
-                if not kept:
+                if self._reader is not consumer:  # not kept: a read failed, or one consumer per read
                     consumer.close()
         if not reached.complete:
             raise TimeoutError(f"could not read {self.topic} to its end within {timeout_s}s")
