@@ -143,7 +143,7 @@ class Fleet:
     retired: list[Node] = field(default_factory=list)
     #: REST port -> the kinds of every node ever started on it (retired ones too), to tell a worker id's kind
     kinds_by_port: dict[int, set[str]] = field(default_factory=dict)
-    #: REST port -> when a step began stopping the node listening there (epoch ms)
+    #: REST port -> when the test began stopping the node listening there, at a step or at the end (epoch ms)
     stopping_since_ms: dict[int, float] = field(default_factory=dict)
 
     def start(self, index: int, kind: str, running: list[Stoppable], label: str) -> Node:
@@ -392,6 +392,12 @@ _FORWARD_FOLLOW_UPS = re.compile(r"ERROR \[Worker clientId=(\w+)->(\w+), .*(Requ
                                  r"tasks failed|Failed to reconfigure connector's tasks \(\w+\), retrying after "
                                  r"backoff).*" + _FORWARD_CAUSE)
 
+#: under exactly-once, the source task whose start asked the leader to fence its previous generation (Java's
+#: ``DistributedHerder.fenceZombieSourceTasks``): Java kills it when that forward fails, until restarted
+_FENCE_FOLLOW_UP = re.compile(r"ERROR ExactlyOnceWorkerSourceTask\{id=[\w-]+\} Task threw an uncaught and "
+                              r"unrecoverable exception.*IO Error trying to forward REST request: "
+                              r"java\.net\.ConnectException: Connection refused")
+
 
 def _without_forwards_to_a_stopping_leader(lines: list[str], stopping_since_ms: dict[int, float],
                                           java_ports: set[int]) -> list[str]:
@@ -406,9 +412,12 @@ def _without_forwards_to_a_stopping_leader(lines: list[str], stopping_since_ms: 
     excused (a refusal by a live node of ours still fails the test, and so does an unreadable answer from a
     port of ours). A follow-up line is
     excused when the last forward of the same flow in the same log was: Java logs it once that forward has
-    failed, after a delay that grows with the machine's load, so it is paired by flow, not by time."""
+    failed, after a delay that grows with the machine's load, so it is paired by flow, not by time. An
+    exactly-once source task that Java kills because its fencing request was refused is excused when the last
+    forward in the same log was an excused, refused ``/fence`` (that line names no flow)."""
     kept: list[str] = []
     last_forward_excused: dict[tuple[str, str, str], bool] = {}  # (log name, source, target) -> excused
+    last_fence_excused: dict[str, bool] = {}  # log name -> its last forward was an excused, refused /fence
     for line in lines:
         log_name = line.split(":", 1)[0]
         at = _logged_ms(line.split(": ", 1)[1])
@@ -420,10 +429,15 @@ def _without_forwards_to_a_stopping_leader(lines: list[str], stopping_since_ms: 
             excused = (since is not None and at >= since
                        and (forward.group("cause") == "Connection refused" or port in java_ports))
             last_forward_excused[(log_name, forward.group(2), forward.group(3))] = excused
+            last_fence_excused[log_name] = (excused and forward.group("cause") == "Connection refused"
+                                            and "/fence " in line)
             if excused:
                 continue
-        elif follow_up is not None and last_forward_excused.get((log_name, follow_up.group(1), follow_up.group(2))):
-            continue
+        else:
+            pair = None if follow_up is None else (log_name, follow_up.group(1), follow_up.group(2))
+            if (pair is not None and last_forward_excused.get(pair)) or (
+                    _FENCE_FOLLOW_UP.search(line) and last_fence_excused.get(log_name)):
+                continue
         kept.append(line)
     return kept
 
@@ -547,6 +561,15 @@ def _slot(fleet: Fleet, which: str) -> int:
     if leads is not None and fleet.kinds()[leads] == "java":
         return leads
     return fleet.kinds().index("java")
+
+
+def _stop_ours(fleet: Fleet, timeline: Timeline) -> None:
+    """SIGTERM every node of ours still running, one by one: each exits within :data:`EXIT_LIMIT_S`. The
+    Java nodes stay, so a forward of theirs to one of these ports is one to a node the test is stopping."""
+    for index, node in enumerate(fleet.nodes):
+        if isinstance(node, MirrorMakerProcess):
+            fleet.stopping_since_ms[fleet.ports[index]] = time.time() * 1000
+            _stop(node, "term", timeline)
 
 
 def _step(number: int, fleet: Fleet, which: str, kind: str, how: str, running: list[Stoppable],
@@ -694,9 +717,7 @@ def test_a_java_fleet_is_replaced_node_by_node_and_one_step_rolled_back(
     load.stop()
     wait_until(lambda: reader.has_all(load.acked), 180, "every acknowledged record on B", interval_s=0.5)
     reader.stop()
-    for node in fleet.nodes:  # every node of ours still running exits within EXIT_LIMIT_S of SIGTERM too
-        if isinstance(node, MirrorMakerProcess):
-            _stop(node, "term", timeline)
+    _stop_ours(fleet, timeline)
     arrivals = reader.snapshot()
     duplicates = _duplicates_by_step(arrivals, timeline.step_starts_ms)
     gaps = _longest_gaps_s(arrivals, timeline.began_ms)
@@ -748,9 +769,7 @@ def test_exactly_once_fleet_with_the_leader_killed(kafka_a: KafkaBroker, kafka_b
     wait_until(lambda: reader.has_all(load.acked), 180, "every acknowledged record on B (read_committed)",
                interval_s=0.5)
     reader.stop()
-    for node in fleet.nodes:  # every node of ours still running exits within EXIT_LIMIT_S of SIGTERM
-        if isinstance(node, MirrorMakerProcess):
-            _stop(node, "term", timeline)
+    _stop_ours(fleet, timeline)
     arrivals = reader.snapshot()
     duplicates = _duplicates_by_step(arrivals, timeline.step_starts_ms)
     kept, attributions = _attribute_duplicates(fleet, timeline, arrivals) if sum(duplicates) else ("", [])
