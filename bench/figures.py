@@ -29,9 +29,8 @@ numbers, dates and times.
 ``python bench/figures.py`` rewrites the blocks and completes anchors; ``--check`` (run by
 scripts/check) changes nothing and fails on a stale block, a block or link that names no run, a
 linked number its run does not hold, or a rate, ratio, latency or CPU cost outside a block or link.
-Durations, sizes, counts and percentages with no source fail it too (:data:`ENFORCE_ALL`). Blocks fed by
-runs the recording rule does not count are reported; they fail the check once
-:data:`ENFORCE_RECORDING_RULE` is on (``--strict`` shows what would fail).
+Durations, sizes, counts and percentages with no source fail it too (:data:`ENFORCE_ALL`), and so do
+blocks fed by runs the recording rule does not count (:data:`ENFORCE_RECORDING_RULE`).
 """
 
 from __future__ import annotations
@@ -58,9 +57,9 @@ SPEC = ROOT / "bench" / "figures.yaml"
 GOVERNED = ("README.md", "docs/*.md")
 #: On: a duration, size, count or percentage without a source fails the check like a rate does.
 ENFORCE_ALL = True
-#: Off: a block fed by a run that the recording rule (bench/recording.py) does not count is reported, and
-#: fails the check only with ``--strict``. Turn it on once every block's runs are recorded by the rule.
-ENFORCE_RECORDING_RULE = False
+#: On: a block fed by a run that the recording rule (bench/recording.py) does not count, or a headline row
+#: from fewer days than the rule asks, fails the check.
+ENFORCE_RECORDING_RULE = True
 
 BEGIN = re.compile(r"^<!-- figures:([\w-]+) .*-->\s*$")
 END = "<!-- /figures -->"

@@ -240,29 +240,33 @@ def test_a_headline_takes_the_runs_of_its_newest_runs_machine_and_names_the_othe
     ])
     text, findings = headline(tmp_path / "c", newest_alone)
     assert "| native, 100 B | 900,000 | 1.00x | 1 (1) |" in text
-    assert any("runs from 1 day(s)" in report for report in findings.reports)
+    assert any("runs from 1 day(s)" in error for error in findings.errors)
 
 
-def test_a_headline_from_one_day_is_reported_and_one_from_no_run_that_counts_fails(tmp_path: Path) -> None:
+def test_a_headline_from_one_day_or_from_no_run_that_counts_fails(tmp_path: Path) -> None:
     one_day = "# Benchmark results\n\n" + run_section("2026-12-03", 0.40, "400,000")
     root, results, spec = tree(tmp_path, "<!-- figures:headline x -->\n<!-- /figures -->\n", MEDIAN_SPEC, one_day)
     _, findings = figures.build(root, results, spec)
-    assert findings.errors == [] and any("runs from 1 day(s)" in report for report in findings.reports)
+    assert findings.reports == [] and any("runs from 1 day(s)" in error for error in findings.errors)
+    _, lenient = figures.build(root, results, spec, enforce_rule=False)
+    assert lenient.errors == [] and any("runs from 1 day(s)" in report for report in lenient.reports)
     marked = "# Benchmark results\n\n" + run_section("2026-12-03", 3.0, "400,000")
     root, results, spec = tree(tmp_path / "m", "<!-- figures:headline x -->\n<!-- /figures -->\n", MEDIAN_SPEC, marked)
     _, findings = figures.build(root, results, spec)
     assert any("no recorded run that counts" in error for error in findings.errors)
 
 
-def test_a_block_fed_by_a_run_the_rule_does_not_count_is_reported(tmp_path: Path) -> None:
+def test_a_block_fed_by_a_run_the_rule_does_not_count_fails(tmp_path: Path) -> None:
     marked = RESULTS.replace("| load average at start | 0.50", "| load average at start | 3.50")
     root, results, spec = tree(tmp_path, "<!-- figures:ratio x -->\n<!-- /figures -->\n", results=marked)
-    _, findings = figures.build(root, results, spec)
+    _, enforced = figures.build(root, results, spec)
+    assert enforced.reports == [] and len(enforced.errors) == 1
+    _, findings = figures.build(root, results, spec, enforce_rule=False)
     assert findings.errors == []
-    assert findings.reports == ["figures:ratio feeds from the run '2026-11-25 10:00 UTC: a recorded run', which the "
-                                "recording rule does not count: it is marked: load 3.50 at its start, above 1.0 "
-                                "(bench/README.md, Recording rule)"]
+    assert findings.reports == enforced.errors == [
+        "figures:ratio feeds from the run '2026-11-25 10:00 UTC: a recorded run', which the recording rule does not "
+        "count: it is marked: load 3.50 at its start, above 1.0 (bench/README.md, Recording rule)"]
     root, results, spec = tree(tmp_path / "none", "<!-- figures:ratio x -->\n<!-- /figures -->\n",
                                results=RESULTS.replace("| load average at start | 0.50 0.60 0.70 |\n", ""))
-    _, findings = figures.build(root, results, spec)
+    _, findings = figures.build(root, results, spec, enforce_rule=False)
     assert findings.reports[0].endswith("it recorded no load average at its start (bench/README.md, Recording rule)")
